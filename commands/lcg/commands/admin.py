@@ -1,0 +1,207 @@
+"""Administrative writes: rebuild a group from its WAL, purge groups, clear the whole graph."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from typing import NotRequired, TypedDict
+
+from lcg.commands import handlers
+from lcg.commands.writer import Writer
+from lcg.domain.commands import PurgeGroup
+from lcg.domain.errors import Conflict, InvalidParams, NotFound
+from lcg.domain.ids import GroupId
+from lcg.projections.graph import reader
+from lcg.projections.runner import Progress
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildRequest:
+    """knowledge_rebuild_from_wal / `lcg replay` (P-137)."""
+
+    group_id: GroupId
+    from_seq: int = 0
+    to_seq: int | None = None
+    dry_run: bool = False
+    force_clear: bool = False
+
+
+class RebuildResult(TypedDict):
+    success: bool
+    group_id: str
+    from_seq: int
+    to_seq: int | None
+    mutations_replayed: int
+    wal_files_processed: int
+    indexes_created: int
+    failed_lines: int
+    unparseable_lines: int
+    last_committed_seq: int
+    transactions_committed: int
+    transactions_rolled_back: int
+    pinned_to: int | None
+    dry_run: NotRequired[bool]
+
+
+def check_rebuild_bounds(request: RebuildRequest) -> None:
+    """Refuse impossible bounds before the WAL is read or anything is touched (K-WAL-030)."""
+    if request.from_seq < 0:
+        raise InvalidParams("from_seq", "must be an integer >= 0", f"got {request.from_seq}")
+    if request.to_seq is not None and request.to_seq < 0:
+        raise InvalidParams("to_seq", "must be an integer >= 0", f"got {request.to_seq}")
+    if request.to_seq is not None and request.to_seq < request.from_seq:
+        raise InvalidParams(
+            "to_seq",
+            f"must not be less than from_seq (to_seq {request.to_seq} < from_seq "
+            f"{request.from_seq})",
+            "knowledge_rebuild_from_wal rejects this before reading the WAL",
+        )
+
+
+def group_is_empty(writer: Writer, group_id: GroupId) -> bool:
+    counts = reader.group_counts(writer.runner.conn, group_id)
+    return counts["entities"] + counts["episodes"] + counts["edges"] == 0
+
+
+def rebuild_from_wal(
+    writer: Writer, request: RebuildRequest, progress: Progress | None = None
+) -> RebuildResult:
+    """Replay one group's stream into its projections (K-WAL-012..035)."""
+    check_rebuild_bounds(request)
+    with writer.exclusive():
+        head = writer.log.head(request.group_id)
+        if head == 0:
+            raise NotFound(
+                f"group_id: the WAL holds no events for group {request.group_id!r}",
+                field="group_id",
+                rule="must name a group with a WAL stream",
+            )
+        full = request.from_seq == 0
+        if full and not group_is_empty(writer, request.group_id):
+            if request.dry_run:
+                raise Conflict(
+                    f"group_id: group {request.group_id!r} is not empty; a dry run never "
+                    "mutates, so it cannot clear it (force_clear is ignored in a dry run). "
+                    "Clear it first with knowledge_delete_by_group, or run without dry_run "
+                    "and with force_clear: true",
+                    field="group_id",
+                    rule="dry run of a full rebuild needs an empty group",
+                )
+            if not request.force_clear:
+                raise Conflict(
+                    f"group_id: group {request.group_id!r} is not empty; a full rebuild "
+                    "(from_seq 0) refuses to run over existing data. Pass force_clear: true "
+                    "(lcg replay --force-clear) to purge the group first, or clear it with "
+                    "knowledge_delete_by_group {group_ids: [group_id], confirm: true}",
+                    field="force_clear",
+                    rule="must be true to rebuild a non-empty group",
+                )
+        upto = head if request.to_seq is None else min(request.to_seq, head)
+        if request.dry_run:
+            after = 0 if full else writer.runner.position(request.group_id).position
+            start = max(after, request.from_seq - 1)
+            return _rebuild_result(request, max(0, upto - start), upto, None, dry_run=True)
+        replayed = writer.runner.rebuild(
+            request.group_id,
+            from_seq=request.from_seq,
+            to_seq=request.to_seq,
+            progress=progress,
+        )
+        pinned = writer.runner.position(request.group_id).pinned_to
+        return _rebuild_result(request, replayed, upto, pinned, dry_run=False)
+
+
+def _rebuild_result(
+    request: RebuildRequest, replayed: int, last: int, pinned: int | None, *, dry_run: bool
+) -> RebuildResult:
+    result = RebuildResult(
+        success=True,
+        group_id=request.group_id,
+        from_seq=request.from_seq,
+        to_seq=request.to_seq,
+        mutations_replayed=replayed,
+        wal_files_processed=1,
+        indexes_created=0,
+        failed_lines=0,
+        unparseable_lines=0,
+        last_committed_seq=last,
+        transactions_committed=0 if dry_run else 1,
+        transactions_rolled_back=0,
+        pinned_to=pinned,
+    )
+    if dry_run:
+        result["dry_run"] = True
+    return result
+
+
+class UnboundImpact(TypedDict):
+    group_id: str
+    pointer_count: int
+
+
+class DeleteByGroupResult(TypedDict):
+    success: bool
+    dry_run: bool
+    groups: list[reader.GroupCounts]
+    unbound_impacts: list[UnboundImpact]
+    applied_seq_reset: bool
+
+
+def delete_by_group(
+    writer: Writer,
+    group_ids: Sequence[GroupId],
+    *,
+    confirm: bool,
+    dry_run: bool,
+    now: Callable[[], datetime],
+) -> DeleteByGroupResult:
+    """Purge each group with an event in its own stream (P-122); dry_run only counts."""
+    if not group_ids:
+        raise InvalidParams(
+            "group_ids", "is required and must be a non-empty array of non-empty strings"
+        )
+    if not confirm and not dry_run:
+        raise InvalidParams(
+            "confirm", "Must set 'confirm' to true to purge group data (or 'dry_run' to preview)"
+        )
+    if dry_run:
+        with writer.exclusive():
+            counts = [reader.group_counts(writer.runner.conn, g) for g in group_ids]
+    else:
+        purges = [PurgeGroup(group, now()) for group in group_ids]
+        outcomes = writer.execute_many(
+            [partial(handlers.purge_group, command=command) for command in purges]
+        )
+        counts = []
+        for outcome in outcomes:
+            if isinstance(outcome, Exception):
+                raise outcome
+            counts.append(outcome)
+    return DeleteByGroupResult(
+        success=True, dry_run=dry_run, groups=counts, unbound_impacts=[], applied_seq_reset=False
+    )
+
+
+class ClearAllResult(TypedDict):
+    success: bool
+    message: str
+
+
+def clear_all(writer: Writer, *, confirm: bool, preserve_wal: bool) -> ClearAllResult:
+    """Drop the whole graph; without preserve_wal the WAL is erased too (P-123)."""
+    if confirm is not True:
+        raise InvalidParams("confirm", "must be true to clear every group's data")
+    with writer.exclusive():
+        if preserve_wal:
+            writer.runner.pin_all_at_zero()
+            message = (
+                "graph cleared; the WAL is kept and every group is held empty until "
+                "`lcg replay --group G` (knowledge_rebuild_from_wal) restores it"
+            )
+        else:
+            writer.log.truncate_all()
+            writer.runner.reset_all()
+            message = "graph and WAL cleared"
+    return ClearAllResult(success=True, message=message)

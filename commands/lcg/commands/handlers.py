@@ -1,0 +1,93 @@
+"""Command handlers: load what the decider needs from the projection, decide, append."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from lcg.commands.writer import WriteContext
+from lcg.domain import deciders
+from lcg.domain.commands import (
+    AddEpisode,
+    AssertEntity,
+    AssertRelationship,
+    DeleteEpisode,
+    PurgeGroup,
+)
+from lcg.domain.events import EpisodeDeleted
+from lcg.projections.graph import reader
+
+
+class AssertEntityResult(TypedDict):
+    entity_uuid: str
+    created: bool
+    embedding_warning: str | None
+
+
+class AssertRelationshipResult(TypedDict):
+    edge_uuid: str
+    created: bool
+    embedding_warning: str | None
+
+
+class AddEpisodeResult(TypedDict):
+    episode_uuid: str
+
+
+class DeleteEpisodeResult(TypedDict):
+    status: str
+
+
+def assert_entity(ctx: WriteContext, command: AssertEntity) -> AssertEntityResult:
+    lookup = deciders.EntityLookup(
+        by_uuid=(
+            None
+            if command.entity_uuid is None
+            else reader.entity_by_uuid(ctx.conn, command.entity_uuid)
+        ),
+        by_name=reader.entity_by_name(ctx.conn, command.group_id, command.name),
+    )
+    decision = deciders.decide_assert_entity(command, lookup)
+    ctx.append(command.group_id, decision.events)
+    return AssertEntityResult(
+        entity_uuid=decision.entity_uuid, created=decision.created, embedding_warning=None
+    )
+
+
+def assert_relationship(ctx: WriteContext, command: AssertRelationship) -> AssertRelationshipResult:
+    source = reader.entity_by_name(ctx.conn, command.group_id, command.source_name)
+    target = reader.entity_by_name(ctx.conn, command.group_id, command.target_name)
+    active = None
+    if source is not None and target is not None:
+        active = reader.active_edge(
+            ctx.conn, command.group_id, source.uuid, command.predicate, target.uuid
+        )
+    decision = deciders.decide_assert_relationship(
+        command, deciders.RelationshipLookup(source, target, active)
+    )
+    ctx.append(command.group_id, decision.events)
+    return AssertRelationshipResult(
+        edge_uuid=decision.edge_uuid, created=decision.created, embedding_warning=None
+    )
+
+
+def add_episode(ctx: WriteContext, command: AddEpisode) -> AddEpisodeResult:
+    ctx.append(command.group_id, deciders.decide_add_episode(command))
+    return AddEpisodeResult(episode_uuid=command.new_uuid)
+
+
+def delete_episode(ctx: WriteContext, command: DeleteEpisode) -> DeleteEpisodeResult:
+    """Delete in the episode's own group; an unknown uuid is a no-op success (P-120)."""
+    group = reader.episode_group(ctx.conn, command.episode_uuid)
+    if group is not None:
+        ctx.append(
+            group, (EpisodeDeleted(occurred_at=command.now, episode_uuid=command.episode_uuid),)
+        )
+    return DeleteEpisodeResult(status="deleted")
+
+
+def purge_group(ctx: WriteContext, command: PurgeGroup) -> reader.GroupCounts:
+    """Append the purge to the group's own stream; an empty group appends nothing."""
+    counts = reader.group_counts(ctx.conn, command.group_id)
+    rows = counts["entities"] + counts["episodes"] + counts["edges"]
+    ctx.append(command.group_id, deciders.decide_purge_group(command, rows))
+    return counts

@@ -1,0 +1,1 @@
+"""The pure model of lcg: events, commands, deciders and rules; it imports only the stdlib."""

@@ -1,0 +1,70 @@
+"""Command messages: what a caller asks for, already parsed, with the ids and time it needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid, GroupId
+
+
+@dataclass(frozen=True, slots=True)
+class AssertEntity:
+    """knowledge_assert_entity: upsert by (name, group_id) or strictly by entity_uuid."""
+
+    group_id: GroupId
+    name: str
+    entity_uuid: EntityUuid | None
+    labels: tuple[str, ...]
+    summary: str
+    attributes: str
+    new_uuid: EntityUuid
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AssertRelationship:
+    """knowledge_assert_relationship: upsert by (source, predicate, target, group_id)."""
+
+    group_id: GroupId
+    source_name: str
+    target_name: str
+    predicate: str
+    fact: str | None
+    relation_type: str | None
+    attributes: str
+    valid_at: datetime | None
+    new_uuid: EdgeUuid
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AddEpisode:
+    """knowledge_add_episode: store a piece of content as an episode (no extraction)."""
+
+    group_id: GroupId
+    name: str
+    body: str
+    source: str
+    source_description: str
+    reference_time: datetime
+    new_uuid: EpisodeUuid
+    now: datetime
+    chunk_id: str | None = None
+    source_file: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteEpisode:
+    """knowledge_delete_episode: remove one episode from its own group."""
+
+    episode_uuid: EpisodeUuid
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeGroup:
+    """knowledge_delete_by_group for one group: delete every row the group owns."""
+
+    group_id: GroupId
+    now: datetime

@@ -1,0 +1,191 @@
+"""Pure deciders: given a command and the state it touches, the events to append or an error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lcg.domain import rules
+from lcg.domain.commands import AddEpisode, AssertEntity, AssertRelationship, PurgeGroup
+from lcg.domain.errors import Conflict, NotFound
+from lcg.domain.events import (
+    DomainEvent,
+    EntityCreated,
+    EntityRevised,
+    EpisodeAdded,
+    GroupPurged,
+    RelationshipCreated,
+    RelationshipRevised,
+)
+from lcg.domain.ids import EdgeUuid, EntityUuid, GroupId
+
+CROSS_GROUP_HINT = (
+    "endpoints resolve only inside the call's group_id; "
+    "use knowledge_add_cross_group_edge to connect entities across groups"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EntityState:
+    """What a decider needs to know about one stored entity."""
+
+    uuid: EntityUuid
+    name: str
+    group_id: GroupId
+
+
+@dataclass(frozen=True, slots=True)
+class EntityLookup:
+    """The entities an AssertEntity command can touch, as read from the group's state."""
+
+    by_uuid: EntityState | None
+    by_name: EntityState | None
+
+
+@dataclass(frozen=True, slots=True)
+class AssertEntityDecision:
+    """The events plus what the caller is told."""
+
+    events: tuple[DomainEvent, ...]
+    entity_uuid: EntityUuid
+    created: bool
+
+
+def decide_assert_entity(command: AssertEntity, lookup: EntityLookup) -> AssertEntityDecision:
+    """Create or fully revise an entity (K-AST-004..012, P-108)."""
+    rules.text(command.name, "name", max_len=rules.MAX_NAME, required=True)
+    rules.text(command.summary, "summary", max_len=rules.MAX_SUMMARY)
+    if command.entity_uuid is not None:
+        target = lookup.by_uuid
+        if target is None or target.group_id != command.group_id:
+            raise NotFound(
+                f"entity_uuid: no entity {command.entity_uuid} in group "
+                f"{command.group_id!r} (a uuid is looked up, never minted)",
+                field="entity_uuid",
+                rule="must name an existing entity of group_id",
+            )
+        clash = lookup.by_name
+        if clash is not None and clash.uuid != target.uuid:
+            raise Conflict(
+                f"name: {command.name!r} already names entity {clash.uuid} in group "
+                f"{command.group_id!r}; merge the two instead of renaming onto it",
+                field="name",
+                rule="must not rename onto another entity's name",
+            )
+    else:
+        target = lookup.by_name
+    name = command.name.strip()
+    if target is None:
+        created = EntityCreated(
+            command.now,
+            command.new_uuid,
+            name,
+            command.labels,
+            command.summary,
+            command.attributes,
+        )
+        return AssertEntityDecision((created,), command.new_uuid, created=True)
+    revised = EntityRevised(
+        command.now, target.uuid, name, command.labels, command.summary, command.attributes
+    )
+    return AssertEntityDecision((revised,), target.uuid, created=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RelationshipLookup:
+    """Endpoints resolved inside the group and the active edge between them, if any."""
+
+    source: EntityState | None
+    target: EntityState | None
+    active_edge: EdgeUuid | None
+
+
+@dataclass(frozen=True, slots=True)
+class AssertRelationshipDecision:
+    """The events plus what the caller is told."""
+
+    events: tuple[DomainEvent, ...]
+    edge_uuid: EdgeUuid
+    created: bool
+
+
+def decide_assert_relationship(
+    command: AssertRelationship, lookup: RelationshipLookup
+) -> AssertRelationshipDecision:
+    """Create or revise the group's active edge (source, predicate, target) (K-AST-021..038)."""
+    rules.text(command.source_name, "source_name", max_len=rules.MAX_NAME, required=True)
+    rules.text(command.target_name, "target_name", max_len=rules.MAX_NAME, required=True)
+    rules.text(command.predicate, "predicate", max_len=rules.MAX_PREDICATE, required=True)
+    for field, entity, name in (
+        ("source_name", lookup.source, command.source_name),
+        ("target_name", lookup.target, command.target_name),
+    ):
+        if entity is None:
+            raise NotFound(
+                f"{field}: no entity named {name!r} in group {command.group_id!r}; "
+                + CROSS_GROUP_HINT,
+                field=field,
+                rule="must name an entity of group_id",
+            )
+    source, target = lookup.source, lookup.target
+    if source is None or target is None:  # unreachable after the loop; narrows the types
+        raise AssertionError
+    fact = command.fact
+    if fact is None or not fact.strip():
+        fact = f"{command.source_name} {command.predicate} {command.target_name}"
+    rules.text(fact, "fact", max_len=rules.MAX_FACT)
+    if command.relation_type is not None:
+        rules.text(command.relation_type, "relation_type", max_len=rules.MAX_RELATION_TYPE)
+    if lookup.active_edge is None:
+        created = RelationshipCreated(
+            occurred_at=command.now,
+            edge_uuid=command.new_uuid,
+            source_uuid=source.uuid,
+            target_uuid=target.uuid,
+            predicate=command.predicate,
+            fact=fact,
+            relation_type=command.relation_type,
+            attributes=command.attributes,
+            valid_at=command.valid_at,
+        )
+        return AssertRelationshipDecision((created,), command.new_uuid, created=True)
+    revised = RelationshipRevised(
+        occurred_at=command.now,
+        edge_uuid=lookup.active_edge,
+        fact=fact,
+        relation_type=command.relation_type,
+        attributes=command.attributes,
+        valid_at=command.valid_at,
+    )
+    return AssertRelationshipDecision((revised,), lookup.active_edge, created=False)
+
+
+def decide_add_episode(command: AddEpisode) -> tuple[DomainEvent, ...]:
+    """Store an episode as given (P-107)."""
+    rules.text(command.name, "name", max_len=rules.MAX_EPISODE_NAME, required=True)
+    rules.text(command.body, "episode_body", max_len=rules.MAX_EPISODE_BODY, required=True)
+    rules.episode_source(command.source)
+    if command.source == "json":
+        rules.json_body(command.body)
+    rules.text(
+        command.source_description, "source_description", max_len=rules.MAX_SOURCE_DESCRIPTION
+    )
+    return (
+        EpisodeAdded(
+            occurred_at=command.now,
+            episode_uuid=command.new_uuid,
+            name=command.name,
+            body=command.body,
+            source=command.source,
+            source_description=command.source_description,
+            reference_time=command.reference_time,
+            chunk_id=command.chunk_id,
+            source_file=command.source_file,
+        ),
+    )
+
+
+def decide_purge_group(command: PurgeGroup, row_count: int) -> tuple[DomainEvent, ...]:
+    """Purge a group; purging a group that holds nothing appends nothing (P-122)."""
+    if row_count == 0:
+        return ()
+    return (GroupPurged(occurred_at=command.now),)

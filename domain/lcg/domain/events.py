@@ -1,0 +1,215 @@
+"""Domain events: frozen, versioned facts with stable wire names, and their JSON codec.
+
+Events never carry their group or position: the stream they are appended to is the group,
+and the stream position is the `seq`. Times are UTC and passed in by the handler.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ClassVar, TypeAlias, get_type_hints
+
+from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid
+
+JsonDict: TypeAlias = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class DomainEvent:
+    """Base of every event. Subclasses set `wire_name` (never renamed) and `version`."""
+
+    wire_name: ClassVar[str] = ""
+    version: ClassVar[int] = 1
+
+    occurred_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class EntityCreated(DomainEvent):
+    """An entity was asserted for the first time in its group."""
+
+    wire_name: ClassVar[str] = "entity_created"
+
+    entity_uuid: EntityUuid
+    name: str
+    labels: tuple[str, ...]
+    summary: str
+    attributes: str
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRevised(DomainEvent):
+    """An existing entity was re-asserted; every field is replaced, embeddings are kept."""
+
+    wire_name: ClassVar[str] = "entity_revised"
+
+    entity_uuid: EntityUuid
+    name: str
+    labels: tuple[str, ...]
+    summary: str
+    attributes: str
+
+
+@dataclass(frozen=True, slots=True)
+class RelationshipCreated(DomainEvent):
+    """A directed edge between two entities of the group was asserted for the first time."""
+
+    wire_name: ClassVar[str] = "relationship_created"
+
+    edge_uuid: EdgeUuid
+    source_uuid: EntityUuid
+    target_uuid: EntityUuid
+    predicate: str
+    fact: str
+    relation_type: str | None
+    attributes: str
+    valid_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class RelationshipRevised(DomainEvent):
+    """An active edge was re-asserted; fact, type, attributes and valid_at are replaced."""
+
+    wire_name: ClassVar[str] = "relationship_revised"
+
+    edge_uuid: EdgeUuid
+    fact: str
+    relation_type: str | None
+    attributes: str
+    valid_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeAdded(DomainEvent):
+    """A piece of source content (text, message or JSON) was stored as an episode."""
+
+    wire_name: ClassVar[str] = "episode_added"
+
+    episode_uuid: EpisodeUuid
+    name: str
+    body: str
+    source: str
+    source_description: str
+    reference_time: datetime
+    chunk_id: str | None
+    source_file: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeDeleted(DomainEvent):
+    """An episode and its mentions were removed; entities it mentioned stay (orphaned)."""
+
+    wire_name: ClassVar[str] = "episode_deleted"
+
+    episode_uuid: EpisodeUuid
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPurged(DomainEvent):
+    """Every entity, edge and episode of the group was deleted (knowledge_delete_by_group)."""
+
+    wire_name: ClassVar[str] = "group_purged"
+
+
+EVENT_TYPES: tuple[type[DomainEvent], ...] = (
+    EntityCreated,
+    EntityRevised,
+    RelationshipCreated,
+    RelationshipRevised,
+    EpisodeAdded,
+    EpisodeDeleted,
+    GroupPurged,
+)
+
+Upcaster: TypeAlias = Callable[[JsonDict], JsonDict]
+# (wire_name, from_version) -> function turning a v`from_version` payload into the next one.
+UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+
+
+class UnknownEventType(Exception):
+    """A stored event names a wire type or version this build cannot read."""
+
+
+_DATETIME = "datetime"
+_OPTIONAL_DATETIME = "datetime?"
+_TUPLE = "tuple"
+_PLAIN = "plain"
+
+
+def _field_kinds(cls: type[DomainEvent]) -> tuple[tuple[str, str], ...]:
+    hints = get_type_hints(cls)
+    kinds: list[tuple[str, str]] = []
+    for field in dataclasses.fields(cls):
+        hint = hints[field.name]
+        text = str(hint)
+        if hint is datetime:
+            kinds.append((field.name, _DATETIME))
+        elif "datetime" in text:
+            kinds.append((field.name, _OPTIONAL_DATETIME))
+        elif text.startswith("tuple"):
+            kinds.append((field.name, _TUPLE))
+        else:
+            kinds.append((field.name, _PLAIN))
+    return tuple(kinds)
+
+
+class EventCodec:
+    """Turns events into JSON-ready payloads and back, upcasting old versions."""
+
+    def __init__(
+        self,
+        types: tuple[type[DomainEvent], ...] = EVENT_TYPES,
+        upcasters: Mapping[tuple[str, int], Upcaster] | None = None,
+    ) -> None:
+        self._by_wire: dict[str, type[DomainEvent]] = {}
+        self._kinds: dict[type[DomainEvent], tuple[tuple[str, str], ...]] = {}
+        for cls in types:
+            if not cls.wire_name or cls.wire_name in self._by_wire:
+                raise ValueError(f"event {cls.__name__} needs a unique wire_name")
+            self._by_wire[cls.wire_name] = cls
+            self._kinds[cls] = _field_kinds(cls)
+        self._upcasters = dict(UPCASTERS if upcasters is None else upcasters)
+
+    def encode(self, event: DomainEvent) -> JsonDict:
+        """The event's fields as JSON-ready values, plus `_v`, its version."""
+        payload: JsonDict = {"_v": event.version}
+        for name, kind in self._kinds[type(event)]:
+            value = getattr(event, name)
+            if kind == _TUPLE:
+                value = list(value)
+            elif value is not None and kind in (_DATETIME, _OPTIONAL_DATETIME):
+                value = value.isoformat()
+            payload[name] = value
+        return payload
+
+    def decode(self, wire_name: str, payload: JsonDict) -> DomainEvent:
+        """Rebuild the event named `wire_name` from its stored payload."""
+        cls = self._by_wire.get(wire_name)
+        if cls is None:
+            raise UnknownEventType(f"unknown event type {wire_name!r}")
+        stored_version = payload.pop("_v", 1)
+        while stored_version < cls.version:
+            upcast = self._upcasters.get((wire_name, stored_version))
+            if upcast is None:
+                raise UnknownEventType(
+                    f"no upcaster for {wire_name!r} from version {stored_version}"
+                )
+            payload = upcast(payload)
+            stored_version += 1
+        if stored_version > cls.version:
+            raise UnknownEventType(
+                f"{wire_name!r} version {stored_version} is newer than this build "
+                f"(reads up to {cls.version}); upgrade lcg"
+            )
+        args: JsonDict = {}
+        for name, kind in self._kinds[cls]:
+            value = payload[name]
+            if kind == _TUPLE:
+                value = tuple(value)
+            elif value is not None and kind in (_DATETIME, _OPTIONAL_DATETIME):
+                value = datetime.fromisoformat(value)
+            args[name] = value
+        return cls(**args)

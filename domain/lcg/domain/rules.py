@@ -1,0 +1,125 @@
+"""Validation rules and limits for values that enter the log; each failure names field and rule."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from lcg.domain.errors import InvalidParams
+from lcg.domain.ids import GroupId
+
+# Limits: generous enough for real agent memory, small enough that one request cannot
+# exhaust the 4 MiB socket frame or bloat every replay (docs/adr/0006-limits.md).
+MAX_GROUP_ID = 128
+MAX_NAME = 512
+MAX_LABELS = 32
+MAX_LABEL = 128
+MAX_SUMMARY = 65_536
+MAX_ATTRIBUTES = 65_536
+MAX_PREDICATE = 256
+MAX_FACT = 16_384
+MAX_RELATION_TYPE = 128
+MAX_EPISODE_NAME = 512
+MAX_EPISODE_BODY = 1_048_576
+MAX_SOURCE_DESCRIPTION = 1_024
+MAX_NUM_RESULTS = 10_000
+EPISODE_SOURCES = ("text", "message", "json")
+
+_GROUP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
+_SPACE_FORM = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?$")
+
+
+def group_id(value: str, field: str = "group_id") -> GroupId:
+    """A group id: 1-128 characters, a letter or digit first, then letters, digits, _.:@-."""
+    if not value:
+        raise InvalidParams(field, "must be a non-empty string")
+    if len(value) > MAX_GROUP_ID:
+        raise InvalidParams(field, f"must be at most {MAX_GROUP_ID} characters")
+    if not _GROUP_ID.match(value):
+        raise InvalidParams(
+            field, "must start with a letter or digit and contain only letters, digits and _.:@-"
+        )
+    return GroupId(value)
+
+
+def text(value: str, field: str, *, max_len: int, required: bool = False) -> str:
+    """A string within `max_len` characters; `required` also refuses blank text."""
+    if required and not value.strip():
+        raise InvalidParams(field, "is required and must not be blank")
+    if len(value) > max_len:
+        raise InvalidParams(field, f"must be at most {max_len} characters", f"got {len(value)}")
+    return value
+
+
+def name_key(name: str) -> str:
+    """The identity form of a name: whitespace collapsed, case folded (P-108)."""
+    return " ".join(name.split()).casefold()
+
+
+def labels(values: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """Labels in order, de-duplicated; `["Entity"]` when none are given (A-18)."""
+    if not values:
+        return ("Entity",)
+    if len(values) > MAX_LABELS:
+        raise InvalidParams("labels", f"must hold at most {MAX_LABELS} items")
+    seen: list[str] = []
+    for index, label in enumerate(values):
+        text(label, f"labels[{index}]", max_len=MAX_LABEL, required=True)
+        if label not in seen:
+            seen.append(label)
+    return tuple(seen)
+
+
+def attributes(value: Any) -> str:
+    """Attributes as JSON object text; anything that is not an object becomes "{}" (K-AST-011)."""
+    if not isinstance(value, dict):
+        return "{}"
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidParams("attributes", "must be JSON-serialisable", str(error)) from error
+    return text(encoded, "attributes", max_len=MAX_ATTRIBUTES)
+
+
+def timestamp(value: str, field: str) -> datetime:
+    """An RFC 3339 time or the `YYYY-MM-DD HH:MM:SS` read-back form; naive times are UTC."""
+    candidate = value.strip()
+    if not candidate or not (
+        _SPACE_FORM.match(candidate) or re.match(r"^\d{4}-\d{2}-\d{2}[Tt]", candidate)
+    ):
+        raise InvalidParams(field, "must be an RFC 3339 timestamp", f"got {value!r}")
+    try:
+        parsed = datetime.fromisoformat(candidate.replace("z", "Z"))
+    except ValueError as error:
+        raise InvalidParams(field, "must be an RFC 3339 timestamp", f"got {value!r}") from error
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def episode_source(value: str) -> str:
+    """One of text, message, json."""
+    if value not in EPISODE_SOURCES:
+        raise InvalidParams("source", "must be one of text, message, json", f"got {value!r}")
+    return value
+
+
+def json_body(body: str, field: str = "episode_body") -> None:
+    """A body declared as JSON must parse as JSON."""
+    try:
+        json.loads(body)
+    except ValueError as error:
+        raise InvalidParams(
+            field, "must be valid JSON when source is 'json'", str(error)
+        ) from error
+
+
+def num_results(value: int, field: str = "num_results") -> int:
+    """A positive count, at most MAX_NUM_RESULTS."""
+    if value < 1:
+        raise InvalidParams(field, "must be at least 1", f"got {value}")
+    if value > MAX_NUM_RESULTS:
+        raise InvalidParams(field, f"must be at most {MAX_NUM_RESULTS}", f"got {value}")
+    return value

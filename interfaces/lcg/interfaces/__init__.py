@@ -1,0 +1,1 @@
+"""The application shell: configuration, wiring, the operation table and the CLI."""

@@ -1,0 +1,367 @@
+"""The `lcg` command line (typer): status, replay, assert, add, list, and `call` for any tool.
+
+Exit codes scripts can rely on: 0 ok; 1 unexpected failure; 2 invalid parameters; 3 refused
+(not found, conflict, pinned group); 4 workspace held by another writer; 5 projection error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from lcg.domain.errors import DomainError, InvalidParams
+from lcg.interfaces import operations
+from lcg.interfaces.app import App
+from lcg.interfaces.config import Settings
+from lcg.interfaces.demo import run_demo
+from lcg.interfaces.workspace import Workspace
+from lcg.projections.runner import ProjectionError
+from lcg.projections.wal.lease import WorkspaceBusy
+
+EXIT_INVALID, EXIT_REFUSED, EXIT_BUSY, EXIT_PROJECTION = 2, 3, 4, 5
+
+cli = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="lcg, the liminis context graph: event-sourced memory for AI agents.",
+)
+out = Console()
+err = Console(stderr=True)
+
+WorkspaceOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--workspace",
+        "-w",
+        help="Directory holding .lcg/ (default: LCG_WORKSPACE or the current directory).",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+GroupOpt = Annotated[str, typer.Option("--group", "-g", help="Group id.")]
+
+
+def _settings(workspace: Path | None) -> Settings:
+    return Settings.load(os.environ, Path.cwd(), workspace)
+
+
+@contextmanager
+def _app(workspace: Path | None, command: str, *, read_only: bool = False) -> Iterator[App]:
+    with _errors(), Workspace(_settings(workspace), command=command, read_only=read_only) as ws:
+        yield App(ws)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except WorkspaceBusy as error:
+        err.print(f"[red]error:[/red] {error}", highlight=False)
+        raise typer.Exit(EXIT_BUSY) from None
+    except InvalidParams as error:
+        err.print(f"[red]error:[/red] {error.message}", highlight=False)
+        raise typer.Exit(EXIT_INVALID) from None
+    except DomainError as error:
+        err.print(f"[red]refused:[/red] {error.message}", highlight=False)
+        raise typer.Exit(EXIT_REFUSED) from None
+    except ProjectionError as error:
+        err.print(f"[red]projection error:[/red] {error}", highlight=False)
+        raise typer.Exit(EXIT_PROJECTION) from None
+
+
+def _print_json(result: Any) -> None:
+    sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def _call(app: App, name: str, params: dict[str, Any]) -> dict[str, Any]:
+    return operations.dispatch(app, name, params)
+
+
+def _show(result: dict[str, Any], as_json: bool, summary: str) -> None:
+    if as_json:
+        _print_json(result)
+    else:
+        out.print(summary, highlight=False)
+
+
+@cli.command()
+def status(
+    workspace: WorkspaceOpt = None,
+    group: Annotated[
+        str | None, typer.Option("--group", "-g", help="Show only this group.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Counts, and per group the WAL head, applied seq, hydration and pin."""
+    settings = _settings(workspace)
+    read_only = settings.graph_path.exists()
+    with _app(workspace, "lcg status", read_only=read_only) as app:
+        result: dict[str, Any] = dict(app.status())
+    groups = result["wal_groups"]
+    if group is not None:
+        groups = {group: groups[group]} if group in groups else {}
+        result["wal_groups"] = groups
+    if as_json:
+        _print_json(result)
+        return
+    out.print(f"workspace  {settings.workspace}")
+    out.print(
+        f"entities {result['entity_count']}  relationships "
+        f"{result['relationship_count']}  episodes {result['episode_count']}"
+    )
+    table = Table("group", "max_seq", "applied_seq", "hydration", "pinned_to")
+    for name, wal in groups.items():
+        table.add_row(
+            name,
+            str(wal["max_seq"] or 0),
+            str(wal["applied_seq"] or 0),
+            wal["hydration_status"],
+            "" if wal["pinned_to"] is None else str(wal["pinned_to"]),
+        )
+    out.print(table)
+
+
+@cli.command()
+def replay(
+    group: Annotated[str, typer.Option("--group", "-g", help="Group to rebuild.")],
+    to_seq: Annotated[
+        int | None, typer.Option(help="Inclusive upper bound; pins the group.")
+    ] = None,
+    from_seq: Annotated[int, typer.Option(help="0 = full rebuild; >0 resumes.")] = 0,
+    dry_run: Annotated[bool, typer.Option(help="Count what would be replayed.")] = False,
+    force_clear: Annotated[bool, typer.Option(help="Purge a non-empty group first.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Same as --force-clear.")] = False,
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Rebuild a group's projections from its WAL, to --to-seq (recovery) or to the end.
+
+    `lcg replay --group liminis --to-seq N` shows the state at seq N and holds the group there
+    (writes refused) until `lcg replay --group liminis` replays the rest.
+    """
+    params: dict[str, Any] = {
+        "group_id": group,
+        "from_seq": from_seq,
+        "to_seq": to_seq,
+        "dry_run": dry_run,
+        "force_clear": force_clear or yes,
+    }
+    with _app(workspace, f"lcg replay --group {group}") as app:
+        if (
+            from_seq == 0
+            and not params["force_clear"]
+            and not dry_run
+            and sys.stdin.isatty()
+            and _group_has_rows(app, group)
+        ):
+            params["force_clear"] = typer.confirm(
+                f"Group {group!r} holds data. Rebuild it from the WAL (its rows are replaced; "
+                "the WAL is untouched)?",
+                default=False,
+                err=True,
+            )
+        with _progress(enabled=not as_json) as progress:
+            result = operations.dispatch(app, "knowledge_rebuild_from_wal", params, progress)
+    pin = result["pinned_to"]
+    _show(
+        result,
+        as_json,
+        f"{'would replay' if dry_run else 'replayed'} {result['mutations_replayed']} events "
+        f"of group {group!r} up to seq {result['last_committed_seq']}"
+        + (
+            f"; pinned at seq {pin} (writes refused until `lcg replay --group {group}`)"
+            if pin is not None
+            else ""
+        ),
+    )
+
+
+def _group_has_rows(app: App, group: str) -> bool:
+    nodes = operations.dispatch(app, "knowledge_get_nodes_by_group", {"group_ids": [group]})
+    if nodes["count"]:
+        return True
+    episodes = operations.dispatch(app, "knowledge_get_episodes", {"group_id": group, "last_n": 1})
+    return bool(episodes["count"])
+
+
+@contextmanager
+def _progress(*, enabled: bool) -> Iterator[Any]:
+    if not enabled or not err.is_terminal:
+        yield None
+        return
+    with Progress(
+        TextColumn("replaying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("replay", total=None)
+
+        def report(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield report
+
+
+@cli.command("assert-entity")
+def assert_entity(
+    name: str,
+    summary: Annotated[str | None, typer.Option(help="Replaces the stored summary.")] = None,
+    label: Annotated[list[str] | None, typer.Option(help="Repeat for several labels.")] = None,
+    attributes: Annotated[str | None, typer.Option(help="JSON object.")] = None,
+    entity_uuid: Annotated[str | None, typer.Option("--uuid", help="Update this entity.")] = None,
+    group: GroupOpt = "liminis",
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create or replace an entity (knowledge_assert_entity)."""
+    with _app(workspace, "lcg assert-entity") as app:
+        params = {
+            "name": name,
+            "summary": summary,
+            "labels": label,
+            "entity_uuid": entity_uuid,
+            "attributes": _json_arg("attributes", attributes),
+            "group_id": group,
+        }
+        result = _call(app, "knowledge_assert_entity", params)
+    verb = "created" if result["created"] else "updated"
+    _show(result, as_json, f"{verb} entity {result['entity_uuid']}")
+
+
+@cli.command("assert-relationship")
+def assert_relationship(
+    source: str,
+    predicate: str,
+    target: str,
+    fact: Annotated[str | None, typer.Option(help="Default: 'SOURCE PREDICATE TARGET'.")] = None,
+    relation_type: Annotated[str | None, typer.Option()] = None,
+    valid_at: Annotated[str | None, typer.Option(help="RFC 3339 time.")] = None,
+    attributes: Annotated[str | None, typer.Option(help="JSON object.")] = None,
+    group: GroupOpt = "liminis",
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create or replace an edge between two entities of a group."""
+    with _app(workspace, "lcg assert-relationship") as app:
+        params = {
+            "source_name": source,
+            "predicate": predicate,
+            "target_name": target,
+            "fact": fact,
+            "relation_type": relation_type,
+            "valid_at": valid_at,
+            "attributes": _json_arg("attributes", attributes),
+            "group_id": group,
+        }
+        result = _call(app, "knowledge_assert_relationship", params)
+    verb = "created" if result["created"] else "updated"
+    _show(result, as_json, f"{verb} relationship {result['edge_uuid']}")
+
+
+@cli.command("add-episode")
+def add_episode(
+    name: str,
+    body: Annotated[str | None, typer.Argument(help="Content; or use --file.")] = None,
+    file: Annotated[Path | None, typer.Option(help="Read the content from a file.")] = None,
+    source: Annotated[str, typer.Option(help="text, message or json.")] = "text",
+    source_description: Annotated[str, typer.Option()] = "",
+    reference_time: Annotated[str | None, typer.Option(help="RFC 3339; default now.")] = None,
+    group: GroupOpt = "liminis",
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Store content as an episode (knowledge_add_episode)."""
+    with _errors():
+        if (body is None) == (file is None):
+            raise InvalidParams("episode_body", "give exactly one of BODY or --file")
+        content = body if body is not None else Path(str(file)).read_text(encoding="utf-8")
+    params = {
+        "name": name,
+        "episode_body": content,
+        "source": source,
+        "source_description": source_description,
+        "reference_time": reference_time,
+        "group_id": group,
+    }
+    with _app(workspace, "lcg add-episode") as app:
+        result = _call(app, "knowledge_add_episode", params)
+    _show(result, as_json, f"added episode {result['episode_uuid']}")
+
+
+@cli.command("list-entities")
+def list_entities(
+    group: Annotated[
+        list[str] | None, typer.Option("--group", "-g", help="Repeat; default all groups.")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="num_results")] = 500,
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List entities (knowledge_list_entities)."""
+    with _app(workspace, "lcg list-entities") as app:
+        result = _call(app, "knowledge_list_entities", {"group_ids": group, "num_results": limit})
+    if as_json:
+        _print_json(result)
+        return
+    table = Table("group", "name", "labels", "summary", "uuid")
+    for node in result["nodes"]:
+        table.add_row(
+            node["group_id"],
+            node["name"],
+            ",".join(node["labels"]),
+            node["summary"][:60],
+            node["uuid"],
+        )
+    out.print(table)
+
+
+@cli.command()
+def call(
+    method: Annotated[str, typer.Argument(help="An operation name, e.g. knowledge_status.")],
+    params: Annotated[str, typer.Argument(help="JSON object of parameters.")] = "{}",
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Call any operation of the table with JSON parameters; prints the JSON result."""
+    with _errors():
+        raw = _json_arg("params", params)
+        if not isinstance(raw, dict):
+            raise InvalidParams("params", "must be a JSON object")
+    with _app(workspace, f"lcg call {method}") as app:
+        _print_json(operations.dispatch(app, method, raw))
+
+
+@cli.command()
+def demo(
+    workspace: Annotated[
+        Path, typer.Option("--workspace", "-w", help="Where to write the demo workspace.")
+    ] = Path("lcg-demo"),
+) -> None:
+    """Run the main job on the embedded default: assert, add, list, replay to a seq, status."""
+    with _errors():
+        run_demo(_settings(workspace), out)
+
+
+def _json_arg(field: str, text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise InvalidParams(field, "must be valid JSON", str(error)) from None
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,296 @@
+"""Reads of the graph projection: typed rows for queries and state snapshots for deciders."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import TypedDict
+
+import orjson
+
+from lcg.domain import rules
+from lcg.domain.deciders import EntityState
+from lcg.domain.ids import EdgeUuid, EntityUuid, GroupId
+
+
+class EntityRow(TypedDict):
+    """An entity as the read tools return it (P-110), without embeddings."""
+
+    uuid: str
+    name: str
+    group_id: str
+    labels: list[str]
+    created_at: str
+    summary: str
+    attributes: str
+    episode_uuids: list[str]
+    source_descriptions: list[str]
+
+
+class EdgeRow(TypedDict):
+    """A relationship as the read tools return it (P-111); `name` is the predicate."""
+
+    uuid: str
+    name: str
+    source_node_uuid: str
+    target_node_uuid: str
+    group_id: str
+    fact: str
+    created_at: str
+    valid_at: str | None
+    invalid_at: str | None
+    attributes: str
+    relation_type: str | None
+    episode_uuids: list[str]
+    source_descriptions: list[str]
+
+
+class EpisodeRow(TypedDict):
+    """An episode as knowledge_get_episodes returns it (P-114)."""
+
+    uuid: str
+    name: str
+    group_id: str
+    created_at: str
+    source: str
+    source_description: str
+    content: str
+    valid_at: str
+    entity_edges: list[str]
+
+
+class GroupCounts(TypedDict):
+    """What a group holds in the graph projection."""
+
+    group_id: str
+    entities: int
+    episodes: int
+    edges: int
+
+
+GroupFilter = Sequence[str] | None  # None: every group; a sequence (maybe empty): exactly those
+
+
+def _where_groups(groups: GroupFilter, column: str = "group_id") -> tuple[str, list[str]]:
+    if groups is None:
+        return "1=1", []
+    if not groups:
+        return "0=1", []
+    return f"{column} IN ({','.join('?' * len(groups))})", list(groups)
+
+
+def _entity_state(row: sqlite3.Row | None) -> EntityState | None:
+    if row is None:
+        return None
+    return EntityState(EntityUuid(row["uuid"]), row["name"], GroupId(row["group_id"]))
+
+
+def entity_by_uuid(conn: sqlite3.Connection, entity_uuid: str) -> EntityState | None:
+    row = conn.execute(
+        "SELECT uuid, name, group_id FROM entities WHERE uuid=?", (entity_uuid,)
+    ).fetchone()
+    return _entity_state(row)
+
+
+def entity_by_name(conn: sqlite3.Connection, group_id: str, name: str) -> EntityState | None:
+    """The entity of the group whose name matches case- and whitespace-insensitively."""
+    row = conn.execute(
+        "SELECT uuid, name, group_id FROM entities WHERE group_id=? AND name_key=?"
+        " ORDER BY seq LIMIT 1",
+        (group_id, rules.name_key(name)),
+    ).fetchone()
+    return _entity_state(row)
+
+
+def active_edge(
+    conn: sqlite3.Connection, group_id: str, source: str, predicate: str, target: str
+) -> EdgeUuid | None:
+    """find_active_relates_to_uuid: the edge's identity, skipping invalidated edges."""
+    row = conn.execute(
+        "SELECT uuid FROM relationships WHERE group_id=? AND source_uuid=? AND name=?"
+        " AND target_uuid=? AND invalid_at IS NULL ORDER BY seq LIMIT 1",
+        (group_id, source, predicate, target),
+    ).fetchone()
+    return None if row is None else EdgeUuid(row[0])
+
+
+def episode_group(conn: sqlite3.Connection, episode_uuid: str) -> GroupId | None:
+    row = conn.execute("SELECT group_id FROM episodes WHERE uuid=?", (episode_uuid,)).fetchone()
+    return None if row is None else GroupId(row[0])
+
+
+def group_counts(conn: sqlite3.Connection, group_id: str) -> GroupCounts:
+    def count(table: str) -> int:
+        row = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE group_id=?", (group_id,))
+        return int(row.fetchone()[0])
+
+    return GroupCounts(
+        group_id=group_id,
+        entities=count("entities"),
+        episodes=count("episodes"),
+        edges=count("relationships"),
+    )
+
+
+def total_counts(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    """(entities, relationships, episodes) over every group."""
+    row = conn.execute(
+        "SELECT (SELECT COUNT(*) FROM entities), (SELECT COUNT(*) FROM relationships),"
+        " (SELECT COUNT(*) FROM episodes)"
+    ).fetchone()
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+def _entity_rows(conn: sqlite3.Connection, rows: list[sqlite3.Row]) -> list[EntityRow]:
+    provenance: dict[str, tuple[list[str], list[str]]] = {row["uuid"]: ([], []) for row in rows}
+    if rows:
+        marks = ",".join("?" * len(rows))
+        for mention in conn.execute(
+            "SELECT m.entity_uuid, m.episode_uuid, e.source_description FROM mentions m"
+            f" JOIN episodes e ON e.uuid = m.episode_uuid WHERE m.entity_uuid IN ({marks})"
+            " ORDER BY e.seq",
+            [row["uuid"] for row in rows],
+        ):
+            uuids, descriptions = provenance[mention[0]]
+            uuids.append(mention[1])
+            if mention[2] not in descriptions:
+                descriptions.append(mention[2])
+    return [
+        EntityRow(
+            uuid=row["uuid"],
+            name=row["name"],
+            group_id=row["group_id"],
+            labels=orjson.loads(row["labels"]),
+            created_at=row["created_at"],
+            summary=row["summary"],
+            attributes=row["attributes"],
+            episode_uuids=provenance[row["uuid"]][0],
+            source_descriptions=provenance[row["uuid"]][1],
+        )
+        for row in rows
+    ]
+
+
+def _edge_rows(conn: sqlite3.Connection, rows: list[sqlite3.Row]) -> list[EdgeRow]:
+    episode_ids = {uuid for row in rows for uuid in orjson.loads(row["episodes"])}
+    descriptions: dict[str, str] = {}
+    if episode_ids:
+        marks = ",".join("?" * len(episode_ids))
+        descriptions = dict(
+            conn.execute(
+                f"SELECT uuid, source_description FROM episodes WHERE uuid IN ({marks})",
+                list(episode_ids),
+            ).fetchall()
+        )
+    result: list[EdgeRow] = []
+    for row in rows:
+        episodes: list[str] = orjson.loads(row["episodes"])
+        sources = list(dict.fromkeys(descriptions[e] for e in episodes if e in descriptions))
+        result.append(
+            EdgeRow(
+                uuid=row["uuid"],
+                name=row["name"],
+                source_node_uuid=row["source_uuid"],
+                target_node_uuid=row["target_uuid"],
+                group_id=row["group_id"],
+                fact=row["fact"],
+                created_at=row["created_at"],
+                valid_at=row["valid_at"],
+                invalid_at=row["invalid_at"],
+                attributes=row["attributes"],
+                relation_type=row["relation_type"],
+                episode_uuids=episodes,
+                source_descriptions=sources,
+            )
+        )
+    return result
+
+
+def list_entities(conn: sqlite3.Connection, groups: GroupFilter, limit: int) -> list[EntityRow]:
+    where, params = _where_groups(groups)
+    rows = conn.execute(
+        f"SELECT * FROM entities WHERE {where} ORDER BY group_id, seq LIMIT ?", [*params, limit]
+    ).fetchall()
+    return _entity_rows(conn, rows)
+
+
+def list_edges(conn: sqlite3.Connection, groups: GroupFilter, limit: int) -> list[EdgeRow]:
+    """Active (not invalidated) edges of the groups, oldest first."""
+    where, params = _where_groups(groups)
+    rows = conn.execute(
+        f"SELECT * FROM relationships WHERE {where} AND invalid_at IS NULL"
+        " ORDER BY group_id, seq LIMIT ?",
+        [*params, limit],
+    ).fetchall()
+    return _edge_rows(conn, rows)
+
+
+def edges_by_uuids(conn: sqlite3.Connection, uuids: Sequence[str]) -> list[EdgeRow]:
+    """The edges with these uuids in the order asked; unknown uuids are skipped (P-116)."""
+    if not uuids:
+        return []
+    marks = ",".join("?" * len(uuids))
+    found = {
+        row["uuid"]: row
+        for row in conn.execute(f"SELECT * FROM relationships WHERE uuid IN ({marks})", list(uuids))
+    }
+    ordered = [found[u] for u in dict.fromkeys(uuids) if u in found]
+    return _edge_rows(conn, ordered)
+
+
+def episodes(conn: sqlite3.Connection, group_id: str, last_n: int) -> list[EpisodeRow]:
+    """The group's newest `last_n` episodes, newest first."""
+    rows = conn.execute(
+        "SELECT * FROM episodes WHERE group_id=? ORDER BY seq DESC LIMIT ?", (group_id, last_n)
+    ).fetchall()
+    result: list[EpisodeRow] = []
+    for row in rows:
+        edges = [
+            edge[0]
+            for edge in conn.execute(
+                "SELECT r.uuid FROM relationships r, json_each(r.episodes) j"
+                " WHERE r.group_id=? AND j.value=? ORDER BY r.seq",
+                (row["group_id"], row["uuid"]),
+            )
+        ]
+        result.append(
+            EpisodeRow(
+                uuid=row["uuid"],
+                name=row["name"],
+                group_id=row["group_id"],
+                created_at=row["created_at"],
+                source=row["source"],
+                source_description=row["source_description"],
+                content=row["content"],
+                valid_at=row["reference_time"],
+                entity_edges=edges,
+            )
+        )
+    return result
+
+
+def neighbors(
+    conn: sqlite3.Connection, entity_uuid: str, groups: GroupFilter, limit: int
+) -> tuple[list[EntityRow], list[EdgeRow]]:
+    """Active edges touching the entity (within the groups) and the entities at their ends."""
+    where, params = _where_groups(groups)
+    edge_rows = conn.execute(
+        f"SELECT * FROM relationships WHERE (source_uuid=? OR target_uuid=?) AND {where}"
+        " AND invalid_at IS NULL ORDER BY seq LIMIT ?",
+        [entity_uuid, entity_uuid, *params, limit],
+    ).fetchall()
+    others = list(
+        dict.fromkeys(
+            row["target_uuid"] if row["source_uuid"] == entity_uuid else row["source_uuid"]
+            for row in edge_rows
+        )
+    )
+    node_rows: list[sqlite3.Row] = []
+    if others:
+        marks = ",".join("?" * len(others))
+        found = {
+            row["uuid"]: row
+            for row in conn.execute(f"SELECT * FROM entities WHERE uuid IN ({marks})", others)
+        }
+        node_rows = [found[u] for u in others if u in found]
+    return _entity_rows(conn, node_rows), _edge_rows(conn, edge_rows)

@@ -1,0 +1,281 @@
+"""The projection runner: feeds each group's events to the projections, exactly once, in order.
+
+Positions live in the projection database and are written in the same transaction as the
+rows (docs/adr/0004-projection-checkpointing.md). An event at or below a projection's position
+is a no-op, so re-applying a page after a crash changes nothing.
+"""
+
+from __future__ import annotations
+
+import gc
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Protocol
+
+from lcg.domain.ids import GroupId
+from lcg.projections.wal.store import EventLog, RecordedEvent
+
+Progress = Callable[[int, int], None]
+
+
+class Projection(Protocol):
+    """A read model that can be dropped and rebuilt from the log."""
+
+    name: str
+    version: int
+
+    def install(self, conn: sqlite3.Connection) -> None: ...
+
+    def apply(self, conn: sqlite3.Connection, recorded: RecordedEvent) -> None: ...
+
+    def reset(self, conn: sqlite3.Connection, group_id: str) -> None: ...
+
+    def reset_all(self, conn: sqlite3.Connection) -> None: ...
+
+
+class ProjectionError(Exception):
+    """A projection could not apply an event; the runner stopped and nothing of it was kept."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPosition:
+    """How far the projections of a group have applied its stream, and any pin."""
+
+    position: int
+    pinned_to: int | None
+
+
+def read_position(conn: sqlite3.Connection, names: Sequence[str], group_id: str) -> GroupPosition:
+    """A group's position: the lowest over the projections (they move together)."""
+    rows = conn.execute(
+        "SELECT projection, position, pinned_to FROM projection_positions WHERE group_id=?",
+        (group_id,),
+    ).fetchall()
+    by_name = {row[0]: (row[1], row[2]) for row in rows}
+    positions = [by_name.get(name, (0, None)) for name in names]
+    pins = [pin for _, pin in positions if pin is not None]
+    return GroupPosition(min(pos for pos, _ in positions), min(pins) if pins else None)
+
+
+def read_positions(
+    conn: sqlite3.Connection, names: Sequence[str], log: EventLog
+) -> dict[GroupId, GroupPosition]:
+    """Positions of every group that has a stream or a recorded position."""
+    groups = set(log.groups())
+    groups |= {
+        GroupId(row[0])
+        for row in conn.execute("SELECT DISTINCT group_id FROM projection_positions")
+    }
+    return {group: read_position(conn, names, group) for group in sorted(groups)}
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+class ProjectionRunner:
+    """Applies events to every projection and keeps their per-group positions."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, log: EventLog, projections: Sequence[Projection]
+    ) -> None:
+        self.conn = conn
+        self.log = log
+        self.projections = tuple(projections)
+        self.failure: str | None = None
+
+    def install(self) -> list[str]:
+        """Create schemas and positions; reset projections whose version changed."""
+        bumped: list[str] = []
+        with transaction(self.conn):
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS projection_positions (projection TEXT NOT NULL,"
+                " group_id TEXT NOT NULL, position INTEGER NOT NULL, pinned_to INTEGER,"
+                " PRIMARY KEY (projection, group_id))"
+            )
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS projection_versions ("
+                "projection TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+            )
+            for projection in self.projections:
+                projection.install(self.conn)
+                row = self.conn.execute(
+                    "SELECT version FROM projection_versions WHERE projection=?",
+                    (projection.name,),
+                ).fetchone()
+                if row is not None and row[0] == projection.version:
+                    continue
+                if row is not None:
+                    projection.reset_all(self.conn)
+                    self.conn.execute(
+                        "DELETE FROM projection_positions WHERE projection=?", (projection.name,)
+                    )
+                    bumped.append(projection.name)
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO projection_versions VALUES (?, ?)",
+                    (projection.name, projection.version),
+                )
+        return bumped
+
+    def position(self, group_id: str) -> GroupPosition:
+        return read_position(self.conn, self.names, group_id)
+
+    def positions(self) -> dict[GroupId, GroupPosition]:
+        return read_positions(self.conn, self.names, self.log)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.projections)
+
+    def apply(self, batch: Sequence[RecordedEvent]) -> None:
+        """Apply freshly appended events inside the caller's open transaction.
+
+        Events at or below a projection's position are skipped; a gap is an error, since
+        applying past it would make the projection differ from a replay.
+        """
+        positions: dict[tuple[str, str], int] = {}
+        for recorded in batch:
+            for projection in self.projections:
+                key = (projection.name, recorded.group_id)
+                if key not in positions:
+                    positions[key] = self._stored_position(projection.name, recorded.group_id)
+                current = positions[key]
+                if recorded.seq <= current:
+                    continue
+                if recorded.seq != current + 1:
+                    raise ProjectionError(
+                        f"projection {projection.name!r} of group {recorded.group_id!r} is at "
+                        f"seq {current}; cannot apply seq {recorded.seq} without the events "
+                        "between them"
+                    )
+                self._apply_one(projection, recorded)
+                positions[key] = recorded.seq
+        for (name, group_id), position in positions.items():
+            self._store_position(name, group_id, position, keep_pin=True)
+
+    def catch_up(self, groups: Sequence[GroupId] | None = None) -> int:
+        """Apply every unapplied event of every unpinned group; returns how many were applied."""
+        applied = 0
+        for group in groups if groups is not None else self.log.groups():
+            state = self.position(group)
+            if state.pinned_to is not None:
+                continue
+            for page in self.log.read(group, after=state.position):
+                with transaction(self.conn):
+                    self.apply(page)
+                applied += len(page)
+        return applied
+
+    def rebuild(
+        self,
+        group_id: GroupId,
+        *,
+        from_seq: int = 0,
+        to_seq: int | None = None,
+        progress: Progress | None = None,
+    ) -> int:
+        """Reset the group (full rebuild) or resume it, then replay up to `to_seq`.
+
+        One transaction: a crash mid-rebuild leaves the previous state. A bounded rebuild
+        pins the group at its end; an unbounded one releases any pin.
+        """
+        head = self.log.head(group_id)
+        upto = head if to_seq is None else min(to_seq, head)
+        replayed = 0
+        gc_was_enabled = gc.isenabled()
+        gc.disable()  # allocation-heavy decode loop: collection pauses double replay time
+        try:
+            with transaction(self.conn):
+                if from_seq == 0:
+                    after = 0
+                    for projection in self.projections:
+                        projection.reset(self.conn, group_id)
+                        self._store_position(projection.name, group_id, 0, keep_pin=False)
+                else:
+                    after = self._resume_point(group_id, from_seq)
+                for page in self.log.read(group_id, after=after, upto=upto):
+                    self.apply(page)
+                    replayed += len(page)
+                    if progress is not None:
+                        progress(replayed, upto - after)
+                pin = upto if to_seq is not None else None
+                for projection in self.projections:
+                    self.conn.execute(
+                        "UPDATE projection_positions SET pinned_to=? WHERE projection=?"
+                        " AND group_id=?",
+                        (pin, projection.name, group_id),
+                    )
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        return replayed
+
+    def pin_all_at_zero(self) -> None:
+        """After the graph is dropped but the WAL kept: hold every group empty until a replay."""
+        with transaction(self.conn):
+            for projection in self.projections:
+                projection.reset_all(self.conn)
+            self.conn.execute("DELETE FROM projection_positions")
+            for group in self.log.groups():
+                for projection in self.projections:
+                    self.conn.execute(
+                        "INSERT INTO projection_positions VALUES (?, ?, 0, 0)",
+                        (projection.name, group),
+                    )
+
+    def reset_all(self) -> None:
+        """Drop every projection's rows and positions (the WAL was erased)."""
+        with transaction(self.conn):
+            for projection in self.projections:
+                projection.reset_all(self.conn)
+            self.conn.execute("DELETE FROM projection_positions")
+
+    def _resume_point(self, group_id: str, from_seq: int) -> int:
+        current = self.position(group_id).position
+        if from_seq - 1 > current:
+            raise ProjectionError(
+                f"from_seq {from_seq} would skip seqs {current + 1}..{from_seq - 1} of group "
+                f"{group_id!r}, which is applied only to seq {current}; resume from at most "
+                f"{current + 1}"
+            )
+        return current
+
+    def _apply_one(self, projection: Projection, recorded: RecordedEvent) -> None:
+        try:
+            projection.apply(self.conn, recorded)
+        except Exception as error:
+            self.failure = (
+                f"projection {projection.name!r} failed on group {recorded.group_id!r} seq "
+                f"{recorded.seq} ({recorded.event.wire_name}): {error}"
+            )
+            raise ProjectionError(self.failure) from error
+
+    def _stored_position(self, name: str, group_id: str) -> int:
+        row = self.conn.execute(
+            "SELECT position FROM projection_positions WHERE projection=? AND group_id=?",
+            (name, group_id),
+        ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def _store_position(self, name: str, group_id: str, position: int, *, keep_pin: bool) -> None:
+        if keep_pin:
+            self.conn.execute(
+                "INSERT INTO projection_positions VALUES (?, ?, ?, NULL)"
+                " ON CONFLICT (projection, group_id) DO UPDATE SET position=excluded.position",
+                (name, group_id, position),
+            )
+        else:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO projection_positions VALUES (?, ?, ?, NULL)",
+                (name, group_id, position),
+            )

@@ -1,0 +1,1 @@
+"""The write-ahead log: per-group event streams and the single-writer lease."""

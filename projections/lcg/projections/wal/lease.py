@@ -1,0 +1,106 @@
+"""The single-writer lease of a workspace: an flock on `.lcg/writer.lock` naming its holder.
+
+The kernel drops an flock when its process dies, even by SIGKILL, so a crashed writer never
+leaves a stale lease behind; the holder's description is only for the error message.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Self
+
+
+class WorkspaceBusy(Exception):
+    """Another process holds the workspace's writer lease."""
+
+    def __init__(self, path: Path, holder: str) -> None:
+        super().__init__(
+            f"workspace {path.parent} is held by another writer ({holder}); "
+            "only one process may write a workspace at a time: stop it, or talk to it "
+            "through its socket (lcg serve --mcp-stdio --connect .lcg/service.sock)"
+        )
+        self.holder = holder
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """Who holds the lease, for the other process's error message."""
+
+    pid: int
+    host: str
+    command: str
+    since: str
+
+    def describe(self) -> str:
+        return f"pid {self.pid} on {self.host}, `{self.command}`, since {self.since}"
+
+
+class WriterLease:
+    """Held for as long as a process may append to the workspace's WAL."""
+
+    def __init__(self, path: Path, command: str, now: datetime) -> None:
+        self.path = path
+        self._holder = Holder(os.getpid(), socket.gethostname(), command, now.isoformat())
+        self._file: IO[str] | None = None
+
+    def acquire(self) -> None:
+        handle = self.path.open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = _describe(handle.read())
+            handle.close()
+            raise WorkspaceBusy(self.path, holder) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps(_as_dict(self._holder)))
+        handle.flush()
+        self._file = handle
+
+    def release(self) -> None:
+        if self._file is None:
+            return
+        self._file.seek(0)
+        self._file.truncate()
+        fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
+        self._file.close()
+        self._file = None
+
+    def __enter__(self) -> Self:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+def _as_dict(holder: Holder) -> dict[str, object]:
+    return {
+        "pid": holder.pid,
+        "host": holder.host,
+        "command": holder.command,
+        "since": holder.since,
+    }
+
+
+def _describe(text: str) -> str:
+    try:
+        data = json.loads(text)
+        return Holder(
+            int(data["pid"]), str(data["host"]), str(data["command"]), str(data["since"])
+        ).describe()
+    except (ValueError, KeyError, TypeError):
+        return "a process that has not written its name yet"

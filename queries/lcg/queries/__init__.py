@@ -1,0 +1,1 @@
+"""The read side: typed, read-only queries over the projections."""

@@ -1,0 +1,138 @@
+"""knowledge_status (P-102, P-103): counts, per-group WAL head, applied seq and hydration."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Literal, TypedDict
+
+from lcg.domain.ids import DEFAULT_GROUP
+from lcg.projections.graph import reader
+from lcg.projections.runner import GroupPosition, read_positions
+from lcg.projections.wal.store import EventLog
+
+Hydration = Literal["not_applicable", "wal_ahead", "hydrated"]
+
+
+class GroupWal(TypedDict):
+    applied_seq: int | None
+    max_seq: int | None
+    hydration_status: Hydration
+    pinned_to: int | None
+
+
+class Wal(TypedDict):
+    exists: bool
+    file_count: int
+    byte_size: int
+    applied_seq: int | None
+    max_seq: int | None
+    hydration_status: Hydration
+    pinned_to: int | None
+
+
+class PointerCounts(TypedDict):
+    bound: int
+    unbound: int
+    ambiguous: int
+
+
+class Ontology(TypedDict):
+    present: bool
+    loaded: bool
+    mode: str | None
+    entity_type_count: int
+    relation_type_count: int
+    drifted: bool
+    drift_summary: str | None
+
+
+class Status(TypedDict):
+    database_path: str
+    wal_path: str
+    embedding_model: str | None
+    embedding_dim: int | None
+    entity_count: int
+    relationship_count: int
+    episode_count: int
+    last_index_time: str | None
+    context_graph_initialized: bool
+    connected: bool
+    queryable: bool
+    initializing: bool
+    wal: Wal
+    wal_groups: dict[str, GroupWal]
+    indices_built: bool
+    cross_group_pointers: PointerCounts
+    ontology: Ontology
+    projection_error: str | None
+
+
+def hydration_status(applied: int | None, max_seq: int | None) -> Hydration:
+    """not_applicable with no WAL content; wal_ahead while applied < max; else hydrated."""
+    if not max_seq:
+        return "not_applicable"
+    if (applied or 0) < max_seq:
+        return "wal_ahead"
+    return "hydrated"
+
+
+def _group_wal(position: GroupPosition | None, head: int) -> GroupWal:
+    applied = None if position is None else position.position
+    return GroupWal(
+        applied_seq=applied,
+        max_seq=head or None,
+        hydration_status=hydration_status(applied, head),
+        pinned_to=None if position is None else position.pinned_to,
+    )
+
+
+def status(
+    conn: sqlite3.Connection,
+    log: EventLog,
+    projection_names: Sequence[str],
+    projection_error: str | None,
+) -> Status:
+    """The workspace's status as seen through `conn` (a read connection to the graph)."""
+    positions = read_positions(conn, projection_names, log)
+    groups: dict[str, GroupWal] = {
+        group: _group_wal(position, log.head(group)) for group, position in positions.items()
+    }
+    default = groups.get(DEFAULT_GROUP) or _group_wal(None, 0)
+    entities, relationships, episodes = reader.total_counts(conn)
+    byte_size = log.byte_size()
+    return Status(
+        database_path=_database_path(conn),
+        wal_path=str(log.path),
+        embedding_model=None,
+        embedding_dim=None,
+        entity_count=entities,
+        relationship_count=relationships,
+        episode_count=episodes,
+        last_index_time=None,
+        context_graph_initialized=True,
+        connected=True,
+        queryable=True,
+        initializing=False,
+        wal=Wal(
+            exists=byte_size > 0, file_count=1 if byte_size else 0, byte_size=byte_size, **default
+        ),
+        wal_groups=groups,
+        indices_built=True,
+        cross_group_pointers=PointerCounts(bound=0, unbound=0, ambiguous=0),
+        ontology=Ontology(
+            present=False,
+            loaded=False,
+            mode=None,
+            entity_type_count=0,
+            relation_type_count=0,
+            drifted=False,
+            drift_summary=None,
+        ),
+        projection_error=projection_error,
+    )
+
+
+def _database_path(conn: sqlite3.Connection) -> str:
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return str(row[2])
