@@ -98,10 +98,17 @@ def rebuild_from_wal(
                     field="force_clear",
                     rule="must be true to rebuild a non-empty group",
                 )
+        applied = writer.runner.position(request.group_id).position
+        if not full and request.from_seq - 1 > applied:
+            raise InvalidParams(
+                "from_seq",
+                f"must be at most {applied + 1}: group {request.group_id!r} is applied to seq "
+                f"{applied}, and resuming at {request.from_seq} would skip seqs "
+                f"{applied + 1}..{request.from_seq - 1}",
+            )
         upto = head if request.to_seq is None else min(request.to_seq, head)
         if request.dry_run:
-            after = 0 if full else writer.runner.position(request.group_id).position
-            start = max(after, request.from_seq - 1)
+            start = max(0 if full else applied, request.from_seq - 1)
             return _rebuild_result(request, max(0, upto - start), upto, None, dry_run=True)
         replayed = writer.runner.rebuild(
             request.group_id,

@@ -1,0 +1,1 @@
+"""The graph projection: entities, relationships, episodes and mentions in SQLite."""

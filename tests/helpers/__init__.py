@@ -1,0 +1,1 @@
+"""Programs the process-level tests run as child processes."""

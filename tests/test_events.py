@@ -1,0 +1,92 @@
+"""Events: stable wire names, JSON round-trips, upcasting of old versions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import ClassVar
+
+import pytest
+
+from lcg.domain.events import (
+    EVENT_TYPES,
+    DomainEvent,
+    EntityCreated,
+    EpisodeAdded,
+    EventCodec,
+    JsonDict,
+    RelationshipCreated,
+    UnknownEventType,
+)
+from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid
+
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def test_wire_names_are_stable() -> None:
+    """Renaming a wire name orphans every stored event of that type: this list only grows."""
+    assert [cls.wire_name for cls in EVENT_TYPES] == [
+        "entity_created", "entity_revised", "relationship_created", "relationship_revised",
+        "episode_added", "episode_deleted", "group_purged",
+    ]
+
+
+def test_events_are_frozen() -> None:
+    event = EntityCreated(NOW, EntityUuid("u"), "Ada", ("Person",), "", "{}")
+    with pytest.raises(AttributeError):
+        event.name = "Bob"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        EntityCreated(NOW, EntityUuid("u"), "Ada", ("Person", "X"), "s", '{"a":1}'),
+        RelationshipCreated(NOW, EdgeUuid("e"), EntityUuid("a"), EntityUuid("b"), "P", "f",
+                            None, "{}", None),
+        RelationshipCreated(NOW, EdgeUuid("e"), EntityUuid("a"), EntityUuid("b"), "P", "f",
+                            "T", "{}", datetime(1843, 9, 1, tzinfo=UTC)),
+        EpisodeAdded(NOW, EpisodeUuid("p"), "n", "body", "text", "", NOW, "c1", "notes.md"),
+    ],
+)
+def test_codec_round_trips_every_field(event: DomainEvent) -> None:
+    codec = EventCodec()
+    payload = codec.encode(event)
+    assert payload["_v"] == 1
+    assert codec.decode(event.wire_name, dict(payload)) == event
+
+
+def test_unknown_wire_name_is_an_error() -> None:
+    with pytest.raises(UnknownEventType):
+        EventCodec().decode("no_such_event", {"_v": 1})
+
+
+@dataclass(frozen=True, slots=True)
+class NoteTaken(DomainEvent):
+    """Version 2 split `text` into `title` and `body`."""
+
+    wire_name: ClassVar[str] = "note_taken"
+    version: ClassVar[int] = 2
+
+    title: str
+    body: str
+
+
+def upcast_note_v1(payload: JsonDict) -> JsonDict:
+    title, _, body = payload.pop("text").partition("\n")
+    return {**payload, "title": title, "body": body}
+
+
+def test_old_versions_are_upcast_on_read() -> None:
+    codec = EventCodec((NoteTaken,), {("note_taken", 1): upcast_note_v1})
+    stored_v1 = {"_v": 1, "occurred_at": NOW.isoformat(), "text": "Title\nBody"}
+    assert codec.decode("note_taken", stored_v1) == NoteTaken(NOW, "Title", "Body")
+    current = NoteTaken(NOW, "T", "B")
+    assert codec.decode("note_taken", codec.encode(current)) == current
+
+
+def test_missing_upcaster_and_newer_versions_are_clear_errors() -> None:
+    codec = EventCodec((NoteTaken,), {})
+    with pytest.raises(UnknownEventType, match="no upcaster"):
+        codec.decode("note_taken", {"_v": 1, "occurred_at": NOW.isoformat(), "text": "x"})
+    with pytest.raises(UnknownEventType, match="upgrade lcg"):
+        codec.decode("note_taken", {"_v": 3, "occurred_at": NOW.isoformat()})

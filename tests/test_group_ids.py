@@ -1,0 +1,99 @@
+"""The omitted-vs-[] group_ids contract of the read tools that exist (K-GID)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import Call
+
+
+@pytest.fixture
+def two_groups(call: Call) -> dict[str, str]:
+    """Ada -KNEW-> Bob in group a; Ada -KNEW-> Cy in group b."""
+    ids: dict[str, str] = {}
+    for group, other in (("a", "Bob"), ("b", "Cy")):
+        ids[f"ada-{group}"] = call("knowledge_assert_entity", name="Ada",
+                                   group_id=group)["entity_uuid"]
+        ids[other] = call("knowledge_assert_entity", name=other, group_id=group)["entity_uuid"]
+        call("knowledge_assert_relationship", source_name="Ada", predicate="KNEW",
+             target_name=other, group_id=group)
+    return ids
+
+
+def groups_of(rows: list[dict[str, object]]) -> set[object]:
+    return {row["group_id"] for row in rows}
+
+
+@pytest.mark.parametrize(
+    ("tool", "key"),
+    [("knowledge_get_nodes_by_group", "nodes"), ("knowledge_get_edges_by_group", "edges")],
+)
+def test_k_gid_009_010_013_014_exact_tools_all_on_omit_or_null_nothing_on_empty(
+    call: Call, two_groups: dict[str, str], tool: str, key: str
+) -> None:
+    assert groups_of(call(tool)[key]) == {"a", "b"}
+    assert groups_of(call(tool, group_ids=None)[key]) == {"a", "b"}
+    empty = call(tool, group_ids=[])
+    assert empty[key] == []
+    assert empty["count"] == 0
+
+
+@pytest.mark.parametrize(
+    ("tool", "key"),
+    [("knowledge_list_entities", "nodes"), ("knowledge_list_relationships", "edges")],
+)
+def test_k_gid_005_006_016_017_list_tools_treat_empty_as_all(
+    call: Call, two_groups: dict[str, str], tool: str, key: str
+) -> None:
+    for params in ({}, {"group_ids": None}, {"group_ids": []}):
+        assert groups_of(call(tool, **params)[key]) == {"a", "b"}
+
+
+def test_k_gid_007_018_neighbors_treat_omitted_null_and_empty_as_all(
+    call: Call, two_groups: dict[str, str]
+) -> None:
+    # Ada of group a only has edges in a; filtering by b hides them, [] does not.
+    center = two_groups["ada-a"]
+    for params in ({}, {"group_ids": None}, {"group_ids": []}):
+        result = call("knowledge_get_entity_neighbors", entity_uuid=center, **params)
+        assert [n["name"] for n in result["nodes"]] == ["Bob"]
+        assert result["edge_count"] == 1
+    filtered = call("knowledge_get_entity_neighbors", entity_uuid=center, group_ids=["b"])
+    assert filtered["nodes"] == []
+    assert filtered["edges"] == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "key"),
+    [
+        ("knowledge_get_nodes_by_group", "nodes"),
+        ("knowledge_get_edges_by_group", "edges"),
+        ("knowledge_list_entities", "nodes"),
+        ("knowledge_list_relationships", "edges"),
+    ],
+)
+def test_k_gid_020_listed_groups_restrict_results_exactly(
+    call: Call, two_groups: dict[str, str], tool: str, key: str
+) -> None:
+    assert groups_of(call(tool, group_ids=["b"])[key]) == {"b"}
+    assert groups_of(call(tool, group_ids=["a", "nope"])[key]) == {"a"}
+
+
+def test_p_114_get_episodes_takes_one_group_newest_first(call: Call) -> None:
+    for index in range(3):
+        call("knowledge_add_episode", name=f"e{index}", episode_body=f"body {index}")
+    call("knowledge_add_episode", name="elsewhere", episode_body="x", group_id="other")
+    result = call("knowledge_get_episodes", last_n=2)
+    assert [e["name"] for e in result["episodes"]] == ["e2", "e1"]
+    assert result["count"] == 2
+    assert {e["group_id"] for e in call("knowledge_get_episodes", last_n=50)["episodes"]} == {
+        "liminis"
+    }
+
+
+def test_p_116_edges_by_uuids_skips_unknown_and_keeps_order(
+    call: Call, two_groups: dict[str, str]
+) -> None:
+    uuids = [edge["uuid"] for edge in call("knowledge_list_relationships")["edges"]]
+    result = call("knowledge_get_edges_by_uuids", uuids=[uuids[1], "missing", uuids[0]])
+    assert [edge["uuid"] for edge in result["edges"]] == [uuids[1], uuids[0]]
