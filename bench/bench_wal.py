@@ -339,20 +339,39 @@ def raw_replay(wal: Path, target: Path, ddl: Sequence[str], count: int) -> float
     return elapsed
 
 
-def profile_rebuild(ws: Workspace, count: int, top: int = 15) -> str:
-    """One full rebuild under cProfile: the top functions by cumulative and by own time."""
+def profile_report(title: str, profiler: cProfile.Profile, top: int = 15) -> str:
+    """The top functions of a profile by cumulative and by own time, as text."""
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).strip_dirs()
+    out.write(f"# cProfile of {title}\n\n## by cumulative time\n")
+    stats.sort_stats(pstats.SortKey.CUMULATIVE).print_stats(top)
+    out.write("\n## by own (total) time\n")
+    stats.sort_stats(pstats.SortKey.TIME).print_stats(top)
+    return out.getvalue()
+
+
+def profile_rebuild(ws: Workspace, count: int) -> str:
+    """One full rebuild (reset + replay) under cProfile."""
     profiler = cProfile.Profile()
     profiler.enable()
     replayed = ws.runner.rebuild(GROUP, from_seq=0)
     profiler.disable()
     require(replayed == count, "profiled replay: wrong event count")
-    out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out).strip_dirs()
-    out.write(f"# cProfile of one full rebuild of {count:,} events\n\n## by cumulative time\n")
-    stats.sort_stats(pstats.SortKey.CUMULATIVE).print_stats(top)
-    out.write("\n## by own (total) time\n")
-    stats.sort_stats(pstats.SortKey.TIME).print_stats(top)
-    return out.getvalue()
+    return profile_report(f"one full rebuild of {count:,} events", profiler)
+
+
+def profile_batched(directory: Path, count: int, batch: int, body: str) -> str:
+    """Batched appends (as in b) under cProfile, for comparison with the replay."""
+    ws = open_workspace(directory)
+    try:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        append_batches(ws, count, batch, body)
+        profiler.disable()
+        require(ws.log.head(GROUP) == count, "profiled appends: wrong event count")
+    finally:
+        ws.close()
+    return profile_report(f"{count:,} batched appends, {batch} per commit", profiler)
 
 
 # -- reporting --------------------------------------------------------------------------------
@@ -443,7 +462,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     parser.add_argument(
         "--profile-out", type=Path, default=RESULTS / "replay-profile.txt", help="cProfile text"
     )
-    parser.add_argument("--no-profile", action="store_true", help="skip the profiled replay")
+    parser.add_argument("--no-profile", action="store_true", help="skip the profiled runs")
     args = parser.parse_args(argv)
     return Options(
         events=args.events,
@@ -513,6 +532,9 @@ def bench_replay(options: Options, body: str) -> tuple[list[Measurement], str | 
                 profile = profile_rebuild(ws, count)
         finally:
             ws.close()
+        if profile is not None:
+            appends = profile_batched(root / "profiled", options.batched, options.batch, body)
+            profile = f"{profile}\n\n{appends}"
     results = [
         Measurement("c. full rebuild (reset + replay)", count, tuple(full), tuple(raw)),
         Measurement("c'. rebuild of an emptied group", count, tuple(emptied), tuple(raw)),
@@ -541,7 +563,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     options.out.write_text(report, encoding="utf-8")
     log(f"wrote {options.out}")
     if profile is not None and options.profile_out is not None:
-        print(profile)
         options.profile_out.parent.mkdir(parents=True, exist_ok=True)
         options.profile_out.write_text(profile, encoding="utf-8")
         log(f"wrote {options.profile_out}")

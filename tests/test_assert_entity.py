@@ -7,6 +7,7 @@ import json
 import pytest
 
 from lcg.domain.errors import Conflict, InvalidParams, NotFound
+from lcg.domain.ids import GroupId
 from lcg.interfaces.workspace import Workspace
 from tests.conftest import Call
 
@@ -17,8 +18,13 @@ def entity(call: Call, uuid: str) -> dict[str, object]:
 
 
 def test_k_ast_001_002_accepts_all_fields_and_defaults_group_to_liminis(call: Call) -> None:
-    result = call("knowledge_assert_entity", name="Ada", labels=["Person"], summary="s",
-                  attributes={"born": 1815})
+    result = call(
+        "knowledge_assert_entity",
+        name="Ada",
+        labels=["Person"],
+        summary="s",
+        attributes={"born": 1815},
+    )
     row = entity(call, result["entity_uuid"])
     assert row["group_id"] == "liminis"
     assert row["labels"] == ["Person"]
@@ -77,10 +83,14 @@ def test_k_ast_007_entity_uuid_of_another_group_fails(call: Call) -> None:
 
 def test_k_ast_018_entity_uuid_renames_the_entity(call: Call) -> None:
     created = call("knowledge_assert_entity", name="Ada")
-    renamed = call("knowledge_assert_entity", name="Ada Lovelace",
-                   entity_uuid=created["entity_uuid"])
-    assert renamed == {"entity_uuid": created["entity_uuid"], "created": False,
-                       "embedding_warning": None}
+    renamed = call(
+        "knowledge_assert_entity", name="Ada Lovelace", entity_uuid=created["entity_uuid"]
+    )
+    assert renamed == {
+        "entity_uuid": created["entity_uuid"],
+        "created": False,
+        "embedding_warning": None,
+    }
     assert entity(call, created["entity_uuid"])["name"] == "Ada Lovelace"
 
 
@@ -94,8 +104,13 @@ def test_p_108_rename_onto_another_entitys_name_is_refused(call: Call) -> None:
 
 
 def test_k_ast_009_010_update_without_summary_or_attributes_clears_them(call: Call) -> None:
-    created = call("knowledge_assert_entity", name="Ada", summary="mathematician",
-                   attributes={"born": 1815}, labels=["Person"])
+    created = call(
+        "knowledge_assert_entity",
+        name="Ada",
+        summary="mathematician",
+        attributes={"born": 1815},
+        labels=["Person"],
+    )
     call("knowledge_assert_entity", name="Ada")
     row = entity(call, created["entity_uuid"])
     assert row["summary"] == ""
@@ -115,8 +130,9 @@ def test_k_ast_011_non_object_attributes_are_stored_as_empty_object(
 
 
 def test_k_ast_012_fields_are_overwritten_never_merged(call: Call) -> None:
-    created = call("knowledge_assert_entity", name="Ada", labels=["A", "B"],
-                   attributes={"x": 1, "y": 2})
+    created = call(
+        "knowledge_assert_entity", name="Ada", labels=["A", "B"], attributes={"x": 1, "y": 2}
+    )
     call("knowledge_assert_entity", name="Ada", labels=["C"], attributes={"z": 3})
     row = entity(call, created["entity_uuid"])
     assert row["labels"] == ["C"]
@@ -128,14 +144,12 @@ def test_k_ast_016_attributes_read_back_by_uuid_lookup(call: Call) -> None:
     assert json.loads(str(entity(call, created["entity_uuid"])["attributes"])) == {"k": "v"}
 
 
-def test_k_ast_020_assert_is_a_direct_write_of_one_event(
-    call: Call, workspace: Workspace
-) -> None:
+def test_k_ast_020_assert_is_a_direct_write_of_one_event(call: Call, workspace: Workspace) -> None:
     call("knowledge_assert_entity", name="Ada")
-    events = [r.event.wire_name for page in workspace.log.read("liminis") for r in page]
+    events = [r.event.wire_name for page in workspace.log.read(GroupId("liminis")) for r in page]
     assert events == ["entity_created"]
     call("knowledge_assert_entity", name="Ada", summary="x")
-    events = [r.event.wire_name for page in workspace.log.read("liminis") for r in page]
+    events = [r.event.wire_name for page in workspace.log.read(GroupId("liminis")) for r in page]
     assert events == ["entity_created", "entity_revised"]
 
 

@@ -1,4 +1,4 @@
-"""knowledge_assert_relationship: identity, group-scoped endpoints, derived fact (K-AST-021..034)."""
+"""knowledge_assert_relationship: identity, group-scoped endpoints, derived fact (K-AST-021+)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ def edges(call: Call, **params: object) -> list[dict[str, object]]:
 def test_k_ast_021_022_026_fact_derived_and_group_defaults(
     call: Call, ada_and_engine: tuple[str, str]
 ) -> None:
-    result = call("knowledge_assert_relationship", source_name="Ada", predicate="WROTE",
-                  target_name="Engine")
+    result = call(
+        "knowledge_assert_relationship", source_name="Ada", predicate="WROTE", target_name="Engine"
+    )
     assert result["created"] is True
     [edge] = edges(call)
     assert edge["uuid"] == result["edge_uuid"]
@@ -53,14 +54,24 @@ def test_k_ast_023_025_missing_required_field_fails_and_writes_nothing(
 def test_k_ast_027_reassert_updates_the_same_edge(
     call: Call, ada_and_engine: tuple[str, str]
 ) -> None:
-    first = call("knowledge_assert_relationship", source_name="Ada", predicate="WROTE",
-                 target_name="Engine", fact="Ada wrote notes on the Engine",
-                 attributes={"pages": 65}, relation_type="AUTHORED",
-                 valid_at="1843-09-01T00:00:00Z")
-    second = call("knowledge_assert_relationship", source_name="ada", predicate="WROTE",
-                  target_name="ENGINE", fact="Ada annotated the Engine")
-    assert second == {"edge_uuid": first["edge_uuid"], "created": False,
-                      "embedding_warning": None}
+    first = call(
+        "knowledge_assert_relationship",
+        source_name="Ada",
+        predicate="WROTE",
+        target_name="Engine",
+        fact="Ada wrote notes on the Engine",
+        attributes={"pages": 65},
+        relation_type="AUTHORED",
+        valid_at="1843-09-01T00:00:00Z",
+    )
+    second = call(
+        "knowledge_assert_relationship",
+        source_name="ada",
+        predicate="WROTE",
+        target_name="ENGINE",
+        fact="Ada annotated the Engine",
+    )
+    assert second == {"edge_uuid": first["edge_uuid"], "created": False, "embedding_warning": None}
     [edge] = edges(call)
     assert edge["fact"] == "Ada annotated the Engine"
     # A-17: attributes, valid_at and relation_type are replaced, so omission clears them.
@@ -72,20 +83,31 @@ def test_k_ast_027_reassert_updates_the_same_edge(
 def test_p_109_update_without_fact_rederives_it(
     call: Call, ada_and_engine: tuple[str, str]
 ) -> None:
-    call("knowledge_assert_relationship", source_name="Ada", predicate="WROTE",
-         target_name="Engine", fact="custom")
-    call("knowledge_assert_relationship", source_name="Ada", predicate="WROTE",
-         target_name="Engine")
+    call(
+        "knowledge_assert_relationship",
+        source_name="Ada",
+        predicate="WROTE",
+        target_name="Engine",
+        fact="custom",
+    )
+    call(
+        "knowledge_assert_relationship", source_name="Ada", predicate="WROTE", target_name="Engine"
+    )
     assert edges(call)[0]["fact"] == "Ada WROTE Engine"
 
 
 def test_k_ast_028_other_predicate_is_another_edge(
     call: Call, ada_and_engine: tuple[str, str]
 ) -> None:
-    a = call("knowledge_assert_relationship", source_name="Ada", predicate="WROTE",
-             target_name="Engine")
-    b = call("knowledge_assert_relationship", source_name="Ada", predicate="STUDIED",
-             target_name="Engine")
+    a = call(
+        "knowledge_assert_relationship", source_name="Ada", predicate="WROTE", target_name="Engine"
+    )
+    b = call(
+        "knowledge_assert_relationship",
+        source_name="Ada",
+        predicate="STUDIED",
+        target_name="Engine",
+    )
     assert a["edge_uuid"] != b["edge_uuid"]
     assert len(edges(call)) == 2
 
@@ -94,10 +116,21 @@ def test_k_ast_029_group_is_part_of_the_identity(call: Call) -> None:
     for group in ("a", "b"):
         call("knowledge_assert_entity", name="Ada", group_id=group)
         call("knowledge_assert_entity", name="Engine", group_id=group)
-    a = call("knowledge_assert_relationship", source_name="Ada", predicate="WROTE",
-             target_name="Engine", group_id="a")
-    b = call("knowledge_assert_relationship", source_name="Ada", predicate="WROTE",
-             target_name="Engine", group_id="b", fact="b's fact")
+    a = call(
+        "knowledge_assert_relationship",
+        source_name="Ada",
+        predicate="WROTE",
+        target_name="Engine",
+        group_id="a",
+    )
+    b = call(
+        "knowledge_assert_relationship",
+        source_name="Ada",
+        predicate="WROTE",
+        target_name="Engine",
+        group_id="b",
+        fact="b's fact",
+    )
     assert a["edge_uuid"] != b["edge_uuid"]
     assert edges(call, group_ids=["a"])[0]["fact"] == "Ada WROTE Engine"
 
@@ -109,8 +142,13 @@ def test_k_ast_031_034_endpoint_outside_the_group_fails_naming_cross_group_tool(
     call("knowledge_assert_entity", name="Ada", group_id="home")
     call("knowledge_assert_entity", name="Engine", group_id="home")
     call("knowledge_assert_entity", name="Babbage", group_id="elsewhere")
-    params = {"source_name": "Ada", "predicate": "KNEW", "target_name": "Engine",
-              "group_id": "home", field: "Babbage"}
+    params = {
+        "source_name": "Ada",
+        "predicate": "KNEW",
+        "target_name": "Engine",
+        "group_id": "home",
+        field: "Babbage",
+    }
     head = workspace.log.head("home")
     with pytest.raises(NotFound) as error:
         call("knowledge_assert_relationship", **params)
@@ -123,8 +161,13 @@ def test_k_ast_031_034_endpoint_outside_the_group_fails_naming_cross_group_tool(
 def test_edge_attributes_are_stored_as_json_object_text(
     call: Call, ada_and_engine: tuple[str, str]
 ) -> None:
-    call("knowledge_assert_relationship", source_name="Ada", predicate="WROTE",
-         target_name="Engine", attributes={"pages": 65})
+    call(
+        "knowledge_assert_relationship",
+        source_name="Ada",
+        predicate="WROTE",
+        target_name="Engine",
+        attributes={"pages": 65},
+    )
     assert json.loads(str(edges(call)[0]["attributes"])) == {"pages": 65}
 
 
@@ -132,8 +175,13 @@ def test_edge_attributes_are_stored_as_json_object_text(
 def test_p_109_valid_at_accepts_rfc3339_and_readback_form(
     call: Call, ada_and_engine: tuple[str, str], valid_at: str
 ) -> None:
-    call("knowledge_assert_relationship", source_name="Ada", predicate="WROTE",
-         target_name="Engine", valid_at=valid_at)
+    call(
+        "knowledge_assert_relationship",
+        source_name="Ada",
+        predicate="WROTE",
+        target_name="Engine",
+        valid_at=valid_at,
+    )
     assert str(edges(call)[0]["valid_at"]).startswith("1843-09-01T")
 
 
@@ -143,8 +191,13 @@ def test_p_109_bad_valid_at_is_a_clean_error(
 ) -> None:
     head = workspace.log.head("liminis")
     with pytest.raises(InvalidParams) as error:
-        call("knowledge_assert_relationship", source_name="Ada", predicate="WROTE",
-             target_name="Engine", valid_at=valid_at)
+        call(
+            "knowledge_assert_relationship",
+            source_name="Ada",
+            predicate="WROTE",
+            target_name="Engine",
+            valid_at=valid_at,
+        )
     assert error.value.field == "valid_at"
     assert workspace.log.head("liminis") == head
 
@@ -152,15 +205,18 @@ def test_p_109_bad_valid_at_is_a_clean_error(
 def test_k_ast_030_reassert_after_invalidation_creates_a_fresh_edge(
     call: Call, workspace: Workspace, ada_and_engine: tuple[str, str]
 ) -> None:
-    old = call("knowledge_assert_relationship", source_name="Ada", predicate="WROTE",
-               target_name="Engine")["edge_uuid"]
+    old = call(
+        "knowledge_assert_relationship", source_name="Ada", predicate="WROTE", target_name="Engine"
+    )["edge_uuid"]
     # No tool of this issue invalidates an edge yet (merge_entities will); set the
     # projection's invalid_at directly, as that tool's event will.
     conn = workspace.runner.conn
-    conn.execute("UPDATE relationships SET invalid_at='2026-01-02T00:00:00+00:00' WHERE uuid=?",
-                 (old,))
-    fresh = call("knowledge_assert_relationship", source_name="Ada", predicate="WROTE",
-                 target_name="Engine")
+    conn.execute(
+        "UPDATE relationships SET invalid_at='2026-01-02T00:00:00+00:00' WHERE uuid=?", (old,)
+    )
+    fresh = call(
+        "knowledge_assert_relationship", source_name="Ada", predicate="WROTE", target_name="Engine"
+    )
     assert fresh["created"] is True
     assert fresh["edge_uuid"] != old
     [stale] = call("knowledge_get_edges_by_uuids", uuids=[old])["edges"]

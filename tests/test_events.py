@@ -26,8 +26,13 @@ NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 def test_wire_names_are_stable() -> None:
     """Renaming a wire name orphans every stored event of that type: this list only grows."""
     assert [cls.wire_name for cls in EVENT_TYPES] == [
-        "entity_created", "entity_revised", "relationship_created", "relationship_revised",
-        "episode_added", "episode_deleted", "group_purged",
+        "entity_created",
+        "entity_revised",
+        "relationship_created",
+        "relationship_revised",
+        "episode_added",
+        "episode_deleted",
+        "group_purged",
     ]
 
 
@@ -41,10 +46,20 @@ def test_events_are_frozen() -> None:
     "event",
     [
         EntityCreated(NOW, EntityUuid("u"), "Ada", ("Person", "X"), "s", '{"a":1}'),
-        RelationshipCreated(NOW, EdgeUuid("e"), EntityUuid("a"), EntityUuid("b"), "P", "f",
-                            None, "{}", None),
-        RelationshipCreated(NOW, EdgeUuid("e"), EntityUuid("a"), EntityUuid("b"), "P", "f",
-                            "T", "{}", datetime(1843, 9, 1, tzinfo=UTC)),
+        RelationshipCreated(
+            NOW, EdgeUuid("e"), EntityUuid("a"), EntityUuid("b"), "P", "f", None, "{}", None
+        ),
+        RelationshipCreated(
+            NOW,
+            EdgeUuid("e"),
+            EntityUuid("a"),
+            EntityUuid("b"),
+            "P",
+            "f",
+            "T",
+            "{}",
+            datetime(1843, 9, 1, tzinfo=UTC),
+        ),
         EpisodeAdded(NOW, EpisodeUuid("p"), "n", "body", "text", "", NOW, "c1", "notes.md"),
     ],
 )

@@ -12,11 +12,17 @@ def two_groups(call: Call) -> dict[str, str]:
     """Ada -KNEW-> Bob in group a; Ada -KNEW-> Cy in group b."""
     ids: dict[str, str] = {}
     for group, other in (("a", "Bob"), ("b", "Cy")):
-        ids[f"ada-{group}"] = call("knowledge_assert_entity", name="Ada",
-                                   group_id=group)["entity_uuid"]
+        ids[f"ada-{group}"] = call("knowledge_assert_entity", name="Ada", group_id=group)[
+            "entity_uuid"
+        ]
         ids[other] = call("knowledge_assert_entity", name=other, group_id=group)["entity_uuid"]
-        call("knowledge_assert_relationship", source_name="Ada", predicate="KNEW",
-             target_name=other, group_id=group)
+        call(
+            "knowledge_assert_relationship",
+            source_name="Ada",
+            predicate="KNEW",
+            target_name=other,
+            group_id=group,
+        )
     return ids
 
 
@@ -45,7 +51,8 @@ def test_k_gid_009_010_013_014_exact_tools_all_on_omit_or_null_nothing_on_empty(
 def test_k_gid_005_006_016_017_list_tools_treat_empty_as_all(
     call: Call, two_groups: dict[str, str], tool: str, key: str
 ) -> None:
-    for params in ({}, {"group_ids": None}, {"group_ids": []}):
+    options: list[dict[str, object]] = [{}, {"group_ids": None}, {"group_ids": []}]
+    for params in options:
         assert groups_of(call(tool, **params)[key]) == {"a", "b"}
 
 
@@ -54,7 +61,8 @@ def test_k_gid_007_018_neighbors_treat_omitted_null_and_empty_as_all(
 ) -> None:
     # Ada of group a only has edges in a; filtering by b hides them, [] does not.
     center = two_groups["ada-a"]
-    for params in ({}, {"group_ids": None}, {"group_ids": []}):
+    options: list[dict[str, object]] = [{}, {"group_ids": None}, {"group_ids": []}]
+    for params in options:
         result = call("knowledge_get_entity_neighbors", entity_uuid=center, **params)
         assert [n["name"] for n in result["nodes"]] == ["Bob"]
         assert result["edge_count"] == 1

@@ -8,6 +8,7 @@ import pytest
 
 from lcg.commands.writer import GroupPinned
 from lcg.domain.errors import Conflict, InvalidParams, NotFound
+from lcg.domain.ids import GroupId
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
@@ -16,11 +17,19 @@ from tests.conftest import Call, SteppingClock, make_call
 
 def snapshot(conn: sqlite3.Connection, group: str) -> dict[str, list[tuple[object, ...]]]:
     """Every graph row of the group, for equality checks."""
-    tables = {"entities": "uuid", "relationships": "uuid", "episodes": "uuid",
-              "mentions": "episode_uuid, entity_uuid"}
+    tables = {
+        "entities": "uuid",
+        "relationships": "uuid",
+        "episodes": "uuid",
+        "mentions": "episode_uuid, entity_uuid",
+    }
     return {
-        table: [tuple(r) for r in conn.execute(
-            f"SELECT * FROM {table} WHERE group_id=? ORDER BY {order}", (group,))]
+        table: [
+            tuple(r)
+            for r in conn.execute(
+                f"SELECT * FROM {table} WHERE group_id=? ORDER BY {order}", (group,)
+            )
+        ]
         for table, order in tables.items()
     }
 
@@ -30,8 +39,13 @@ def write_ten(call: Call, group: str = "g") -> None:
     for name in ("A", "B", "C", "D", "E"):
         call("knowledge_assert_entity", name=name, group_id=group)
     for source, target in (("A", "B"), ("B", "C"), ("C", "D"), ("D", "E")):
-        call("knowledge_assert_relationship", source_name=source, predicate="NEXT",
-             target_name=target, group_id=group)
+        call(
+            "knowledge_assert_relationship",
+            source_name=source,
+            predicate="NEXT",
+            target_name=target,
+            group_id=group,
+        )
     call("knowledge_add_episode", name="ep", episode_body="A to E", group_id=group)
 
 
@@ -137,8 +151,10 @@ def test_k_wal_027_replay_to_seq_shows_exactly_the_state_at_that_seq(
 ) -> None:
     """Compare with a second workspace that only ever received the first to_seq writes."""
     reference_settings = Settings(workspace=tmp_path_factory.mktemp("reference"))
-    with Workspace(settings, clock=SteppingClock()) as ws, \
-            Workspace(reference_settings, clock=SteppingClock()) as ref:
+    with (
+        Workspace(settings, clock=SteppingClock()) as ws,
+        Workspace(reference_settings, clock=SteppingClock()) as ref,
+    ):
         ids = iter(f"00000000-0000-4000-8000-{n:012d}" for n in range(100))
         ids_ref = iter(f"00000000-0000-4000-8000-{n:012d}" for n in range(100))
         call = make_call(App(ws, new_id=lambda: next(ids)))
@@ -150,17 +166,23 @@ def test_k_wal_027_replay_to_seq_shows_exactly_the_state_at_that_seq(
 
 
 def write_ten_first(call: Call, n: int) -> None:
-    steps = [lambda name=name: call("knowledge_assert_entity", name=name, group_id="g")
-             for name in ("A", "B", "C", "D", "E")]
+    """The first n of write_ten's writes, one call each."""
+    steps: list[tuple[str, dict[str, str]]] = [
+        ("knowledge_assert_entity", {"name": name, "group_id": "g"})
+        for name in ("A", "B", "C", "D", "E")
+    ]
     steps += [
-        lambda s=s, t=t: call("knowledge_assert_relationship", source_name=s, predicate="NEXT",
-                              target_name=t, group_id="g")
+        (
+            "knowledge_assert_relationship",
+            {"source_name": s, "predicate": "NEXT", "target_name": t, "group_id": "g"},
+        )
         for s, t in (("A", "B"), ("B", "C"), ("C", "D"), ("D", "E"))
     ]
-    steps.append(lambda: call("knowledge_add_episode", name="ep", episode_body="A to E",
-                              group_id="g"))
-    for step in steps[:n]:
-        step()
+    steps.append(
+        ("knowledge_add_episode", {"name": "ep", "episode_body": "A to E", "group_id": "g"})
+    )
+    for name, params in steps[:n]:
+        call(name, **params)
 
 
 def test_k_wal_028_033_unbounded_rebuild_reapplies_what_a_bounded_one_excluded(
@@ -183,8 +205,13 @@ def test_k_wal_029_030_to_seq_below_from_seq_is_rejected_before_anything(
     before = snapshot(workspace.reader(), "g")
     wal = call("knowledge_status")["wal_groups"]["g"]
     with pytest.raises(InvalidParams) as error:
-        call("knowledge_rebuild_from_wal", group_id="g", from_seq=5, to_seq=4,
-             force_clear=force_clear)
+        call(
+            "knowledge_rebuild_from_wal",
+            group_id="g",
+            from_seq=5,
+            to_seq=4,
+            force_clear=force_clear,
+        )
     assert error.value.field == "to_seq"
     assert snapshot(workspace.reader(), "g") == before
     assert call("knowledge_status")["wal_groups"]["g"] == wal
@@ -203,16 +230,13 @@ def test_k_wal_031_to_seq_equal_to_from_seq_is_accepted(call: Call) -> None:
     assert node_count(call) == 4
 
 
-def test_k_wal_032_events_after_to_seq_stay_in_the_log(
-    call: Call, workspace: Workspace
-) -> None:
+def test_k_wal_032_events_after_to_seq_stay_in_the_log(call: Call, workspace: Workspace) -> None:
     write_ten(call)
     call("knowledge_rebuild_from_wal", group_id="g", to_seq=2, force_clear=True)
     assert workspace.log.head("g") == 10
-    assert [r.seq for page in workspace.log.read("g") for r in page] == list(range(1, 11))
+    assert [r.seq for page in workspace.log.read(GroupId("g")) for r in page] == list(range(1, 11))
     wal = call("knowledge_status")["wal_groups"]["g"]
-    assert wal == {"applied_seq": 2, "max_seq": 10, "hydration_status": "wal_ahead",
-                   "pinned_to": 2}
+    assert wal == {"applied_seq": 2, "max_seq": 10, "hydration_status": "wal_ahead", "pinned_to": 2}
 
 
 def test_bounded_rebuild_pins_the_group_and_refuses_writes_until_released(
@@ -268,7 +292,10 @@ def test_progress_is_reported_during_a_rebuild(app: App, call: Call) -> None:
     from lcg.interfaces import operations
 
     seen: list[tuple[int, int]] = []
-    operations.dispatch(app, "knowledge_rebuild_from_wal",
-                        {"group_id": "g", "force_clear": True},
-                        lambda done, total: seen.append((done, total)))
+    operations.dispatch(
+        app,
+        "knowledge_rebuild_from_wal",
+        {"group_id": "g", "force_clear": True},
+        lambda done, total: seen.append((done, total)),
+    )
     assert seen[-1] == (10, 10)

@@ -23,7 +23,9 @@ def test_p_102_counts_follow_writes(call: Call) -> None:
     call("knowledge_add_episode", name="e", episode_body="x")
     status = call("knowledge_status")
     assert (status["entity_count"], status["relationship_count"], status["episode_count"]) == (
-        2, 1, 1
+        2,
+        1,
+        1,
     )
     assert status["wal"]["max_seq"] == 4
     assert status["wal"]["applied_seq"] == 4
@@ -43,8 +45,13 @@ def test_k_sta_005_006_empty_group_and_unapplied_wal_are_told_apart(call: Call) 
 
 @pytest.mark.parametrize(
     ("applied", "max_seq", "expected"),
-    [(None, None, "not_applicable"), (0, 0, "not_applicable"), (None, 3, "wal_ahead"),
-     (2, 3, "wal_ahead"), (3, 3, "hydrated")],
+    [
+        (None, None, "not_applicable"),
+        (0, 0, "not_applicable"),
+        (None, 3, "wal_ahead"),
+        (2, 3, "wal_ahead"),
+        (3, 3, "hydrated"),
+    ],
 )
 def test_p_103_hydration_status_rule(
     applied: int | None, max_seq: int | None, expected: str

@@ -19,7 +19,7 @@ from typing import Generic, TypeVar
 from lcg.domain.errors import Conflict
 from lcg.domain.events import DomainEvent
 from lcg.domain.ids import GroupId, Seq
-from lcg.projections.runner import ProjectionRunner
+from lcg.projections.runner import Positions, ProjectionError, ProjectionRunner
 from lcg.projections.wal.store import EventLog, RecordedEvent
 
 T = TypeVar("T")
@@ -47,7 +47,7 @@ class WriteContext:
             RecordedEvent(group_id, Seq(head + offset), event)
             for offset, event in enumerate(events, start=1)
         ]
-        self._writer.runner.apply(batch)
+        self._writer.runner.apply_tracked(batch, self._writer.positions)
         self._writer.heads[group_id] = head + len(batch)
         self.recorded.extend(batch)
         return batch
@@ -76,6 +76,8 @@ class Writer:
         self.clock = clock
         self.max_batch = max_batch
         self.heads: dict[GroupId, int] = {}
+        self.positions: Positions = {}  # projection positions moved by the running batch
+        self._pins: dict[GroupId, int | None] = {}  # pins change only under exclusive()
         self._queue: list[_Pending[object]] = []
         self._queue_lock = threading.Lock()
         self._batch_lock = threading.RLock()
@@ -86,7 +88,9 @@ class Writer:
         return self.heads[group_id]
 
     def refuse_if_pinned(self, group_id: GroupId) -> None:
-        pinned = self.runner.position(group_id).pinned_to
+        if group_id not in self._pins:
+            self._pins[group_id] = self.runner.position(group_id).pinned_to
+        pinned = self._pins[group_id]
         if pinned is not None:
             raise GroupPinned(
                 f"group_id: group {group_id!r} is pinned at seq {pinned} by a bounded replay; "
@@ -132,6 +136,7 @@ class Writer:
                 yield
             finally:
                 self.heads.clear()
+                self._pins.clear()
 
     def _run_queued(self) -> None:
         while True:
@@ -148,18 +153,48 @@ class Writer:
             conn.execute("BEGIN IMMEDIATE")
             for item in items:
                 self._run_one(conn, item, recorded)
+            self.runner.store_positions(self.positions)
             self.log.append(recorded, self.clock())
         except BaseException as error:
             self._abort(conn, items, error)
             raise
-        conn.execute("COMMIT")
-        for item in items:
-            item.done.set()
+        try:
+            conn.execute("COMMIT")
+        except BaseException as error:  # noqa: BLE001 (reported to every caller of the batch)
+            # The events are durable in the WAL; only the projection lost them. Apply them
+            # again from the log so callers' writes become visible, or say exactly that.
+            self._abort(conn, (), error)
+            self._reapply_after_failed_commit(items, recorded, error)
+        finally:
+            self.positions = {}
+            for item in items:
+                item.done.set()
+
+    def _reapply_after_failed_commit(
+        self,
+        items: Sequence[_Pending[object]],
+        recorded: list[RecordedEvent],
+        error: BaseException,
+    ) -> None:
+        groups = sorted({r.group_id for r in recorded})
+        try:
+            self.runner.catch_up(groups)
+        except Exception as again:
+            failure = ProjectionError(
+                f"the write is durable in the WAL but the projection could not apply it "
+                f"({error}; retrying: {again}); it is applied at the next start"
+            )
+            self.runner.failure = str(failure)
+            for item in items:
+                if item.error is None:
+                    item.error, item.result = failure, None
+            raise failure from again
 
     def _run_one(
         self, conn: sqlite3.Connection, item: _Pending[object], recorded: list[RecordedEvent]
     ) -> None:
         heads_before = dict(self.heads)
+        positions_before = dict(self.positions)
         conn.execute("SAVEPOINT command")
         context = WriteContext(self)
         try:
@@ -168,6 +203,7 @@ class Writer:
             conn.execute("ROLLBACK TO command")
             conn.execute("RELEASE command")
             self.heads = heads_before
+            self.positions = positions_before
             item.error = error
             return
         conn.execute("RELEASE command")
@@ -179,8 +215,9 @@ class Writer:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         self.heads.clear()
+        self.positions = {}
+        self._pins.clear()
         for item in items:
             if item.error is None:
-                item.error = error
-                item.result = None
+                item.error, item.result = error, None
             item.done.set()

@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from lcg.domain.errors import DomainError, InvalidParams
 from lcg.interfaces import operations
@@ -36,8 +37,9 @@ cli = typer.Typer(
     add_completion=False,
     help="lcg, the liminis context graph: event-sourced memory for AI agents.",
 )
-out = Console()
-err = Console(stderr=True)
+# Messages and stored names are printed as plain text, never as Rich markup, and unwrapped.
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 WorkspaceOpt = Annotated[
     Path | None,
@@ -66,17 +68,21 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except WorkspaceBusy as error:
-        err.print(f"[red]error:[/red] {error}", highlight=False)
+        _complain("error", str(error))
         raise typer.Exit(EXIT_BUSY) from None
     except InvalidParams as error:
-        err.print(f"[red]error:[/red] {error.message}", highlight=False)
+        _complain("error", error.message)
         raise typer.Exit(EXIT_INVALID) from None
     except DomainError as error:
-        err.print(f"[red]refused:[/red] {error.message}", highlight=False)
+        _complain("refused", error.message)
         raise typer.Exit(EXIT_REFUSED) from None
     except ProjectionError as error:
-        err.print(f"[red]projection error:[/red] {error}", highlight=False)
+        _complain("projection error", str(error))
         raise typer.Exit(EXIT_PROJECTION) from None
+
+
+def _complain(kind: str, message: str) -> None:
+    err.print(Text.assemble((f"{kind}: ", "red"), message))
 
 
 def _print_json(result: Any) -> None:
@@ -91,7 +97,7 @@ def _show(result: dict[str, Any], as_json: bool, summary: str) -> None:
     if as_json:
         _print_json(result)
     else:
-        out.print(summary, highlight=False)
+        out.print(Text(summary))
 
 
 @cli.command()
@@ -114,7 +120,7 @@ def status(
     if as_json:
         _print_json(result)
         return
-    out.print(f"workspace  {settings.workspace}")
+    out.print(Text(f"workspace  {settings.workspace}"))
     out.print(
         f"entities {result['entity_count']}  relationships "
         f"{result['relationship_count']}  episodes {result['episode_count']}"
@@ -122,7 +128,7 @@ def status(
     table = Table("group", "max_seq", "applied_seq", "hydration", "pinned_to")
     for name, wal in groups.items():
         table.add_row(
-            name,
+            Text(name),
             str(wal["max_seq"] or 0),
             str(wal["applied_seq"] or 0),
             wal["hydration_status"],
@@ -319,11 +325,16 @@ def list_entities(
     table = Table("group", "name", "labels", "summary", "uuid")
     for node in result["nodes"]:
         table.add_row(
-            node["group_id"],
-            node["name"],
-            ",".join(node["labels"]),
-            node["summary"][:60],
-            node["uuid"],
+            *(
+                Text(cell)
+                for cell in (
+                    node["group_id"],
+                    node["name"],
+                    ",".join(node["labels"]),
+                    node["summary"][:60],
+                    node["uuid"],
+                )
+            )
         )
     out.print(table)
 

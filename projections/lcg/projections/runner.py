@@ -18,6 +18,7 @@ from lcg.domain.ids import GroupId
 from lcg.projections.wal.store import EventLog, RecordedEvent
 
 Progress = Callable[[int, int], None]
+Positions = dict[tuple[str, str], int]  # (projection, group_id) -> applied seq
 
 
 class Projection(Protocol):
@@ -138,12 +139,17 @@ class ProjectionRunner:
         return tuple(p.name for p in self.projections)
 
     def apply(self, batch: Sequence[RecordedEvent]) -> None:
-        """Apply freshly appended events inside the caller's open transaction.
+        """Apply events inside the caller's open transaction and store the new positions."""
+        positions: Positions = {}
+        self.apply_tracked(batch, positions)
+        self.store_positions(positions)
+
+    def apply_tracked(self, batch: Sequence[RecordedEvent], positions: Positions) -> None:
+        """Apply events, keeping positions in `positions` (read lazily) for a later store.
 
         Events at or below a projection's position are skipped; a gap is an error, since
         applying past it would make the projection differ from a replay.
         """
-        positions: dict[tuple[str, str], int] = {}
         for recorded in batch:
             for projection in self.projections:
                 key = (projection.name, recorded.group_id)
@@ -160,6 +166,9 @@ class ProjectionRunner:
                     )
                 self._apply_one(projection, recorded)
                 positions[key] = recorded.seq
+
+    def store_positions(self, positions: Positions) -> None:
+        """Write positions (same transaction as the rows they describe); pins are kept."""
         for (name, group_id), position in positions.items():
             self._store_position(name, group_id, position, keep_pin=True)
 

@@ -22,9 +22,9 @@ class WorkspaceBusy(Exception):
 
     def __init__(self, path: Path, holder: str) -> None:
         super().__init__(
-            f"workspace {path.parent} is held by another writer ({holder}); "
-            "only one process may write a workspace at a time: stop it, or talk to it "
-            "through its socket (lcg serve --mcp-stdio --connect .lcg/service.sock)"
+            f"workspace {path.parent.parent} is held by another writer ({holder}); "
+            "only one process may write a workspace at a time: stop that process or wait "
+            "for it to finish"
         )
         self.holder = holder
 

@@ -7,6 +7,7 @@ library's `stored_events` because a stream id (uuid5 of the group) cannot be rev
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ Durability = Literal["normal", "full"]
 PAGE_SIZE = 5_000
 
 
+@functools.lru_cache(maxsize=4096)
 def stream_id(group_id: str) -> uuid.UUID:
     """The stream (originator) id of a group: uuid5 over a fixed namespace."""
     return uuid.uuid5(STREAM_NAMESPACE, group_id)
