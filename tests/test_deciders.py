@@ -1,0 +1,127 @@
+"""Pure deciders: given state, when a command, then events or a domain error (no I/O)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from lcg.domain import deciders
+from lcg.domain.commands import AddEpisode, AssertEntity, AssertRelationship, PurgeGroup
+from lcg.domain.errors import Conflict, InvalidParams, NotFound
+from lcg.domain.events import (
+    EntityCreated,
+    EntityRevised,
+    EpisodeAdded,
+    GroupPurged,
+    RelationshipCreated,
+    RelationshipRevised,
+)
+from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid, GroupId
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+G = GroupId("g")
+ADA = deciders.EntityState(EntityUuid("ada"), "Ada", G)
+BOB = deciders.EntityState(EntityUuid("bob"), "Bob", G)
+
+
+def assert_entity(name: str = "Ada", entity_uuid: str | None = None) -> AssertEntity:
+    return AssertEntity(
+        G,
+        name,
+        None if entity_uuid is None else EntityUuid(entity_uuid),
+        ("Person",),
+        "s",
+        "{}",
+        EntityUuid("new"),
+        NOW,
+    )
+
+
+def test_new_name_creates_an_entity_under_the_new_uuid() -> None:
+    decision = deciders.decide_assert_entity(
+        assert_entity(" Ada "), deciders.EntityLookup(None, None)
+    )
+    assert decision.events == (
+        EntityCreated(NOW, EntityUuid("new"), "Ada", ("Person",), "s", "{}"),
+    )
+    assert (decision.entity_uuid, decision.created) == ("new", True)
+
+
+def test_known_name_revises_the_existing_entity() -> None:
+    decision = deciders.decide_assert_entity(assert_entity(), deciders.EntityLookup(None, ADA))
+    assert decision.events == (
+        EntityRevised(NOW, EntityUuid("ada"), "Ada", ("Person",), "s", "{}"),
+    )
+    assert decision.created is False
+
+
+def test_entity_uuid_of_another_group_is_not_found() -> None:
+    elsewhere = deciders.EntityState(EntityUuid("ada"), "Ada", GroupId("other"))
+    with pytest.raises(NotFound):
+        deciders.decide_assert_entity(
+            assert_entity(entity_uuid="ada"), deciders.EntityLookup(elsewhere, None)
+        )
+
+
+def test_rename_onto_another_entity_is_a_conflict() -> None:
+    with pytest.raises(Conflict):
+        deciders.decide_assert_entity(
+            assert_entity("Bob", entity_uuid="ada"), deciders.EntityLookup(ADA, BOB)
+        )
+
+
+def relationship(fact: str | None = None) -> AssertRelationship:
+    return AssertRelationship(
+        G, "Ada", "Bob", "KNEW", fact, None, "{}", None, EdgeUuid("edge"), NOW
+    )
+
+
+def test_relationship_between_known_entities_is_created_with_derived_fact() -> None:
+    decision = deciders.decide_assert_relationship(
+        relationship(), deciders.RelationshipLookup(ADA, BOB, None)
+    )
+    assert decision.events == (
+        RelationshipCreated(
+            NOW,
+            EdgeUuid("edge"),
+            EntityUuid("ada"),
+            EntityUuid("bob"),
+            "KNEW",
+            "Ada KNEW Bob",
+            None,
+            "{}",
+            None,
+        ),
+    )
+
+
+def test_active_edge_is_revised_not_duplicated() -> None:
+    decision = deciders.decide_assert_relationship(
+        relationship("new fact"), deciders.RelationshipLookup(ADA, BOB, EdgeUuid("old"))
+    )
+    assert decision.events == (
+        RelationshipRevised(NOW, EdgeUuid("old"), "new fact", None, "{}", None),
+    )
+    assert decision.edge_uuid == "old"
+
+
+def test_unresolved_endpoint_names_the_cross_group_tool() -> None:
+    with pytest.raises(NotFound, match="knowledge_add_cross_group_edge"):
+        deciders.decide_assert_relationship(
+            relationship(), deciders.RelationshipLookup(ADA, None, None)
+        )
+
+
+def test_json_episode_must_parse() -> None:
+    bad = AddEpisode(G, "e", "{not json", "json", "", NOW, EpisodeUuid("p"), NOW)
+    with pytest.raises(InvalidParams) as error:
+        deciders.decide_add_episode(bad)
+    assert error.value.field == "episode_body"
+    good = AddEpisode(G, "e", '{"a": 1}', "json", "", NOW, EpisodeUuid("p"), NOW)
+    assert isinstance(deciders.decide_add_episode(good)[0], EpisodeAdded)
+
+
+def test_purging_an_empty_group_decides_nothing() -> None:
+    assert deciders.decide_purge_group(PurgeGroup(G, NOW), 0) == ()
+    assert deciders.decide_purge_group(PurgeGroup(G, NOW), 3) == (GroupPurged(NOW),)
