@@ -13,6 +13,7 @@ from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.embedding.minilm import MiniLmEmbedder
 
 Call = Callable[..., dict[str, Any]]
 
@@ -33,9 +34,20 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(workspace=tmp_path)
 
 
+# One real MiniLM model for the whole test process: loading it costs ~0.5 s per workspace.
+MODEL = MiniLmEmbedder()
+
+
+def make_workspace(settings: Settings, **options: Any) -> Workspace:
+    """A Workspace with the shared model and a stepping clock unless told otherwise."""
+    options.setdefault("clock", SteppingClock())
+    options.setdefault("command", "pytest")
+    return Workspace(settings, embedder=MODEL, **options)
+
+
 @pytest.fixture
 def workspace(settings: Settings) -> Iterator[Workspace]:
-    with Workspace(settings, command="pytest", clock=SteppingClock()) as ws:
+    with make_workspace(settings) as ws:
         yield ws
 
 

@@ -86,11 +86,11 @@ def test_k_ast_018_entity_uuid_renames_the_entity(call: Call) -> None:
     renamed = call(
         "knowledge_assert_entity", name="Ada Lovelace", entity_uuid=created["entity_uuid"]
     )
-    assert renamed == {
-        "entity_uuid": created["entity_uuid"],
-        "created": False,
-        "embedding_warning": None,
-    }
+    assert renamed["entity_uuid"] == created["entity_uuid"]
+    assert renamed["created"] is False
+    # The stored name changes; name_embedding keeps the old name and the result says so.
+    assert renamed["embedding_stale"] == ["name_embedding"]
+    assert "delete and recreate" in renamed["embedding_warning"]
     assert entity(call, created["entity_uuid"])["name"] == "Ada Lovelace"
 
 

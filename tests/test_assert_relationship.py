@@ -71,7 +71,9 @@ def test_k_ast_027_reassert_updates_the_same_edge(
         target_name="ENGINE",
         fact="Ada annotated the Engine",
     )
-    assert second == {"edge_uuid": first["edge_uuid"], "created": False, "embedding_warning": None}
+    assert second["edge_uuid"] == first["edge_uuid"]
+    assert second["created"] is False
+    assert second["embedding_stale"] == ["fact_embedding"]  # K-AST-038: write-once
     [edge] = edges(call)
     assert edge["fact"] == "Ada annotated the Engine"
     # attributes, valid_at and relation_type are replaced, so omission clears them.

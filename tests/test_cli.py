@@ -20,7 +20,7 @@ import pytest
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
-from lcg.interfaces.workspace import Workspace
+from tests.conftest import make_workspace
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +68,7 @@ def refused(result: subprocess.CompletedProcess[str], code: int) -> str:
 
 def seed(workspace: Path, *entities: tuple[str, str]) -> None:
     """Assert `(group, name)` entities in order, in-process, one WAL event each."""
-    with Workspace(Settings(workspace), command="pytest seed") as ws:
+    with make_workspace(Settings(workspace), command="pytest seed") as ws:
         app = App(ws)
         for group, name in entities:
             params = {"name": name, "summary": f"{name} of {group}", "group_id": group}
@@ -130,7 +130,12 @@ def test_write_and_read_commands_round_trip_through_the_console_script(tmp_path:
         "g",
         "--json",
     )
-    assert ada == {"entity_uuid": ada["entity_uuid"], "created": True, "embedding_warning": None}
+    assert ada == {
+        "entity_uuid": ada["entity_uuid"],
+        "created": True,
+        "embedding_warning": None,
+        "embedding_stale": [],
+    }
     again = lcg_json(
         tmp_path,
         "assert-entity",
@@ -160,7 +165,12 @@ def test_write_and_read_commands_round_trip_through_the_console_script(tmp_path:
         "g",
         "--json",
     )
-    assert edge == {"edge_uuid": edge["edge_uuid"], "created": True, "embedding_warning": None}
+    assert edge == {
+        "edge_uuid": edge["edge_uuid"],
+        "created": True,
+        "embedding_warning": None,
+        "embedding_stale": [],
+    }
 
     episode = lcg_json(tmp_path, "add-episode", "note-1", "Ada's notes on the Engine.", "--json")
     assert list(episode) == ["episode_uuid"]

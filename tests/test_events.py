@@ -33,6 +33,7 @@ def test_wire_names_are_stable() -> None:
         "episode_added",
         "episode_deleted",
         "group_purged",
+        "summary_embedded",
     ]
 
 

@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 from lcg.domain.errors import DomainError
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
-from lcg.interfaces.workspace import Workspace
-from tests.conftest import SteppingClock, make_call
+from tests.conftest import make_call, make_workspace
 
 GROUPS = ("g1", "g2")
 NAMES = ("Ada", "Bob", "Cy", "ada ")
@@ -38,12 +37,13 @@ command = st.one_of(
         st.sampled_from(["KNEW", "MET"]),
     ),
     st.builds(
-        lambda g, n: (
+        lambda g, n, source: (
             "knowledge_add_episode",
-            {"group_id": g, "name": n, "episode_body": f"about {n}"},
+            {"group_id": g, "name": n, "episode_body": f"about {n}", "source": source},
         ),
         st.sampled_from(GROUPS),
         st.sampled_from(NAMES),
+        st.sampled_from(["text", "message"]),  # messages index their neighbours' words too
     ),
     st.builds(lambda i: ("delete_nth_episode", {"index": i}), st.integers(0, 5)),
     st.builds(
@@ -53,11 +53,25 @@ command = st.one_of(
 )
 
 
+# The search projections' row ids (doc_id, vec_id) are storage details: compare content.
+SEARCH_ROWS = {
+    "text": "SELECT d.group_id, d.kind, d.owner_uuid, d.part, coalesce(e.name, r.name, ''),"
+    " coalesce(e.summary, r.fact, p.content) FROM text_docs d"
+    " LEFT JOIN fts_entities e ON e.rowid = d.doc_id AND d.kind = 'entity'"
+    " LEFT JOIN fts_edges r ON r.rowid = d.doc_id AND d.kind = 'edge'"
+    " LEFT JOIN fts_passages p ON p.rowid = d.doc_id AND d.kind = 'passage'",
+    "vectors": "SELECT group_id, kind, owner_uuid, part, text, seq FROM vector_catalog",
+}
+
+
 def dump(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
-    return {
+    tables = {
         table: [tuple(row) for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2")]
         for table in ("entities", "relationships", "episodes", "mentions", "projection_positions")
     }
+    for name, query in SEARCH_ROWS.items():
+        tables[name] = sorted(tuple(row) for row in conn.execute(query))
+    return tables
 
 
 def run(call: Any, name: str, params: dict[str, Any]) -> None:
@@ -82,12 +96,14 @@ def test_rebuild_from_scratch_and_via_bounded_replay_equals_incremental_state(
 ) -> None:
     with (
         tempfile.TemporaryDirectory() as tmp,
-        Workspace(Settings(workspace=Path(tmp)), clock=SteppingClock()) as ws,
+        make_workspace(Settings(workspace=Path(tmp))) as ws,
     ):
         call = make_call(App(ws))
         for name, params in commands:
             run(call, name, params)
         live = dump(ws.reader())
+        vectors = ws.vectors.count()
+        model_calls = ws.embedder.calls
         for group in ws.log.groups():
             head = ws.log.head(group)
             ws.runner.rebuild(group)  # from scratch
@@ -95,4 +111,7 @@ def test_rebuild_from_scratch_and_via_bounded_replay_equals_incremental_state(
             to_seq = data.draw(st.integers(0, head), label=f"to_seq for {group}")
             ws.runner.rebuild(group, to_seq=to_seq)
             ws.runner.rebuild(group)  # unbounded: releases the pin, replays the rest
+            ws.writer.notify_rebuilt([group])
             assert dump(ws.reader()) == live
+        assert ws.vectors.count() == vectors
+        assert ws.embedder.calls == model_calls  # rebuilds embed from the cache only

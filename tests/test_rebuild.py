@@ -12,7 +12,7 @@ from lcg.domain.ids import GroupId
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
-from tests.conftest import Call, SteppingClock, make_call
+from tests.conftest import Call, make_call, make_workspace
 
 
 def snapshot(conn: sqlite3.Connection, group: str) -> dict[str, list[tuple[object, ...]]]:
@@ -152,8 +152,8 @@ def test_k_wal_027_replay_to_seq_shows_exactly_the_state_at_that_seq(
     """Compare with a second workspace that only ever received the first to_seq writes."""
     reference_settings = Settings(workspace=tmp_path_factory.mktemp("reference"))
     with (
-        Workspace(settings, clock=SteppingClock()) as ws,
-        Workspace(reference_settings, clock=SteppingClock()) as ref,
+        make_workspace(settings) as ws,
+        make_workspace(reference_settings) as ref,
     ):
         ids = iter(f"00000000-0000-4000-8000-{n:012d}" for n in range(100))
         ids_ref = iter(f"00000000-0000-4000-8000-{n:012d}" for n in range(100))
@@ -258,11 +258,11 @@ def test_bounded_rebuild_pins_the_group_and_refuses_writes_until_released(
 
 
 def test_pin_survives_a_restart(settings: Settings) -> None:
-    with Workspace(settings, clock=SteppingClock()) as ws:
+    with make_workspace(settings) as ws:
         call = make_call(App(ws))
         write_ten(call)
         call("knowledge_rebuild_from_wal", group_id="g", to_seq=4, force_clear=True)
-    with Workspace(settings, clock=SteppingClock()) as ws:
+    with make_workspace(settings) as ws:
         call = make_call(App(ws))
         assert node_count(call) == 4
         assert call("knowledge_status")["wal_groups"]["g"]["pinned_to"] == 4

@@ -23,7 +23,7 @@ from lcg.interfaces.workspace import Workspace
 from lcg.projections.graph.projection import GraphProjection
 from lcg.projections.runner import ProjectionError
 from lcg.projections.wal.store import ConcurrentAppend, RecordedEvent
-from tests.conftest import SteppingClock, make_call
+from tests.conftest import make_call, make_workspace
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -118,17 +118,17 @@ def test_a_failed_wal_append_rolls_back_the_projection(
 
 
 def test_start_up_applies_a_wal_tail_the_projection_missed(settings: Settings) -> None:
-    with Workspace(settings, clock=SteppingClock()) as ws:
+    with make_workspace(settings) as ws:
         ws.writer.execute_many(
             [partial(handlers.add_episode, command=episode(n)) for n in range(5)]
         )
     # Lose the projection's last commits: put its position back as if it had crashed.
-    with Workspace(settings, clock=SteppingClock()) as ws:
+    with make_workspace(settings) as ws:
         ws.runner.conn.execute("DELETE FROM episodes WHERE seq > 2")
         ws.runner.conn.execute("UPDATE projection_positions SET position=2")
         status = make_call(App(ws))("knowledge_status")["wal_groups"]["g"]
         assert status["hydration_status"] == "wal_ahead"
-    with Workspace(settings, clock=SteppingClock()) as ws:
+    with make_workspace(settings) as ws:
         assert ws.caught_up == 3
         call = make_call(App(ws))
         assert call("knowledge_get_episodes", group_id="g")["count"] == 5
@@ -148,13 +148,13 @@ def test_reapplying_an_event_at_or_below_the_position_is_a_no_op(workspace: Work
 def test_bumping_a_projection_version_rebuilds_it(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with Workspace(settings, clock=SteppingClock()) as ws:
+    with make_workspace(settings) as ws:
         ws.writer.execute_many(
             [partial(handlers.add_episode, command=episode(n)) for n in range(3)]
         )
         ws.runner.conn.execute("UPDATE episodes SET name='tampered'")
     monkeypatch.setattr(GraphProjection, "version", GraphProjection.version + 1)
-    with Workspace(settings, clock=SteppingClock()) as ws:
+    with make_workspace(settings) as ws:
         assert ws.caught_up == 3
         names = {
             e["name"]

@@ -26,6 +26,7 @@ from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.wal.lease import WorkspaceBusy
 
 ENTITY_GROUP = "entities"
@@ -80,10 +81,13 @@ def _contend(settings: Settings, tag: str, count: int, group: str, patience: flo
     sys.stdin.readline()
     deadline = time.monotonic() + patience
     busy = 0
+    model = MiniLmEmbedder()  # one model per process, reused by every open of the workspace
     for index in range(count):
         while True:
             try:
-                with Workspace(settings, command=f"workspace_child contend {tag}") as ws:
+                with Workspace(
+                    settings, command=f"workspace_child contend {tag}", embedder=model
+                ) as ws:
                     kind, uuid = _write(App(ws), tag, index, one_group=group)
                 break
             except WorkspaceBusy:
@@ -101,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tag", default="child")
     parser.add_argument("--count", type=int, default=200)
     parser.add_argument("--group", default="shared")
-    parser.add_argument("--patience", type=float, default=30.0)
+    parser.add_argument("--patience", type=float, default=120.0)
     args = parser.parse_args(argv)
     settings = Settings.load(os.environ, Path.cwd(), args.workspace)
     if args.mode == "append":

@@ -116,6 +116,7 @@ def rebuild_from_wal(
             to_seq=request.to_seq,
             progress=progress,
         )
+        writer.notify_rebuilt([request.group_id])
         pinned = writer.runner.position(request.group_id).pinned_to
         return _rebuild_result(request, replayed, upto, pinned, dry_run=False)
 
@@ -211,4 +212,5 @@ def clear_all(writer: Writer, *, confirm: bool, preserve_wal: bool) -> ClearAllR
             writer.log.truncate_all()
             writer.runner.reset_all()
             message = "graph and WAL cleared"
+        writer.notify_rebuilt(None)
     return ClearAllResult(success=True, message=message)

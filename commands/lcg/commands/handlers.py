@@ -15,18 +15,21 @@ from lcg.domain.commands import (
 )
 from lcg.domain.events import EpisodeDeleted
 from lcg.projections.graph import reader
+from lcg.projections.vectors import catalog
 
 
 class AssertEntityResult(TypedDict):
     entity_uuid: str
     created: bool
     embedding_warning: str | None
+    embedding_stale: list[str]
 
 
 class AssertRelationshipResult(TypedDict):
     edge_uuid: str
     created: bool
     embedding_warning: str | None
+    embedding_stale: list[str]
 
 
 class AddEpisodeResult(TypedDict):
@@ -47,10 +50,44 @@ def assert_entity(ctx: WriteContext, command: AssertEntity) -> AssertEntityResul
         by_name=reader.entity_by_name(ctx.conn, command.group_id, command.name),
     )
     decision = deciders.decide_assert_entity(command, lookup)
+    stale: list[str] = []
+    if not decision.created:
+        stale = _stale(
+            ctx,
+            decision.entity_uuid,
+            {catalog.NAME: command.name.strip(), catalog.SUMMARY: command.summary.strip()},
+        )
     ctx.append(command.group_id, decision.events)
     return AssertEntityResult(
-        entity_uuid=decision.entity_uuid, created=decision.created, embedding_warning=None
+        entity_uuid=decision.entity_uuid,
+        created=decision.created,
+        embedding_warning=_stale_warning(stale),
+        embedding_stale=stale,
     )
+
+
+def _stale(ctx: WriteContext, owner: str, texts: dict[str, str]) -> list[str]:
+    """The write-once embeddings (K-AST-017/038) that no longer match the asserted text."""
+    stale = []
+    for kind, current in texts.items():
+        embedded = catalog.embedded_text(ctx.conn, owner, kind)
+        if (embedded or "").strip() != current:
+            stale.append(kind)
+    return stale
+
+
+def _stale_warning(stale: list[str]) -> str | None:
+    if not stale:
+        return None
+    hints = {
+        catalog.NAME: "name_embedding keeps the name it was created with (delete and recreate "
+        "the entity to refresh it)",
+        catalog.SUMMARY: "summary_embedding reflects an earlier summary (run "
+        "knowledge_backfill_summary_embeddings to refresh it)",
+        catalog.FACT: "fact_embedding reflects the fact the edge was created with (delete and "
+        "recreate the edge to refresh it)",
+    }
+    return "; ".join(hints[kind] for kind in stale)
 
 
 def assert_relationship(ctx: WriteContext, command: AssertRelationship) -> AssertRelationshipResult:
@@ -64,9 +101,20 @@ def assert_relationship(ctx: WriteContext, command: AssertRelationship) -> Asser
     decision = deciders.decide_assert_relationship(
         command, deciders.RelationshipLookup(source, target, active)
     )
+    stale: list[str] = []
+    if not decision.created:
+        fact = (
+            command.fact
+            if command.fact and command.fact.strip()
+            else (f"{command.source_name} {command.predicate} {command.target_name}")
+        )
+        stale = _stale(ctx, decision.edge_uuid, {catalog.FACT: fact.strip()})
     ctx.append(command.group_id, decision.events)
     return AssertRelationshipResult(
-        edge_uuid=decision.edge_uuid, created=decision.created, embedding_warning=None
+        edge_uuid=decision.edge_uuid,
+        created=decision.created,
+        embedding_warning=_stale_warning(stale),
+        embedding_stale=stale,
     )
 
 

@@ -8,13 +8,14 @@ answered only after its events are durable and visible to reads.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from lcg.domain.errors import Conflict
 from lcg.domain.events import DomainEvent
@@ -23,6 +24,15 @@ from lcg.projections.runner import Positions, ProjectionError, ProjectionRunner
 from lcg.projections.wal.store import EventLog, RecordedEvent
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+class CommitListener(Protocol):
+    """A derived store outside the projection transaction (FAISS files) that follows it."""
+
+    def committed(self, conn: sqlite3.Connection, recorded: Sequence[RecordedEvent]) -> None: ...
+
+    def rebuilt(self, conn: sqlite3.Connection, groups: Sequence[GroupId] | None) -> None: ...
 
 
 class GroupPinned(Conflict):
@@ -78,6 +88,8 @@ class Writer:
         self.heads: dict[GroupId, int] = {}
         self.positions: Positions = {}  # projection positions moved by the running batch
         self._pins: dict[GroupId, int | None] = {}  # pins change only under exclusive()
+        self.listeners: list[CommitListener] = []
+        self.listener_failure: str | None = None
         self._queue: list[_Pending[object]] = []
         self._queue_lock = threading.Lock()
         self._batch_lock = threading.RLock()
@@ -165,10 +177,26 @@ class Writer:
             # again from the log so callers' writes become visible, or say exactly that.
             self._abort(conn, (), error)
             self._reapply_after_failed_commit(items, recorded, error)
+        else:
+            self._notify(lambda listener: listener.committed(conn, recorded))
         finally:
             self.positions = {}
             for item in items:
                 item.done.set()
+
+    def notify_rebuilt(self, groups: Sequence[GroupId] | None) -> None:
+        """Tell derived stores that the projections of these groups (None: all) were rebuilt."""
+        self._notify(lambda listener: listener.rebuilt(self.runner.conn, groups))
+
+    def _notify(self, call: Callable[[CommitListener], None]) -> None:
+        # The write is durable and visible in the graph; a listener that cannot follow
+        # (an embedder error) is reported in knowledge_status and re-synced at the next start.
+        for listener in self.listeners:
+            try:
+                call(listener)
+            except Exception as error:
+                self.listener_failure = f"{type(listener).__name__}: {error}"
+                log.exception("a derived index could not follow the commit")
 
     def _reapply_after_failed_commit(
         self,

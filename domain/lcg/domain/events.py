@@ -114,6 +114,16 @@ class GroupPurged(DomainEvent):
     wire_name: ClassVar[str] = "group_purged"
 
 
+@dataclass(frozen=True, slots=True)
+class SummaryEmbedded(DomainEvent):
+    """The entity's summary, as it reads now, was (re-)embedded (summary backfill, K-SEM)."""
+
+    wire_name: ClassVar[str] = "summary_embedded"
+
+    entity_uuid: EntityUuid
+    summary: str
+
+
 EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     EntityCreated,
     EntityRevised,
@@ -122,6 +132,7 @@ EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     EpisodeAdded,
     EpisodeDeleted,
     GroupPurged,
+    SummaryEmbedded,
 )
 
 Upcaster: TypeAlias = Callable[[JsonDict], JsonDict]

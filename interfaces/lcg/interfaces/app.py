@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from typing import Literal, TypedDict
 
-from lcg.commands import admin, handlers
+from lcg.commands import admin, handlers, indexing
 from lcg.domain import rules
 from lcg.domain.commands import (
     AddEpisode,
@@ -17,9 +18,14 @@ from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid, GroupId
 from lcg.interfaces import params as p
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.runner import Progress
-from lcg.queries import graph_reads, status
+from lcg.queries import graph_reads, search, status
+from lcg.queries.fusion import Fusion
 
 NewId = Callable[[], str]
+
+
+class CloseResult(TypedDict):
+    status: Literal["closed"]
 
 
 def uuid4_text() -> str:
@@ -115,12 +121,71 @@ class App:
         )
         return admin.rebuild_from_wal(self.workspace.writer, request, progress)
 
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def close(self, _: p.Params | None = None) -> CloseResult:
+        """knowledge_close (P-016). The serving process (lcg.interfaces.service) stops after
+        answering; an in-process caller's workspace closes when its `with` block ends."""
+        return CloseResult(status="closed")
+
+    def backfill_summary_embeddings(
+        self, q: p.BackfillSummaryParams, progress: Progress | None = None
+    ) -> indexing.BackfillResult:
+        return indexing.backfill_summary_embeddings(
+            self.workspace.writer,
+            q.group_id,
+            dry_run=q.dry_run,
+            now=self.workspace.clock,
+            progress=progress,
+        )
+
+    def build_indices(self, _: p.Params | None = None) -> indexing.BuildIndicesResult:
+        return indexing.build_indices(self.workspace.writer, self.workspace.vectors.checkpoint)
+
+    # -- search ---------------------------------------------------------------------------
+
+    def _search(self) -> search.SearchContext:
+        ws = self.workspace
+        fusion: Fusion = "max" if ws.settings.search_fusion == "max" else "rrf"
+        return search.SearchContext(
+            conn=ws.reader(),
+            vectors=ws.vectors,
+            embed_query=lambda text: ws.embedder.embed([text])[0],
+            fusion=fusion,
+            expand_depth=ws.settings.search_expand_depth,
+        )
+
+    def find_entities(self, q: p.FindParams) -> search.EntitySearchResult:
+        return search.find_entities(self._search(), q.query, q.group_ids, q.num_results)
+
+    def find_relationships(self, q: p.FindParams) -> search.EdgeSearchResult:
+        return search.find_relationships(self._search(), q.query, q.group_ids, q.num_results)
+
+    def search_passages(self, q: p.SearchPassagesParams) -> search.PassageSearchResult:
+        return search.search_passages(
+            self._search(), q.query, q.group_ids, q.num_results, q.min_score
+        )
+
+    def get_entities_by_source(self, q: p.EntitiesBySourceParams) -> graph_reads.SourceResult:
+        return graph_reads.get_entities_by_source(
+            self.workspace.reader(), q.source, q.group_ids, q.num_results
+        )
+
     # -- reads ----------------------------------------------------------------------------
 
     def status(self, _: p.Params | None = None) -> status.Status:
         ws = self.workspace
-        failure = None if ws.read_only else ws.runner.failure
-        return status.status(ws.reader(), ws.log, ws.runner.names, failure)
+        contract = ws.embedder.contract
+        embedding = status.Embedding(kind=contract.kind, model=contract.model, dim=contract.dim)
+        if ws.read_only:
+            derived = status.Derived(vector_count=None, index_error=None)
+            failure = None
+        else:
+            derived = status.Derived(
+                vector_count=ws.vectors.count(), index_error=ws.writer.listener_failure
+            )
+            failure = ws.runner.failure
+        return status.status(ws.reader(), ws.log, ws.runner.names, failure, embedding, derived)
 
     def get_episodes(self, q: p.GetEpisodesParams) -> graph_reads.EpisodesResult:
         return graph_reads.get_episodes(self.workspace.reader(), GroupId(q.group_id), q.last_n)

@@ -1,7 +1,9 @@
-"""The `lcg` command line (typer): status, replay, assert, add, list, and `call` for any tool.
+"""The `lcg` command line (typer): status, replay, assert, add, list, `call` for any tool, and
+`serve` (the socket service or MCP over stdio, lcg.interfaces.serve).
 
-Exit codes scripts can rely on: 0 ok; 1 unexpected failure; 2 invalid parameters; 3 refused
-(not found, conflict, pinned group); 4 workspace held by another writer; 5 projection error.
+Exit codes scripts can rely on (lcg.interfaces.exit_codes): 0 ok; 1 unexpected failure;
+2 invalid parameters; 3 refused (not found, conflict, pinned group); 4 workspace held by
+another writer; 5 projection error; 6 no socket service at `serve --connect PATH`.
 """
 
 from __future__ import annotations
@@ -22,15 +24,14 @@ from rich.table import Table
 from rich.text import Text
 
 from lcg.domain.errors import DomainError, InvalidParams
-from lcg.interfaces import operations
+from lcg.interfaces import operations, serve
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.demo import run_demo
+from lcg.interfaces.exit_codes import EXIT_BUSY, EXIT_INVALID, EXIT_PROJECTION, EXIT_REFUSED
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.runner import ProjectionError
 from lcg.projections.wal.lease import WorkspaceBusy
-
-EXIT_INVALID, EXIT_REFUSED, EXIT_BUSY, EXIT_PROJECTION = 2, 3, 4, 5
 
 cli = typer.Typer(
     no_args_is_help=True,
@@ -112,7 +113,7 @@ def status(
     settings = _settings(workspace)
     read_only = settings.graph_path.exists()
     with _app(workspace, "lcg status", read_only=read_only) as app:
-        result: dict[str, Any] = dict(app.status())
+        result = operations.dispatch(app, "knowledge_status", {})
     groups = result["wal_groups"]
     if group is not None:
         groups = {group: groups[group]} if group in groups else {}
@@ -374,5 +375,14 @@ def _json_arg(field: str, text: str | None) -> Any:
         raise InvalidParams(field, "must be valid JSON", str(error)) from None
 
 
+cli.command()(serve.serve)
+
+
 def main() -> None:
-    cli()
+    """`lcg`: with no command, the help."""
+    cli(args=serve.with_serve_default(sys.argv[1:]))
+
+
+def service_main() -> None:
+    """`liminis-context-graph`, the seed's binary: with no command it serves the socket."""
+    cli(args=serve.with_serve_default(sys.argv[1:]) or ["serve"])

@@ -13,6 +13,10 @@ STATE_DIR = ".lcg"
 WAL_FILE = "wal.sqlite"
 GRAPH_FILE = "graph.sqlite"
 LEASE_FILE = "writer.lock"
+SOCKET_FILE = "service.sock"  # K-CFG-003: the socket service listens at .lcg/service.sock
+ATTACHED_TIMEOUT_DEFAULT_MS = 30_000  # K-DBM-008
+EMBEDDINGS_FILE = "embeddings.sqlite"
+VECTORS_DIR = "vectors"
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +25,11 @@ class Settings:
 
     workspace: Path
     durability: Durability = "normal"
+    embed_threads: int = 1  # LCG_EMBED_THREADS: onnxruntime intra-op threads
+    search_fusion: str = "rrf"  # LCG_SEARCH_FUSION: rrf | max
+    search_expand_depth: int = 1  # LCG_SEARCH_EXPAND_DEPTH: graph expansion hops, 0-3
+    vector_checkpoint_every: int = 10_000  # LCG_VECTOR_CHECKPOINT_EVERY: changed vectors
+    vector_ivf_threshold: int = 200_000  # LCG_VECTOR_IVF_THRESHOLD: vectors per index
 
     @property
     def state_dir(self) -> Path:
@@ -38,6 +47,18 @@ class Settings:
     def lease_path(self) -> Path:
         return self.state_dir / LEASE_FILE
 
+    @property
+    def socket_path(self) -> Path:
+        return self.state_dir / SOCKET_FILE
+
+    @property
+    def embeddings_path(self) -> Path:
+        return self.state_dir / EMBEDDINGS_FILE
+
+    @property
+    def vectors_dir(self) -> Path:
+        return self.state_dir / VECTORS_DIR
+
     @classmethod
     def load(cls, env: Mapping[str, str], cwd: Path, workspace: Path | None = None) -> Settings:
         """`workspace` (the --workspace flag) wins over LCG_WORKSPACE, which wins over cwd."""
@@ -46,4 +67,43 @@ class Settings:
         if raw not in ("normal", "full"):
             raise InvalidParams("LCG_DURABILITY", "must be 'normal' or 'full'", f"got {raw!r}")
         durability: Durability = "full" if raw == "full" else "normal"
-        return cls(workspace=chosen.resolve(), durability=durability)
+        fusion = env.get("LCG_SEARCH_FUSION", "rrf").strip().lower() or "rrf"
+        if fusion not in ("rrf", "max"):
+            raise InvalidParams("LCG_SEARCH_FUSION", "must be 'rrf' or 'max'", f"got {fusion!r}")
+        return cls(
+            workspace=chosen.resolve(),
+            durability=durability,
+            embed_threads=_int(env, "LCG_EMBED_THREADS", 1, 1, 64),
+            search_fusion=fusion,
+            search_expand_depth=_int(env, "LCG_SEARCH_EXPAND_DEPTH", 1, 0, 3),
+            vector_checkpoint_every=_int(env, "LCG_VECTOR_CHECKPOINT_EVERY", 10_000, 1, 10_000_000),
+            vector_ivf_threshold=_int(
+                env, "LCG_VECTOR_IVF_THRESHOLD", 200_000, 1_000, 1_000_000_000
+            ),
+        )
+
+
+def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidParams(
+            name, f"must be an integer from {low} to {high}", f"got {raw!r}"
+        ) from None
+    if not low <= value <= high:
+        raise InvalidParams(name, f"must be an integer from {low} to {high}", f"got {value}")
+    return value
+
+
+def attached_call_timeout_ms(env: Mapping[str, str]) -> int:
+    """LCG_ATTACHED_CALL_TIMEOUT_MS (P-015): a positive integer of milliseconds; missing,
+    unparsable or not positive means the 30,000 ms default (0 would time out at once)."""
+    raw = env.get("LCG_ATTACHED_CALL_TIMEOUT_MS", "").strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        return ATTACHED_TIMEOUT_DEFAULT_MS
+    return value if value > 0 else ATTACHED_TIMEOUT_DEFAULT_MS

@@ -22,6 +22,7 @@ class Scope(StrEnum):
     WRITE = "write"
     CYPHER = "cypher"
     ADMIN = "admin"
+    MEMORY = "memory"  # reserved for the agent-memory tools to come; advertises nothing yet
 
 
 Handler = Callable[[App, Any, Progress | None], Mapping[str, Any]]
@@ -158,7 +159,68 @@ OPERATIONS: tuple[Operation, ...] = (
         "Rebuild one group's projections from its WAL, from_seq <= seq <= to_seq. A full "
         "rebuild of a non-empty group needs force_clear; a bounded one pins the group.",
     ),
+    _op(
+        "knowledge_close",
+        Scope.ADMIN,
+        p.NoParams,
+        lambda a, q, _: a.close(q),
+        "Close this process's workspace and stop serving: the socket service answers, then "
+        'shuts down; a standalone MCP server exits. Returns {"status": "closed"}.',
+    ),
 )
+
+SEARCH_OPERATIONS: tuple[Operation, ...] = (
+    _op(
+        "knowledge_find_entities",
+        Scope.READ,
+        p.FindParams,
+        lambda a, q, _: a.find_entities(q),
+        "Hybrid entity search: BM25 over [name, summary] + name and summary vectors, fused, "
+        "plus graph neighbours of strong hits. Omitted/null group_ids: all; [] matches nothing.",
+    ),
+    _op(
+        "knowledge_find_relationships",
+        Scope.READ,
+        p.FindParams,
+        lambda a, q, _: a.find_relationships(q),
+        "Hybrid edge search: BM25 over [name, fact] + fact vectors, fused. Omitted/null "
+        "group_ids: all groups; [] matches nothing.",
+    ),
+    _op(
+        "knowledge_search_passages",
+        Scope.READ,
+        p.SearchPassagesParams,
+        lambda a, q, _: a.search_passages(q),
+        "Search episode content (passages) by meaning and by words. Omitted, null or [] "
+        "group_ids: all groups. min_score is a floor on the best leg score.",
+    ),
+    _op(
+        "knowledge_get_entities_by_source",
+        Scope.READ,
+        p.EntitiesBySourceParams,
+        lambda a, q, _: a.get_entities_by_source(q),
+        "Entities mentioned by episodes from a source (source_file or source_description). "
+        "Omitted, null or [] group_ids: all groups.",
+    ),
+    _op(
+        "knowledge_backfill_summary_embeddings",
+        Scope.ADMIN,
+        p.BackfillSummaryParams,
+        lambda a, q, progress: a.backfill_summary_embeddings(q, progress),
+        "Re-embed every non-empty entity summary of group_id (required) so summaries are "
+        "searchable by meaning; dry_run counts the candidates.",
+    ),
+    _op(
+        "knowledge_build_indices",
+        Scope.ADMIN,
+        p.NoParams,
+        lambda a, q, _: a.build_indices(q),
+        "Bring the vector and text indexes in line with the graph and write them to disk. "
+        "Idempotent.",
+    ),
+)
+
+OPERATIONS = OPERATIONS + SEARCH_OPERATIONS
 
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 
@@ -168,6 +230,7 @@ class UnknownMethod(InvalidParams):
 
     def __init__(self, name: str) -> None:
         super().__init__("method", "must name a known operation", f"Method not found: {name}")
+        self.method = name
 
 
 def dispatch(

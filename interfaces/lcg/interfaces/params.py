@@ -125,6 +125,37 @@ class RebuildFromWalParams(Params):
     force_clear: bool = False
 
 
+QueryText = Annotated[
+    str, Field(min_length=1, max_length=rules.MAX_FACT, description="What to look for, in words.")
+]
+
+
+class FindParams(Params):
+    query: QueryText
+    group_ids: GroupIdsField = None
+    num_results: NumResults = 10
+
+
+class SearchPassagesParams(Params):
+    query: QueryText
+    num_results: int = Field(10, description="Clamped to 1-100.")
+    min_score: float = Field(0.5, description="Clamped to 0.0-1.0; floor on the best leg score.")
+    group_ids: GroupIdsField = None
+
+
+class EntitiesBySourceParams(Params):
+    source: str = Field(min_length=1, max_length=rules.MAX_SOURCE_DESCRIPTION)
+    num_results: NumResults = 100
+    group_ids: GroupIdsField = None
+
+
+class BackfillSummaryParams(Params):
+    group_id: str | None = Field(
+        None, max_length=rules.MAX_GROUP_ID, description="Required: the one group to backfill."
+    )
+    dry_run: bool = False
+
+
 def parse(model: type[Params], raw: dict[str, Any] | None) -> Params:
     """Validate raw JSON params; the first broken rule becomes an InvalidParams naming it."""
     try:

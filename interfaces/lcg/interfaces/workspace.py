@@ -12,9 +12,15 @@ from typing import Self
 from lcg.commands.writer import Writer
 from lcg.domain.events import EventCodec
 from lcg.interfaces.config import Settings
+from lcg.projections.embedding.cache import EmbeddingCache
+from lcg.projections.embedding.minilm import MiniLmEmbedder
+from lcg.projections.embedding.port import CountingEmbedder, Embedder
 from lcg.projections.graph import schema
 from lcg.projections.graph.projection import GraphProjection
 from lcg.projections.runner import ProjectionRunner
+from lcg.projections.text.projection import TextProjection
+from lcg.projections.vectors.catalog import VectorCatalogProjection
+from lcg.projections.vectors.index import VectorIndex
 from lcg.projections.wal.lease import WriterLease
 from lcg.projections.wal.store import EventLog
 
@@ -23,6 +29,14 @@ Clock = Callable[[], datetime]
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def attach_hint(settings: Settings) -> str:
+    """What a refused second writer can do instead: attach to the holder's socket service."""
+    return (
+        "if it is the socket service (`lcg serve`), reach the workspace through it: "
+        f"`lcg serve --mcp-stdio --connect {settings.socket_path}`"
+    )
 
 
 class WorkspaceClosed(Exception):
@@ -39,6 +53,7 @@ class Workspace:
         command: str = "lcg",
         clock: Clock = utc_now,
         read_only: bool = False,
+        embedder: Embedder | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
@@ -51,22 +66,38 @@ class Workspace:
         self._log: EventLog | None = None
         self._runner: ProjectionRunner | None = None
         self._writer: Writer | None = None
+        self._cache: EmbeddingCache | None = None
+        self._vectors: VectorIndex | None = None
+        self.embedder = CountingEmbedder(embedder or MiniLmEmbedder(threads=settings.embed_threads))
         self.caught_up = 0
 
     def open(self) -> Self:
         """Take the lease, open the WAL, install the projections and apply any WAL tail."""
         self.settings.state_dir.mkdir(parents=True, exist_ok=True)
         if not self.read_only:
-            self._lease = WriterLease(self.settings.lease_path, self._command, self.clock())
+            self._lease = WriterLease(
+                self.settings.lease_path, self._command, self.clock(), attach_hint(self.settings)
+            )
             self._lease.acquire()
         try:
             self._log = EventLog(self.settings.wal_path, EventCodec(), self.settings.durability)
             conn = schema.connect(str(self.settings.graph_path))
-            self._runner = ProjectionRunner(conn, self._log, [GraphProjection()])
+            self._runner = ProjectionRunner(
+                conn, self._log, [GraphProjection(), TextProjection(), VectorCatalogProjection()]
+            )
             if not self.read_only:
                 self._runner.install()
                 self.caught_up = self._runner.catch_up()
+                self._cache = EmbeddingCache(self.settings.embeddings_path, self.embedder)
+                self._vectors = VectorIndex(
+                    self.settings.vectors_dir,
+                    self._cache,
+                    checkpoint_every=self.settings.vector_checkpoint_every,
+                    ivf_threshold=self.settings.vector_ivf_threshold,
+                )
+                self._vectors.open(conn)
                 self._writer = Writer(self._log, self._runner, self.clock)
+                self._writer.listeners.append(self._vectors)
         except BaseException:
             self.close()
             raise
@@ -90,6 +121,12 @@ class Workspace:
             raise WorkspaceClosed("the workspace is not open")
         return self._log
 
+    @property
+    def vectors(self) -> VectorIndex:
+        if self._vectors is None:
+            raise WorkspaceClosed("vector search needs the workspace open for writing")
+        return self._vectors
+
     def reader(self) -> sqlite3.Connection:
         """This thread's read connection to the graph (sees committed writes only)."""
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -106,6 +143,12 @@ class Workspace:
                 conn.close()
             self._readers.clear()
         self._local = threading.local()
+        if self._vectors is not None:
+            self._vectors.checkpoint()
+            self._vectors = None
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
         if self._runner is not None:
             self._runner.conn.close()
             self._runner = None

@@ -103,3 +103,19 @@ def get_entity_neighbors(
         node_count=len(nodes),
         edge_count=len(edges),
     )
+
+
+class SourceResult(TypedDict):
+    source: str
+    nodes: list[EntityRow]
+    count: int
+
+
+def get_entities_by_source(
+    conn: sqlite3.Connection, source: str, group_ids: Sequence[str] | None, num_results: int = 100
+) -> SourceResult:
+    """Entities mentioned by the source's episodes (P-119); [] means all groups (K-GID-019)."""
+    nodes = reader.entities_by_source(
+        conn, source, collapsing_groups(group_ids), rules.num_results(num_results)
+    )
+    return SourceResult(source=source, nodes=nodes, count=len(nodes))

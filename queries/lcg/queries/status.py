@@ -47,11 +47,29 @@ class Ontology(TypedDict):
     drift_summary: str | None
 
 
+class Embedding(TypedDict):
+    """The embedding contract: vectors of two contracts never mix."""
+
+    kind: str
+    model: str
+    dim: int
+
+
+class Derived(TypedDict):
+    """State of the indexes that live outside the projection database."""
+
+    vector_count: int | None
+    index_error: str | None
+
+
 class Status(TypedDict):
     database_path: str
     wal_path: str
     embedding_model: str | None
     embedding_dim: int | None
+    embedding: Embedding
+    vector_count: int | None
+    index_error: str | None
     entity_count: int
     relationship_count: int
     episode_count: int
@@ -92,6 +110,8 @@ def status(
     log: EventLog,
     projection_names: Sequence[str],
     projection_error: str | None,
+    embedding: Embedding,
+    derived: Derived,
 ) -> Status:
     """The workspace's status as seen through `conn` (a read connection to the graph)."""
     positions = read_positions(conn, projection_names, log)
@@ -104,8 +124,11 @@ def status(
     return Status(
         database_path=_database_path(conn),
         wal_path=str(log.path),
-        embedding_model=None,
-        embedding_dim=None,
+        embedding_model=embedding["model"],
+        embedding_dim=embedding["dim"],
+        embedding=embedding,
+        vector_count=derived["vector_count"],
+        index_error=derived["index_error"],
         entity_count=entities,
         relationship_count=relationships,
         episode_count=episodes,

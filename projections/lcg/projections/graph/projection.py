@@ -18,6 +18,7 @@ from lcg.domain.events import (
     GroupPurged,
     RelationshipCreated,
     RelationshipRevised,
+    SummaryEmbedded,
 )
 from lcg.projections.graph import schema
 from lcg.projections.wal.store import RecordedEvent
@@ -150,6 +151,7 @@ HANDLERS: dict[type[DomainEvent], Handler] = {
     EpisodeAdded: _episode_added,
     EpisodeDeleted: _episode_deleted,
     GroupPurged: _group_purged,
+    SummaryEmbedded: lambda conn, recorded: None,  # vectors only
 }
 
 

@@ -294,3 +294,102 @@ def neighbors(
         }
         node_rows = [found[u] for u in others if u in found]
     return _entity_rows(conn, node_rows), _edge_rows(conn, edge_rows)
+
+
+def entities_by_uuids(conn: sqlite3.Connection, uuids: Sequence[str]) -> list[EntityRow]:
+    """The entities with these uuids, in the order asked; unknown uuids are skipped."""
+    if not uuids:
+        return []
+    marks = ",".join("?" * len(uuids))
+    found = {
+        row["uuid"]: row
+        for row in conn.execute(f"SELECT * FROM entities WHERE uuid IN ({marks})", list(uuids))
+    }
+    return _entity_rows(conn, [found[u] for u in dict.fromkeys(uuids) if u in found])
+
+
+def neighbor_ids(
+    conn: sqlite3.Connection, entity_uuids: Sequence[str], groups: GroupFilter
+) -> dict[str, str]:
+    """Entities one active edge away from any of `entity_uuids`: neighbour -> via whom."""
+    if not entity_uuids:
+        return {}
+    where, params = _where_groups(groups)
+    marks = ",".join("?" * len(entity_uuids))
+    found: dict[str, str] = {}
+    for source, target in conn.execute(
+        f"SELECT source_uuid, target_uuid FROM relationships WHERE invalid_at IS NULL AND {where}"
+        f" AND (source_uuid IN ({marks}) OR target_uuid IN ({marks})) ORDER BY seq",
+        [*params, *entity_uuids, *entity_uuids],
+    ):
+        if source in entity_uuids and target not in entity_uuids:
+            found.setdefault(target, source)
+        if target in entity_uuids and source not in entity_uuids:
+            found.setdefault(source, target)
+    return found
+
+
+def edges_touching(
+    conn: sqlite3.Connection, entity_uuids: Sequence[str], groups: GroupFilter, limit: int
+) -> list[str]:
+    """Uuids of active edges with an endpoint among `entity_uuids`."""
+    if not entity_uuids:
+        return []
+    where, params = _where_groups(groups)
+    marks = ",".join("?" * len(entity_uuids))
+    return [
+        row[0]
+        for row in conn.execute(
+            f"SELECT uuid FROM relationships WHERE invalid_at IS NULL AND {where} AND"
+            f" (source_uuid IN ({marks}) OR target_uuid IN ({marks})) ORDER BY seq LIMIT ?",
+            [*params, *entity_uuids, *entity_uuids, limit],
+        )
+    ]
+
+
+class EpisodeInfo(TypedDict):
+    uuid: str
+    name: str
+    group_id: str
+    source: str
+    source_description: str
+    created_at: str
+    valid_at: str
+
+
+def episode_infos(conn: sqlite3.Connection, uuids: Sequence[str]) -> dict[str, EpisodeInfo]:
+    if not uuids:
+        return {}
+    marks = ",".join("?" * len(uuids))
+    return {
+        row["uuid"]: EpisodeInfo(
+            uuid=row["uuid"],
+            name=row["name"],
+            group_id=row["group_id"],
+            source=row["source"],
+            source_description=row["source_description"],
+            created_at=row["created_at"],
+            valid_at=row["reference_time"],
+        )
+        for row in conn.execute(
+            "SELECT uuid, name, group_id, source, source_description, created_at,"
+            f" reference_time FROM episodes WHERE uuid IN ({marks})",
+            list(uuids),
+        )
+    }
+
+
+def entities_by_source(
+    conn: sqlite3.Connection, source: str, groups: GroupFilter, limit: int
+) -> list[EntityRow]:
+    """Entities mentioned by episodes from `source` (a source_file, or a source_description
+    equal to it or starting with `source:`)."""
+    where, params = _where_groups(groups, "e.group_id")
+    rows = conn.execute(
+        "SELECT DISTINCT n.* FROM episodes e JOIN mentions m ON m.episode_uuid = e.uuid"
+        f" JOIN entities n ON n.uuid = m.entity_uuid WHERE {where} AND (e.source_file = ?"
+        " OR e.source_description = ? OR substr(e.source_description, 1, ?) = ?)"
+        " ORDER BY n.seq LIMIT ?",
+        [*params, source, source, len(source) + 1, f"{source}:", limit],
+    ).fetchall()
+    return _entity_rows(conn, rows)

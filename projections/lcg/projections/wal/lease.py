@@ -20,12 +20,13 @@ from typing import IO, Self
 class WorkspaceBusy(Exception):
     """Another process holds the workspace's writer lease."""
 
-    def __init__(self, path: Path, holder: str) -> None:
-        super().__init__(
+    def __init__(self, path: Path, holder: str, alternative: str | None = None) -> None:
+        message = (
             f"workspace {path.parent.parent} is held by another writer ({holder}); "
             "only one process may write a workspace at a time: stop that process or wait "
             "for it to finish"
         )
+        super().__init__(message if alternative is None else f"{message}; {alternative}")
         self.holder = holder
 
 
@@ -45,8 +46,11 @@ class Holder:
 class WriterLease:
     """Held for as long as a process may append to the workspace's WAL."""
 
-    def __init__(self, path: Path, command: str, now: datetime) -> None:
+    def __init__(
+        self, path: Path, command: str, now: datetime, busy_alternative: str | None = None
+    ) -> None:
         self.path = path
+        self._busy_alternative = busy_alternative  # what to do instead, for WorkspaceBusy
         self._holder = Holder(os.getpid(), socket.gethostname(), command, now.isoformat())
         self._file: IO[str] | None = None
 
@@ -58,7 +62,7 @@ class WriterLease:
             handle.seek(0)
             holder = _describe(handle.read())
             handle.close()
-            raise WorkspaceBusy(self.path, holder) from None
+            raise WorkspaceBusy(self.path, holder, self._busy_alternative) from None
         handle.seek(0)
         handle.truncate()
         handle.write(json.dumps(_as_dict(self._holder)))

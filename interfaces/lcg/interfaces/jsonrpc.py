@@ -1,0 +1,129 @@
+"""JSON-RPC 2.0 frames and error codes shared by the socket service, MCP and attached mode.
+
+One line per frame (P-001). Failures of a method become `{code, message, data}` once, here,
+whichever surface carried the call (P-002, P-003, P-009).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from lcg.domain.errors import Conflict, DomainError, InvalidParams, NotFound
+from lcg.interfaces.operations import UnknownMethod
+from lcg.interfaces.workspace import WorkspaceClosed
+from lcg.projections.runner import ProjectionError
+from lcg.projections.wal.lease import WorkspaceBusy
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+SERVER_ERROR = -32000  # every failure of a method, validation included (P-002)
+UNAVAILABLE = -32001  # the workspace is not open: degraded or closed (P-003)
+
+MAX_REQUEST_BYTES = 4 * 1024 * 1024  # one request line; ADR 0006
+
+JsonObject = dict[str, Any]
+RequestId = str | int | None
+
+log = logging.getLogger("lcg.jsonrpc")
+
+
+class RpcError(Exception):
+    """A JSON-RPC error object: what every surface reports for a failed call."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_json(self) -> JsonObject:
+        error: JsonObject = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+    @classmethod
+    def from_json(cls, error: Any) -> RpcError:
+        """Rebuild an error received over the socket; a malformed one is still an error."""
+        if isinstance(error, dict) and isinstance(error.get("code"), int):
+            return cls(error["code"], str(error.get("message", "")), error.get("data"))
+        return cls(SERVER_ERROR, f"malformed error from the service: {error!r}")
+
+
+def unavailable(reason: str) -> RpcError:
+    return RpcError(UNAVAILABLE, f"DB unavailable, recovery required: {reason}", {"reason": reason})
+
+
+def error_from_exception(error: BaseException) -> RpcError:
+    """The JSON-RPC error of a failed call; the message names the field and the rule."""
+    if isinstance(error, RpcError):
+        return error
+    if isinstance(error, UnknownMethod):
+        return RpcError(
+            SERVER_ERROR,
+            f"IPC error: Method not found: {error.method}",
+            {"kind": "method_not_found", "method": error.method},
+        )
+    if isinstance(error, DomainError):
+        data: JsonObject = {"kind": _kind(error)}
+        if error.field is not None:
+            data["field"] = error.field
+        if error.rule is not None:
+            data["rule"] = error.rule
+        return RpcError(SERVER_ERROR, error.message, data)
+    if isinstance(error, ProjectionError):
+        return RpcError(SERVER_ERROR, f"projection error: {error}", {"kind": "projection_error"})
+    if isinstance(error, WorkspaceBusy | WorkspaceClosed):
+        return unavailable(str(error))
+    log.error("unexpected failure", exc_info=error)
+    return RpcError(
+        SERVER_ERROR, f"internal error: {type(error).__name__}: {error}", {"kind": "internal"}
+    )
+
+
+def _kind(error: DomainError) -> str:
+    if isinstance(error, InvalidParams):
+        return "invalid_params"
+    if isinstance(error, NotFound):
+        return "not_found"
+    if isinstance(error, Conflict):
+        return "conflict"
+    return "refused"
+
+
+def encode(frame: Mapping[str, Any]) -> bytes:
+    """One frame as one line."""
+    return orjson.dumps(frame) + b"\n"
+
+
+def result_frame(request_id: RequestId, result: Any) -> JsonObject:
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def error_frame(request_id: RequestId, error: RpcError) -> JsonObject:
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_json()}
+
+
+def request_frame(request_id: RequestId, method: str, params: Mapping[str, Any]) -> JsonObject:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": dict(params)}
+
+
+def progress_frame(method: str, processed: int, total: int) -> JsonObject:
+    """A socket progress line (P-007): not a JSON-RPC response, no id, result or error."""
+    return {
+        "type": "progress",
+        "phase": method,
+        "processed": processed,
+        "total": total,
+        "message": f"{method}: {processed} of {total}",
+    }
+
+
+def is_progress(frame: Any) -> bool:
+    return isinstance(frame, dict) and frame.get("type") == "progress"

@@ -1,0 +1,233 @@
+"""MCP over stdio: every visible operation of the table as a tool (the only `mcp` import).
+
+Built on the SDK's low-level `Server`, its documented way of serving explicit JSON schemas:
+each tool's schema is its pydantic model's, with the real bounds. A call goes to a Backend:
+this process's Service (standalone) or the socket service (attached). Results carry
+`structuredContent` and the same JSON as text (P-009); failures are `isError` results
+carrying `{code, message, data}`; an unadvertised tool is METHOD_NOT_FOUND (P-011).
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib import metadata
+from typing import Any
+
+import anyio
+import mcp_types as types
+import orjson
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+
+from lcg.interfaces.attached import ProgressSink
+from lcg.interfaces.backends import Backend
+from lcg.interfaces.jsonrpc import INVALID_PARAMS, JsonObject, RpcError
+from lcg.interfaces.operations import Operation
+from lcg.interfaces.scopes import CLOSE, Visibility
+from lcg.interfaces.stdio_pipe import read_lines, write_all
+
+NAME = "liminis-context-graph"
+INSTRUCTIONS = (
+    "lcg is an event-sourced knowledge graph: assert entities and relationships, add "
+    "episodes, read them back by group, and rebuild a group from its write-ahead log."
+)
+DRAIN_SECONDS = 30.0  # at end of input, how long calls in flight may still finish
+
+log = logging.getLogger("lcg.mcp")
+
+
+def tool_of(operation: Operation) -> types.Tool:
+    """The MCP tool of one operation: the seed's name, the model's schema, read-only hint."""
+    return types.Tool(
+        name=operation.name,
+        description=operation.description,
+        input_schema=operation.input_schema(),
+        annotations=types.ToolAnnotations(
+            read_only_hint=operation.read_only,
+            destructive_hint=False if operation.read_only else None,
+        ),
+    )
+
+
+def _result(payload: JsonObject, *, is_error: bool = False) -> types.CallToolResult:
+    text = orjson.dumps(payload).decode()
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=orjson.loads(text),
+        is_error=is_error,
+    )
+
+
+class LcgMcpServer:
+    """The tools of one MCP server process and what each call does."""
+
+    def __init__(
+        self, backend: Backend, visibility: Visibility, *, exit_on_close: bool = False
+    ) -> None:
+        self.backend = backend
+        self.visibility = visibility
+        self.exit_on_close = exit_on_close  # standalone: a successful close ends the process
+        self.close_request_id: types.RequestId | None = None
+        operations = visibility.tools()
+        self._operations = {operation.name: operation for operation in operations}
+        self._tools = [tool_of(operation) for operation in operations]
+        self._required = {
+            tool.name: list(tool.input_schema.get("required", [])) for tool in self._tools
+        }
+        self.server: Server[Any] = Server(
+            NAME,
+            version=_version(),
+            instructions=INSTRUCTIONS,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self._tools)
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        name = params.name
+        if name not in self._operations:  # outside the scopes, or close when attached (P-011)
+            raise MCPError(code=types.METHOD_NOT_FOUND, message=f"Unknown tool: '{name}'")
+        arguments = dict(params.arguments or {})
+        missing = [field for field in self._required[name] if arguments.get(field) is None]
+        if missing:  # P-010
+            error = RpcError(
+                INVALID_PARAMS,
+                f"Missing required argument(s) for '{name}': {', '.join(missing)}",
+                {"kind": "invalid_params", "field": missing[0], "rule": "is required"},
+            )
+            return _result(error.to_json(), is_error=True)
+        token = (params.meta or {}).get("progress_token")
+        sink = None if token is None else _progress_sink(ctx)
+        try:
+            payload = await self.backend.call(name, arguments, sink)
+        except RpcError as error:
+            return _result(error.to_json(), is_error=True)
+        if name == CLOSE and self.exit_on_close:
+            self.close_request_id = ctx.request_id
+        return _result(payload)
+
+    async def serve_stdio(self, wire_in: int, wire_out: int) -> None:
+        """Serve over the claimed stdio fds (stdio_pipe.claimed_stdio) until end of input, or
+        until a close was answered."""
+        exchange = _Exchange()
+        async with anyio.create_task_group() as tasks:
+            to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](
+                16
+            )
+            to_client, from_server = anyio.create_memory_object_stream[SessionMessage](16)
+            tasks.start_soon(_read_messages, wire_in, to_server, exchange)
+            tasks.start_soon(
+                self._write_messages, wire_out, from_server, exchange, tasks.cancel_scope
+            )
+            await self.server.run(
+                from_client, to_client, self.server.create_initialization_options()
+            )
+
+    async def _write_messages(
+        self,
+        wire_out: int,
+        messages: ObjectReceiveStream[SessionMessage],
+        exchange: _Exchange,
+        scope: anyio.CancelScope,
+    ) -> None:
+        async with messages:
+            async for item in messages:
+                message = item.message
+                data = message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                await write_all(wire_out, data.encode())
+                exchange.answered(message)
+                closed = self.close_request_id
+                if (
+                    closed is not None
+                    and isinstance(message, types.JSONRPCResponse)
+                    and message.id == closed
+                ):
+                    scope.cancel()  # the close was answered: end the serve loop (P-016)
+                    return
+
+
+class _Exchange:
+    """The client's requests that still await a response, so that end of input lets them
+    finish (a write the client asked for is answered, not cancelled)."""
+
+    def __init__(self) -> None:
+        self._pending: set[types.RequestId] = set()
+        self._settled = anyio.Event()
+        self._settled.set()
+
+    def received(self, message: types.JSONRPCMessage) -> None:
+        if isinstance(message, types.JSONRPCRequest):
+            if not self._pending:
+                self._settled = anyio.Event()
+            self._pending.add(message.id)
+        elif isinstance(message, types.JSONRPCNotification) and (
+            message.method == "notifications/cancelled"
+        ):
+            self._forget((message.params or {}).get("requestId"))
+
+    def answered(self, message: types.JSONRPCMessage) -> None:
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            self._forget(message.id)
+
+    def _forget(self, request_id: Any) -> None:
+        self._pending.discard(request_id)
+        if not self._pending:
+            self._settled.set()
+
+    async def settle(self) -> None:
+        """Wait until every request read so far was answered (bounded by the caller)."""
+        while self._pending:
+            await self._settled.wait()
+
+
+def _progress_sink(ctx: ServerRequestContext[Any]) -> ProgressSink:
+    """Socket-style progress frames as MCP progress notifications (K-PRG-002, P-008)."""
+    count = 0
+
+    async def sink(frame: JsonObject) -> None:
+        nonlocal count
+        count += 1
+        processed = frame.get("processed")
+        total = frame.get("total")
+        await ctx.session.report_progress(
+            processed if isinstance(processed, int) else count,
+            total if isinstance(total, int) else None,
+            frame.get("message") if isinstance(frame.get("message"), str) else None,
+        )
+
+    return sink
+
+
+async def _read_messages(
+    wire_in: int, messages: ObjectSendStream[SessionMessage | Exception], exchange: _Exchange
+) -> None:
+    """JSON-RPC lines from the client; at end of input, the requests in flight are answered
+    before the server sees the end (bounded by DRAIN_SECONDS)."""
+    async with messages:
+        async for line in read_lines(wire_in):
+            if not line.strip():
+                continue
+            try:
+                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except Exception as error:  # noqa: BLE001 (the SDK answers a malformed message)
+                await messages.send(error)
+                continue
+            exchange.received(message)
+            await messages.send(SessionMessage(message))
+        with anyio.move_on_after(DRAIN_SECONDS):
+            await exchange.settle()
+
+
+def _version() -> str:
+    try:
+        return metadata.version(NAME)
+    except metadata.PackageNotFoundError:
+        return "0"

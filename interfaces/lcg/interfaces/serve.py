@@ -1,0 +1,180 @@
+"""`lcg serve`: the socket service (default), or MCP over stdio, standalone or attached.
+
+Logs go to stderr; with --mcp-stdio, stdout carries nothing but the protocol (K-MCP-015).
+The MCP SDK is imported only when --mcp-stdio is given, so the other commands start fast.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import anyio
+import typer
+
+from lcg.domain.errors import InvalidParams
+from lcg.interfaces.attached import AttachedClient, AttachedUnavailable
+from lcg.interfaces.backends import Backend, LocalBackend
+from lcg.interfaces.config import Settings, attached_call_timeout_ms
+from lcg.interfaces.exit_codes import EXIT_BUSY, EXIT_FAILURE, EXIT_INVALID, EXIT_UNREACHABLE
+from lcg.interfaces.scopes import ScopeError, Visibility, parse_scopes
+from lcg.interfaces.service import Service
+from lcg.interfaces.socket_server import SocketInUse, serve_socket
+from lcg.interfaces.stdio_pipe import claimed_stdio
+
+if TYPE_CHECKING:
+    from lcg.interfaces.mcp_server import LcgMcpServer
+
+# The flags that select `serve`, so that `liminis-context-graph --mcp-stdio ...` works as in
+# the seed's example client configs (K-EXC-001, K-EXC-004).
+SERVE_FLAGS = frozenset({"--mcp-stdio", "--connect", "--scope", "--allow-remote-close", "--socket"})
+
+log = logging.getLogger("lcg.serve")
+
+
+def with_serve_default(args: list[str]) -> list[str]:
+    """`--mcp-stdio --scope=read` means `serve --mcp-stdio --scope=read`."""
+    if args and args[0].split("=", 1)[0] in SERVE_FLAGS:
+        return ["serve", *args]
+    return args
+
+
+def serve(
+    mcp_stdio: Annotated[
+        bool, typer.Option("--mcp-stdio", help="Serve MCP over stdin/stdout, not the socket.")
+    ] = False,
+    scope: Annotated[
+        str,
+        typer.Option(
+            "--scope",
+            help="MCP: comma-separated scopes to advertise: read, write, cypher, admin, "
+            "memory, all (default all; cypher is never implied).",
+        ),
+    ] = "all",
+    connect: Annotated[
+        Path | None,
+        typer.Option(
+            "--connect",
+            help="MCP attached mode: forward every call to the socket service at this path; "
+            "the workspace is never opened.",
+        ),
+    ] = None,
+    allow_remote_close: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote-close",
+            help="MCP attached mode: advertise knowledge_close, which stops the remote service.",
+        ),
+    ] = False,
+    socket: Annotated[
+        Path | None,
+        typer.Option("--socket", help="Socket path (default: <workspace>/.lcg/service.sock)."),
+    ] = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="Directory holding .lcg/ (default: LCG_WORKSPACE or the current directory).",
+        ),
+    ] = None,
+) -> None:
+    """Serve the operations: JSON-RPC on a Unix socket, or MCP over stdio (--mcp-stdio).
+
+    Socket clients should wait for a `health_check` answering healthy before real work.
+    """
+    _log_to_stderr()
+    try:
+        if mcp_stdio and connect is not None:
+            visibility = _visibility(scope, attached=True, allow_close=allow_remote_close)
+            _serve_attached(visibility, connect)
+        elif mcp_stdio:
+            visibility = _visibility(scope, attached=False, allow_close=False)
+            _serve_standalone(visibility, _settings(workspace))
+        else:
+            _refuse_mcp_only_flags(connect, allow_remote_close)
+            settings = _settings(workspace)
+            _serve_socket(settings, socket or settings.socket_path)
+    except InvalidParams as error:
+        _fail(error.message, EXIT_INVALID)
+
+
+def _refuse_mcp_only_flags(connect: Path | None, allow_remote_close: bool) -> None:
+    if connect is not None or allow_remote_close:
+        raise InvalidParams("--connect", "needs --mcp-stdio (attached mode is MCP only)")
+
+
+def _serve_socket(settings: Settings, path: Path) -> None:
+    service = Service(settings, command=f"lcg serve (socket {path})")
+    try:
+        serve_socket(service, path)
+    except SocketInUse as error:
+        _fail(f"{error}; attach with `lcg serve --mcp-stdio --connect {path}`", EXIT_BUSY)
+    except OSError as error:
+        _fail(f"cannot listen at {path}: {error}", EXIT_FAILURE)
+
+
+def _serve_standalone(visibility: Visibility, settings: Settings) -> None:
+    """Open the workspace the socket service's way, then serve MCP (K-DBM-002/003). Stdout is
+    claimed first, so nothing printed while opening (a model loading) reaches the protocol."""
+    with claimed_stdio() as (wire_in, wire_out):
+        service = Service(settings, command="lcg serve --mcp-stdio")
+        if service.start() != "healthy":
+            log.warning("every call will fail until restarted: %s", service.reason)
+        try:
+            server = _mcp_server(LocalBackend(service), visibility, exit_on_close=True)
+            anyio.run(server.serve_stdio, wire_in, wire_out)
+        finally:
+            service.close()
+
+
+def _serve_attached(visibility: Visibility, path: Path) -> None:
+    """Forward every call to the socket service; never open the workspace (K-DBM-005)."""
+    client = AttachedClient(path, attached_call_timeout_ms(os.environ))
+
+    async def main(wire_in: int, wire_out: int) -> None:
+        health = await client.start()
+        log.info("attached to %s (%s)", path, health.get("state"))
+        try:
+            server = _mcp_server(client, visibility, exit_on_close=False)
+            await server.serve_stdio(wire_in, wire_out)
+        finally:
+            await client.aclose()
+
+    try:
+        with claimed_stdio() as (wire_in, wire_out):
+            anyio.run(main, wire_in, wire_out)
+    except AttachedUnavailable as error:
+        _fail(str(error), EXIT_UNREACHABLE)
+
+
+def _mcp_server(backend: Backend, visibility: Visibility, *, exit_on_close: bool) -> LcgMcpServer:
+    from lcg.interfaces.mcp_server import LcgMcpServer  # noqa: PLC0415 (a 0.6 s import)
+
+    return LcgMcpServer(backend, visibility, exit_on_close=exit_on_close)
+
+
+def _visibility(scope: str, *, attached: bool, allow_close: bool) -> Visibility:
+    try:
+        scopes = parse_scopes(scope)
+    except ScopeError as error:
+        raise InvalidParams("--scope", str(error)) from None
+    return Visibility(scopes, attached=attached, allow_remote_close=allow_close)
+
+
+def _settings(workspace: Path | None) -> Settings:
+    return Settings.load(os.environ, Path.cwd(), workspace)
+
+
+def _log_to_stderr() -> None:
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="lcg serve: %(message)s")
+    for noisy in ("mcp", "httpx"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _fail(message: str, code: int) -> None:
+    sys.stderr.write(f"error: {message}\n")
+    raise typer.Exit(code)

@@ -1,0 +1,283 @@
+"""The socket service: newline-delimited JSON-RPC 2.0 over a Unix socket (K-INV-001/002).
+
+Start-up follows the seed's readiness contract: the socket is bound (mode 0600) before the
+workspace opens, and the accept loop starts only once opening has resolved, healthy or
+degraded (K-RDY-002/004). Requests on one connection are answered in order (P-005); each
+runs in a worker thread, so the event loop only moves bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from lcg.domain.errors import InvalidParams
+from lcg.interfaces.jsonrpc import (
+    INVALID_REQUEST,
+    MAX_REQUEST_BYTES,
+    PARSE_ERROR,
+    JsonObject,
+    RequestId,
+    RpcError,
+    encode,
+    error_frame,
+    error_from_exception,
+    progress_frame,
+    result_frame,
+)
+from lcg.interfaces.service import Service
+from lcg.projections.runner import Progress
+
+CHUNK = 64 * 1024
+SHUTDOWN_GRACE_SECONDS = 30.0  # how long calls in flight may finish after knowledge_close
+WORKERS = 16
+
+log = logging.getLogger("lcg.socket")
+
+
+class SocketInUse(Exception):
+    """Another process already listens at the socket path."""
+
+
+def bind_unix_socket(path: Path) -> socket.socket:
+    """A listening socket at `path`, readable and writable by its owner only (mode 0600)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() or path.is_symlink():
+        if _listening(path):
+            raise SocketInUse(f"another service is already listening at {path}")
+        path.unlink()  # a stale socket left by a process that died
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    previous = os.umask(0o177)  # no window in which the socket is reachable by others
+    try:
+        sock.bind(str(path))
+    except OSError:
+        sock.close()
+        raise
+    finally:
+        os.umask(previous)
+    path.chmod(0o600)
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def _listening(path: Path) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(2.0)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
+class _Oversized:
+    """A request line longer than MAX_REQUEST_BYTES; its bytes were discarded."""
+
+
+OVERSIZED: Final = _Oversized()
+
+
+class LineReader:
+    """Lines of at most `limit` bytes, read in bounded chunks; longer lines are discarded
+    up to their newline without being held in memory."""
+
+    def __init__(self, reader: asyncio.StreamReader, limit: int = MAX_REQUEST_BYTES) -> None:
+        self._reader = reader
+        self._limit = limit
+        self._buffer = bytearray()
+        self._discarding = False
+
+    async def next_line(self) -> bytes | _Oversized | None:
+        """The next line without its newline, OVERSIZED, or None at end of stream."""
+        while True:
+            newline = self._buffer.find(b"\n")
+            if newline >= 0:
+                line = bytes(self._buffer[:newline])
+                del self._buffer[: newline + 1]
+                if self._discarding or len(line) > self._limit:
+                    self._discarding = False
+                    return OVERSIZED
+                return line
+            if self._discarding:
+                self._buffer.clear()
+            elif len(self._buffer) > self._limit:
+                self._buffer.clear()
+                self._discarding = True
+            chunk = await self._reader.read(CHUNK)
+            if not chunk:
+                return OVERSIZED if self._discarding else None
+            self._buffer += chunk
+
+
+class SocketService:
+    """Serves one Service over a Unix socket until knowledge_close or SIGTERM/SIGINT."""
+
+    def __init__(self, service: Service, path: Path, *, handle_signals: bool = True) -> None:
+        self.service = service
+        self.path = path
+        self._signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()
+        self._executor = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="lcg-call")
+        self._connections: set[asyncio.Task[Any]] = set()
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._stop = asyncio.Event()
+
+    def stop(self) -> None:
+        """Shut down as knowledge_close would (call from the service's event loop)."""
+        self._stop.set()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        sock = bind_unix_socket(self.path)
+        log.info("listening on %s (opening the workspace)", self.path)
+        server = await asyncio.start_unix_server(
+            self._serve_connection, sock=sock, start_serving=False
+        )
+        for signum in self._signals:
+            loop.add_signal_handler(signum, self._stop.set)
+        try:
+            state = await loop.run_in_executor(self._executor, self.service.start)
+            log.info(
+                "workspace %s: %s; accepting connections",
+                self.service.settings.workspace,
+                state if state == "healthy" else f"{state} ({self.service.reason})",
+            )
+            await server.start_serving()
+            await self._stop.wait()
+            log.info("shutting down")
+        finally:
+            server.close()
+            await self._shut_down(loop)
+            for signum in self._signals:
+                loop.remove_signal_handler(signum)
+
+    async def _shut_down(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Let calls in flight finish (bounded), drop idle connections, release the workspace."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), SHUTDOWN_GRACE_SECONDS)
+        for task in self._connections:
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        await loop.run_in_executor(self._executor, self.service.close)
+        self._executor.shutdown(wait=False)
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    async def _serve_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
+        lines = LineReader(reader)
+        try:
+            while not self._stop.is_set():
+                line = await lines.next_line()
+                if line is None:
+                    break
+                if isinstance(line, _Oversized):
+                    error = RpcError(
+                        INVALID_REQUEST,
+                        f"Invalid Request: the request line exceeds {MAX_REQUEST_BYTES} bytes "
+                        "(4 MiB) and was discarded unread",
+                        {"kind": "request_too_large", "limit_bytes": MAX_REQUEST_BYTES},
+                    )
+                    await _send(writer, error_frame(None, error))
+                    continue
+                if line.strip():
+                    await self._answer(line, writer)
+                if self.service.closing.is_set():
+                    self._stop.set()  # knowledge_close was answered: shut down gracefully
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+            if task is not None:
+                self._connections.discard(task)
+
+    async def _answer(self, line: bytes, writer: asyncio.StreamWriter) -> None:
+        self._in_flight += 1
+        self._idle.clear()
+        try:
+            response = await self._response_to(line, writer)
+            if response is not None:
+                writer.write(response)
+                await writer.drain()
+        finally:
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self._idle.set()
+
+    async def _response_to(self, line: bytes, writer: asyncio.StreamWriter) -> bytes | None:
+        """The encoded response to one request line; None for a notification (no id)."""
+        try:
+            request = orjson.loads(line)
+        except orjson.JSONDecodeError as error:
+            return encode(error_frame(None, RpcError(PARSE_ERROR, f"Parse error: {error}")))
+        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+            request_id = request.get("id") if isinstance(request, dict) else None
+            message = "Invalid Request: expected a JSON-RPC 2.0 object with a string method"
+            return encode(error_frame(_as_id(request_id), RpcError(INVALID_REQUEST, message)))
+        request_id = _as_id(request.get("id"))
+        try:
+            result = await self._call(request["method"], request.get("params"), writer)
+            response = encode(result_frame(request_id, result))
+        except Exception as error:  # noqa: BLE001 (every failure is answered, never raised)
+            response = encode(error_frame(request_id, error_from_exception(error)))
+        return response if "id" in request else None
+
+    async def _call(self, method: str, params: Any, writer: asyncio.StreamWriter) -> JsonObject:
+        if params is None:
+            params = {}  # P-001: a missing params is {}
+        if not isinstance(params, dict):
+            raise InvalidParams("params", "must be a JSON object")
+        progress = None
+        if params.get("_progress_token") is not None:  # P-006
+            progress = self._progress_writer(writer, method)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, self.service.call, method, params, progress
+        )
+
+    def _progress_writer(self, writer: asyncio.StreamWriter, method: str) -> Progress:
+        """Progress from the worker thread, written as `{"type":"progress"}` lines in order
+        before the terminal response (K-PRG-006..008); a gone client never stops the call."""
+        loop = asyncio.get_running_loop()
+
+        def report(done: int, total: int) -> None:
+            data = encode(progress_frame(method, done, total))
+            loop.call_soon_threadsafe(_write_quietly, writer, data)
+
+        return report
+
+
+def _as_id(value: Any) -> RequestId:
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+
+
+def _write_quietly(writer: asyncio.StreamWriter, data: bytes) -> None:
+    if not writer.is_closing():
+        writer.write(data)
+
+
+async def _send(writer: asyncio.StreamWriter, frame: JsonObject) -> None:
+    writer.write(encode(frame))
+    await writer.drain()
+
+
+def serve_socket(service: Service, path: Path) -> None:
+    """Run the socket service in this thread until it shuts down."""
+    asyncio.run(SocketService(service, path).run())

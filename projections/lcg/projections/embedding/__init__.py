@@ -1,0 +1,1 @@
+"""Embeddings: the Embedder port, the bundled MiniLM ONNX model, the content-addressed cache."""

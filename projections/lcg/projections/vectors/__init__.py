@@ -1,0 +1,1 @@
+"""The vector projection: a catalog of embedded texts and FAISS indexes built from it."""

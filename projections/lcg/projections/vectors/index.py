@@ -1,0 +1,278 @@
+"""FAISS indexes derived from the vector catalog: one per (contract, group, family).
+
+Exact `IndexIDMap2(IndexFlatIP)` over L2-normalised vectors (inner product = cosine), ids are
+the catalog's vec_ids. After every commit the owners an event touched are synced against the
+catalog; at start an index file is loaded and fully synced (ids added or removed by diff), so a
+stale, missing or corrupt file costs cache reads, never model calls for cached text.
+Files are written to a temp name and renamed at checkpoints (docs/adr/0010-vector-projection.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+
+from lcg.projections.embedding.cache import EmbeddingCache
+from lcg.projections.embedding.port import Vectors
+from lcg.projections.vectors.catalog import FACT, NAME, PASSAGE, SUMMARY, touched_owner
+from lcg.projections.wal.store import RecordedEvent
+
+log = logging.getLogger(__name__)
+
+FAMILIES = {NAME: "entity", SUMMARY: "entity", FACT: "edge", PASSAGE: "passage"}
+_KINDS_OF = {"entity": (NAME, SUMMARY), "edge": (FACT,), "passage": (PASSAGE,)}
+_EMBED_CHUNK = 256
+
+
+@dataclass
+class _Index:
+    index: Any  # IndexIDMap2(IndexFlatIP) or, above the threshold, IndexIVFFlat
+    owners: dict[str, set[int]] = field(default_factory=dict)
+    dirty: bool = False
+
+
+def _ids_of(index: Any) -> set[int]:
+    """Every id an index holds (flat: its id map; IVF: its inverted lists)."""
+    if isinstance(index, faiss.IndexIDMap2):
+        return set(faiss.vector_to_array(index.id_map).tolist())
+    lists = index.invlists
+    ids: set[int] = set()
+    for number in range(index.nlist):
+        size = lists.list_size(number)
+        if size:
+            ids.update(faiss.rev_swig_ptr(lists.get_ids(number), size).tolist())
+    return ids
+
+
+def to_ivf(flat: faiss.IndexIDMap2, nprobe: int = 32) -> Any:
+    """The same vectors and ids in a trained, removable IVF-Flat index (hashtable direct map)."""
+    count, dim = flat.ntotal, flat.d
+    ids = faiss.vector_to_array(flat.id_map).astype(np.int64)
+    vectors = flat.index.reconstruct_n(0, count)
+    nlist = max(16, int(4 * count**0.5))
+    quantizer = faiss.IndexFlatIP(dim)
+    ivf = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
+    ivf.train(vectors)
+    ivf.set_direct_map_type(faiss.DirectMap.Hashtable)  # type: ignore[attr-defined]
+    ivf.add_with_ids(vectors, ids)
+    ivf.nprobe = min(nprobe, nlist)
+    return ivf
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A vector hit: catalog id and cosine similarity."""
+
+    vec_id: int
+    score: float
+
+
+class VectorIndex:
+    """All FAISS indexes of one workspace for the embedder's contract."""
+
+    def __init__(
+        self,
+        directory: Path,
+        cache: EmbeddingCache,
+        checkpoint_every: int = 10_000,
+        ivf_threshold: int = 200_000,
+    ) -> None:
+        faiss.omp_set_num_threads(1)  # two OpenMP threads made single queries 2.5-130x slower
+        self.cache = cache
+        self.directory = directory / cache.contract.key
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._indexes: dict[tuple[str, str], _Index] = {}
+        self._lock = threading.RLock()
+        self.failure: str | None = None
+        self.loaded_from_files = 0
+        self.checkpoint_every = checkpoint_every
+        self.ivf_threshold = ivf_threshold  # above this many vectors an index becomes IVF
+        self._changes = 0  # vectors added or removed since the last checkpoint
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def open(self, conn: sqlite3.Connection) -> None:
+        """Load every group's files and sync them with the catalog."""
+        with self._lock:
+            self._indexes.clear()
+            for (group,) in conn.execute("SELECT DISTINCT group_id FROM vector_catalog"):
+                for family in _KINDS_OF:
+                    loaded = self._load(group, family)
+                    if loaded is not None:
+                        self._indexes[(group, family)] = loaded
+                        self.loaded_from_files += 1
+                self.sync_group(conn, group)
+
+    def checkpoint(self) -> int:
+        """Write every changed index to its file (temp file + rename); returns how many."""
+        written = 0
+        with self._lock:
+            for (group, family), entry in self._indexes.items():
+                if not entry.dirty:
+                    continue
+                path = self._path(group, family)
+                if entry.index.ntotal == 0:
+                    path.unlink(missing_ok=True)
+                else:
+                    temporary = path.with_suffix(".tmp")
+                    faiss.write_index(entry.index, str(temporary))
+                    os.replace(temporary, path)
+                entry.dirty = False
+                written += 1
+            self._changes = 0
+        return written
+
+    def drop_all(self) -> None:
+        with self._lock:
+            self._indexes.clear()
+            for path in self.directory.glob("*.faiss"):
+                path.unlink()
+
+    # -- keeping up with the catalog --------------------------------------------------------
+
+    def committed(self, conn: sqlite3.Connection, recorded: Sequence[RecordedEvent]) -> None:
+        """Bring the indexes of the touched owners in line with the just-committed catalog."""
+        whole: set[str] = set()
+        owners: dict[str, set[str]] = {}
+        for item in recorded:
+            owner = touched_owner(item.event)
+            if owner is None:
+                whole.add(item.group_id)
+            else:
+                owners.setdefault(item.group_id, set()).add(owner)
+        with self._lock:
+            for group in whole:
+                self.sync_group(conn, group)
+            for group, members in owners.items():
+                if group not in whole:
+                    self._sync_owners(conn, group, members)
+            if self._changes >= self.checkpoint_every:
+                self.checkpoint()
+
+    def rebuilt(self, conn: sqlite3.Connection, groups: Iterable[str] | None) -> None:
+        """After a projection rebuild (or a clear): full sync of the groups (None: all)."""
+        with self._lock:
+            if groups is None:
+                known = {group for group, _ in self._indexes}
+                groups = known | {
+                    row[0] for row in conn.execute("SELECT DISTINCT group_id FROM vector_catalog")
+                }
+            for group in groups:
+                self.sync_group(conn, group)
+
+    def sync_group(self, conn: sqlite3.Connection, group: str) -> None:
+        rows = conn.execute(
+            "SELECT vec_id, kind, owner_uuid, text FROM vector_catalog WHERE group_id=?", (group,)
+        ).fetchall()
+        for family, kinds in _KINDS_OF.items():
+            wanted = [row for row in rows if row[1] in kinds]
+            entry = self._indexes.get((group, family))
+            if entry is None and not wanted:
+                continue
+            entry = entry or self._new_entry(group, family)
+            present = _ids_of(entry.index)
+            self._remove(entry, present - {row[0] for row in wanted})
+            self._add(entry, [row for row in wanted if row[0] not in present])
+            entry.owners = {}
+            for vec_id, _, owner, _ in wanted:
+                entry.owners.setdefault(owner, set()).add(vec_id)
+
+    def _sync_owners(self, conn: sqlite3.Connection, group: str, owners: set[str]) -> None:
+        marks = ",".join("?" * len(owners))
+        rows = conn.execute(
+            f"SELECT vec_id, kind, owner_uuid, text FROM vector_catalog WHERE group_id=? AND"
+            f" owner_uuid IN ({marks})",
+            [group, *owners],
+        ).fetchall()
+        for family, kinds in _KINDS_OF.items():
+            wanted = [row for row in rows if row[1] in kinds]
+            entry = self._indexes.get((group, family))
+            if entry is None and not wanted:
+                continue
+            entry = entry or self._new_entry(group, family)
+            old = set().union(*(entry.owners.get(o, set()) for o in owners))
+            self._remove(entry, old - {row[0] for row in wanted})
+            self._add(entry, [row for row in wanted if row[0] not in old])
+            for owner in owners:
+                entry.owners.pop(owner, None)
+            for vec_id, _, owner, _ in wanted:
+                entry.owners.setdefault(owner, set()).add(vec_id)
+
+    # -- search ---------------------------------------------------------------------------
+
+    def search(
+        self, family: str, groups: Sequence[str] | None, query: Vectors, k: int
+    ) -> list[Hit]:
+        """Top-k by cosine over the family's indexes of the groups (None: every group)."""
+        hits: list[Hit] = []
+        with self._lock:
+            for (group, fam), entry in self._indexes.items():
+                if fam != family or entry.index.ntotal == 0:
+                    continue
+                if groups is not None and group not in groups:
+                    continue
+                scores, ids = entry.index.search(query.reshape(1, -1), min(k, entry.index.ntotal))
+                hits.extend(
+                    Hit(int(i), float(s)) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0
+                )
+        hits.sort(key=lambda hit: -hit.score)
+        return hits[:k]
+
+    def count(self) -> int:
+        with self._lock:
+            return sum(entry.index.ntotal for entry in self._indexes.values())
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _new_entry(self, group: str, family: str) -> _Index:
+        entry = _Index(faiss.IndexIDMap2(faiss.IndexFlatIP(self.cache.contract.dim)))
+        self._indexes[(group, family)] = entry
+        return entry
+
+    def _add(self, entry: _Index, rows: list[tuple[int, str, str, str]]) -> None:
+        for start in range(0, len(rows), _EMBED_CHUNK):
+            chunk = rows[start : start + _EMBED_CHUNK]
+            vectors = self.cache.embed([row[3] for row in chunk])
+            ids = np.array([row[0] for row in chunk], dtype=np.int64)
+            entry.index.add_with_ids(np.ascontiguousarray(vectors), ids)
+            entry.dirty = True
+            self._changes += len(chunk)
+        if isinstance(entry.index, faiss.IndexIDMap2) and entry.index.ntotal > self.ivf_threshold:
+            # Exact search grows linearly (84 ms per query at 1M here); IVF stays removable.
+            entry.index = to_ivf(entry.index)
+
+    def _remove(self, entry: _Index, ids: set[int]) -> None:
+        if ids:
+            entry.index.remove_ids(np.array(sorted(ids), dtype=np.int64))
+            entry.dirty = True
+            self._changes += len(ids)
+
+    def _path(self, group: str, family: str) -> Path:
+        digest = hashlib.sha256(group.encode()).hexdigest()[:24]
+        return self.directory / f"{digest}-{family}.faiss"
+
+    def _load(self, group: str, family: str) -> _Index | None:
+        path = self._path(group, family)
+        if not path.exists():
+            return None
+        try:
+            index = faiss.read_index(str(path))
+        except Exception as error:  # noqa: BLE001 (a bad file is rebuilt from the catalog)
+            log.warning("vector index %s unreadable (%s); rebuilding it", path, error)
+            return None
+        if not isinstance(index, faiss.IndexIDMap2 | faiss.IndexIVFFlat) or (
+            index.d != self.cache.contract.dim
+        ):
+            log.warning("vector index %s has the wrong type or dimension; rebuilding it", path)
+            return None
+        return _Index(index)

@@ -1,0 +1,66 @@
+"""Fusing ranked legs (BM25, vectors, graph) into one ranking that keeps per-leg ranks."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Literal, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+Fusion = Literal["rrf", "max"]
+RRF_K = 60
+
+
+@dataclass
+class Fused(Generic[K]):
+    """A candidate with its fused score, its best leg score, and its rank in each leg."""
+
+    key: K
+    score: float = 0.0
+    relevance: float = 0.0  # best normalised leg score: cosine, or bm25 / best bm25
+    ranks: dict[str, int] = field(default_factory=dict)
+
+
+def normalise_leg(leg: str, hits: Sequence[tuple[K, float]]) -> list[tuple[K, float]]:
+    """Scores on 0..1: cosine clipped at 0 for vector legs, bm25 over the leg's best otherwise."""
+    if not hits:
+        return []
+    if leg.endswith("vector"):
+        return [(key, max(0.0, min(1.0, score))) for key, score in hits]
+    top = max(score for _, score in hits) or 1.0
+    return [(key, max(0.0, score / top)) for key, score in hits]
+
+
+def fuse(
+    legs: Mapping[str, Sequence[tuple[K, float]]], fusion: Fusion, rrf_k: int = RRF_K
+) -> list[Fused[K]]:
+    """Reciprocal rank fusion (normalised so first in every leg is 1.0) or max of leg scores.
+
+    Each leg is a best-first list of (key, raw score); a key appears once per leg.
+    """
+    live = {name: normalise_leg(name, hits) for name, hits in legs.items() if hits}
+    by_key: dict[K, Fused[K]] = {}
+    for name, hits in live.items():
+        for rank, (key, score) in enumerate(hits, start=1):
+            entry = by_key.setdefault(key, Fused(key))
+            if name in entry.ranks:
+                continue
+            entry.ranks[name] = rank
+            entry.relevance = max(entry.relevance, score)
+            if fusion == "rrf":
+                entry.score += 1.0 / (rrf_k + rank)
+            else:
+                entry.score = max(entry.score, score)
+    if fusion == "rrf" and live:
+        best = len(live) / (rrf_k + 1)
+        for entry in by_key.values():
+            entry.score /= best
+    return sorted(by_key.values(), key=lambda entry: (-entry.score, -entry.relevance))
+
+
+def best_per_key(hits: Sequence[tuple[K, float]]) -> list[tuple[K, float]]:
+    """Keep each key's first (best) hit of a best-first list."""
+    seen: dict[K, float] = {}
+    for key, score in hits:
+        seen.setdefault(key, score)
+    return list(seen.items())

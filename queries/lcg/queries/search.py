@@ -1,0 +1,228 @@
+"""Hybrid retrieval: BM25 (FTS5) leg, vector (FAISS) legs, graph expansion, fused (P-110..P-112).
+
+Every result row carries `score` (fused, 0..1) and `ranks` (its rank in each leg, and the
+graph hop that found it), so a ranking can be explained.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+from lcg.domain import rules
+from lcg.domain.errors import InvalidParams
+from lcg.projections.embedding.port import Vectors
+from lcg.projections.graph import reader
+from lcg.projections.graph.reader import EdgeRow, EntityRow
+from lcg.projections.text import reader as text
+from lcg.projections.vectors import catalog
+from lcg.projections.vectors.index import VectorIndex
+from lcg.queries.fusion import Fused, Fusion, best_per_key, fuse
+from lcg.queries.graph_reads import collapsing_groups, exact_groups
+
+GRAPH_DECAY = 0.5  # a neighbour found through a hit scores half of that hit, per hop
+EXPAND_FROM = 3  # strong hits whose neighbours are added
+
+
+@dataclass(frozen=True, slots=True)
+class SearchContext:
+    """What a search reads: the graph connection, the vector indexes and the query embedder."""
+
+    conn: sqlite3.Connection
+    vectors: VectorIndex
+    embed_query: Callable[[str], Vectors]
+    fusion: Fusion = "rrf"
+    expand_depth: int = 1
+
+
+class EntitySearchResult(TypedDict):
+    nodes: list[dict[str, Any]]
+    count: int
+
+
+class EdgeSearchResult(TypedDict):
+    edges: list[dict[str, Any]]
+    count: int
+
+
+class Passage(TypedDict):
+    episode_uuid: str
+    name: str
+    group_id: str
+    source: str
+    source_description: str
+    content: str
+    part: int
+    score: float
+    ranks: dict[str, int]
+
+
+class PassageSearchResult(TypedDict):
+    passages: list[Passage]
+    count: int
+
+
+def _candidates(num_results: int) -> int:
+    return max(50, num_results * 4)
+
+
+def _vector_leg(
+    ctx: SearchContext, family: str, query: str, groups: Sequence[str] | None, limit: int
+) -> dict[str, list[tuple[tuple[str, int], float]]]:
+    """Vector hits of a family, split by kind, as best-first (owner, part) lists."""
+    hits = ctx.vectors.search(family, groups, ctx.embed_query(query), limit)
+    entries = catalog.describe(ctx.conn, [hit.vec_id for hit in hits])
+    legs: dict[str, list[tuple[tuple[str, int], float]]] = {}
+    for hit in hits:
+        entry = entries.get(hit.vec_id)
+        if entry is not None:
+            legs.setdefault(entry.kind, []).append(((entry.owner_uuid, entry.part), hit.score))
+    return legs
+
+
+def _expand(
+    ctx: SearchContext, fused: list[Fused[str]], neighbours: Callable[[list[str]], dict[str, str]]
+) -> list[Fused[str]]:
+    """Add neighbours of the strongest hits, hop by hop, at a decayed score."""
+    known = {entry.key: entry for entry in fused}
+    frontier = [entry.key for entry in fused[:EXPAND_FROM]]
+    for hop in range(1, ctx.expand_depth + 1):
+        found = neighbours(frontier)
+        frontier = []
+        for neighbour, via in found.items():
+            if neighbour in known:
+                continue
+            parent = known[via]
+            entry = Fused(
+                neighbour,
+                parent.score * GRAPH_DECAY,
+                parent.relevance * GRAPH_DECAY,
+                {"graph": hop},
+            )
+            known[neighbour] = entry
+            frontier.append(neighbour)
+    return sorted(known.values(), key=lambda e: (-e.score, -e.relevance))
+
+
+def find_entities(
+    ctx: SearchContext, query: str, group_ids: Sequence[str] | None, num_results: int = 10
+) -> EntitySearchResult:
+    """Name vector + summary vector + FTS over [name, summary], fused; [] matches nothing."""
+    rules.num_results(num_results)
+    groups = exact_groups(group_ids)
+    if groups is not None and not groups:
+        return EntitySearchResult(nodes=[], count=0)
+    limit = _candidates(num_results)
+    vector = _vector_leg(ctx, "entity", query, groups, limit)
+    legs = {
+        "text": [
+            (h.owner_uuid, h.score) for h in text.search(ctx.conn, "entity", query, groups, limit)
+        ],
+        "name_vector": best_per_key([(o, s) for (o, _), s in vector.get(catalog.NAME, [])]),
+        "summary_vector": best_per_key([(o, s) for (o, _), s in vector.get(catalog.SUMMARY, [])]),
+    }
+    fused = fuse(legs, ctx.fusion)
+    if ctx.expand_depth:
+        fused = _expand(ctx, fused, lambda keys: reader.neighbor_ids(ctx.conn, keys, groups))
+    fused = fused[:num_results]
+    rows = {row["uuid"]: row for row in reader.entities_by_uuids(ctx.conn, [e.key for e in fused])}
+    nodes = [_scored(rows[e.key], e) for e in fused if e.key in rows]
+    return EntitySearchResult(nodes=nodes, count=len(nodes))
+
+
+def find_relationships(
+    ctx: SearchContext, query: str, group_ids: Sequence[str] | None, num_results: int = 10
+) -> EdgeSearchResult:
+    """Fact vector + FTS over [name, fact], fused; [] matches nothing; invalidated edges skipped."""
+    rules.num_results(num_results)
+    groups = exact_groups(group_ids)
+    if groups is not None and not groups:
+        return EdgeSearchResult(edges=[], count=0)
+    limit = _candidates(num_results)
+    vector = _vector_leg(ctx, "edge", query, groups, limit)
+    legs = {
+        "text": [
+            (h.owner_uuid, h.score) for h in text.search(ctx.conn, "edge", query, groups, limit)
+        ],
+        "fact_vector": best_per_key([(o, s) for (o, _), s in vector.get(catalog.FACT, [])]),
+    }
+    fused = fuse(legs, ctx.fusion)
+    if ctx.expand_depth:
+        fused = _expand(ctx, fused, lambda keys: _edge_neighbours(ctx, keys, groups))
+    rows = {
+        row["uuid"]: row
+        for row in reader.edges_by_uuids(ctx.conn, [e.key for e in fused])
+        if row["invalid_at"] is None
+    }
+    edges = [_scored(rows[e.key], e) for e in fused if e.key in rows][:num_results]
+    return EdgeSearchResult(edges=edges, count=len(edges))
+
+
+def _edge_neighbours(
+    ctx: SearchContext, edge_uuids: list[str], groups: Sequence[str] | None
+) -> dict[str, str]:
+    """Edges sharing an endpoint with the given edges: neighbour edge -> the edge via which."""
+    found: dict[str, str] = {}
+    for row in reader.edges_by_uuids(ctx.conn, edge_uuids):
+        ends = [row["source_node_uuid"], row["target_node_uuid"]]
+        for other in reader.edges_touching(ctx.conn, ends, groups, EXPAND_FROM * 10):
+            if other != row["uuid"]:
+                found.setdefault(other, row["uuid"])
+    return found
+
+
+def search_passages(
+    ctx: SearchContext,
+    query: str,
+    group_ids: Sequence[str] | None,
+    num_results: int = 10,
+    min_score: float = 0.5,
+) -> PassageSearchResult:
+    """Passages of episodes by BM25 and passage vectors, fused; [] means all groups (K-GID).
+
+    `min_score` is a floor on a passage's best leg score (its cosine, or its bm25 over the
+    best bm25), so a strong match in either leg is kept.
+    """
+    if not query.strip():
+        raise InvalidParams("query", "must be a non-empty string")
+    num_results = min(max(num_results, 1), 100)  # P-112: clamped, not refused
+    min_score = min(max(min_score, 0.0), 1.0)
+    groups = collapsing_groups(group_ids)
+    limit = _candidates(num_results)
+    vector = _vector_leg(ctx, "passage", query, groups, limit)
+    legs: dict[str, list[tuple[tuple[str, int], float]]] = {
+        "text": [
+            ((h.owner_uuid, h.part), h.score)
+            for h in text.search(ctx.conn, "passage", query, groups, limit)
+        ],
+        "passage_vector": vector.get(catalog.PASSAGE, []),
+    }
+    fused = [e for e in fuse(legs, ctx.fusion) if e.relevance >= min_score][:num_results]
+    episodes = reader.episode_infos(ctx.conn, [e.key[0] for e in fused])
+    passages: list[Passage] = []
+    for entry in fused:
+        episode_uuid, part = entry.key
+        info = episodes.get(episode_uuid)
+        content = text.passage_text(ctx.conn, episode_uuid, part)
+        if info is None or content is None:
+            continue
+        passages.append(
+            Passage(
+                episode_uuid=episode_uuid,
+                name=info["name"],
+                group_id=info["group_id"],
+                source=info["source"],
+                source_description=info["source_description"],
+                content=content,
+                part=part,
+                score=round(entry.score, 6),
+                ranks=entry.ranks,
+            )
+        )
+    return PassageSearchResult(passages=passages, count=len(passages))
+
+
+def _scored(row: EntityRow | EdgeRow, entry: Fused[str]) -> dict[str, Any]:
+    return {**row, "score": round(entry.score, 6), "ranks": entry.ranks}

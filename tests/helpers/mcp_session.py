@@ -1,0 +1,43 @@
+"""Spawn `lcg serve --mcp-stdio ...` as a real subprocess and drive it with the SDK's client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+from mcp import Client, StdioServerParameters
+
+from tests.helpers.service_process import LCG, clean_env
+
+CONSOLE_SCRIPTS = LCG.parent
+
+
+@asynccontextmanager
+async def mcp_client(
+    *args: str,
+    command: str = "lcg",
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    mode: Literal["legacy", "auto"] = "auto",
+) -> AsyncIterator[Client]:
+    """A connected SDK client of `<command> ARGS` (`lcg serve --mcp-stdio ...` or the seed's
+    `liminis-context-graph --mcp-stdio ...`); mode "legacy" forces the initialize handshake."""
+    params = StdioServerParameters(
+        command=str(CONSOLE_SCRIPTS / command),
+        args=list(args),
+        env=clean_env(**(env or {})),
+        cwd=cwd,
+    )
+    async with Client(params, mode=mode, read_timeout_seconds=60) as client:
+        yield client
+
+
+async def tool_names(client: Client) -> set[str]:
+    return {tool.name for tool in (await client.list_tools(cache_mode="refresh")).tools}
+
+
+def structured(result: Any) -> dict[str, Any]:
+    content: dict[str, Any] = result.structured_content
+    return content

@@ -1,0 +1,80 @@
+"""Seed 000's scope table (§Scopes), verbatim, and the advertised sets it implies.
+
+Tests compare tools/list against this table restricted to the operations that exist, so a
+tool added by a later issue is checked without editing the tests.
+"""
+
+from __future__ import annotations
+
+from lcg.interfaces.operations import BY_NAME
+
+SEED_SCOPES: dict[str, tuple[str, ...]] = {
+    "read": (
+        "knowledge_status",
+        "knowledge_find_entities",
+        "knowledge_find_relationships",
+        "knowledge_get_episodes",
+        "knowledge_get_nodes_by_group",
+        "knowledge_get_edges_by_group",
+        "knowledge_get_edges_by_uuids",
+        "knowledge_search_passages",
+        "knowledge_list_entities",
+        "knowledge_list_relationships",
+        "knowledge_get_entity_neighbors",
+        "knowledge_get_entities_by_source",
+        "knowledge_rebuild_status",
+        "knowledge_validate_corrections",
+    ),
+    "write": (
+        "knowledge_process_chunk",
+        "knowledge_add_episode",
+        "knowledge_delete_episode",
+        "knowledge_delete_by_source",
+        "knowledge_delete_chunk_episode",
+        "knowledge_clear_all",
+        "knowledge_apply_corrections",
+        "knowledge_merge_entities",
+        "knowledge_reprocess_entity_types",
+        "knowledge_canonicalize_relations",
+        "knowledge_backfill_relation_types",
+        "knowledge_reprocess_relation_types",
+        "knowledge_add_cross_group_edge",
+        "knowledge_assert_entity",
+        "knowledge_assert_relationship",
+    ),
+    "cypher": ("knowledge_query_cypher",),
+    "admin": (
+        "knowledge_dump_wal",
+        "knowledge_prepare_checkpoint",
+        "knowledge_wal_mark_create",
+        "knowledge_wal_mark_list",
+        "knowledge_wal_mark_delete",
+        "knowledge_rebuild_from_wal",
+        "knowledge_recover",
+        "knowledge_recover_full",
+        "knowledge_close",
+        "knowledge_build_indices",
+        "knowledge_rebind_pointers",
+        "knowledge_delete_by_group",
+        "knowledge_backfill_summary_embeddings",
+    ),
+}
+SEED_SCOPE_OF: dict[str, str] = {
+    name: scope for scope, names in SEED_SCOPES.items() for name in names
+}
+
+
+def expected_tools(
+    *scopes: str, attached: bool = False, allow_remote_close: bool = False
+) -> set[str]:
+    """The seed's tools of the scopes that exist in the table; `all` is every scope."""
+    chosen = set(SEED_SCOPES) if "all" in scopes else set(scopes)
+    names = {
+        name
+        for scope in chosen & set(SEED_SCOPES)
+        for name in SEED_SCOPES[scope]
+        if name in BY_NAME
+    }
+    if attached and not allow_remote_close:
+        names.discard("knowledge_close")
+    return names

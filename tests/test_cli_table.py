@@ -1,0 +1,95 @@
+"""The CLI and the operation table agree: every operation is reachable by `lcg call`, every
+named command runs an operation that exists, and `serve` flags select `lcg serve`.
+
+Checklist: K-MCP-006 (one registry), K-MCP-013/014 (flag spellings), K-EXC-001/004 (the
+seed's configs call the binary with serve flags directly).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from lcg.interfaces import operations
+from lcg.interfaces.app import App
+from lcg.interfaces.cli import cli
+from lcg.interfaces.operations import BY_NAME, OPERATIONS
+from lcg.interfaces.serve import with_serve_default
+from lcg.projections.runner import Progress
+
+NAMED_COMMANDS: dict[str, tuple[str, list[str]]] = {
+    "status": ("knowledge_status", []),
+    "replay": ("knowledge_rebuild_from_wal", ["--group", "g", "--force-clear"]),
+    "assert-entity": ("knowledge_assert_entity", ["Ada", "--group", "g"]),
+    "assert-relationship": ("knowledge_assert_relationship", ["Ada", "knows", "Bob", "-g", "g"]),
+    "add-episode": ("knowledge_add_episode", ["note", "body", "--group", "g"]),
+    "list-entities": ("knowledge_list_entities", []),
+}
+GENERIC_COMMANDS = {"call", "demo", "serve"}
+
+
+def command_names() -> set[str]:
+    names = set()
+    for info in cli.registered_commands:
+        callback = info.callback
+        assert callback is not None
+        names.add(info.name or callback.__name__.replace("_", "-"))
+    return names
+
+
+def test_every_command_is_a_named_operation_or_generic() -> None:
+    """A new command must name its operation here (and that operation must exist)."""
+    assert command_names() == set(NAMED_COMMANDS) | GENERIC_COMMANDS
+    for operation, _ in NAMED_COMMANDS.values():
+        assert operation in BY_NAME
+
+
+@pytest.mark.slow
+def test_named_commands_dispatch_their_operation_and_call_reaches_every_operation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each named command goes through operations.dispatch with its table operation; `lcg
+    call NAME '{}'` reaches every operation of the table (never 'Method not found')."""
+    dispatched: list[str] = []
+    real_dispatch = operations.dispatch
+
+    def spy(
+        app: App, name: str, raw: dict[str, Any] | None, progress: Progress | None = None
+    ) -> dict[str, Any]:
+        dispatched.append(name)
+        return real_dispatch(app, name, raw, progress)
+
+    monkeypatch.setattr(operations, "dispatch", spy)
+    runner = CliRunner()
+    workspace = ["--workspace", str(tmp_path)]
+    runner.invoke(cli, ["assert-entity", "Bob", "-g", "g", *workspace])  # an edge's target
+    for command, (name, args) in NAMED_COMMANDS.items():
+        dispatched.clear()
+        result = runner.invoke(cli, [command, *args, *workspace])
+        assert result.exit_code == 0, (command, result.output)
+        assert name in dispatched, (command, dispatched)
+    for operation in OPERATIONS:
+        dispatched.clear()
+        result = runner.invoke(cli, ["call", operation.name, "{}", *workspace])
+        assert dispatched == [operation.name]
+        assert result.exit_code in (0, 2, 3), (operation.name, result.output)
+        assert "Method not found" not in result.output
+    unknown = runner.invoke(cli, ["call", "knowledge_fly", "{}", *workspace])
+    assert unknown.exit_code == 2
+
+
+def test_serve_flags_select_the_serve_command() -> None:
+    """K-EXC-001/004, K-MCP-013/014: the seed's configs run `liminis-context-graph
+    --mcp-stdio --scope=read,write` and `... --mcp-stdio --connect PATH --scope=read`."""
+    assert with_serve_default(["--mcp-stdio", "--scope=read,write"]) == [
+        "serve",
+        "--mcp-stdio",
+        "--scope=read,write",
+    ]
+    connect = ["--mcp-stdio", "--connect", "/w/.lcg/service.sock", "--scope=read"]
+    assert with_serve_default(connect) == ["serve", *connect]
+    assert with_serve_default(["status", "--json"]) == ["status", "--json"]
+    assert with_serve_default([]) == []

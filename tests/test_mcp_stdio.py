@@ -1,0 +1,282 @@
+"""`lcg serve --mcp-stdio` (standalone) as a real subprocess, driven by the SDK's own client.
+
+Checklist: K-MCP-001/004..009/012/014/015, K-INV-008..010/013, K-SCP-001..010/014/015,
+K-DBM-001..004, K-PRG-002/003/005, K-EXC-001..003/006, P-008..P-012, P-016.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, MCPError
+
+from lcg.interfaces.config import Settings
+from lcg.interfaces.operations import BY_NAME, OPERATIONS, Scope
+from lcg.projections.wal.lease import WriterLease
+from tests.helpers.mcp_session import mcp_client, structured, tool_names
+from tests.helpers.seed_scopes import SEED_SCOPE_OF, expected_tools
+from tests.helpers.service_process import DEADLINE, LCG, clean_env
+
+pytestmark = pytest.mark.slow
+
+
+def test_every_operation_has_the_seed_scope() -> None:
+    """K-INV-010/012/014..057: each table operation carries the seed's name and scope."""
+    for operation in OPERATIONS:
+        assert operation.name in SEED_SCOPE_OF, operation.name
+        assert operation.scope.value == SEED_SCOPE_OF[operation.name], operation.name
+    assert "health_check" not in BY_NAME
+
+
+def test_standalone_session_initialize_list_call_progress_close(tmp_path: Path) -> None:
+    """One standalone server over the initialize handshake (K-MCP-001/002/004/005, K-DBM-001/
+    002/004): tools/list advertises every operation with its model's schema and read-only hint
+    (K-INV-008/009/013, K-MCP-006); valid calls return structuredContent plus the same JSON as
+    text (P-009); invalid ones are isError results naming the field and the rule (P-009,
+    P-010); an unknown tool is METHOD_NOT_FOUND (P-011); a progress token yields progress
+    notifications before the result (K-PRG-002/003); knowledge_close ends the process and
+    frees the workspace (P-016, K-SCP-014/015)."""
+    workspace = tmp_path / "ws"
+
+    async def main() -> None:
+        async with mcp_client(
+            "serve", "--mcp-stdio", "--workspace", str(workspace), mode="legacy"
+        ) as client:
+            assert client.server_info is not None
+            assert client.server_info.name == "liminis-context-graph"
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert set(tools) == expected_tools("all") == set(BY_NAME)
+            for name, tool in tools.items():
+                operation = BY_NAME[name]
+                assert tool.input_schema == operation.input_schema()
+                assert tool.description == operation.description
+                assert tool.annotations is not None
+                assert tool.annotations.read_only_hint is (operation.scope is Scope.READ)
+            episode_schema = tools["knowledge_add_episode"].input_schema
+            assert set(episode_schema["required"]) == {"name", "episode_body"}
+            assert episode_schema["properties"]["name"]["maxLength"] == 512
+
+            created = await client.call_tool(
+                "knowledge_assert_entity", {"name": "Ada", "summary": "mathematician"}
+            )
+            assert created.is_error is False
+            assert json.loads(created.content[0].text) == structured(created)  # type: ignore[union-attr]
+            assert structured(created)["created"] is True
+
+            await _invalid_calls_name_the_field_and_the_rule(client)
+            await _progress_notifications_come_before_the_result(client)
+
+            closed = await client.call_tool("knowledge_close", {})
+            assert structured(closed) == {"status": "closed"}
+            with pytest.raises(MCPError):  # the server ended its loop and exited
+                await client.call_tool("knowledge_status", {})
+        settings = Settings(workspace)
+        assert not settings.socket_path.exists()  # --mcp-stdio binds no socket (K-MCP-002)
+        with WriterLease(settings.lease_path, "pytest after close", datetime.now(UTC)):
+            pass
+
+    anyio.run(main)
+
+
+async def _invalid_calls_name_the_field_and_the_rule(client: Client) -> None:
+    missing = await client.call_tool("knowledge_add_episode", {"name": "n"})
+    assert missing.is_error is True
+    assert structured(missing)["code"] == -32602
+    assert structured(missing)["message"] == (
+        "Missing required argument(s) for 'knowledge_add_episode': episode_body"
+    )
+    wrong_type = await client.call_tool("knowledge_get_episodes", {"last_n": "five"})
+    assert (wrong_type.is_error, structured(wrong_type)["code"]) == (True, -32000)
+    assert structured(wrong_type)["data"]["field"] == "last_n"
+    too_long = await client.call_tool("knowledge_assert_entity", {"name": "x" * 513})
+    message = structured(too_long)["message"]
+    assert message.startswith("name: ")
+    assert "512" in message
+    refused = await client.call_tool("knowledge_rebuild_from_wal", {"group_id": "nobody"})
+    assert structured(refused)["data"]["kind"] == "not_found"
+    with pytest.raises(MCPError) as unknown:
+        await client.call_tool("knowledge_fly", {})
+    assert unknown.value.code == -32601
+    assert unknown.value.message == "Unknown tool: 'knowledge_fly'"
+
+
+async def _progress_notifications_come_before_the_result(client: Client) -> None:
+    for index in range(3):
+        await client.call_tool(
+            "knowledge_add_episode", {"name": f"p{index}", "episode_body": "b", "group_id": "pg"}
+        )
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    params = {"group_id": "pg", "force_clear": True}
+    rebuilt = await client.call_tool("knowledge_rebuild_from_wal", params, None, on_progress)
+    assert structured(rebuilt)["mutations_replayed"] == 3
+    assert seen, "no progress notification"
+    assert seen[-1][:2] == (3, 3)
+    quiet = await client.call_tool("knowledge_rebuild_from_wal", params)  # K-PRG-005
+    assert structured(quiet)["mutations_replayed"] == 3
+
+
+COMBINATIONS: list[tuple[str, ...]] = [
+    ("read",),
+    ("write",),
+    ("cypher",),
+    ("admin",),
+    ("memory",),
+    ("read", "admin"),
+    ("read", "write", "admin"),
+    ("all",),
+    (),
+]
+
+
+def test_tools_list_under_each_scope_combination(tmp_path: Path) -> None:
+    """K-SCP-001..010/014, K-MCP-007..009/012/014, P-012: tools/list is exactly the union of
+    the seed's scope sets (restricted to operations that exist); cypher is never implied;
+    the default is all; memory advertises nothing yet; --allow-remote-close changes nothing
+    standalone. Also K-EXC-001..003/006: the seed's standalone config
+    (`liminis-context-graph --mcp-stdio --scope=read,write`, cwd = the workspace) lists
+    read ∪ write and keeps its state in cwd/.lcg."""
+    listed: dict[tuple[str, ...], set[str]] = {}
+
+    async def list_with(scopes: tuple[str, ...], index: int) -> None:
+        args = ["serve", "--mcp-stdio", "--workspace", str(tmp_path / f"ws{index}")]
+        if scopes:
+            args.append("--scope=" + ",".join(scopes))
+        if scopes == ("admin",):
+            args.append("--allow-remote-close")  # no effect standalone (K-MCP-012)
+        async with mcp_client(*args) as client:
+            listed[scopes] = await tool_names(client)
+
+    async def seed_config(cwd: Path) -> None:
+        async with mcp_client(
+            "--mcp-stdio", "--scope=read,write", command="liminis-context-graph", cwd=cwd
+        ) as client:
+            listed[("read", "write")] = await tool_names(client)
+
+    async def main() -> None:
+        limit = anyio.Semaphore(4)
+
+        async def limited(job: Any, *args: Any) -> None:
+            async with limit:
+                await job(*args)
+
+        seed_cwd = tmp_path / "seed-config"
+        seed_cwd.mkdir()
+        async with anyio.create_task_group() as tasks:
+            for index, scopes in enumerate(COMBINATIONS):
+                tasks.start_soon(limited, list_with, scopes, index)
+            tasks.start_soon(limited, seed_config, seed_cwd)
+        assert Settings(seed_cwd).wal_path.exists()
+
+    anyio.run(main)
+    for scopes in COMBINATIONS:
+        assert listed[scopes] == expected_tools(*(scopes or ("all",))), scopes
+    assert listed[("read", "write")] == expected_tools("read", "write")
+    assert "knowledge_query_cypher" not in listed[("read", "write", "admin")]
+    assert listed[("memory",)] == set()
+    assert "knowledge_close" in listed[("admin",)]
+    assert listed[()] == listed[("all",)] == set(BY_NAME)
+
+
+def test_an_unknown_or_empty_scope_is_a_start_up_error(tmp_path: Path) -> None:
+    """P-012: an unknown token is named, the valid values listed; exit code 2."""
+    for scope, said in (("read,bogus", "unknown scope 'bogus'"), (" , ", "no scope given")):
+        result = subprocess.run(
+            [str(LCG), "serve", "--mcp-stdio", f"--scope={scope}", "-w", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            env=clean_env(),
+            timeout=DEADLINE,
+            check=False,
+        )
+        assert result.returncode == 2, result.stderr
+        assert said in result.stderr
+        assert "valid values: read, write, cypher, admin, memory, all" in result.stderr
+        assert result.stdout == ""
+
+
+def test_standalone_refused_workspace_says_so_and_names_connect(tmp_path: Path) -> None:
+    """K-DBM-003: while another process holds the workspace, the standalone server starts
+    degraded (the socket service's start-up path): knowledge_status reports it, and every
+    other call fails naming the holder and `--connect <workspace>/.lcg/service.sock`."""
+    workspace = tmp_path / "ws"
+    settings = Settings(workspace)
+    settings.state_dir.mkdir(parents=True)
+
+    async def main() -> None:
+        async with mcp_client("serve", "--mcp-stdio", "-w", str(workspace)) as client:
+            status = structured(await client.call_tool("knowledge_status", {}))
+            assert (status["degraded"], status["connected"]) == (True, False)
+            refused = await client.call_tool(
+                "knowledge_add_episode", {"name": "n", "episode_body": "b"}
+            )
+            assert refused.is_error is True
+            error = structured(refused)
+            assert error["code"] == -32001
+            assert "held by another writer" in error["message"]
+            assert f"lcg serve --mcp-stdio --connect {settings.socket_path}" in error["message"]
+
+    with WriterLease(settings.lease_path, "pytest holder", datetime.now(UTC)):
+        anyio.run(main)
+
+
+def test_stdout_carries_only_protocol_messages(tmp_path: Path) -> None:
+    """K-MCP-015: every line the server writes to stdout is a JSON-RPC message, logs go to
+    stderr, and end of input ends the server with exit code 0."""
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {
+                "name": "knowledge_add_episode",
+                "arguments": {"name": "a", "episode_body": "b"},
+            },
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "knowledge_get_episodes", "arguments": {}},
+        },
+    ]
+    stdin = "".join(json.dumps(request) + "\n" for request in requests)
+    result = subprocess.run(
+        [str(LCG), "serve", "--mcp-stdio", "-w", str(tmp_path / "ws")],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    frames = [json.loads(line) for line in result.stdout.splitlines()]
+    assert all(frame["jsonrpc"] == "2.0" for frame in frames)
+    assert sorted(frame["id"] for frame in frames) == [1, 2, 3, 4]
+    # Calls run concurrently (MCP does not order them); the write is answered although
+    # input ended right after it was sent.
+    added = next(frame for frame in frames if frame["id"] == 3)
+    assert "episode_uuid" in added["result"]["structuredContent"]

@@ -1,0 +1,63 @@
+"""`--scope` parsing and what each MCP server shows (lcg.interfaces.scopes), in-process.
+
+Checklist: K-SCP-001..003/007..009/014/016/018, K-MCP-012, P-012.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lcg.interfaces.operations import Scope
+from lcg.interfaces.scopes import ScopeError, Visibility, parse_scopes
+from tests.helpers.seed_scopes import expected_tools
+
+EVERY = frozenset(Scope)
+
+
+@pytest.mark.parametrize(
+    ("text", "scopes"),
+    [
+        ("read", {Scope.READ}),
+        ("read,admin", {Scope.READ, Scope.ADMIN}),
+        (" write , read,,read ", {Scope.READ, Scope.WRITE}),
+        ("all", EVERY),
+        ("read,all", EVERY),
+        ("cypher", {Scope.CYPHER}),
+        ("memory", {Scope.MEMORY}),
+    ],
+)
+def test_scopes_are_split_trimmed_deduplicated_and_additive(text: str, scopes: set[Scope]) -> None:
+    """P-012, K-SCP-002/003: commas, spaces, empty tokens and duplicates; `all` is every
+    scope (memory included, so `all` keeps advertising everything as tools are added)."""
+    assert parse_scopes(text) == frozenset(scopes)
+
+
+@pytest.mark.parametrize("text", ["", " , ", "read,writ", "READ", "admin;read"])
+def test_an_unknown_token_or_no_scope_is_refused_naming_the_valid_values(text: str) -> None:
+    """P-012, K-SCP-001: the error names the token and ends with the valid values."""
+    with pytest.raises(ScopeError) as refused:
+        parse_scopes(text)
+    assert str(refused.value).endswith("valid values: read, write, cypher, admin, memory, all")
+
+
+def names(visibility: Visibility) -> set[str]:
+    return {operation.name for operation in visibility.tools()}
+
+
+def test_cypher_is_never_implied_by_other_scopes() -> None:
+    """K-SCP-009: read, write and admin together still leave cypher out."""
+    shown = names(Visibility(parse_scopes("read,write,admin")))
+    assert "knowledge_query_cypher" not in shown
+    assert shown == expected_tools("read", "write", "admin")
+
+
+def test_close_follows_the_access_mode() -> None:
+    """K-SCP-007/008/014/016/018, K-MCP-012: standalone admin shows knowledge_close with or
+    without --allow-remote-close; attached admin hides it unless the flag is given."""
+    admin = frozenset({Scope.ADMIN})
+    assert "knowledge_close" in names(Visibility(admin))
+    assert names(Visibility(admin, allow_remote_close=True)) == names(Visibility(admin))
+    assert "knowledge_close" not in names(Visibility(admin, attached=True))
+    assert "knowledge_close" not in names(Visibility(EVERY, attached=True))
+    assert "knowledge_close" in names(Visibility(admin, attached=True, allow_remote_close=True))
+    assert names(Visibility(admin, attached=True)) == expected_tools("admin", attached=True)

@@ -1,0 +1,254 @@
+"""Text and vector projections: rebuilds, the embedding cache, index files, contracts, K-SEM."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lcg.domain.errors import InvalidParams
+from lcg.interfaces.app import App
+from lcg.interfaces.config import Settings
+from lcg.interfaces.workspace import Workspace
+from lcg.projections.embedding.minilm import MiniLmEmbedder
+from lcg.queries.fusion import fuse
+from tests.conftest import Call, make_call, make_workspace
+
+QUERIES = ("dog chased the postman", "revenue report", "mathematician", "trip to Portugal")
+
+
+def write(call: Call, n: int) -> None:
+    """The n-th of a fixed sequence of writes to group g (0-based)."""
+    steps: list[tuple[str, dict[str, Any]]] = [
+        ("knowledge_add_episode", {"name": "dog", "episode_body": "My dog chased the postman."}),
+        ("knowledge_assert_entity", {"name": "Ada", "summary": "a mathematician"}),
+        ("knowledge_add_episode", {"name": "report", "episode_body": "Revenue report due."}),
+        ("knowledge_assert_entity", {"name": "Bob", "summary": "a sailor"}),
+        (
+            "knowledge_assert_relationship",
+            {"source_name": "Ada", "predicate": "KNEW", "target_name": "Bob"},
+        ),
+        ("knowledge_add_episode", {"name": "trip", "episode_body": "Flying to Lisbon in June."}),
+        ("knowledge_assert_entity", {"name": "Ada", "summary": "now a poet"}),
+        ("knowledge_delete_episode", {}),
+    ]
+    name, params = steps[n]
+    if name == "knowledge_delete_episode":
+        episode = call("knowledge_get_episodes", group_id="g", last_n=10)["episodes"][-1]
+        params = {"episode_uuid": episode["uuid"]}
+    call(name, group_id="g", **params) if name != "knowledge_delete_episode" else call(
+        name, **params
+    )
+
+
+def search_state(call: Call, conn: sqlite3.Connection) -> dict[str, Any]:
+    """Everything the text and vector projections answer, without their internal ids."""
+    return {
+        "docs": sorted(
+            tuple(row)
+            for row in conn.execute("SELECT group_id, kind, owner_uuid, part FROM text_docs")
+        ),
+        "catalog": sorted(
+            tuple(row)
+            for row in conn.execute(
+                "SELECT group_id, kind, owner_uuid, part, text, seq FROM vector_catalog"
+            )
+        ),
+        "passages": {
+            q: [
+                (p["episode_uuid"], p["part"], p["ranks"])
+                for p in call("knowledge_search_passages", query=q, min_score=0.0)["passages"]
+            ]
+            for q in QUERIES
+        },
+        "entities": {
+            q: [(n["uuid"], n["ranks"]) for n in call("knowledge_find_entities", query=q)["nodes"]]
+            for q in QUERIES
+        },
+    }
+
+
+@pytest.mark.parametrize("to_seq", [2, 5, 7])
+def test_rebuild_to_seq_equals_incremental_state_without_model_calls(
+    workspace: Workspace, to_seq: int
+) -> None:
+    call = make_call(App(workspace))
+    at: dict[int, dict[str, Any]] = {}
+    for n in range(8):
+        write(call, n)
+        at[n + 1] = search_state(call, workspace.reader())
+    calls = workspace.embedder.calls
+    call("knowledge_rebuild_from_wal", group_id="g", to_seq=to_seq, force_clear=True)
+    assert search_state(call, workspace.reader()) == at[to_seq]
+    call("knowledge_rebuild_from_wal", group_id="g", force_clear=True)
+    assert search_state(call, workspace.reader()) == at[8]
+    # Only the query embeddings of search_state ran the model; no stored text was re-embedded.
+    query_calls = 2 * len(QUERIES) * 2
+    assert workspace.embedder.calls - calls == query_calls
+
+
+def corrupt(path: Path) -> None:
+    path.write_bytes(b"not a faiss index" * 10)
+
+
+@pytest.mark.parametrize("damage", [corrupt, Path.unlink])
+def test_a_corrupted_or_missing_index_file_is_rebuilt_at_start(
+    settings: Settings, damage: Any
+) -> None:
+    with make_workspace(settings) as ws:
+        call = make_call(App(ws))
+        for n in range(6):
+            write(call, n)
+        expected = search_state(call, ws.reader())
+        count = ws.vectors.count()
+    files = sorted(settings.vectors_dir.rglob("*.faiss"))
+    assert files, "closing the workspace checkpoints the index files"
+    for path in files:
+        damage(path)
+    with make_workspace(settings) as ws:
+        assert ws.embedder.calls == 0
+        assert ws.vectors.count() == count
+        assert ws.embedder.calls == 0  # rebuilt from the catalog and the embedding cache
+        assert search_state(make_call(App(ws)), ws.reader()) == expected
+
+
+def test_index_files_are_loaded_and_synced_with_the_catalog(settings: Settings) -> None:
+    with make_workspace(settings) as ws:
+        call = make_call(App(ws))
+        for n in range(4):
+            write(call, n)
+    with make_workspace(settings) as ws:
+        assert ws.vectors.loaded_from_files >= 1
+        call = make_call(App(ws))
+        write(call, 4)
+        assert call("knowledge_find_relationships", query="knew")["count"] == 1
+
+
+def test_a_new_embedding_contract_gets_its_own_vectors(settings: Settings) -> None:
+    with make_workspace(settings) as ws:
+        call = make_call(App(ws))
+        for n in range(4):
+            write(call, n)
+        count = ws.vectors.count()
+    other = MiniLmEmbedder(max_tokens=128)
+    with Workspace(settings, embedder=other) as ws:
+        assert ws.embedder.contract != MiniLmEmbedder().contract
+        assert ws.embedder.texts == count  # nothing cached under the new contract
+        status = make_call(App(ws))("knowledge_status")
+        assert status["embedding"]["model"].endswith("@128")
+        assert status["vector_count"] == count
+    contracts = {path.parent.name for path in settings.vectors_dir.rglob("*.faiss")}
+    assert len(contracts) == 2  # two vector spaces, never mixed in one file
+
+
+@pytest.mark.parametrize("group_id", [None, ""])
+def test_k_sem_backfill_requires_a_group(call: Call, group_id: str | None) -> None:
+    params = {} if group_id is None else {"group_id": group_id}
+    with pytest.raises(InvalidParams) as error:
+        call("knowledge_backfill_summary_embeddings", **params)
+    assert error.value.field == "group_id"
+
+
+def test_k_sem_backfill_refreshes_summary_vectors_of_one_group(
+    call: Call, workspace: Workspace
+) -> None:
+    call("knowledge_assert_entity", name="Ada", summary="", group_id="g")
+    call("knowledge_assert_entity", name="Bob", summary="a sailor", group_id="g")
+    call("knowledge_assert_entity", name="Cy", summary="a sailor too", group_id="h")
+    stale = call(
+        "knowledge_assert_entity",
+        name="Ada",
+        group_id="g",
+        summary="wrote the first computer program",
+    )
+    assert stale["embedding_stale"] == ["summary_embedding"]
+    head = workspace.log.head("g")
+    dry = call("knowledge_backfill_summary_embeddings", group_id="g", dry_run=True)
+    assert dry == {"group_id": "g", "total_entities": 2, "backfilled": 2, "dry_run": True}
+    assert workspace.log.head("g") == head
+    before = call("knowledge_find_entities", query="software pioneer", group_ids=["g"])["nodes"]
+    assert all("summary_vector" not in n["ranks"] for n in before if n["name"] == "Ada")
+    result = call("knowledge_backfill_summary_embeddings", group_id="g")
+    assert result == {"group_id": "g", "total_entities": 2, "backfilled": 2, "dry_run": False}
+    assert workspace.log.head("g") == head + 2
+    assert workspace.log.head("h") == 1  # other groups untouched
+    after = call("knowledge_find_entities", query="software pioneer", group_ids=["g"])["nodes"]
+    ada = next(n for n in after if n["name"] == "Ada")
+    assert "summary_vector" in ada["ranks"]
+    wal = call("knowledge_status")["wal_groups"]["g"]
+    assert wal["applied_seq"] == wal["max_seq"]
+
+
+def test_p_138_build_indices_is_idempotent(call: Call, workspace: Workspace) -> None:
+    write(call, 0)
+    assert call("knowledge_build_indices") == {"status": "ok", "indices_built": True}
+    assert call("knowledge_build_indices") == {"status": "ok", "indices_built": True}
+    assert any(workspace.settings.vectors_dir.rglob("*.faiss"))
+
+
+def test_rrf_puts_first_in_every_leg_at_one_and_max_takes_the_best_leg() -> None:
+    legs = {"text": [("a", 9.0), ("b", 3.0)], "name_vector": [("a", 0.8), ("c", 0.7)]}
+    rrf = {e.key: e for e in fuse(legs, "rrf")}
+    assert rrf["a"].score == pytest.approx(1.0)
+    assert rrf["a"].ranks == {"text": 1, "name_vector": 1}
+    assert rrf["b"].score < rrf["a"].score
+    best = {e.key: e for e in fuse(legs, "max")}
+    assert best["b"].score == pytest.approx(3.0 / 9.0)
+    assert best["c"].score == pytest.approx(0.7)
+
+
+def test_a_deleted_projection_database_is_rebuilt_from_the_wal_at_start(
+    settings: Settings,
+) -> None:
+    with make_workspace(settings) as ws:
+        call = make_call(App(ws))
+        for n in range(8):
+            write(call, n)
+        expected = search_state(call, ws.reader())
+        entities = call("knowledge_list_entities")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{settings.graph_path}{suffix}").unlink(missing_ok=True)
+    with make_workspace(settings) as ws:
+        assert ws.caught_up == 8
+        assert ws.embedder.calls == 0
+        call = make_call(App(ws))
+        assert call("knowledge_list_entities") == entities
+        assert search_state(call, ws.reader()) == expected
+
+
+def test_an_index_above_the_threshold_becomes_a_removable_ivf_index(tmp_path: Path) -> None:
+    settings = Settings(workspace=tmp_path, vector_ivf_threshold=40)
+    bodies = [
+        f"Note {n}: the team met about topic {n} and agreed on step {n % 7}." for n in range(60)
+    ]
+    with make_workspace(settings) as ws:
+        call = make_call(App(ws))
+        uuids = [
+            call("knowledge_add_episode", name=f"n{n}", episode_body=body, group_id="g")[
+                "episode_uuid"
+            ]
+            for n, body in enumerate(bodies)
+        ]
+        call(
+            "knowledge_add_episode",
+            name="dog",
+            episode_body="My dog chased the postman.",
+            group_id="g",
+        )
+        index = ws.vectors._indexes[("g", "passage")].index
+        assert type(index).__name__ == "IndexIVFFlat"
+        assert passages_named(call, "puppy ran after the mail carrier")[0] == "dog"
+        call("knowledge_delete_episode", episode_uuid=uuids[0])
+        assert ws.vectors.count() == 60
+    with make_workspace(settings) as ws:
+        assert ws.vectors.loaded_from_files >= 1
+        assert ws.vectors.count() == 60
+        assert ws.embedder.calls == 0
+        assert passages_named(make_call(App(ws)), "puppy ran after the mail carrier")[0] == "dog"
+
+
+def passages_named(call: Call, query: str) -> list[str]:
+    found = call("knowledge_search_passages", query=query, min_score=0.0)["passages"]
+    return [str(p["name"]) for p in found]
