@@ -15,7 +15,8 @@ GROUP = "demo"
 
 
 def run_demo(settings: Settings, out: Console) -> None:
-    """Write a few facts to a fresh group, replay to an earlier seq and back, print status."""
+    """Write a few facts to a fresh group, search them by meaning and by words, replay to an
+    earlier seq and back, print status."""
     with Workspace(settings, command="lcg demo") as ws:
         app = App(ws)
 
@@ -59,6 +60,17 @@ def run_demo(settings: Settings, out: Console) -> None:
             group_id=GROUP,
             episode_body="Ada Lovelace's notes describe an algorithm for the Engine.",
         )
+        question = "who wrote the first program for a machine?"
+        found = call("knowledge_find_entities", query=question, group_ids=[GROUP])
+        best = found["nodes"][0]
+        out.print(f"find_entities {question!r} -> {best['name']!r} (ranks {best['ranks']})")
+        passage = call(
+            "knowledge_search_passages",
+            query="instructions for the computer",
+            group_ids=[GROUP],
+            min_score=0.0,
+        )["passages"][0]
+        out.print(f"search_passages -> {passage['content']!r} (ranks {passage['ranks']})")
         head = ws.log.head(GROUP)
         shown = call("knowledge_list_relationships", group_ids=[GROUP])
         out.print(f"{shown['count']} relationships; the group's WAL is at seq {head}")
