@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from lcg.interfaces.workspace import Workspace
 from tests.conftest import Call
 
 
@@ -105,3 +106,28 @@ def test_p_116_edges_by_uuids_skips_unknown_and_keeps_order(
     uuids = [edge["uuid"] for edge in call("knowledge_list_relationships")["edges"]]
     result = call("knowledge_get_edges_by_uuids", uuids=[uuids[1], "missing", uuids[0]])
     assert [edge["uuid"] for edge in result["edges"]] == [uuids[1], uuids[0]]
+
+
+def test_k_gid_008_019_p_119_entities_by_source(call: Call, workspace: Workspace) -> None:
+    """No tool of this build writes mentions yet (extraction will): link entities to their
+    episodes in the projection directly, as the extraction's events will."""
+    for group in ("a", "b"):
+        entity = call("knowledge_assert_entity", name="Ada", group_id=group)["entity_uuid"]
+        episode = call(
+            "knowledge_add_episode",
+            name="c1",
+            episode_body="Ada",
+            group_id=group,
+            source_description="notes.md:c1",
+        )["episode_uuid"]
+        workspace.runner.conn.execute(
+            "INSERT INTO mentions VALUES (?, ?, ?)", (episode, entity, group)
+        )
+    options: list[dict[str, object]] = [{}, {"group_ids": None}, {"group_ids": []}]
+    for params in options:
+        result = call("knowledge_get_entities_by_source", source="notes.md", **params)
+        assert result["source"] == "notes.md"
+        assert {node["group_id"] for node in result["nodes"]} == {"a", "b"}
+    only_b = call("knowledge_get_entities_by_source", source="notes.md", group_ids=["b"])
+    assert [node["group_id"] for node in only_b["nodes"]] == ["b"]
+    assert call("knowledge_get_entities_by_source", source="notes")["count"] == 0
