@@ -658,7 +658,9 @@ def fill_cache(directory: Path, texts: Sequence[str]) -> tuple[int, float]:
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     model = CountingEmbedder(MiniLmEmbedder(threads=settings.embed_threads))
     cache = EmbeddingCache(settings.embeddings_path, model)
-    ordered = sorted(texts, key=len)
+    # What the vector catalog embeds: the passages of each body (stripped, split if long).
+    parts = dict.fromkeys(part for text in texts for part in passage_split.split(text))
+    ordered = sorted(parts, key=len)
     start = time.perf_counter()
     try:
         chunk = 2_000

@@ -26,7 +26,7 @@ class Settings:
     workspace: Path
     durability: Durability = "normal"
     embed_threads: int = 1  # LCG_EMBED_THREADS: onnxruntime intra-op threads
-    search_fusion: str = "rrf"  # LCG_SEARCH_FUSION: rrf | max
+    search_fusion: str = "max"  # LCG_SEARCH_FUSION: max | rrf (ADR 0012: max measured better)
     search_expand_depth: int = 1  # LCG_SEARCH_EXPAND_DEPTH: graph expansion hops, 0-3
     vector_checkpoint_every: int = 10_000  # LCG_VECTOR_CHECKPOINT_EVERY: changed vectors
     vector_ivf_threshold: int = 200_000  # LCG_VECTOR_IVF_THRESHOLD: vectors per index
@@ -67,7 +67,7 @@ class Settings:
         if raw not in ("normal", "full"):
             raise InvalidParams("LCG_DURABILITY", "must be 'normal' or 'full'", f"got {raw!r}")
         durability: Durability = "full" if raw == "full" else "normal"
-        fusion = env.get("LCG_SEARCH_FUSION", "rrf").strip().lower() or "rrf"
+        fusion = env.get("LCG_SEARCH_FUSION", "max").strip().lower() or "max"
         if fusion not in ("rrf", "max"):
             raise InvalidParams("LCG_SEARCH_FUSION", "must be 'rrf' or 'max'", f"got {fusion!r}")
         return cls(
