@@ -702,6 +702,7 @@ class LatencyResult:
     repeats: int
     rows: list[Timings]
     agreement: dict[str, float]
+    fusion: str
 
 
 class Baselines:
@@ -804,7 +805,8 @@ def measure_search(
     summed = Timings("sum of the three raw baselines, per query (embed + FAISS + FTS5)")
     summed.ms = [a + b + c for a, b, c in zip(rows[1].ms, rows[2].ms, rows[3].ms, strict=True)]
     rows.insert(4, summed)
-    return LatencyResult(len(texts), len(queries), options.repeats, rows, agreement)
+    fusion = ws.settings.search_fusion
+    return LatencyResult(len(texts), len(queries), options.repeats, rows, agreement, fusion)
 
 
 def check_agreement(
@@ -971,7 +973,8 @@ def render_latency(
             "",
             f"{result.queries} REALTALK questions x {result.repeats} repeats = {len(lcg.ms):,} "
             f"timed calls per row, interleaved (order rotated per query); num_results "
-            f"{options.num_results}, min_score 0. Top-10 agreement with lcg's legs (50 "
+            f"{options.num_results}, min_score 0, fusion `{result.fusion}` (the default). "
+            f"Top-10 agreement with lcg's legs (50 "
             f"queries): raw FAISS {result.agreement['vector']:.2f}, raw FTS5 "
             f"{result.agreement['text']:.2f}.",
             "",
