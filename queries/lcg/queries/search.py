@@ -106,6 +106,31 @@ def _expand(
     return sorted(known.values(), key=lambda e: (-e.score, -e.relevance))
 
 
+def _owner_ranking(
+    ctx: SearchContext,
+    family: str,
+    vector_legs: dict[str, str],
+    query: str,
+    groups: Sequence[str] | None,
+    limit: int,
+    neighbours: Callable[[list[str]], dict[str, str]],
+) -> list[Fused[str]]:
+    """BM25 over the family's documents plus one vector leg per kind, fused, then expanded.
+
+    `vector_legs` maps a leg name to the catalog kind it ranks (e.g. name_vector -> NAME).
+    """
+    vector = _vector_leg(ctx, family, query, groups, limit)
+    legs = {
+        "text": [
+            (h.owner_uuid, h.score) for h in text.search(ctx.conn, family, query, groups, limit)
+        ]
+    }
+    for leg, kind in vector_legs.items():
+        legs[leg] = best_per_key([(owner, score) for (owner, _), score in vector.get(kind, [])])
+    fused = fuse(legs, ctx.fusion)
+    return _expand(ctx, fused, neighbours) if ctx.expand_depth else fused
+
+
 def find_entities(
     ctx: SearchContext, query: str, group_ids: Sequence[str] | None, num_results: int = 10
 ) -> EntitySearchResult:
@@ -114,19 +139,15 @@ def find_entities(
     groups = exact_groups(group_ids)
     if groups is not None and not groups:
         return EntitySearchResult(nodes=[], count=0)
-    limit = _candidates(num_results)
-    vector = _vector_leg(ctx, "entity", query, groups, limit)
-    legs = {
-        "text": [
-            (h.owner_uuid, h.score) for h in text.search(ctx.conn, "entity", query, groups, limit)
-        ],
-        "name_vector": best_per_key([(o, s) for (o, _), s in vector.get(catalog.NAME, [])]),
-        "summary_vector": best_per_key([(o, s) for (o, _), s in vector.get(catalog.SUMMARY, [])]),
-    }
-    fused = fuse(legs, ctx.fusion)
-    if ctx.expand_depth:
-        fused = _expand(ctx, fused, lambda keys: reader.neighbor_ids(ctx.conn, keys, groups))
-    fused = fused[:num_results]
+    fused = _owner_ranking(
+        ctx,
+        "entity",
+        {"name_vector": catalog.NAME, "summary_vector": catalog.SUMMARY},
+        query,
+        groups,
+        _candidates(num_results),
+        lambda keys: reader.neighbor_ids(ctx.conn, keys, groups),
+    )[:num_results]
     rows = {row["uuid"]: row for row in reader.entities_by_uuids(ctx.conn, [e.key for e in fused])}
     nodes = [_scored(rows[e.key], e) for e in fused if e.key in rows]
     return EntitySearchResult(nodes=nodes, count=len(nodes))
@@ -140,17 +161,15 @@ def find_relationships(
     groups = exact_groups(group_ids)
     if groups is not None and not groups:
         return EdgeSearchResult(edges=[], count=0)
-    limit = _candidates(num_results)
-    vector = _vector_leg(ctx, "edge", query, groups, limit)
-    legs = {
-        "text": [
-            (h.owner_uuid, h.score) for h in text.search(ctx.conn, "edge", query, groups, limit)
-        ],
-        "fact_vector": best_per_key([(o, s) for (o, _), s in vector.get(catalog.FACT, [])]),
-    }
-    fused = fuse(legs, ctx.fusion)
-    if ctx.expand_depth:
-        fused = _expand(ctx, fused, lambda keys: _edge_neighbours(ctx, keys, groups))
+    fused = _owner_ranking(
+        ctx,
+        "edge",
+        {"fact_vector": catalog.FACT},
+        query,
+        groups,
+        _candidates(num_results),
+        lambda keys: _edge_neighbours(ctx, keys, groups),
+    )
     rows = {
         row["uuid"]: row
         for row in reader.edges_by_uuids(ctx.conn, [e.key for e in fused])
