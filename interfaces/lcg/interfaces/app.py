@@ -153,6 +153,7 @@ class App:
             embed_query=lambda text: ws.embedder.embed([text])[0],
             fusion=fusion,
             expand_depth=ws.settings.search_expand_depth,
+            text_scorer=ws.text_scorer if ws.settings.bm25_engine == "memory" else None,
         )
 
     def find_entities(self, q: p.FindParams) -> search.EntitySearchResult:

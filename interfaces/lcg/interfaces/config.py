@@ -17,6 +17,7 @@ SOCKET_FILE = "service.sock"  # K-CFG-003: the socket service listens at .lcg/se
 ATTACHED_TIMEOUT_DEFAULT_MS = 30_000  # K-DBM-008
 EMBEDDINGS_FILE = "embeddings.sqlite"
 VECTORS_DIR = "vectors"
+TEXT_SCORER_FILE = "text-scorer.npz"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +30,8 @@ class Settings:
     search_fusion: str = "max"  # LCG_SEARCH_FUSION: max | rrf (ADR 0012: max measured better)
     search_expand_depth: int = 1  # LCG_SEARCH_EXPAND_DEPTH: graph expansion hops, 0-3
     vector_checkpoint_every: int = 10_000  # LCG_VECTOR_CHECKPOINT_EVERY: changed vectors
-    vector_ivf_threshold: int = 200_000  # LCG_VECTOR_IVF_THRESHOLD: vectors per index
+    vector_ivf_threshold: int = 20_000  # LCG_VECTOR_IVF_THRESHOLD: vectors per index
+    bm25_engine: str = "memory"  # LCG_BM25_ENGINE: memory | fts5 (ADR 0016: same scores)
 
     @property
     def state_dir(self) -> Path:
@@ -59,6 +61,10 @@ class Settings:
     def vectors_dir(self) -> Path:
         return self.state_dir / VECTORS_DIR
 
+    @property
+    def text_scorer_path(self) -> Path:
+        return self.state_dir / TEXT_SCORER_FILE
+
     @classmethod
     def load(cls, env: Mapping[str, str], cwd: Path, workspace: Path | None = None) -> Settings:
         """`workspace` (the --workspace flag) wins over LCG_WORKSPACE, which wins over cwd."""
@@ -70,6 +76,9 @@ class Settings:
         fusion = env.get("LCG_SEARCH_FUSION", "max").strip().lower() or "max"
         if fusion not in ("rrf", "max"):
             raise InvalidParams("LCG_SEARCH_FUSION", "must be 'rrf' or 'max'", f"got {fusion!r}")
+        engine = env.get("LCG_BM25_ENGINE", "memory").strip().lower() or "memory"
+        if engine not in ("memory", "fts5"):
+            raise InvalidParams("LCG_BM25_ENGINE", "must be 'memory' or 'fts5'", f"got {engine!r}")
         return cls(
             workspace=chosen.resolve(),
             durability=durability,
@@ -78,8 +87,9 @@ class Settings:
             search_expand_depth=_int(env, "LCG_SEARCH_EXPAND_DEPTH", 1, 0, 3),
             vector_checkpoint_every=_int(env, "LCG_VECTOR_CHECKPOINT_EVERY", 10_000, 1, 10_000_000),
             vector_ivf_threshold=_int(
-                env, "LCG_VECTOR_IVF_THRESHOLD", 200_000, 1_000, 1_000_000_000
+                env, "LCG_VECTOR_IVF_THRESHOLD", 20_000, 1_000, 1_000_000_000
             ),
+            bm25_engine=engine,
         )
 
 

@@ -18,7 +18,8 @@ from lcg.projections.embedding.port import CountingEmbedder, Embedder
 from lcg.projections.graph import schema
 from lcg.projections.graph.projection import GraphProjection
 from lcg.projections.runner import ProjectionRunner
-from lcg.projections.text.projection import TextProjection
+from lcg.projections.text.projection import FAMILIES, TOKENIZER, TextProjection
+from lcg.projections.text.scorer import TextScorer
 from lcg.projections.vectors.catalog import VectorCatalogProjection
 from lcg.projections.vectors.index import VectorIndex
 from lcg.projections.wal.lease import WriterLease
@@ -68,6 +69,7 @@ class Workspace:
         self._writer: Writer | None = None
         self._cache: EmbeddingCache | None = None
         self._vectors: VectorIndex | None = None
+        self._text: TextScorer | None = None
         self.embedder = CountingEmbedder(embedder or MiniLmEmbedder(threads=settings.embed_threads))
         self.caught_up = 0
 
@@ -96,8 +98,16 @@ class Workspace:
                     ivf_threshold=self.settings.vector_ivf_threshold,
                 )
                 self._vectors.open(conn)
+                self._text = TextScorer(
+                    self.settings.text_scorer_path,
+                    TOKENIZER,
+                    FAMILIES,
+                    checkpoint_every=self.settings.vector_checkpoint_every,
+                )
+                self._text.open(conn)
                 self._writer = Writer(self._log, self._runner, self.clock)
                 self._writer.listeners.append(self._vectors)
+                self._writer.listeners.append(self._text)
         except BaseException:
             self.close()
             raise
@@ -127,6 +137,12 @@ class Workspace:
             raise WorkspaceClosed("vector search needs the workspace open for writing")
         return self._vectors
 
+    @property
+    def text_scorer(self) -> TextScorer:
+        if self._text is None:
+            raise WorkspaceClosed("text search needs the workspace open for writing")
+        return self._text
+
     def reader(self) -> sqlite3.Connection:
         """This thread's read connection to the graph (sees committed writes only)."""
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -146,6 +162,9 @@ class Workspace:
         if self._vectors is not None:
             self._vectors.checkpoint()
             self._vectors = None
+        if self._text is not None and self._runner is not None:
+            self._text.checkpoint(self._runner.conn)
+        self._text = None
         if self._cache is not None:
             self._cache.close()
             self._cache = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -17,6 +18,7 @@ from lcg.projections.embedding.port import Vectors
 from lcg.projections.graph import reader
 from lcg.projections.graph.reader import EdgeRow, EntityRow
 from lcg.projections.text import reader as text
+from lcg.projections.text.scorer import TextScorer
 from lcg.projections.vectors import catalog
 from lcg.projections.vectors.index import VectorIndex
 from lcg.queries.fusion import Fused, Fusion, best_per_key, fuse
@@ -35,6 +37,7 @@ class SearchContext:
     embed_query: Callable[[str], Vectors]
     fusion: Fusion = "rrf"
     expand_depth: int = 1
+    text_scorer: TextScorer | None = None  # in-memory bm25; None: FTS5 scores the query
 
 
 class EntitySearchResult(TypedDict):
@@ -66,6 +69,31 @@ class PassageSearchResult(TypedDict):
 
 def _candidates(num_results: int) -> int:
     return max(50, num_results * 4)
+
+
+# The BM25 leg runs here while the calling thread embeds the query (onnxruntime and numpy
+# release the GIL); measured 2026-11-30 on 2 cores, bench/README.md.
+_TEXT_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lcg-bm25")
+
+
+def _text_leg(
+    ctx: SearchContext, kind: str, query: str, groups: Sequence[str] | None, limit: int
+) -> Callable[[], list[text.TextHit]]:
+    """Start the BM25 leg; the returned function waits for it. Only the in-memory scorer
+    runs on the pool (it touches no connection); FTS5 runs at once, on this thread."""
+    scorer = ctx.text_scorer
+    if scorer is None:
+        found = text.search(ctx.conn, kind, query, groups, limit)
+        return lambda: found
+    future = _TEXT_POOL.submit(text.scored_docs, scorer, kind, query, groups, limit)
+
+    def finish() -> list[text.TextHit]:
+        scored = future.result()
+        if scored is None:  # a phrase: FTS5 answers
+            return text.search(ctx.conn, kind, query, groups, limit)
+        return text.hits(ctx.conn, scored)
+
+    return finish
 
 
 def _vector_leg(
@@ -119,12 +147,9 @@ def _owner_ranking(
 
     `vector_legs` maps a leg name to the catalog kind it ranks (e.g. name_vector -> NAME).
     """
+    text_hits = _text_leg(ctx, family, query, groups, limit)
     vector = _vector_leg(ctx, family, query, groups, limit)
-    legs = {
-        "text": [
-            (h.owner_uuid, h.score) for h in text.search(ctx.conn, family, query, groups, limit)
-        ]
-    }
+    legs = {"text": [(h.owner_uuid, h.score) for h in text_hits()]}
     for leg, kind in vector_legs.items():
         legs[leg] = best_per_key([(owner, score) for (owner, _), score in vector.get(kind, [])])
     fused = fuse(legs, ctx.fusion)
@@ -210,12 +235,10 @@ def search_passages(
     min_score = min(max(min_score, 0.0), 1.0)
     groups = collapsing_groups(group_ids)
     limit = _candidates(num_results)
+    text_hits = _text_leg(ctx, "passage", query, groups, limit)
     vector = _vector_leg(ctx, "passage", query, groups, limit)
     legs: dict[str, list[tuple[tuple[str, int], float]]] = {
-        "text": [
-            ((h.owner_uuid, h.part), h.score)
-            for h in text.search(ctx.conn, "passage", query, groups, limit)
-        ],
+        "text": [((h.owner_uuid, h.part), h.score) for h in text_hits()],
         "passage_vector": vector.get(catalog.PASSAGE, []),
     }
     fused = [e for e in fuse(legs, ctx.fusion) if e.relevance >= min_score][:num_results]

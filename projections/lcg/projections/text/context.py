@@ -63,3 +63,4 @@ def refresh(conn: sqlite3.Connection, episode_uuid: str) -> None:
             "INSERT INTO fts_passages (rowid, content, context) VALUES (?,?,?)",
             (doc_id, content, text),
         )
+        conn.execute("INSERT INTO text_changes (kind, doc_id) VALUES ('passage', ?)", (doc_id,))

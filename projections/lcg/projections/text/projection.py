@@ -8,7 +8,9 @@ touches exactly one row and a group's documents can be found without scanning th
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from lcg.domain import passages
 from lcg.domain.events import (
@@ -27,6 +29,24 @@ from lcg.projections.wal.store import RecordedEvent
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 FTS_TABLES = {"entity": "fts_entities", "edge": "fts_edges", "passage": "fts_passages"}
 
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """One FTS5 table: its document kind, name, columns and their bm25 weights."""
+
+    kind: str
+    table: str
+    columns: tuple[str, str]
+    weights: tuple[float, float]
+
+
+# entity: name 2, summary 1; edge: name 1, fact 2; passage: own words 2, neighbours' 1.
+FAMILIES = (
+    Family("entity", "fts_entities", ("name", "summary"), (2.0, 1.0)),
+    Family("edge", "fts_edges", ("name", "fact"), (1.0, 2.0)),
+    Family("passage", "fts_passages", ("content", "context"), (2.0, 1.0)),
+)
+
 Handler = Callable[[sqlite3.Connection, RecordedEvent], None]
 
 
@@ -34,8 +54,19 @@ def install(conn: sqlite3.Connection) -> None:
     """Create the tables; tables of an older layout are dropped (the runner then replays)."""
     columns_now = {row[1] for row in conn.execute("PRAGMA table_info(fts_passages)")}
     if columns_now and "context" not in columns_now:
-        for table in ("text_docs", *FTS_TABLES.values()):
+        for table in ("text_docs", "text_meta", "text_changes", *FTS_TABLES.values()):
             conn.execute(f"DROP TABLE IF EXISTS {table}")
+    conn.execute("CREATE TABLE IF NOT EXISTS text_meta (key TEXT PRIMARY KEY, value TEXT)")
+    conn.execute(
+        "INSERT OR IGNORE INTO text_meta (key, value) VALUES ('generation', ?)",
+        (uuid.uuid4().hex,),
+    )
+    # The change log the in-memory scorer follows (scorer.py): a doc_id row means "re-read
+    # this document", a row without one "every document of group_id (NULL: all) is gone".
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS text_changes (change_id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        " kind TEXT, doc_id INTEGER, group_id TEXT)"
+    )
     conn.execute(
         "CREATE TABLE IF NOT EXISTS text_docs (doc_id INTEGER PRIMARY KEY, group_id TEXT NOT"
         " NULL, kind TEXT NOT NULL, owner_uuid TEXT NOT NULL, part INTEGER NOT NULL,"
@@ -53,6 +84,11 @@ def install(conn: sqlite3.Connection) -> None:
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5({columns},"
             f" tokenize='{TOKENIZER}')"
         )
+
+
+def changed(conn: sqlite3.Connection, kind: str, doc_id: int) -> None:
+    """Tell the scorer to re-read a document (written in the projection's transaction)."""
+    conn.execute("INSERT INTO text_changes (kind, doc_id) VALUES (?, ?)", (kind, doc_id))
 
 
 def _new_doc(conn: sqlite3.Connection, group: str, kind: str, owner: str, part: int = 0) -> int:
@@ -78,6 +114,7 @@ def _entity_created(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
         "INSERT INTO fts_entities (rowid, name, summary) VALUES (?,?,?)",
         (doc, event.name, event.summary),
     )
+    changed(conn, "entity", doc)
 
 
 def _entity_revised(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
@@ -89,6 +126,7 @@ def _entity_revised(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
         "INSERT INTO fts_entities (rowid, name, summary) VALUES (?,?,?)",
         (doc, event.name, event.summary),
     )
+    changed(conn, "entity", doc)
 
 
 def _relationship_created(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
@@ -99,6 +137,7 @@ def _relationship_created(conn: sqlite3.Connection, recorded: RecordedEvent) -> 
         "INSERT INTO fts_edges (rowid, name, fact) VALUES (?,?,?)",
         (doc, event.predicate, event.fact),
     )
+    changed(conn, "edge", doc)
 
 
 def _relationship_revised(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
@@ -110,6 +149,7 @@ def _relationship_revised(conn: sqlite3.Connection, recorded: RecordedEvent) -> 
     conn.execute(
         "INSERT INTO fts_edges (rowid, name, fact) VALUES (?,?,?)", (doc, name, event.fact)
     )
+    changed(conn, "edge", doc)
 
 
 def _episode_added(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
@@ -127,6 +167,7 @@ def _episode_added(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
             "INSERT INTO fts_passages (rowid, content, context) VALUES (?,?,?)",
             (cursor.lastrowid, content, around),
         )
+        changed(conn, "passage", int(cursor.lastrowid or 0))
     if chat:  # the neighbours now have this message in their context
         for neighbour in context.neighbours(conn, recorded.group_id, recorded.seq):
             context.refresh(conn, neighbour)
@@ -140,6 +181,8 @@ def _episode_deleted(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
         (event.episode_uuid,),
     ).fetchone()
     owned = "SELECT doc_id FROM text_docs WHERE owner_uuid=? AND kind='passage'"
+    for (doc,) in conn.execute(owned, (event.episode_uuid,)).fetchall():
+        changed(conn, "passage", int(doc))
     conn.execute(f"DELETE FROM fts_passages WHERE rowid IN ({owned})", (event.episode_uuid,))
     conn.execute(
         "DELETE FROM text_docs WHERE owner_uuid=? AND kind='passage'", (event.episode_uuid,)
@@ -154,6 +197,7 @@ def _group_purged(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
 
 
 def purge_group(conn: sqlite3.Connection, group_id: str) -> None:
+    conn.execute("INSERT INTO text_changes (group_id) VALUES (?)", (group_id,))
     for kind, table in FTS_TABLES.items():
         conn.execute(
             f"DELETE FROM {table} WHERE rowid IN"
@@ -195,3 +239,4 @@ class TextProjection:
         for table in FTS_TABLES.values():
             conn.execute(f"DELETE FROM {table}")
         conn.execute("DELETE FROM text_docs")
+        conn.execute("INSERT INTO text_changes (group_id) VALUES (NULL)")

@@ -7,6 +7,10 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lcg.projections.text import tokens
+from lcg.projections.text.projection import FAMILIES, TOKENIZER
+from lcg.projections.text.scorer import TextScorer
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that match nearly every English document: as OR terms they only add noise to bm25.
 STOP_WORDS = frozenset(
@@ -69,9 +73,8 @@ STOP_WORDS = frozenset(
         "your",
     }
 )
-# entity: name 2, summary 1; edge: name 1, fact 2; passage: own words 2, neighbours' 1.
-_COLUMN_WEIGHTS = {"entity": "2.0, 1.0", "edge": "1.0, 2.0", "passage": "2.0, 1.0"}
-_TABLES = {"entity": "fts_entities", "edge": "fts_edges", "passage": "fts_passages"}
+_COLUMN_WEIGHTS = {f.kind: ", ".join(str(w) for w in f.weights) for f in FAMILIES}
+_TABLES = {f.kind: f.table for f in FAMILIES}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,23 +87,53 @@ class TextHit:
     score: float
 
 
+def query_words(query: str) -> list[str]:
+    """The query's distinct lowercased words without stop words (all of them if only those)."""
+    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
+    content = [word for word in words if word not in STOP_WORDS]
+    return content or words  # a query of stop words alone still searches for them
+
+
 def match_expression(query: str) -> str | None:
     """The query's words, each quoted, joined by OR; None when it has no words.
 
     Quoting keeps FTS5 syntax characters in user text from being read as operators.
     """
-    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
-    content = [word for word in words if word not in STOP_WORDS]
-    words = content or words  # a query of stop words alone still searches for them
-    if not words:
+    words = query_words(query)
+    return " OR ".join(f'"{word}"' for word in words) if words else None
+
+
+def scored_docs(
+    scorer: TextScorer, kind: str, query: str, groups: Sequence[str] | None, limit: int
+) -> list[tuple[int, float]] | None:
+    """(doc_id, bm25) best first from the in-memory scorer; None when a query word is a
+    phrase to the tokenizer (FTS5 must answer). Touches no database connection."""
+    words = query_words(query)
+    if not words or (groups is not None and not groups):
+        return []
+    terms = tokens.tokenize(TOKENIZER, " ".join(words))
+    if len(terms) != len(words):
         return None
-    return " OR ".join(f'"{word}"' for word in words)
+    return scorer.search(kind, terms, groups, limit)
 
 
 def search(
-    conn: sqlite3.Connection, kind: str, query: str, groups: Sequence[str] | None, limit: int
+    conn: sqlite3.Connection,
+    kind: str,
+    query: str,
+    groups: Sequence[str] | None,
+    limit: int,
+    scorer: TextScorer | None = None,
 ) -> list[TextHit]:
-    """Top `limit` documents of `kind` (entity, edge, passage) by bm25, best first."""
+    """Top `limit` documents of `kind` (entity, edge, passage) by bm25, best first.
+
+    With a `scorer` the same bm25 is computed from its in-memory postings (scorer.py); a
+    query word the tokenizer splits in two (a phrase) is left to FTS5.
+    """
+    if scorer is not None:
+        scored = scored_docs(scorer, kind, query, groups, limit)
+        if scored is not None:
+            return hits(conn, scored)
     expression = match_expression(query)
     if expression is None or (groups is not None and not groups):
         return []
@@ -116,6 +149,25 @@ def search(
         [expression, *params, limit],
     ).fetchall()
     return [TextHit(row[0], int(row[1]), row[2], -float(row[3])) for row in rows]
+
+
+def hits(conn: sqlite3.Connection, scored: list[tuple[int, float]]) -> list[TextHit]:
+    """The scored documents' owners, parts and groups (documents gone since are skipped)."""
+    if not scored:
+        return []
+    rows = {
+        int(row[0]): row
+        for row in conn.execute(
+            "SELECT doc_id, owner_uuid, part, group_id FROM text_docs WHERE doc_id IN"
+            f" ({','.join('?' * len(scored))})",
+            [doc for doc, _ in scored],
+        )
+    }
+    return [
+        TextHit(str(rows[doc][1]), int(rows[doc][2]), str(rows[doc][3]), score)
+        for doc, score in scored
+        if doc in rows
+    ]
 
 
 def passage_text(conn: sqlite3.Connection, owner_uuid: str, part: int) -> str | None:

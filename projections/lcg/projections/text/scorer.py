@@ -1,0 +1,420 @@
+"""In-memory BM25 over the FTS5 tables: FTS5's own scores, without scoring in SQLite.
+
+FTS5 computes `bm25()` for every row an OR query matches before it can sort; on chat text,
+where a question's words (speaker names, "like", "s") occur in a third of all passages, that
+was 72% of search time at 100k passages (docs/adr/0016-in-memory-bm25.md). This module keeps,
+per FTS5 table, the postings the formula needs (term -> documents and column-weighted term
+frequencies, document lengths, document frequencies) in numpy-ready arrays and evaluates the
+same formula as FTS5's `bm25()` (k1 1.2, b 0.75, idf = ln((N - n + 0.5) / (n + 0.5)) floored
+at 1e-6, N and n over the whole table) over the postings of the query's terms only.
+
+FTS5 stays the index of record: the text projection writes a change row (`text_changes`) in
+the same transaction as every FTS5 row it inserts, replaces or deletes; this scorer follows
+that log after each commit, checkpoints itself to `.lcg/text-scorer.npz` (temp file +
+rename) with the last change it applied, prunes the log up to there, and at start loads the
+file and applies the tail. A missing, corrupt or foreign file (another `generation` of the
+graph database) is rebuilt from the FTS5 tables.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sqlite3
+import threading
+from array import array
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lcg.projections.text import tokens
+from lcg.projections.text.projection import Family
+from lcg.projections.wal.store import RecordedEvent
+
+log = logging.getLogger(__name__)
+
+K1 = 1.2
+B = 0.75
+BUILD_BATCH = 2_000
+
+
+@dataclass(slots=True)
+class _Postings:
+    """Every document of one FTS5 table, as slots; a replaced document gets a new slot."""
+
+    term_ids: dict[str, int] = field(default_factory=dict)
+    slots: list[array[int]] = field(default_factory=list)  # per term: slots holding it
+    freqs: list[array[float]] = field(default_factory=list)  # per term: weighted frequency
+    df: array[int] = field(default_factory=lambda: array("q"))  # per term: live documents
+    slot_doc: array[int] = field(default_factory=lambda: array("q"))
+    slot_group: array[int] = field(default_factory=lambda: array("i"))
+    slot_len: array[float] = field(default_factory=lambda: array("d"))  # tokens, all columns
+    slot_alive: bytearray = field(default_factory=bytearray)
+    slot_terms: list[array[int]] = field(default_factory=list)  # per slot: its distinct terms
+    doc_slot: dict[int, int] = field(default_factory=dict)
+    total_tokens: float = 0.0
+
+    @property
+    def live(self) -> int:
+        return len(self.doc_slot)
+
+
+class TextScorer:
+    """BM25 of FTS5 queries of single-term phrases, from postings kept in memory."""
+
+    def __init__(
+        self,
+        path: Path,
+        tokenizer: str,
+        families: Sequence[Family],
+        checkpoint_every: int = 10_000,
+    ) -> None:
+        self.path = path
+        self.tokenizer = tokenizer
+        self.families = {family.kind: family for family in families}
+        self.checkpoint_every = checkpoint_every
+        self.generation = ""
+        self.applied = 0  # the last text_changes row reflected here
+        self.loaded_from_file = False
+        self._groups: dict[str, int] = {}
+        self._postings = {kind: _Postings() for kind in self.families}
+        self._lock = threading.RLock()
+        self._changes = 0
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def open(self, conn: sqlite3.Connection) -> None:
+        """Load the checkpoint (or build from the FTS5 tables) and apply the change log."""
+        with self._lock:
+            self.generation = generation(conn)
+            self.loaded_from_file = self._load()
+            if not self.loaded_from_file:
+                self._build(conn)
+            self.catch_up(conn)
+
+    def checkpoint(self, conn: sqlite3.Connection | None = None) -> None:
+        """Write the file (temp + rename), then prune the change log up to what it holds.
+
+        Nothing is written when nothing changed since the file was written or loaded."""
+        with self._lock:
+            if self._changes == 0 and self.path.exists():
+                return
+            arrays: dict[str, Any] = {
+                "meta": np.array([self.generation, str(self.applied)]),
+                "groups": np.array(sorted(self._groups, key=self._groups.__getitem__) or [""]),
+            }
+            for kind, postings in self._postings.items():
+                arrays.update(_pack(kind, postings))
+            temporary = self.path.with_suffix(".tmp.npz")
+            with temporary.open("wb") as handle:
+                np.savez(handle, **arrays)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, self.path)
+            self._changes = 0
+            if conn is not None:
+                conn.execute("DELETE FROM text_changes WHERE change_id <= ?", (self.applied,))
+
+    # -- following the projection -----------------------------------------------------------
+
+    def committed(self, conn: sqlite3.Connection, recorded: Sequence[RecordedEvent]) -> None:
+        self.catch_up(conn)
+
+    def rebuilt(self, conn: sqlite3.Connection, groups: Iterable[str] | None) -> None:
+        self.catch_up(conn)
+
+    def catch_up(self, conn: sqlite3.Connection) -> None:
+        """Apply every change row after `applied`, in order (markers flush pending docs)."""
+        with self._lock:
+            rows = conn.execute(
+                "SELECT change_id, kind, doc_id, group_id FROM text_changes WHERE change_id > ?"
+                " ORDER BY change_id",
+                (self.applied,),
+            ).fetchall()
+            pending: dict[str, set[int]] = {}
+            for change_id, kind, doc_id, group_id in rows:
+                if doc_id is not None:
+                    pending.setdefault(kind, set()).add(int(doc_id))
+                else:
+                    self._reload(conn, pending)
+                    pending = {}
+                    self._drop(group_id)
+                self.applied = int(change_id)
+            self._reload(conn, pending)
+            self._changes += len(rows)
+            if self._changes >= self.checkpoint_every:
+                self.checkpoint(conn)
+
+    # -- search ---------------------------------------------------------------------------
+
+    def search(
+        self, kind: str, phrases: Sequence[str], groups: Sequence[str] | None, limit: int
+    ) -> list[tuple[int, float]]:
+        """(doc_id, score) best first: FTS5's bm25 of `"t1" OR "t2" ...`, negated (higher is
+        better). `phrases` are single terms as the tokenizer gives them; repeats count again,
+        as repeated phrases do in FTS5."""
+        with self._lock:
+            postings = self._postings[kind]
+            live = postings.live
+            if live == 0 or not phrases:
+                return []
+            codes = None
+            if groups is not None:
+                codes = [self._groups[g] for g in groups if g in self._groups]
+                if not codes:
+                    return []
+            lengths = np.frombuffer(postings.slot_len, dtype=np.float64)
+            average = postings.total_tokens / live
+            scores = np.zeros(len(postings.slot_doc), dtype=np.float64)
+            for phrase in phrases:
+                term = postings.term_ids.get(phrase)
+                if term is None:
+                    continue
+                hits = postings.df[term]
+                idf = math.log((live - hits + 0.5) / (hits + 0.5))
+                idf = idf if idf > 0.0 else 1e-6
+                slots = np.frombuffer(postings.slots[term], dtype=np.int64)
+                freq = np.frombuffer(postings.freqs[term], dtype=np.float64)
+                norm = K1 * (1.0 - B + B * lengths[slots] / average)
+                scores[slots] += idf * freq * (K1 + 1.0) / (freq + norm)
+            found = np.flatnonzero(scores)
+            alive = np.frombuffer(postings.slot_alive, dtype=np.uint8)
+            found = found[alive[found] == 1]
+            if codes is not None:
+                group_of = np.frombuffer(postings.slot_group, dtype=np.int32)
+                found = found[np.isin(group_of[found], codes)]
+            if len(found) > limit:
+                found = found[np.argpartition(-scores[found], limit - 1)[:limit]]
+            found = found[np.argsort(-scores[found], kind="stable")]
+            docs = np.frombuffer(postings.slot_doc, dtype=np.int64)
+            return [(int(docs[s]), float(scores[s])) for s in found]
+
+    def count(self, kind: str) -> int:
+        with self._lock:
+            return self._postings[kind].live
+
+    # -- changes --------------------------------------------------------------------------
+
+    def _reload(self, conn: sqlite3.Connection, pending: dict[str, set[int]]) -> None:
+        """Re-read the documents from the FTS5 tables: present ones are (re)indexed."""
+        for kind, docs in pending.items():
+            family = self.families.get(kind)
+            if family is None:
+                continue
+            ordered = sorted(docs)
+            for start in range(0, len(ordered), BUILD_BATCH):
+                chunk = ordered[start : start + BUILD_BATCH]
+                rows = _rows(conn, family, f"d.doc_id IN ({','.join('?' * len(chunk))})", chunk)
+                for doc in chunk:
+                    self._remove(kind, doc)
+                self._add(family, rows)
+
+    def _drop(self, group: str | None) -> None:
+        """A purge marker: every document of the group (None: of every group) is gone."""
+        for kind, postings in self._postings.items():
+            if group is None:
+                self._postings[kind] = _Postings()
+                continue
+            code = self._groups.get(group)
+            if code is None:
+                continue
+            doomed = [doc for doc, s in postings.doc_slot.items() if postings.slot_group[s] == code]
+            for doc in doomed:
+                self._remove(kind, doc)
+        if group is None:
+            self._groups.clear()
+
+    def _add(self, family: Family, rows: Sequence[tuple[int, str, str, str]]) -> None:
+        postings = self._postings[family.kind]
+        found = tokens.tokenize_rows(self.tokenizer, [(row[0], row[2:]) for row in rows])
+        for doc, group, *_ in rows:
+            counts: dict[str, float] = {}
+            for term, column in found[doc]:
+                counts[term] = counts.get(term, 0.0) + family.weights[column]
+            slot = len(postings.slot_doc)
+            postings.slot_doc.append(doc)
+            postings.slot_group.append(self._group_code(group))
+            postings.slot_len.append(float(len(found[doc])))
+            postings.slot_alive.append(1)
+            ids = array("q")
+            for term, freq in counts.items():
+                term_id = postings.term_ids.get(term)
+                if term_id is None:
+                    term_id = postings.term_ids[term] = len(postings.slots)
+                    postings.slots.append(array("q"))
+                    postings.freqs.append(array("d"))
+                    postings.df.append(0)
+                postings.slots[term_id].append(slot)
+                postings.freqs[term_id].append(freq)
+                postings.df[term_id] += 1
+                ids.append(term_id)
+            postings.slot_terms.append(ids)
+            postings.doc_slot[doc] = slot
+            postings.total_tokens += len(found[doc])
+        if len(postings.slot_doc) > 2 * max(postings.live, 5_000):
+            self._postings[family.kind] = _compact(postings)
+
+    def _remove(self, kind: str, doc: int) -> None:
+        postings = self._postings[kind]
+        slot = postings.doc_slot.pop(doc, None)
+        if slot is None:
+            return
+        postings.slot_alive[slot] = 0
+        postings.total_tokens -= postings.slot_len[slot]
+        for term_id in postings.slot_terms[slot]:
+            postings.df[term_id] -= 1
+        postings.slot_terms[slot] = array("q")
+
+    def _group_code(self, group: str) -> int:
+        code = self._groups.get(group)
+        if code is None:
+            code = self._groups[group] = len(self._groups)
+        return code
+
+    # -- building and loading -------------------------------------------------------------
+
+    def _build(self, conn: sqlite3.Connection) -> None:
+        """Index every document of every table; the change log up to now is then applied."""
+        row = conn.execute("SELECT max(change_id) FROM text_changes").fetchone()
+        self.applied = int(row[0] or 0)
+        self._groups = {}
+        self._postings = {kind: _Postings() for kind in self.families}
+        for family in self.families.values():
+            last = 0
+            while True:
+                rows = _rows(
+                    conn, family, "d.doc_id > ? ORDER BY d.doc_id LIMIT ?", [last, BUILD_BATCH]
+                )
+                if not rows:
+                    break
+                self._add(family, rows)
+                last = rows[-1][0]
+        self._changes = self.checkpoint_every  # write the file at the next catch-up
+
+    def _load(self) -> bool:
+        if not self.path.exists():
+            return False
+        try:
+            with np.load(self.path, allow_pickle=False) as data:
+                meta = [str(value) for value in data["meta"]]
+                if meta[0] != self.generation:
+                    log.info("text scorer file is of another graph database: rebuilding")
+                    return False
+                groups = [str(name) for name in data["groups"]]
+                postings = {kind: _unpack(kind, data) for kind in self.families}
+        except Exception as error:  # noqa: BLE001 (any unreadable file is rebuilt)
+            log.warning("text scorer file %s unreadable (%s): rebuilding", self.path, error)
+            return False
+        self.applied = int(meta[1])
+        self._groups = {name: code for code, name in enumerate(groups) if name}
+        self._postings = postings
+        return True
+
+
+def generation(conn: sqlite3.Connection) -> str:
+    row = conn.execute("SELECT value FROM text_meta WHERE key='generation'").fetchone()
+    return str(row[0])
+
+
+def _rows(
+    conn: sqlite3.Connection, family: Family, where: str, params: Sequence[object]
+) -> list[tuple[int, str, str, str]]:
+    first, second = family.columns
+    return [
+        (int(row[0]), str(row[1]), str(row[2] or ""), str(row[3] or ""))
+        for row in conn.execute(
+            f"SELECT d.doc_id, d.group_id, f.{first}, f.{second} FROM text_docs d"
+            f" JOIN {family.table} f ON f.rowid = d.doc_id WHERE d.kind = ? AND {where}",
+            [family.kind, *params],
+        )
+    ]
+
+
+def _compact(postings: _Postings) -> _Postings:
+    """Drop dead slots (renumbering the live ones)."""
+    alive = np.frombuffer(postings.slot_alive, dtype=np.uint8).astype(bool)
+    renumber = np.cumsum(alive) - 1
+    fresh = _Postings(term_ids=dict(postings.term_ids), df=array("q", postings.df))
+    for term_slots, term_freqs in zip(postings.slots, postings.freqs, strict=True):
+        slots = np.frombuffer(term_slots, dtype=np.int64)
+        keep = alive[slots]
+        fresh.slots.append(array("q", renumber[slots[keep]].tobytes()))
+        fresh.freqs.append(array("d", np.frombuffer(term_freqs, dtype=np.float64)[keep].tobytes()))
+    live = np.flatnonzero(alive)
+    fresh.slot_doc = array("q", np.frombuffer(postings.slot_doc, dtype=np.int64)[live].tobytes())
+    fresh.slot_group = array(
+        "i", np.frombuffer(postings.slot_group, dtype=np.int32)[live].tobytes()
+    )
+    fresh.slot_len = array("d", np.frombuffer(postings.slot_len, dtype=np.float64)[live].tobytes())
+    fresh.slot_alive = bytearray(b"\x01" * len(live))
+    fresh.slot_terms = [postings.slot_terms[s] for s in live]
+    fresh.doc_slot = {int(fresh.slot_doc[i]): i for i in range(len(live))}
+    fresh.total_tokens = postings.total_tokens
+    return fresh
+
+
+def _flat(parts: Sequence[array[Any]], dtype: type[np.generic]) -> tuple[np.ndarray, np.ndarray]:
+    sizes = np.fromiter((len(part) for part in parts), dtype=np.int64, count=len(parts))
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    values = (
+        np.concatenate([np.frombuffer(part, dtype=dtype) for part in parts])
+        if parts and offsets[-1]
+        else np.zeros(0, dtype=dtype)
+    )
+    return offsets, values
+
+
+def _pack(kind: str, postings: _Postings) -> dict[str, Any]:
+    compact = _compact(postings)
+    terms = sorted(compact.term_ids, key=compact.term_ids.__getitem__)
+    offsets, slots = _flat(compact.slots, np.int64)
+    _, freqs = _flat(compact.freqs, np.float64)
+    term_offsets, slot_terms = _flat(compact.slot_terms, np.int64)
+    return {
+        f"{kind}.terms": np.array(terms or [""]),
+        f"{kind}.offsets": offsets,
+        f"{kind}.slots": slots,
+        f"{kind}.freqs": freqs,
+        f"{kind}.df": np.frombuffer(compact.df, dtype=np.int64),
+        f"{kind}.slot_doc": np.frombuffer(compact.slot_doc, dtype=np.int64),
+        f"{kind}.slot_group": np.frombuffer(compact.slot_group, dtype=np.int32),
+        f"{kind}.slot_len": np.frombuffer(compact.slot_len, dtype=np.float64),
+        f"{kind}.term_offsets": term_offsets,
+        f"{kind}.slot_terms": slot_terms,
+        f"{kind}.total": np.array([compact.total_tokens]),
+    }
+
+
+def _unpack(kind: str, data: Any) -> _Postings:
+    terms = [str(term) for term in data[f"{kind}.terms"]]
+    offsets = data[f"{kind}.offsets"]
+    slots, freqs = data[f"{kind}.slots"], data[f"{kind}.freqs"]
+    term_offsets, slot_terms = data[f"{kind}.term_offsets"], data[f"{kind}.slot_terms"]
+    slot_doc = data[f"{kind}.slot_doc"]
+    postings = _Postings()
+    count = len(offsets) - 1
+    postings.term_ids = {term: i for i, term in enumerate(terms[:count])}
+    postings.slots = [
+        array("q", slots[offsets[i] : offsets[i + 1]].tobytes()) for i in range(count)
+    ]
+    postings.freqs = [
+        array("d", freqs[offsets[i] : offsets[i + 1]].tobytes()) for i in range(count)
+    ]
+    postings.df = array("q", data[f"{kind}.df"].astype(np.int64).tobytes())
+    postings.slot_doc = array("q", slot_doc.astype(np.int64).tobytes())
+    postings.slot_group = array("i", data[f"{kind}.slot_group"].astype(np.int32).tobytes())
+    postings.slot_len = array("d", data[f"{kind}.slot_len"].astype(np.float64).tobytes())
+    postings.slot_alive = bytearray(b"\x01" * len(slot_doc))
+    postings.slot_terms = [
+        array("q", slot_terms[term_offsets[i] : term_offsets[i + 1]].tobytes())
+        for i in range(len(slot_doc))
+    ]
+    postings.doc_slot = {int(doc): i for i, doc in enumerate(slot_doc)}
+    postings.total_tokens = float(data[f"{kind}.total"][0])
+    if len(postings.df) != count or len(postings.slot_terms) != len(slot_doc):
+        raise ValueError(f"{kind}: inconsistent arrays")
+    return postings
