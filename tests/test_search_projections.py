@@ -252,3 +252,19 @@ def test_an_index_above_the_threshold_becomes_a_removable_ivf_index(tmp_path: Pa
 def passages_named(call: Call, query: str) -> list[str]:
     found = call("knowledge_search_passages", query=query, min_score=0.0)["passages"]
     return [str(p["name"]) for p in found]
+
+
+def test_a_flat_index_file_above_a_lowered_threshold_is_loaded_as_ivf(tmp_path: Path) -> None:
+    bodies = [f"Note {n}: the team met about topic {n}." for n in range(50)]
+    with make_workspace(Settings(workspace=tmp_path, vector_ivf_threshold=1_000)) as ws:
+        call = make_call(App(ws))
+        for n, body in enumerate(bodies):
+            call("knowledge_add_episode", name=f"n{n}", episode_body=body, group_id="g")
+        call("knowledge_add_episode", name="dog", episode_body="My dog chased the postman.")
+        assert type(ws.vectors._indexes[("g", "passage")].index).__name__ == "IndexIDMap2"
+    with make_workspace(Settings(workspace=tmp_path, vector_ivf_threshold=40)) as ws:
+        index = ws.vectors._indexes[("g", "passage")].index
+        assert type(index).__name__ == "IndexIVFFlat"
+        assert index.nprobe == min(64, index.nlist)
+        assert ws.embedder.calls == 0
+        assert passages_named(make_call(App(ws)), "puppy ran after the mail carrier")[0] == "dog"

@@ -1,0 +1,210 @@
+"""The in-memory BM25 scorer gives FTS5's own scores and follows every change (ADR 0016)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lcg.domain.errors import InvalidParams
+from lcg.interfaces.app import App
+from lcg.interfaces.config import Settings
+from lcg.interfaces.workspace import Workspace
+from lcg.projections.text import reader
+from lcg.projections.text.projection import FAMILIES, TOKENIZER
+from lcg.projections.text.scorer import TextScorer
+from tests.conftest import Call, make_call, make_workspace
+
+VOCABULARY = (
+    "alice bob carol dave garden trip lisbon porto guitar lesson coffee rain summer winter "
+    "dog cat postman letter report revenue budget meeting project deadline paint canvas "
+    "museum river bridge train ticket bakery bread cheese wine recipe running marathon "
+    "knee doctor clinic movie concert ticket book novel poem chapter school exam teacher"
+)
+WORDS = VOCABULARY.split()
+QUERIES = (
+    "Alice's trip to Lisbon",
+    "what did Bob say about the budget meeting?",
+    "guitar lesson with Carol",
+    "doctor clinic knee marathon running",
+    "bread bread cheese",
+    "the and of",  # stop words only: still searched
+    "zebra",  # in no document
+    "Tickets! for the concert?",
+)
+GROUPS = ("g1", "g2")
+
+
+def sentence(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 14))).capitalize() + "."
+
+
+def fill(call: Call, seed: int = 1, episodes: int = 60) -> dict[str, list[str]]:
+    """Chat and text episodes, entities with summaries and facts, in two groups."""
+    rng = random.Random(seed)
+    made: dict[str, list[str]] = {"episodes": [], "entities": []}
+    for n in range(episodes):
+        group = GROUPS[n % 2]
+        source = "message" if n % 3 else "text"
+        body = " ".join(sentence(rng) for _ in range(rng.randint(1, 3)))
+        made["episodes"].append(
+            call(
+                "knowledge_add_episode",
+                name=f"e{n}",
+                episode_body=body,
+                source=source,
+                group_id=group,
+            )["episode_uuid"]
+        )
+    for n in range(12):
+        group = GROUPS[n % 2]
+        name = f"{WORDS[n].title()} {n}"
+        made["entities"].append(
+            call("knowledge_assert_entity", name=name, summary=sentence(rng), group_id=group)[
+                "entity_uuid"
+            ]
+        )
+        if n >= 2:
+            call(
+                "knowledge_assert_relationship",
+                source_name=name,
+                predicate=rng.choice(["KNOWS", "VISITED", "LIKES"]),
+                target_name=f"{WORDS[n - 2].title()} {n - 2}",
+                fact=sentence(rng),
+                group_id=group,
+            )
+    return made
+
+
+def by_fts5_and_by_memory(ws: Workspace, kind: str, query: str, groups: Any) -> None:
+    """Both engines return the same documents with the same scores (ties may swap)."""
+    conn = ws.reader()
+    fts5 = reader.search(conn, kind, query, groups, 1000)
+    memory = reader.search(conn, kind, query, groups, 1000, ws.text_scorer)
+    assert reader.scored_docs(ws.text_scorer, kind, query, groups, 1000) is not None
+    expected = {(h.owner_uuid, h.part): h.score for h in fts5}
+    got = {(h.owner_uuid, h.part): h.score for h in memory}
+    assert got.keys() == expected.keys(), (kind, query)
+    for key, score in expected.items():
+        assert got[key] == pytest.approx(score, rel=1e-9, abs=1e-12), (kind, query, key)
+    assert [h.score for h in memory] == sorted((h.score for h in memory), reverse=True)
+
+
+def assert_same_as_fts5(ws: Workspace) -> None:
+    for family in FAMILIES:
+        for query in QUERIES:
+            for groups in (None, ["g1"], ["g2", "nope"]):
+                by_fts5_and_by_memory(ws, family.kind, query, groups)
+        rows = ws.reader().execute(f"SELECT count(*) FROM {family.table}").fetchone()[0]
+        assert ws.text_scorer.count(family.kind) == rows
+
+
+def test_memory_bm25_equals_fts5_bm25_for_every_kind_and_group_filter(
+    workspace: Workspace, call: Call
+) -> None:
+    fill(call)
+    assert_same_as_fts5(workspace)
+    hits = reader.search(workspace.reader(), "passage", "guitar lesson", None, 5)
+    assert hits
+    assert all(h.score > 0 for h in hits)
+
+
+def test_the_scorer_follows_deletes_revisions_chat_context_and_purges(
+    workspace: Workspace, call: Call
+) -> None:
+    made = fill(call)
+    for uuid in made["episodes"][1:40:3]:  # chat neighbours get their context rewritten
+        call("knowledge_delete_episode", episode_uuid=uuid)
+    call("knowledge_assert_entity", name="Alice 0", summary="now paints canvas", group_id="g1")
+    call(
+        "knowledge_assert_relationship",
+        source_name="Carol 2",
+        predicate="KNOWS",
+        target_name="Alice 0",
+        fact="Carol taught Alice guitar in Lisbon",
+        group_id="g1",
+    )
+    assert_same_as_fts5(workspace)
+    call("knowledge_delete_by_group", group_ids=["g2"], confirm=True)
+    assert_same_as_fts5(workspace)
+    assert all(
+        h.group_id == "g1" for h in reader.search(workspace.reader(), "passage", "bread", None, 50)
+    )
+
+
+@pytest.mark.parametrize("to_seq", [10, None])
+def test_a_rebuild_is_followed_by_the_scorer(
+    workspace: Workspace, call: Call, to_seq: int | None
+) -> None:
+    fill(call, episodes=30)
+    call("knowledge_rebuild_from_wal", group_id="g1", to_seq=to_seq, force_clear=True)
+    assert_same_as_fts5(workspace)
+    if to_seq is not None:
+        assert workspace.text_scorer.count("passage") < 30
+
+
+def test_the_checkpoint_is_loaded_and_the_change_log_tail_applied(
+    workspace: Workspace, call: Call
+) -> None:
+    fill(call, seed=2, episodes=20)
+    conn = workspace.runner.conn
+    workspace.text_scorer.checkpoint(conn)
+    checkpointed = workspace.text_scorer.applied
+    assert conn.execute("SELECT count(*) FROM text_changes").fetchone()[0] == 0  # pruned
+    fill(call, seed=3, episodes=20)  # not checkpointed: only in the change log
+    assert conn.execute("SELECT min(change_id) FROM text_changes").fetchone()[0] > checkpointed
+    fresh = TextScorer(workspace.settings.text_scorer_path, TOKENIZER, FAMILIES)
+    fresh.open(conn)
+    assert fresh.loaded_from_file
+    assert fresh.applied == workspace.text_scorer.applied
+    for family in FAMILIES:
+        for query in QUERIES:
+            assert fresh.search(family.kind, query.lower().split(), None, 100) == (
+                workspace.text_scorer.search(family.kind, query.lower().split(), None, 100)
+            )
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "missing", "foreign"])
+def test_a_corrupt_missing_or_foreign_scorer_file_is_rebuilt_from_fts5(
+    settings: Settings, damage: str
+) -> None:
+    with make_workspace(settings) as ws:
+        fill(make_call(App(ws)), episodes=20)
+    path = settings.text_scorer_path
+    assert path.exists()
+    if damage == "corrupt":
+        path.write_bytes(path.read_bytes()[:100])
+    elif damage == "missing":
+        path.unlink()
+    else:  # a file written for another graph database
+        Path(settings.graph_path).unlink()
+    with make_workspace(settings) as ws:
+        assert not ws.text_scorer.loaded_from_file
+        assert_same_as_fts5(ws)
+    with make_workspace(settings) as ws:
+        assert ws.text_scorer.loaded_from_file
+        assert_same_as_fts5(ws)
+
+
+def test_a_word_the_tokenizer_splits_is_left_to_fts5(workspace: Workspace, call: Call) -> None:
+    call("knowledge_add_episode", name="x", episode_body="the snake_case name", group_id="g1")
+    assert reader.scored_docs(workspace.text_scorer, "passage", "snake_case", None, 10) is None
+    found = call("knowledge_search_passages", query="snake_case", min_score=0.0)["passages"]
+    assert [p["name"] for p in found] == ["x"]
+
+
+def test_bm25_engine_setting(tmp_path: Path) -> None:
+    with pytest.raises(InvalidParams) as error:
+        Settings.load({"LCG_BM25_ENGINE": "lucene"}, tmp_path)
+    assert error.value.field == "LCG_BM25_ENGINE"
+    assert Settings.load({}, tmp_path).bm25_engine == "memory"
+    settings = Settings.load({"LCG_BM25_ENGINE": "fts5"}, tmp_path)
+    with make_workspace(settings) as ws:
+        app = App(ws)
+        assert app._search().text_scorer is None
+        call = make_call(app)
+        call("knowledge_add_episode", name="x", episode_body="rare zanzibar words", group_id="g")
+        found = call("knowledge_search_passages", query="zanzibar", min_score=0.0)["passages"]
+        assert [p["name"] for p in found] == ["x"]
