@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.bench_search import distinct, load_realtalk, question_scores
+from bench.realtalk import load_realtalk
+from bench.search_quality import distinct, question_scores
 from lcg.projections.text.reader import STOP_WORDS
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "realtalk"

@@ -154,6 +154,7 @@ class App:
             fusion=fusion,
             expand_depth=ws.settings.search_expand_depth,
             text_scorer=ws.text_scorer if ws.settings.bm25_engine == "memory" else None,
+            pool=ws.search_pool,
         )
 
     def find_entities(self, q: p.FindParams) -> search.EntitySearchResult:

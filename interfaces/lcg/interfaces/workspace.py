@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Self
@@ -70,6 +71,7 @@ class Workspace:
         self._cache: EmbeddingCache | None = None
         self._vectors: VectorIndex | None = None
         self._text: TextScorer | None = None
+        self._pool: ThreadPoolExecutor | None = None
         self.embedder = CountingEmbedder(embedder or MiniLmEmbedder(threads=settings.embed_threads))
         self.caught_up = 0
 
@@ -105,6 +107,7 @@ class Workspace:
                     checkpoint_every=self.settings.vector_checkpoint_every,
                 )
                 self._text.open(conn)
+                self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lcg-bm25")
                 self._writer = Writer(self._log, self._runner, self.clock)
                 self._writer.listeners.append(self._vectors)
                 self._writer.listeners.append(self._text)
@@ -143,6 +146,11 @@ class Workspace:
             raise WorkspaceClosed("text search needs the workspace open for writing")
         return self._text
 
+    @property
+    def search_pool(self) -> ThreadPoolExecutor | None:
+        """Threads for the BM25 leg of a search (ADR 0016); None when closed."""
+        return self._pool
+
     def reader(self) -> sqlite3.Connection:
         """This thread's read connection to the graph (sees committed writes only)."""
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -159,6 +167,9 @@ class Workspace:
                 conn.close()
             self._readers.clear()
         self._local = threading.local()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         if self._vectors is not None:
             self._vectors.checkpoint()
             self._vectors = None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -38,6 +38,9 @@ class SearchContext:
     fusion: Fusion = "rrf"
     expand_depth: int = 1
     text_scorer: TextScorer | None = None  # in-memory bm25; None: FTS5 scores the query
+    # Where the in-memory BM25 leg runs while this thread embeds the query (onnxruntime and
+    # numpy release the GIL); None: on this thread, before the vector legs.
+    pool: Executor | None = None
 
 
 class EntitySearchResult(TypedDict):
@@ -71,21 +74,16 @@ def _candidates(num_results: int) -> int:
     return max(50, num_results * 4)
 
 
-# The BM25 leg runs here while the calling thread embeds the query (onnxruntime and numpy
-# release the GIL); measured 2026-11-30 on 2 cores, bench/README.md.
-_TEXT_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lcg-bm25")
-
-
 def _text_leg(
     ctx: SearchContext, kind: str, query: str, groups: Sequence[str] | None, limit: int
 ) -> Callable[[], list[text.TextHit]]:
     """Start the BM25 leg; the returned function waits for it. Only the in-memory scorer
     runs on the pool (it touches no connection); FTS5 runs at once, on this thread."""
     scorer = ctx.text_scorer
-    if scorer is None:
-        found = text.search(ctx.conn, kind, query, groups, limit)
+    if scorer is None or ctx.pool is None:
+        found = text.search(ctx.conn, kind, query, groups, limit, scorer)
         return lambda: found
-    future = _TEXT_POOL.submit(text.scored_docs, scorer, kind, query, groups, limit)
+    future = ctx.pool.submit(text.scored_docs, scorer, kind, query, groups, limit)
 
     def finish() -> list[text.TextHit]:
         scored = future.result()

@@ -94,13 +94,15 @@ class MiniLmEmbedder:
             )
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        """Rows in the order of `texts`. Batches are cut from the texts sorted by length, so
+        a batch pads little (2.4x faster than arrival order on chat turns, bench/README.md)."""
         self.load()
-        chunks = [
-            self._embed_batch(list(texts[i : i + BATCH])) for i in range(0, len(texts), BATCH)
-        ]
-        if not chunks:
-            return np.zeros((0, CONTRACT.dim), dtype=np.float32)
-        return np.vstack(chunks)
+        out = np.zeros((len(texts), CONTRACT.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), BATCH):
+            chunk = order[start : start + BATCH]
+            out[chunk] = self._embed_batch([texts[i] for i in chunk])
+        return out
 
     def _embed_batch(self, texts: list[str]) -> Vectors:
         if self._session is None or self._tokenizer is None:

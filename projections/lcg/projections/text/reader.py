@@ -7,8 +7,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lcg.projections.text import tokens
-from lcg.projections.text.projection import FAMILIES, TOKENIZER
+from lcg.projections.text.projection import FAMILIES
 from lcg.projections.text.scorer import TextScorer
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -111,7 +110,7 @@ def scored_docs(
     words = query_words(query)
     if not words or (groups is not None and not groups):
         return []
-    terms = tokens.tokenize(TOKENIZER, " ".join(words))
+    terms = scorer.tokenizer.terms(" ".join(words))
     if len(terms) != len(words):
         return None
     return scorer.search(kind, terms, groups, limit)

@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from lcg.projections.text import tokens
 from lcg.projections.text.projection import Family
+from lcg.projections.text.tokens import Tokenizer
 from lcg.projections.wal.store import RecordedEvent
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class TextScorer:
         checkpoint_every: int = 10_000,
     ) -> None:
         self.path = path
-        self.tokenizer = tokenizer
+        self.tokenizer = Tokenizer(tokenizer)
         self.families = {family.kind: family for family in families}
         self.checkpoint_every = checkpoint_every
         self.generation = ""
@@ -230,7 +230,7 @@ class TextScorer:
 
     def _add(self, family: Family, rows: Sequence[tuple[int, str, str, str]]) -> None:
         postings = self._postings[family.kind]
-        found = tokens.tokenize_rows(self.tokenizer, [(row[0], row[2:]) for row in rows])
+        found = self.tokenizer.rows([(row[0], row[2:]) for row in rows])
         for doc, group, *_ in rows:
             counts: dict[str, float] = {}
             for term, column in found[doc]:
