@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 K1 = 1.2
 B = 0.75
 BUILD_BATCH = 2_000
+FORMAT = "2"  # of the checkpoint file; another format is rebuilt
 
 
 @dataclass(slots=True)
@@ -47,14 +48,15 @@ class _Postings:
     """Every document of one FTS5 table, as slots; a replaced document gets a new slot."""
 
     term_ids: dict[str, int] = field(default_factory=dict)
-    slots: list[array[int]] = field(default_factory=list)  # per term: slots holding it
-    freqs: list[array[float]] = field(default_factory=list)  # per term: weighted frequency
-    df: array[int] = field(default_factory=lambda: array("q"))  # per term: live documents
+    # Per term: the slots holding it (int32) and its column-weighted frequency there (float32,
+    # exact: sums of small counts times weights 1 and 2). A term's document frequency is the
+    # number of its slots still alive, counted when a query needs it.
+    slots: list[array[int]] = field(default_factory=list)
+    freqs: list[array[float]] = field(default_factory=list)
     slot_doc: array[int] = field(default_factory=lambda: array("q"))
     slot_group: array[int] = field(default_factory=lambda: array("i"))
     slot_len: array[float] = field(default_factory=lambda: array("d"))  # tokens, all columns
     slot_alive: bytearray = field(default_factory=bytearray)
-    slot_terms: list[array[int]] = field(default_factory=list)  # per slot: its distinct terms
     doc_slot: dict[int, int] = field(default_factory=dict)
     total_tokens: float = 0.0
 
@@ -104,7 +106,7 @@ class TextScorer:
             if self._changes == 0 and self.path.exists():
                 return
             arrays: dict[str, Any] = {
-                "meta": np.array([self.generation, str(self.applied)]),
+                "meta": np.array([self.generation, str(self.applied), FORMAT]),
                 "groups": np.array(sorted(self._groups, key=self._groups.__getitem__) or [""]),
             }
             for kind, postings in self._postings.items():
@@ -168,21 +170,23 @@ class TextScorer:
                 if not codes:
                     return []
             lengths = np.frombuffer(postings.slot_len, dtype=np.float64)
+            alive = np.frombuffer(postings.slot_alive, dtype=np.uint8)
             average = postings.total_tokens / live
             scores = np.zeros(len(postings.slot_doc), dtype=np.float64)
             for phrase in phrases:
                 term = postings.term_ids.get(phrase)
                 if term is None:
                     continue
-                hits = postings.df[term]
+                slots = np.frombuffer(postings.slots[term], dtype=np.int32)
+                hits = int(np.count_nonzero(alive[slots]))
+                if hits == 0:
+                    continue
                 idf = math.log((live - hits + 0.5) / (hits + 0.5))
                 idf = idf if idf > 0.0 else 1e-6
-                slots = np.frombuffer(postings.slots[term], dtype=np.int64)
-                freq = np.frombuffer(postings.freqs[term], dtype=np.float64)
+                freq = np.frombuffer(postings.freqs[term], dtype=np.float32).astype(np.float64)
                 norm = K1 * (1.0 - B + B * lengths[slots] / average)
                 scores[slots] += idf * freq * (K1 + 1.0) / (freq + norm)
             found = np.flatnonzero(scores)
-            alive = np.frombuffer(postings.slot_alive, dtype=np.uint8)
             found = found[alive[found] == 1]
             if codes is not None:
                 group_of = np.frombuffer(postings.slot_group, dtype=np.int32)
@@ -230,31 +234,29 @@ class TextScorer:
 
     def _add(self, family: Family, rows: Sequence[tuple[int, str, str, str]]) -> None:
         postings = self._postings[family.kind]
-        found = self.tokenizer.rows([(row[0], row[2:]) for row in rows])
+        slots: dict[int, int] = {}
+        lengths: dict[int, int] = {}
         for doc, group, *_ in rows:
-            counts: dict[str, float] = {}
-            for term, column in found[doc]:
-                counts[term] = counts.get(term, 0.0) + family.weights[column]
-            slot = len(postings.slot_doc)
+            slot = slots[doc] = len(postings.slot_doc)
             postings.slot_doc.append(doc)
             postings.slot_group.append(self._group_code(group))
-            postings.slot_len.append(float(len(found[doc])))
+            postings.slot_len.append(0.0)
             postings.slot_alive.append(1)
-            ids = array("q")
-            for term, freq in counts.items():
-                term_id = postings.term_ids.get(term)
-                if term_id is None:
-                    term_id = postings.term_ids[term] = len(postings.slots)
-                    postings.slots.append(array("q"))
-                    postings.freqs.append(array("d"))
-                    postings.df.append(0)
-                postings.slots[term_id].append(slot)
-                postings.freqs[term_id].append(freq)
-                postings.df[term_id] += 1
-                ids.append(term_id)
-            postings.slot_terms.append(ids)
             postings.doc_slot[doc] = slot
-            postings.total_tokens += len(found[doc])
+            lengths[doc] = 0
+        counted = self.tokenizer.weighted([(row[0], row[2:]) for row in rows], family.weights)
+        for doc, term, freq, count in counted:
+            term_id = postings.term_ids.get(term)
+            if term_id is None:
+                term_id = postings.term_ids[term] = len(postings.slots)
+                postings.slots.append(array("i"))
+                postings.freqs.append(array("f"))
+            postings.slots[term_id].append(slots[doc])
+            postings.freqs[term_id].append(freq)
+            lengths[doc] += count
+        for doc, length in lengths.items():
+            postings.slot_len[slots[doc]] = float(length)
+            postings.total_tokens += length
         if len(postings.slot_doc) > 2 * max(postings.live, 5_000):
             self._postings[family.kind] = _compact(postings)
 
@@ -265,9 +267,6 @@ class TextScorer:
             return
         postings.slot_alive[slot] = 0
         postings.total_tokens -= postings.slot_len[slot]
-        for term_id in postings.slot_terms[slot]:
-            postings.df[term_id] -= 1
-        postings.slot_terms[slot] = array("q")
 
     def _group_code(self, group: str) -> int:
         code = self._groups.get(group)
@@ -301,6 +300,9 @@ class TextScorer:
         try:
             with np.load(self.path, allow_pickle=False) as data:
                 meta = [str(value) for value in data["meta"]]
+                if meta[2:] != [FORMAT]:
+                    log.info("text scorer file of another format: rebuilding")
+                    return False
                 if meta[0] != self.generation:
                     log.info("text scorer file is of another graph database: rebuilding")
                     return False
@@ -338,12 +340,12 @@ def _compact(postings: _Postings) -> _Postings:
     """Drop dead slots (renumbering the live ones)."""
     alive = np.frombuffer(postings.slot_alive, dtype=np.uint8).astype(bool)
     renumber = np.cumsum(alive) - 1
-    fresh = _Postings(term_ids=dict(postings.term_ids), df=array("q", postings.df))
+    fresh = _Postings(term_ids=dict(postings.term_ids))
     for term_slots, term_freqs in zip(postings.slots, postings.freqs, strict=True):
-        slots = np.frombuffer(term_slots, dtype=np.int64)
+        slots = np.frombuffer(term_slots, dtype=np.int32)
         keep = alive[slots]
-        fresh.slots.append(array("q", renumber[slots[keep]].tobytes()))
-        fresh.freqs.append(array("d", np.frombuffer(term_freqs, dtype=np.float64)[keep].tobytes()))
+        fresh.slots.append(array("i", renumber[slots[keep]].astype(np.int32).tobytes()))
+        fresh.freqs.append(array("f", np.frombuffer(term_freqs, dtype=np.float32)[keep].tobytes()))
     live = np.flatnonzero(alive)
     fresh.slot_doc = array("q", np.frombuffer(postings.slot_doc, dtype=np.int64)[live].tobytes())
     fresh.slot_group = array(
@@ -351,7 +353,6 @@ def _compact(postings: _Postings) -> _Postings:
     )
     fresh.slot_len = array("d", np.frombuffer(postings.slot_len, dtype=np.float64)[live].tobytes())
     fresh.slot_alive = bytearray(b"\x01" * len(live))
-    fresh.slot_terms = [postings.slot_terms[s] for s in live]
     fresh.doc_slot = {int(fresh.slot_doc[i]): i for i in range(len(live))}
     fresh.total_tokens = postings.total_tokens
     return fresh
@@ -371,20 +372,16 @@ def _flat(parts: Sequence[array[Any]], dtype: type[np.generic]) -> tuple[np.ndar
 def _pack(kind: str, postings: _Postings) -> dict[str, Any]:
     compact = _compact(postings)
     terms = sorted(compact.term_ids, key=compact.term_ids.__getitem__)
-    offsets, slots = _flat(compact.slots, np.int64)
-    _, freqs = _flat(compact.freqs, np.float64)
-    term_offsets, slot_terms = _flat(compact.slot_terms, np.int64)
+    offsets, slots = _flat(compact.slots, np.int32)
+    _, freqs = _flat(compact.freqs, np.float32)
     return {
         f"{kind}.terms": np.array(terms or [""]),
         f"{kind}.offsets": offsets,
         f"{kind}.slots": slots,
         f"{kind}.freqs": freqs,
-        f"{kind}.df": np.frombuffer(compact.df, dtype=np.int64),
         f"{kind}.slot_doc": np.frombuffer(compact.slot_doc, dtype=np.int64),
         f"{kind}.slot_group": np.frombuffer(compact.slot_group, dtype=np.int32),
         f"{kind}.slot_len": np.frombuffer(compact.slot_len, dtype=np.float64),
-        f"{kind}.term_offsets": term_offsets,
-        f"{kind}.slot_terms": slot_terms,
         f"{kind}.total": np.array([compact.total_tokens]),
     }
 
@@ -393,28 +390,30 @@ def _unpack(kind: str, data: Any) -> _Postings:
     terms = [str(term) for term in data[f"{kind}.terms"]]
     offsets = data[f"{kind}.offsets"]
     slots, freqs = data[f"{kind}.slots"], data[f"{kind}.freqs"]
-    term_offsets, slot_terms = data[f"{kind}.term_offsets"], data[f"{kind}.slot_terms"]
     slot_doc = data[f"{kind}.slot_doc"]
     postings = _Postings()
     count = len(offsets) - 1
     postings.term_ids = {term: i for i, term in enumerate(terms[:count])}
     postings.slots = [
-        array("q", slots[offsets[i] : offsets[i + 1]].tobytes()) for i in range(count)
+        array("i", slots[offsets[i] : offsets[i + 1]].astype(np.int32).tobytes())
+        for i in range(count)
     ]
     postings.freqs = [
-        array("d", freqs[offsets[i] : offsets[i + 1]].tobytes()) for i in range(count)
+        array("f", freqs[offsets[i] : offsets[i + 1]].astype(np.float32).tobytes())
+        for i in range(count)
     ]
-    postings.df = array("q", data[f"{kind}.df"].astype(np.int64).tobytes())
     postings.slot_doc = array("q", slot_doc.astype(np.int64).tobytes())
     postings.slot_group = array("i", data[f"{kind}.slot_group"].astype(np.int32).tobytes())
     postings.slot_len = array("d", data[f"{kind}.slot_len"].astype(np.float64).tobytes())
     postings.slot_alive = bytearray(b"\x01" * len(slot_doc))
-    postings.slot_terms = [
-        array("q", slot_terms[term_offsets[i] : term_offsets[i + 1]].tobytes())
-        for i in range(len(slot_doc))
-    ]
     postings.doc_slot = {int(doc): i for i, doc in enumerate(slot_doc)}
     postings.total_tokens = float(data[f"{kind}.total"][0])
-    if len(postings.df) != count or len(postings.slot_terms) != len(slot_doc):
+    if (
+        offsets[-1] != len(slots)
+        or len(freqs) != len(slots)
+        or len(slot_doc) != len(postings.slot_len)
+    ):
         raise ValueError(f"{kind}: inconsistent arrays")
+    if len(slots) and int(slots.max()) >= len(slot_doc):
+        raise ValueError(f"{kind}: a posting names a missing slot")
     return postings
