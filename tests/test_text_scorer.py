@@ -208,3 +208,12 @@ def test_bm25_engine_setting(tmp_path: Path) -> None:
         call("knowledge_add_episode", name="x", episode_body="rare zanzibar words", group_id="g")
         found = call("knowledge_search_passages", query="zanzibar", min_score=0.0)["passages"]
         assert [p["name"] for p in found] == ["x"]
+
+
+def test_clear_all_empties_the_scorer(workspace: Workspace, call: Call) -> None:
+    fill(call, episodes=10)
+    call("knowledge_clear_all", confirm=True)
+    assert all(workspace.text_scorer.count(family.kind) == 0 for family in FAMILIES)
+    call("knowledge_add_episode", name="after", episode_body="bread after the clear", group_id="g1")
+    assert_same_as_fts5(workspace)
+    assert workspace.text_scorer.count("passage") == 1
