@@ -217,3 +217,25 @@ def test_clear_all_empties_the_scorer(workspace: Workspace, call: Call) -> None:
     call("knowledge_add_episode", name="after", episode_body="bread after the clear", group_id="g1")
     assert_same_as_fts5(workspace)
     assert workspace.text_scorer.count("passage") == 1
+
+
+def test_a_scorer_that_failed_to_follow_a_commit_catches_up_at_the_next(
+    workspace: Workspace, call: Call, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fill(call, episodes=10)
+    tokenizer = workspace.text_scorer.tokenizer
+
+    def broken(*_: object) -> list[tuple[int, str, float, int]]:
+        raise RuntimeError("tokenizer down")
+
+    monkeypatch.setattr(tokenizer, "weighted", broken)
+    made = call("knowledge_add_episode", name="lost?", episode_body="zanzibar", group_id="g1")
+    assert made["episode_uuid"]  # the write itself is durable and answered
+    assert workspace.writer.listener_failure is not None
+    assert "tokenizer down" in workspace.writer.listener_failure
+    monkeypatch.undo()
+    call("knowledge_add_episode", name="next", episode_body="more bread", group_id="g1")
+    assert_same_as_fts5(workspace)
+    found = call("knowledge_search_passages", query="zanzibar", min_score=0.0)["passages"]
+    assert found[0]["name"] == "lost?"
+    assert found[0]["ranks"]["text"] == 1

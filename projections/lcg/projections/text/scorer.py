@@ -130,7 +130,11 @@ class TextScorer:
         self.catch_up(conn)
 
     def catch_up(self, conn: sqlite3.Connection) -> None:
-        """Apply every change row after `applied`, in order (markers flush pending docs)."""
+        """Apply every change row after `applied`, in order (markers flush pending docs).
+
+        `applied` moves only when every row was applied: re-applying rows is harmless (a
+        document is re-read from the tables, a purge drops what is already gone), so a failure
+        half-way (reported by the Writer as a listener failure) is repaired by the next call."""
         with self._lock:
             rows = conn.execute(
                 "SELECT change_id, kind, doc_id, group_id FROM text_changes WHERE change_id > ?"
@@ -138,15 +142,16 @@ class TextScorer:
                 (self.applied,),
             ).fetchall()
             pending: dict[str, set[int]] = {}
-            for change_id, kind, doc_id, group_id in rows:
+            for _, kind, doc_id, group_id in rows:
                 if doc_id is not None:
                     pending.setdefault(kind, set()).add(int(doc_id))
                 else:
                     self._reload(conn, pending)
                     pending = {}
                     self._drop(group_id)
-                self.applied = int(change_id)
             self._reload(conn, pending)
+            if rows:
+                self.applied = int(rows[-1][0])
             self._changes += len(rows)
             if self._changes >= self.checkpoint_every:
                 self.checkpoint(conn)
