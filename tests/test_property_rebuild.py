@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from lcg.domain.errors import DomainError
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
+from lcg.interfaces.workspace import Workspace
+from lcg.projections.text import reader
 from tests.conftest import make_call, make_workspace
 
 GROUPS = ("g1", "g2")
@@ -74,6 +76,19 @@ def dump(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
     return tables
 
 
+def assert_scorer_agrees_with_fts5(ws: Workspace) -> None:
+    """The in-memory BM25 scorer returns FTS5's documents and scores (ADR 0016)."""
+    conn = ws.reader()
+    for kind in ("entity", "edge", "passage"):
+        for query in ("ada", "about bob", "cy x y", "knew met", "about"):
+            for groups in (None, ["g1"]):
+                fts5 = reader.search(conn, kind, query, groups, 100)
+                memory = reader.search(conn, kind, query, groups, 100, ws.text_scorer)
+                assert {(h.owner_uuid, h.part): round(h.score, 9) for h in memory} == {
+                    (h.owner_uuid, h.part): round(h.score, 9) for h in fts5
+                }
+
+
 def run(call: Any, name: str, params: dict[str, Any]) -> None:
     if name == "delete_nth_episode":
         episodes = [
@@ -102,6 +117,7 @@ def test_rebuild_from_scratch_and_via_bounded_replay_equals_incremental_state(
         for name, params in commands:
             run(call, name, params)
         live = dump(ws.reader())
+        assert_scorer_agrees_with_fts5(ws)
         vectors = ws.vectors.count()
         model_calls = ws.embedder.calls
         for group in ws.log.groups():
@@ -113,5 +129,6 @@ def test_rebuild_from_scratch_and_via_bounded_replay_equals_incremental_state(
             ws.runner.rebuild(group)  # unbounded: releases the pin, replays the rest
             ws.writer.notify_rebuilt([group])
             assert dump(ws.reader()) == live
+            assert_scorer_agrees_with_fts5(ws)
         assert ws.vectors.count() == vectors
         assert ws.embedder.calls == model_calls  # rebuilds embed from the cache only
