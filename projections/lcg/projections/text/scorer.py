@@ -4,7 +4,7 @@ FTS5 computes `bm25()` for every row an OR query matches before it can sort; on 
 where a question's words (speaker names, "like", "s") occur in a third of all passages, that
 was 72% of search time at 100k passages (docs/adr/0016-in-memory-bm25.md). This module keeps,
 per FTS5 table, the postings the formula needs (term -> documents and column-weighted term
-frequencies, document lengths, document frequencies) in numpy-ready arrays and evaluates the
+frequencies, document lengths, row and token totals) in numpy-ready arrays and evaluates the
 same formula as FTS5's `bm25()` (k1 1.2, b 0.75, idf = ln((N - n + 0.5) / (n + 0.5)) floored
 at 1e-6, N and n over the whole table) over the postings of the query's terms only.
 
@@ -174,32 +174,32 @@ class TextScorer:
                 codes = [self._groups[g] for g in groups if g in self._groups]
                 if not codes:
                     return []
-            lengths = np.frombuffer(postings.slot_len, dtype=np.float64)
-            alive = np.frombuffer(postings.slot_alive, dtype=np.uint8)
+            lengths = _copy(postings.slot_len, np.float64)
+            alive = _copy(postings.slot_alive, np.uint8)
             average = postings.total_tokens / live
             scores = np.zeros(len(postings.slot_doc), dtype=np.float64)
             for phrase in phrases:
                 term = postings.term_ids.get(phrase)
                 if term is None:
                     continue
-                slots = np.frombuffer(postings.slots[term], dtype=np.int32)
+                slots = _copy(postings.slots[term], np.int32)
                 hits = int(np.count_nonzero(alive[slots]))
                 if hits == 0:
                     continue
                 idf = math.log((live - hits + 0.5) / (hits + 0.5))
                 idf = idf if idf > 0.0 else 1e-6
-                freq = np.frombuffer(postings.freqs[term], dtype=np.float32).astype(np.float64)
+                freq = _copy(postings.freqs[term], np.float32).astype(np.float64)
                 norm = K1 * (1.0 - B + B * lengths[slots] / average)
                 scores[slots] += idf * freq * (K1 + 1.0) / (freq + norm)
             found = np.flatnonzero(scores)
             found = found[alive[found] == 1]
             if codes is not None:
-                group_of = np.frombuffer(postings.slot_group, dtype=np.int32)
+                group_of = _copy(postings.slot_group, np.int32)
                 found = found[np.isin(group_of[found], codes)]
             if len(found) > limit:
                 found = found[np.argpartition(-scores[found], limit - 1)[:limit]]
             found = found[np.argsort(-scores[found], kind="stable")]
-            docs = np.frombuffer(postings.slot_doc, dtype=np.int64)
+            docs = _copy(postings.slot_doc, np.int64)
             return [(int(docs[s]), float(scores[s])) for s in found]
 
     def count(self, kind: str) -> int:
@@ -341,16 +341,22 @@ def _rows(
     ]
 
 
+def _copy(values: array[Any] | bytearray, dtype: type[np.generic]) -> np.ndarray:
+    """The values as a numpy array of their own: a view (np.frombuffer) would pin the array's
+    buffer, and an append to it while the view lives (one kept by a traceback) would fail."""
+    return np.frombuffer(values, dtype=dtype).copy()
+
+
 def _compact(postings: _Postings) -> _Postings:
     """Drop dead slots (renumbering the live ones)."""
     alive = np.frombuffer(postings.slot_alive, dtype=np.uint8).astype(bool)
     renumber = np.cumsum(alive) - 1
     fresh = _Postings(term_ids=dict(postings.term_ids))
     for term_slots, term_freqs in zip(postings.slots, postings.freqs, strict=True):
-        slots = np.frombuffer(term_slots, dtype=np.int32)
+        slots = _copy(term_slots, np.int32)
         keep = alive[slots]
         fresh.slots.append(array("i", renumber[slots[keep]].astype(np.int32).tobytes()))
-        fresh.freqs.append(array("f", np.frombuffer(term_freqs, dtype=np.float32)[keep].tobytes()))
+        fresh.freqs.append(array("f", _copy(term_freqs, np.float32)[keep].tobytes()))
     live = np.flatnonzero(alive)
     fresh.slot_doc = array("q", np.frombuffer(postings.slot_doc, dtype=np.int64)[live].tobytes())
     fresh.slot_group = array(
