@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from lcg.projections.vectors.index import VectorIndex
 from lcg.projections.wal.lease import WriterLease
 from lcg.projections.wal.store import EventLog
 
+log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
 
 
@@ -174,7 +176,10 @@ class Workspace:
             self._vectors.checkpoint()
             self._vectors = None
         if self._text is not None and self._runner is not None:
-            self._text.checkpoint(self._runner.conn)
+            try:
+                self._text.checkpoint(self._runner.conn)
+            except (OSError, sqlite3.Error) as error:  # a cache: rebuilt at the next start
+                log.warning("text scorer checkpoint failed at close: %s", error)
         self._text = None
         if self._cache is not None:
             self._cache.close()
