@@ -13,8 +13,8 @@ from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.text import reader
-from lcg.projections.text.projection import FAMILIES, TOKENIZER
 from lcg.projections.text.scorer import TextScorer
+from lcg.projections.text.tables import FAMILIES, TOKENIZER
 from tests.conftest import Call, make_call, make_workspace
 
 VOCABULARY = (

@@ -20,8 +20,9 @@ from lcg.projections.embedding.port import CountingEmbedder, Embedder
 from lcg.projections.graph import schema
 from lcg.projections.graph.projection import GraphProjection
 from lcg.projections.runner import ProjectionRunner
-from lcg.projections.text.projection import FAMILIES, TOKENIZER, TextProjection
+from lcg.projections.text.projection import TextProjection
 from lcg.projections.text.scorer import TextScorer
+from lcg.projections.text.tables import FAMILIES, TOKENIZER
 from lcg.projections.vectors.catalog import VectorCatalogProjection
 from lcg.projections.vectors.index import VectorIndex
 from lcg.projections.wal.lease import WriterLease

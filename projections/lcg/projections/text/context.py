@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from lcg.projections.text.tables import put
+
 CHAT_SOURCES = frozenset({"message"})
 MAX_NEIGHBOUR = 1_000  # characters of each neighbour that go into a message's context
 
@@ -58,9 +60,4 @@ def refresh(conn: sqlite3.Connection, episode_uuid: str) -> None:
         return
     text = context_for(conn, rows[0][1], rows[0][2])
     for doc_id, _, _, content in rows:
-        conn.execute("DELETE FROM fts_passages WHERE rowid=?", (doc_id,))
-        conn.execute(
-            "INSERT INTO fts_passages (rowid, content, context) VALUES (?,?,?)",
-            (doc_id, content, text),
-        )
-        conn.execute("INSERT INTO text_changes (kind, doc_id) VALUES ('passage', ?)", (doc_id,))
+        put(conn, "passage", doc_id, (content, text), replace=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from lcg.domain import passages
 from lcg.domain.events import (
@@ -24,28 +23,8 @@ from lcg.domain.events import (
     RelationshipRevised,
 )
 from lcg.projections.text import context
+from lcg.projections.text.tables import FAMILIES, FTS_TABLES, TOKENIZER, changed, put
 from lcg.projections.wal.store import RecordedEvent
-
-TOKENIZER = "porter unicode61 remove_diacritics 2"
-FTS_TABLES = {"entity": "fts_entities", "edge": "fts_edges", "passage": "fts_passages"}
-
-
-@dataclass(frozen=True, slots=True)
-class Family:
-    """One FTS5 table: its document kind, name, columns and their bm25 weights."""
-
-    kind: str
-    table: str
-    columns: tuple[str, str]
-    weights: tuple[float, float]
-
-
-# entity: name 2, summary 1; edge: name 1, fact 2; passage: own words 2, neighbours' 1.
-FAMILIES = (
-    Family("entity", "fts_entities", ("name", "summary"), (2.0, 1.0)),
-    Family("edge", "fts_edges", ("name", "fact"), (1.0, 2.0)),
-    Family("passage", "fts_passages", ("content", "context"), (2.0, 1.0)),
-)
 
 Handler = Callable[[sqlite3.Connection, RecordedEvent], None]
 
@@ -75,20 +54,11 @@ def install(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS text_docs_owner ON text_docs (owner_uuid)")
     conn.execute("CREATE INDEX IF NOT EXISTS text_docs_group ON text_docs (group_id, kind)")
     conn.execute("CREATE INDEX IF NOT EXISTS text_docs_chat ON text_docs (group_id, chat, seq)")
-    for table, columns in (
-        ("fts_entities", "name, summary"),
-        ("fts_edges", "name, fact"),
-        ("fts_passages", "content, context"),
-    ):
+    for family in FAMILIES:
         conn.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5({columns},"
-            f" tokenize='{TOKENIZER}')"
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {family.table} USING"
+            f" fts5({', '.join(family.columns)}, tokenize='{TOKENIZER}')"
         )
-
-
-def changed(conn: sqlite3.Connection, kind: str, doc_id: int) -> None:
-    """Tell the scorer to re-read a document (written in the projection's transaction)."""
-    conn.execute("INSERT INTO text_changes (kind, doc_id) VALUES (?, ?)", (kind, doc_id))
 
 
 def _new_doc(conn: sqlite3.Connection, group: str, kind: str, owner: str, part: int = 0) -> int:
@@ -110,34 +80,21 @@ def _entity_created(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
     event = recorded.event
     assert isinstance(event, EntityCreated)
     doc = _new_doc(conn, recorded.group_id, "entity", event.entity_uuid)
-    conn.execute(
-        "INSERT INTO fts_entities (rowid, name, summary) VALUES (?,?,?)",
-        (doc, event.name, event.summary),
-    )
-    changed(conn, "entity", doc)
+    put(conn, "entity", doc, (event.name, event.summary), replace=False)
 
 
 def _entity_revised(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
     event = recorded.event
     assert isinstance(event, EntityRevised)
     doc = _doc_id(conn, "entity", event.entity_uuid)
-    conn.execute("DELETE FROM fts_entities WHERE rowid=?", (doc,))
-    conn.execute(
-        "INSERT INTO fts_entities (rowid, name, summary) VALUES (?,?,?)",
-        (doc, event.name, event.summary),
-    )
-    changed(conn, "entity", doc)
+    put(conn, "entity", doc, (event.name, event.summary), replace=True)
 
 
 def _relationship_created(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
     event = recorded.event
     assert isinstance(event, RelationshipCreated)
     doc = _new_doc(conn, recorded.group_id, "edge", event.edge_uuid)
-    conn.execute(
-        "INSERT INTO fts_edges (rowid, name, fact) VALUES (?,?,?)",
-        (doc, event.predicate, event.fact),
-    )
-    changed(conn, "edge", doc)
+    put(conn, "edge", doc, (event.predicate, event.fact), replace=False)
 
 
 def _relationship_revised(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
@@ -145,11 +102,7 @@ def _relationship_revised(conn: sqlite3.Connection, recorded: RecordedEvent) -> 
     assert isinstance(event, RelationshipRevised)
     doc = _doc_id(conn, "edge", event.edge_uuid)
     (name,) = conn.execute("SELECT name FROM fts_edges WHERE rowid=?", (doc,)).fetchone()
-    conn.execute("DELETE FROM fts_edges WHERE rowid=?", (doc,))
-    conn.execute(
-        "INSERT INTO fts_edges (rowid, name, fact) VALUES (?,?,?)", (doc, name, event.fact)
-    )
-    changed(conn, "edge", doc)
+    put(conn, "edge", doc, (name, event.fact), replace=True)
 
 
 def _episode_added(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
@@ -163,11 +116,7 @@ def _episode_added(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
             " VALUES (?, 'passage', ?, ?, ?, ?)",
             (recorded.group_id, event.episode_uuid, part, recorded.seq, int(chat)),
         )
-        conn.execute(
-            "INSERT INTO fts_passages (rowid, content, context) VALUES (?,?,?)",
-            (cursor.lastrowid, content, around),
-        )
-        changed(conn, "passage", int(cursor.lastrowid or 0))
+        put(conn, "passage", int(cursor.lastrowid or 0), (content, around), replace=False)
     if chat:  # the neighbours now have this message in their context
         for neighbour in context.neighbours(conn, recorded.group_id, recorded.seq):
             context.refresh(conn, neighbour)

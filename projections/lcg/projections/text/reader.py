@@ -7,8 +7,8 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lcg.projections.text.projection import FAMILIES
 from lcg.projections.text.scorer import TextScorer
+from lcg.projections.text.tables import FAMILIES, FTS_TABLES
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that match nearly every English document: as OR terms they only add noise to bm25.
@@ -73,7 +73,6 @@ STOP_WORDS = frozenset(
     }
 )
 _COLUMN_WEIGHTS = {f.kind: ", ".join(str(w) for w in f.weights) for f in FAMILIES}
-_TABLES = {f.kind: f.table for f in FAMILIES}
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +135,7 @@ def search(
     expression = match_expression(query)
     if expression is None or (groups is not None and not groups):
         return []
-    table = _TABLES[kind]
+    table = FTS_TABLES[kind]
     where, params = "", []
     if groups is not None:
         where = f" AND d.group_id IN ({','.join('?' * len(groups))})"

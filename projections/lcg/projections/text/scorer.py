@@ -25,13 +25,13 @@ import sqlite3
 import threading
 from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from lcg.projections.text.projection import Family
+from lcg.projections.text.postings import Postings, compact, copy, pack, take, unpack
+from lcg.projections.text.tables import Family
 from lcg.projections.text.tokens import Tokenizer
 from lcg.projections.wal.store import RecordedEvent
 
@@ -41,28 +41,6 @@ K1 = 1.2
 B = 0.75
 BUILD_BATCH = 2_000
 FORMAT = "2"  # of the checkpoint file; another format is rebuilt
-
-
-@dataclass(slots=True)
-class _Postings:
-    """Every document of one FTS5 table, as slots; a replaced document gets a new slot."""
-
-    term_ids: dict[str, int] = field(default_factory=dict)
-    # Per term: the slots holding it (int32) and its column-weighted frequency there (float32,
-    # exact: sums of small counts times weights 1 and 2). A term's document frequency is the
-    # number of its slots still alive, counted when a query needs it.
-    slots: list[array[int]] = field(default_factory=list)
-    freqs: list[array[float]] = field(default_factory=list)
-    slot_doc: array[int] = field(default_factory=lambda: array("q"))
-    slot_group: array[int] = field(default_factory=lambda: array("i"))
-    slot_len: array[float] = field(default_factory=lambda: array("d"))  # tokens, all columns
-    slot_alive: bytearray = field(default_factory=bytearray)
-    doc_slot: dict[int, int] = field(default_factory=dict)
-    total_tokens: float = 0.0
-
-    @property
-    def live(self) -> int:
-        return len(self.doc_slot)
 
 
 class TextScorer:
@@ -83,7 +61,7 @@ class TextScorer:
         self.applied = 0  # the last text_changes row reflected here
         self.loaded_from_file = False
         self._groups: dict[str, int] = {}
-        self._postings = {kind: _Postings() for kind in self.families}
+        self._postings = {kind: Postings() for kind in self.families}
         self._lock = threading.RLock()
         self._changes = 0
 
@@ -110,7 +88,7 @@ class TextScorer:
                 "groups": np.array(sorted(self._groups, key=self._groups.__getitem__) or [""]),
             }
             for kind, postings in self._postings.items():
-                arrays.update(_pack(kind, postings))
+                arrays.update(pack(kind, postings))
             temporary = self.path.with_suffix(".tmp.npz")
             with temporary.open("wb") as handle:
                 np.savez(handle, **arrays)
@@ -174,33 +152,32 @@ class TextScorer:
                 codes = [self._groups[g] for g in groups if g in self._groups]
                 if not codes:
                     return []
-            lengths = _copy(postings.slot_len, np.float64)
-            alive = _copy(postings.slot_alive, np.uint8)
             average = postings.total_tokens / live
             scores = np.zeros(len(postings.slot_doc), dtype=np.float64)
             for phrase in phrases:
                 term = postings.term_ids.get(phrase)
                 if term is None:
                     continue
-                slots = _copy(postings.slots[term], np.int32)
-                hits = int(np.count_nonzero(alive[slots]))
+                slots = copy(postings.slots[term], np.int32)
+                hits = int(np.count_nonzero(take(postings.slot_alive, np.uint8, slots)))
                 if hits == 0:
                     continue
                 idf = math.log((live - hits + 0.5) / (hits + 0.5))
                 idf = idf if idf > 0.0 else 1e-6
-                freq = _copy(postings.freqs[term], np.float32).astype(np.float64)
-                norm = K1 * (1.0 - B + B * lengths[slots] / average)
+                freq = copy(postings.freqs[term], np.float32).astype(np.float64)
+                norm = K1 * (1.0 - B + B * take(postings.slot_len, np.float64, slots) / average)
                 scores[slots] += idf * freq * (K1 + 1.0) / (freq + norm)
             found = np.flatnonzero(scores)
-            found = found[alive[found] == 1]
+            found = found[take(postings.slot_alive, np.uint8, found) == 1]
             if codes is not None:
-                group_of = _copy(postings.slot_group, np.int32)
-                found = found[np.isin(group_of[found], codes)]
+                found = found[np.isin(take(postings.slot_group, np.int32, found), codes)]
             if len(found) > limit:
                 found = found[np.argpartition(-scores[found], limit - 1)[:limit]]
             found = found[np.argsort(-scores[found], kind="stable")]
-            docs = _copy(postings.slot_doc, np.int64)
-            return [(int(docs[s]), float(scores[s])) for s in found]
+            docs = take(postings.slot_doc, np.int64, found)
+            return [
+                (int(doc), float(score)) for doc, score in zip(docs, scores[found], strict=True)
+            ]
 
     def count(self, kind: str) -> int:
         with self._lock:
@@ -226,7 +203,7 @@ class TextScorer:
         """A purge marker: every document of the group (None: of every group) is gone."""
         for kind, postings in self._postings.items():
             if group is None:
-                self._postings[kind] = _Postings()
+                self._postings[kind] = Postings()
                 continue
             code = self._groups.get(group)
             if code is None:
@@ -263,7 +240,7 @@ class TextScorer:
             postings.slot_len[slots[doc]] = float(length)
             postings.total_tokens += length
         if len(postings.slot_doc) > 2 * max(postings.live, 5_000):
-            self._postings[family.kind] = _compact(postings)
+            self._postings[family.kind] = compact(postings)
 
     def _remove(self, kind: str, doc: int) -> None:
         postings = self._postings[kind]
@@ -286,7 +263,7 @@ class TextScorer:
         row = conn.execute("SELECT max(change_id) FROM text_changes").fetchone()
         self.applied = int(row[0] or 0)
         self._groups = {}
-        self._postings = {kind: _Postings() for kind in self.families}
+        self._postings = {kind: Postings() for kind in self.families}
         for family in self.families.values():
             last = 0
             while True:
@@ -312,7 +289,7 @@ class TextScorer:
                     log.info("text scorer file is of another graph database: rebuilding")
                     return False
                 groups = [str(name) for name in data["groups"]]
-                postings = {kind: _unpack(kind, data) for kind in self.families}
+                postings = {kind: unpack(kind, data) for kind in self.families}
         except Exception as error:  # noqa: BLE001 (any unreadable file is rebuilt)
             log.warning("text scorer file %s unreadable (%s): rebuilding", self.path, error)
             return False
@@ -339,92 +316,3 @@ def _rows(
             [family.kind, *params],
         )
     ]
-
-
-def _copy(values: array[Any] | bytearray, dtype: type[np.generic]) -> np.ndarray:
-    """The values as a numpy array of their own: a view (np.frombuffer) would pin the array's
-    buffer, and an append to it while the view lives (one kept by a traceback) would fail."""
-    return np.frombuffer(values, dtype=dtype).copy()
-
-
-def _compact(postings: _Postings) -> _Postings:
-    """Drop dead slots (renumbering the live ones)."""
-    alive = np.frombuffer(postings.slot_alive, dtype=np.uint8).astype(bool)
-    renumber = np.cumsum(alive) - 1
-    fresh = _Postings(term_ids=dict(postings.term_ids))
-    for term_slots, term_freqs in zip(postings.slots, postings.freqs, strict=True):
-        slots = _copy(term_slots, np.int32)
-        keep = alive[slots]
-        fresh.slots.append(array("i", renumber[slots[keep]].astype(np.int32).tobytes()))
-        fresh.freqs.append(array("f", _copy(term_freqs, np.float32)[keep].tobytes()))
-    live = np.flatnonzero(alive)
-    fresh.slot_doc = array("q", np.frombuffer(postings.slot_doc, dtype=np.int64)[live].tobytes())
-    fresh.slot_group = array(
-        "i", np.frombuffer(postings.slot_group, dtype=np.int32)[live].tobytes()
-    )
-    fresh.slot_len = array("d", np.frombuffer(postings.slot_len, dtype=np.float64)[live].tobytes())
-    fresh.slot_alive = bytearray(b"\x01" * len(live))
-    fresh.doc_slot = {int(fresh.slot_doc[i]): i for i in range(len(live))}
-    fresh.total_tokens = postings.total_tokens
-    return fresh
-
-
-def _flat(parts: Sequence[array[Any]], dtype: type[np.generic]) -> tuple[np.ndarray, np.ndarray]:
-    sizes = np.fromiter((len(part) for part in parts), dtype=np.int64, count=len(parts))
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    values = (
-        np.concatenate([np.frombuffer(part, dtype=dtype) for part in parts])
-        if parts and offsets[-1]
-        else np.zeros(0, dtype=dtype)
-    )
-    return offsets, values
-
-
-def _pack(kind: str, postings: _Postings) -> dict[str, Any]:
-    compact = _compact(postings)
-    terms = sorted(compact.term_ids, key=compact.term_ids.__getitem__)
-    offsets, slots = _flat(compact.slots, np.int32)
-    _, freqs = _flat(compact.freqs, np.float32)
-    return {
-        f"{kind}.terms": np.array(terms or [""]),
-        f"{kind}.offsets": offsets,
-        f"{kind}.slots": slots,
-        f"{kind}.freqs": freqs,
-        f"{kind}.slot_doc": np.frombuffer(compact.slot_doc, dtype=np.int64),
-        f"{kind}.slot_group": np.frombuffer(compact.slot_group, dtype=np.int32),
-        f"{kind}.slot_len": np.frombuffer(compact.slot_len, dtype=np.float64),
-        f"{kind}.total": np.array([compact.total_tokens]),
-    }
-
-
-def _unpack(kind: str, data: Any) -> _Postings:
-    terms = [str(term) for term in data[f"{kind}.terms"]]
-    offsets = data[f"{kind}.offsets"]
-    slots, freqs = data[f"{kind}.slots"], data[f"{kind}.freqs"]
-    slot_doc = data[f"{kind}.slot_doc"]
-    postings = _Postings()
-    count = len(offsets) - 1
-    postings.term_ids = {term: i for i, term in enumerate(terms[:count])}
-    postings.slots = [
-        array("i", slots[offsets[i] : offsets[i + 1]].astype(np.int32).tobytes())
-        for i in range(count)
-    ]
-    postings.freqs = [
-        array("f", freqs[offsets[i] : offsets[i + 1]].astype(np.float32).tobytes())
-        for i in range(count)
-    ]
-    postings.slot_doc = array("q", slot_doc.astype(np.int64).tobytes())
-    postings.slot_group = array("i", data[f"{kind}.slot_group"].astype(np.int32).tobytes())
-    postings.slot_len = array("d", data[f"{kind}.slot_len"].astype(np.float64).tobytes())
-    postings.slot_alive = bytearray(b"\x01" * len(slot_doc))
-    postings.doc_slot = {int(doc): i for i, doc in enumerate(slot_doc)}
-    postings.total_tokens = float(data[f"{kind}.total"][0])
-    if (
-        offsets[-1] != len(slots)
-        or len(freqs) != len(slots)
-        or len(slot_doc) != len(postings.slot_len)
-    ):
-        raise ValueError(f"{kind}: inconsistent arrays")
-    if len(slots) and int(slots.max()) >= len(slot_doc):
-        raise ValueError(f"{kind}: a posting names a missing slot")
-    return postings

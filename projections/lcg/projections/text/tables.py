@@ -1,0 +1,49 @@
+"""The text projection's FTS5 tables, their tokenizer, and the one way a document is written."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """One FTS5 table: its document kind, name, columns and their bm25 weights."""
+
+    kind: str
+    table: str
+    columns: tuple[str, str]
+    weights: tuple[float, float]
+
+
+# entity: name 2, summary 1; edge: name 1, fact 2; passage: own words 2, neighbours' 1.
+FAMILIES = (
+    Family("entity", "fts_entities", ("name", "summary"), (2.0, 1.0)),
+    Family("edge", "fts_edges", ("name", "fact"), (1.0, 2.0)),
+    Family("passage", "fts_passages", ("content", "context"), (2.0, 1.0)),
+)
+FTS_TABLES = {family.kind: family.table for family in FAMILIES}
+_BY_KIND = {family.kind: family for family in FAMILIES}
+
+
+def changed(conn: sqlite3.Connection, kind: str, doc_id: int) -> None:
+    """Tell the in-memory scorer to re-read a document (in the projection's transaction)."""
+    conn.execute("INSERT INTO text_changes (kind, doc_id) VALUES (?, ?)", (kind, doc_id))
+
+
+def put(
+    conn: sqlite3.Connection, kind: str, doc_id: int, columns: Sequence[str], *, replace: bool
+) -> None:
+    """Write a document's FTS5 row (replacing the old one when `replace`) and log the change."""
+    family = _BY_KIND[kind]
+    if replace:
+        conn.execute(f"DELETE FROM {family.table} WHERE rowid=?", (doc_id,))
+    first, second = family.columns
+    conn.execute(
+        f"INSERT INTO {family.table} (rowid, {first}, {second}) VALUES (?,?,?)",
+        (doc_id, *columns),
+    )
+    changed(conn, kind, doc_id)
