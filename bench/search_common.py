@@ -17,6 +17,7 @@ from lcg.commands import handlers
 from lcg.domain import passages as passage_split
 from lcg.domain.commands import AddEpisode
 from lcg.domain.ids import EpisodeUuid, GroupId
+from lcg.domain.rules import EpisodeSource
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 
@@ -64,7 +65,7 @@ class Item:
     name: str
     body: str
     time: datetime
-    source: str  # "message" (chat turns: indexed with their neighbours' words) or "text"
+    source: EpisodeSource  # "message" (chat turns: indexed with their neighbours' words) or "text"
 
 
 def ingest(ws: Workspace, items: Sequence[Item], label: str, batch: int = INGEST_BATCH) -> float:
@@ -133,7 +134,7 @@ class Options:
     repeats: int
     num_results: int
     cold_size: int
-    source: str
+    source: EpisodeSource
     profile: bool
     quality_out: Path
     latency_out: Path

@@ -32,6 +32,7 @@ from bench.search_common import (
 )
 from lcg.domain import passages as passage_split
 from lcg.domain.ids import GroupId
+from lcg.domain.rules import EpisodeSource
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
@@ -60,7 +61,7 @@ def synthetic_passages(bodies: Sequence[str], count: int, seed: int = 7) -> list
     return out
 
 
-def latency_items(texts: Sequence[str], source: str) -> list[Item]:
+def latency_items(texts: Sequence[str], source: EpisodeSource) -> list[Item]:
     base = datetime(2024, 1, 1, tzinfo=UTC)
     return [
         Item(LATENCY_GROUP, f"p{index:06d}", text, base + timedelta(seconds=index), source)

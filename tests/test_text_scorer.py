@@ -11,6 +11,7 @@ import pytest
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
+from lcg.interfaces.tools.search import search_context
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.text import reader
 from lcg.projections.text.scorer import TextScorer
@@ -203,7 +204,7 @@ def test_bm25_engine_setting(tmp_path: Path) -> None:
     settings = Settings.load({"LCG_BM25_ENGINE": "fts5"}, tmp_path)
     with make_workspace(settings) as ws:
         app = App(ws)
-        assert app._search().text_scorer is None
+        assert search_context(app).text_scorer is None
         call = make_call(app)
         call("knowledge_add_episode", name="x", episode_body="rare zanzibar words", group_id="g")
         found = call("knowledge_search_passages", query="zanzibar", min_score=0.0)["passages"]

@@ -46,11 +46,11 @@ class RebuildResult(TypedDict):
 
 
 def check_rebuild_bounds(request: RebuildRequest) -> None:
-    """Refuse impossible bounds before the WAL is read or anything is touched (K-WAL-030)."""
-    if request.from_seq < 0:
-        raise InvalidParams("from_seq", "must be an integer >= 0", f"got {request.from_seq}")
-    if request.to_seq is not None and request.to_seq < 0:
-        raise InvalidParams("to_seq", "must be an integer >= 0", f"got {request.to_seq}")
+    """Refuse impossible bounds before the WAL is read or anything is touched (K-WAL-030).
+
+    Each bound alone (an integer >= 0) is the parameter model's rule; this is the rule
+    between them.
+    """
     if request.to_seq is not None and request.to_seq < request.from_seq:
         raise InvalidParams(
             "to_seq",
@@ -166,10 +166,6 @@ def delete_by_group(
     now: Callable[[], datetime],
 ) -> DeleteByGroupResult:
     """Purge each group with an event in its own stream (P-122); dry_run only counts."""
-    if not group_ids:
-        raise InvalidParams(
-            "group_ids", "is required and must be a non-empty array of non-empty strings"
-        )
     if not confirm and not dry_run:
         raise InvalidParams(
             "confirm", "Must set 'confirm' to true to purge group data (or 'dry_run' to preview)"

@@ -13,7 +13,6 @@ from lcg.domain.commands import (
     DeleteEpisode,
     PurgeGroup,
 )
-from lcg.domain.events import EpisodeDeleted
 from lcg.projections.graph import reader
 from lcg.projections.vectors import catalog
 
@@ -103,12 +102,7 @@ def assert_relationship(ctx: WriteContext, command: AssertRelationship) -> Asser
     )
     stale: list[str] = []
     if not decision.created:
-        fact = (
-            command.fact
-            if command.fact and command.fact.strip()
-            else (f"{command.source_name} {command.predicate} {command.target_name}")
-        )
-        stale = _stale(ctx, decision.edge_uuid, {catalog.FACT: fact.strip()})
+        stale = _stale(ctx, decision.edge_uuid, {catalog.FACT: command.stored_fact.strip()})
     ctx.append(command.group_id, decision.events)
     return AssertRelationshipResult(
         edge_uuid=decision.edge_uuid,
@@ -125,11 +119,11 @@ def add_episode(ctx: WriteContext, command: AddEpisode) -> AddEpisodeResult:
 
 def delete_episode(ctx: WriteContext, command: DeleteEpisode) -> DeleteEpisodeResult:
     """Delete in the episode's own group; an unknown uuid is a no-op success (P-120)."""
-    group = reader.episode_group(ctx.conn, command.episode_uuid)
-    if group is not None:
-        ctx.append(
-            group, (EpisodeDeleted(occurred_at=command.now, episode_uuid=command.episode_uuid),)
-        )
+    decision = deciders.decide_delete_episode(
+        command, reader.episode_group(ctx.conn, command.episode_uuid)
+    )
+    if decision is not None:
+        ctx.append(*decision)
     return DeleteEpisodeResult(status="deleted")
 
 

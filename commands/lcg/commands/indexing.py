@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
-from typing import TypedDict
+from functools import partial
+from typing import NamedTuple, TypedDict
 
 from lcg.commands.writer import WriteContext, Writer
-from lcg.domain.errors import InvalidParams
-from lcg.domain.events import SummaryEmbedded
-from lcg.domain.ids import EntityUuid, GroupId
+from lcg.domain import deciders
+from lcg.domain.commands import BackfillSummaries
+from lcg.projections.graph import reader
 from lcg.projections.runner import Progress
 
-BATCH = 200
+BATCH = 200  # entities decided and appended per write batch
 
 
 class BackfillResult(TypedDict):
@@ -22,51 +22,53 @@ class BackfillResult(TypedDict):
     dry_run: bool
 
 
+class _Page(NamedTuple):
+    backfilled: int
+    last_seq: int | None  # None: no entity after the page's start
+
+
+def _backfill_page(ctx: WriteContext, command: BackfillSummaries, after_seq: int) -> _Page:
+    """Load one page of the group's entities, decide, append: all inside one write batch."""
+    page = reader.entity_summaries(ctx.conn, command.group_id, after_seq=after_seq, limit=BATCH)
+    events = deciders.decide_backfill_summaries(command, [(e["uuid"], e["summary"]) for e in page])
+    ctx.append(command.group_id, events)
+    return _Page(len(events), page[-1]["seq"] if page else None)
+
+
 def backfill_summary_embeddings(
     writer: Writer,
-    group_id: str | None,
+    command: BackfillSummaries,
     *,
     dry_run: bool,
-    now: Callable[[], datetime],
     progress: Progress | None = None,
 ) -> BackfillResult:
-    """Re-embed every non-blank summary of one group; each is a SummaryEmbedded event."""
-    if not group_id:
-        raise InvalidParams(
-            "group_id",
-            "is required and must be a non-empty string (no "
-            "database-wide or default-group backfill)",
-        )
-    group = GroupId(group_id)
+    """Re-embed every non-blank summary of one group; each is a SummaryEmbedded event.
+
+    Each page is read and decided in the batch that appends it, so an entity revised between
+    pages is embedded with the summary it has when its page is written.
+    """
+    group = command.group_id
     with writer.exclusive():
         conn = writer.runner.conn
-        total = int(
-            conn.execute("SELECT COUNT(*) FROM entities WHERE group_id=?", (group,)).fetchone()[0]
-        )
-        candidates = [
-            (EntityUuid(row[0]), str(row[1]))
-            for row in conn.execute(
-                "SELECT uuid, summary FROM entities WHERE group_id=? AND trim(summary) != ''"
-                " ORDER BY seq",
-                (group,),
+        total = reader.group_counts(conn, group)["entities"]
+        entities = reader.entity_summaries(conn, group, after_seq=0, limit=total)
+        candidates = len(
+            deciders.decide_backfill_summaries(
+                command, [(e["uuid"], e["summary"]) for e in entities]
             )
-        ]
+        )
     if dry_run:
         return BackfillResult(
-            group_id=group, total_entities=total, backfilled=len(candidates), dry_run=True
+            group_id=group, total_entities=total, backfilled=candidates, dry_run=True
         )
-    done = 0
-    for start in range(0, len(candidates), BATCH):
-        chunk = candidates[start : start + BATCH]
-        events = tuple(SummaryEmbedded(now(), uuid, summary) for uuid, summary in chunk)
-
-        def append(ctx: WriteContext, events: tuple[SummaryEmbedded, ...] = events) -> None:
-            ctx.append(group, events)
-
-        writer.execute(append)
-        done += len(chunk)
+    done, after = 0, 0
+    while True:
+        page = writer.execute(partial(_backfill_page, command=command, after_seq=after))
+        if page.last_seq is None:
+            break
+        done, after = done + page.backfilled, page.last_seq
         if progress is not None:
-            progress(done, len(candidates))
+            progress(done, max(candidates, done))
     return BackfillResult(group_id=group, total_entities=total, backfilled=done, dry_run=False)
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from lcg.domain import rules
 from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid, GroupId
+from lcg.domain.rules import EpisodeSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,11 @@ class AssertRelationship:
     new_uuid: EdgeUuid
     now: datetime
 
+    @property
+    def stored_fact(self) -> str:
+        """The fact the edge will state: the given one, or 'SOURCE PREDICATE TARGET'."""
+        return rules.edge_fact(self.fact, self.source_name, self.predicate, self.target_name)
+
 
 @dataclass(frozen=True, slots=True)
 class AddEpisode:
@@ -45,7 +52,7 @@ class AddEpisode:
     group_id: GroupId
     name: str
     body: str
-    source: str
+    source: EpisodeSource
     source_description: str
     reference_time: datetime
     new_uuid: EpisodeUuid
@@ -65,6 +72,14 @@ class DeleteEpisode:
 @dataclass(frozen=True, slots=True)
 class PurgeGroup:
     """knowledge_delete_by_group for one group: delete every row the group owns."""
+
+    group_id: GroupId
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillSummaries:
+    """knowledge_backfill_summary_embeddings: re-embed the non-blank summaries of one group."""
 
     group_id: GroupId
     now: datetime

@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lcg.domain import rules
-from lcg.domain.commands import AddEpisode, AssertEntity, AssertRelationship, PurgeGroup
+from lcg.domain.commands import (
+    AddEpisode,
+    AssertEntity,
+    AssertRelationship,
+    BackfillSummaries,
+    DeleteEpisode,
+    PurgeGroup,
+)
 from lcg.domain.errors import Conflict, NotFound
 from lcg.domain.events import (
     DomainEvent,
     EntityCreated,
     EntityRevised,
     EpisodeAdded,
+    EpisodeDeleted,
     GroupPurged,
     RelationshipCreated,
     RelationshipRevised,
+    SummaryEmbedded,
 )
 from lcg.domain.ids import EdgeUuid, EntityUuid, GroupId
 
@@ -51,9 +61,10 @@ class AssertEntityDecision:
 
 
 def decide_assert_entity(command: AssertEntity, lookup: EntityLookup) -> AssertEntityDecision:
-    """Create or fully revise an entity (K-AST-004..012, P-108)."""
-    rules.text(command.name, "name", max_len=rules.MAX_NAME, required=True)
-    rules.text(command.summary, "summary", max_len=rules.MAX_SUMMARY)
+    """Create or fully revise an entity (K-AST-004..012, P-108).
+
+    Shapes and bounds were checked by the parameter model; this decides identity only.
+    """
     if command.entity_uuid is not None:
         target = lookup.by_uuid
         if target is None or target.group_id != command.group_id:
@@ -112,9 +123,6 @@ def decide_assert_relationship(
     command: AssertRelationship, lookup: RelationshipLookup
 ) -> AssertRelationshipDecision:
     """Create or revise the group's active edge (source, predicate, target) (K-AST-021..038)."""
-    rules.text(command.source_name, "source_name", max_len=rules.MAX_NAME, required=True)
-    rules.text(command.target_name, "target_name", max_len=rules.MAX_NAME, required=True)
-    rules.text(command.predicate, "predicate", max_len=rules.MAX_PREDICATE, required=True)
     for field, entity, name in (
         ("source_name", lookup.source, command.source_name),
         ("target_name", lookup.target, command.target_name),
@@ -129,12 +137,7 @@ def decide_assert_relationship(
     source, target = lookup.source, lookup.target
     if source is None or target is None:  # unreachable after the loop; narrows the types
         raise AssertionError
-    fact = command.fact
-    if fact is None or not fact.strip():
-        fact = f"{command.source_name} {command.predicate} {command.target_name}"
-    rules.text(fact, "fact", max_len=rules.MAX_FACT)
-    if command.relation_type is not None:
-        rules.text(command.relation_type, "relation_type", max_len=rules.MAX_RELATION_TYPE)
+    fact = command.stored_fact
     if lookup.active_edge is None:
         created = RelationshipCreated(
             occurred_at=command.now,
@@ -160,15 +163,9 @@ def decide_assert_relationship(
 
 
 def decide_add_episode(command: AddEpisode) -> tuple[DomainEvent, ...]:
-    """Store an episode as given (P-107)."""
-    rules.text(command.name, "name", max_len=rules.MAX_EPISODE_NAME, required=True)
-    rules.text(command.body, "episode_body", max_len=rules.MAX_EPISODE_BODY, required=True)
-    rules.episode_source(command.source)
+    """Store an episode as given (P-107); a body declared as JSON must be JSON."""
     if command.source == "json":
         rules.json_body(command.body)
-    rules.text(
-        command.source_description, "source_description", max_len=rules.MAX_SOURCE_DESCRIPTION
-    )
     return (
         EpisodeAdded(
             occurred_at=command.now,
@@ -181,6 +178,29 @@ def decide_add_episode(command: AddEpisode) -> tuple[DomainEvent, ...]:
             chunk_id=command.chunk_id,
             source_file=command.source_file,
         ),
+    )
+
+
+def decide_delete_episode(
+    command: DeleteEpisode, group_id: GroupId | None
+) -> tuple[GroupId, tuple[DomainEvent, ...]] | None:
+    """Delete an episode in its own group (`group_id`: where it lives, None if unknown).
+
+    An unknown episode decides nothing: deleting it is a no-op success (P-120).
+    """
+    if group_id is None:
+        return None
+    return group_id, (EpisodeDeleted(occurred_at=command.now, episode_uuid=command.episode_uuid),)
+
+
+def decide_backfill_summaries(
+    command: BackfillSummaries, summaries: Sequence[tuple[EntityUuid, str]]
+) -> tuple[DomainEvent, ...]:
+    """One SummaryEmbedded per entity whose summary is not blank (K-SEM, P-130)."""
+    return tuple(
+        SummaryEmbedded(command.now, uuid, summary)
+        for uuid, summary in summaries
+        if summary.strip()
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final, Literal, get_args
 
 from lcg.domain.errors import InvalidParams
 from lcg.domain.ids import GroupId
@@ -25,9 +25,26 @@ MAX_EPISODE_NAME = 512
 MAX_EPISODE_BODY = 1_048_576
 MAX_SOURCE_DESCRIPTION = 1_024
 MAX_NUM_RESULTS = 10_000
-EPISODE_SOURCES = ("text", "message", "json")
+MAX_GROUP_IDS = 1_024  # groups named in one read
+MAX_UUID = 64
 
-_GROUP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
+EpisodeSource = Literal["text", "message", "json"]
+EPISODE_SOURCES: tuple[EpisodeSource, ...] = get_args(EpisodeSource)
+
+# Patterns are written once, here; the parameter models derive their constraints from them,
+# and PATTERN_RULES turns a mismatch into the rule a caller reads.
+GROUP_ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$"
+GROUP_ID_RULE: Final = (
+    "must start with a letter or digit and contain only letters, digits and _.:@-"
+)
+NOT_BLANK_PATTERN: Final = r"\S"
+NOT_BLANK_RULE: Final = "is required and must not be blank"
+PATTERN_RULES: dict[str, str] = {
+    GROUP_ID_PATTERN: GROUP_ID_RULE,
+    NOT_BLANK_PATTERN: NOT_BLANK_RULE,
+}
+
+_GROUP_ID = re.compile(GROUP_ID_PATTERN)
 _SPACE_FORM = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?$")
 
 
@@ -38,16 +55,14 @@ def group_id(value: str, field: str = "group_id") -> GroupId:
     if len(value) > MAX_GROUP_ID:
         raise InvalidParams(field, f"must be at most {MAX_GROUP_ID} characters")
     if not _GROUP_ID.match(value):
-        raise InvalidParams(
-            field, "must start with a letter or digit and contain only letters, digits and _.:@-"
-        )
+        raise InvalidParams(field, GROUP_ID_RULE)
     return GroupId(value)
 
 
 def text(value: str, field: str, *, max_len: int, required: bool = False) -> str:
     """A string within `max_len` characters; `required` also refuses blank text."""
     if required and not value.strip():
-        raise InvalidParams(field, "is required and must not be blank")
+        raise InvalidParams(field, NOT_BLANK_RULE)
     if len(value) > max_len:
         raise InvalidParams(field, f"must be at most {max_len} characters", f"got {len(value)}")
     return value
@@ -81,6 +96,18 @@ def attributes(value: Any) -> str:
     except (TypeError, ValueError) as error:
         raise InvalidParams("attributes", "must be JSON-serialisable", str(error)) from error
     return text(encoded, "attributes", max_len=MAX_ATTRIBUTES)
+
+
+def default_fact(source_name: str, predicate: str, target_name: str) -> str:
+    """The fact an edge states when none is given (K-AST-026): 'SOURCE PREDICATE TARGET'."""
+    return f"{source_name} {predicate} {target_name}"
+
+
+def edge_fact(fact: str | None, source_name: str, predicate: str, target_name: str) -> str:
+    """The fact as stored: the given one, or the default when it is missing or blank."""
+    if fact is None or not fact.strip():
+        return default_fact(source_name, predicate, target_name)
+    return fact
 
 
 def timestamp(value: str, field: str) -> datetime:

@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, TypeVar
 
 from lcg.domain.errors import InvalidParams
 from lcg.projections.wal.store import Durability
+from lcg.queries.fusion import Fusion
+
+Bm25Engine = Literal["memory", "fts5"]
 
 STATE_DIR = ".lcg"
 WAL_FILE = "wal.sqlite"
@@ -27,11 +31,11 @@ class Settings:
     workspace: Path
     durability: Durability = "normal"
     embed_threads: int = 1  # LCG_EMBED_THREADS: onnxruntime intra-op threads
-    search_fusion: str = "max"  # LCG_SEARCH_FUSION: max | rrf (ADR 0012: max measured better)
+    search_fusion: Fusion = "max"  # LCG_SEARCH_FUSION: max | rrf (ADR 0012: max measured better)
     search_expand_depth: int = 1  # LCG_SEARCH_EXPAND_DEPTH: graph expansion hops, 0-3
     vector_checkpoint_every: int = 10_000  # LCG_VECTOR_CHECKPOINT_EVERY: changed vectors
     vector_ivf_threshold: int = 20_000  # LCG_VECTOR_IVF_THRESHOLD: vectors per index
-    bm25_engine: str = "memory"  # LCG_BM25_ENGINE: memory | fts5 (ADR 0016: same scores)
+    bm25_engine: Bm25Engine = "memory"  # LCG_BM25_ENGINE: memory | fts5 (ADR 0016: same scores)
 
     @property
     def state_dir(self) -> Path:
@@ -69,16 +73,9 @@ class Settings:
     def load(cls, env: Mapping[str, str], cwd: Path, workspace: Path | None = None) -> Settings:
         """`workspace` (the --workspace flag) wins over LCG_WORKSPACE, which wins over cwd."""
         chosen = workspace or (Path(env["LCG_WORKSPACE"]) if env.get("LCG_WORKSPACE") else cwd)
-        raw = env.get("LCG_DURABILITY", "normal").strip().lower() or "normal"
-        if raw not in ("normal", "full"):
-            raise InvalidParams("LCG_DURABILITY", "must be 'normal' or 'full'", f"got {raw!r}")
-        durability: Durability = "full" if raw == "full" else "normal"
-        fusion = env.get("LCG_SEARCH_FUSION", "max").strip().lower() or "max"
-        if fusion not in ("rrf", "max"):
-            raise InvalidParams("LCG_SEARCH_FUSION", "must be 'rrf' or 'max'", f"got {fusion!r}")
-        engine = env.get("LCG_BM25_ENGINE", "memory").strip().lower() or "memory"
-        if engine not in ("memory", "fts5"):
-            raise InvalidParams("LCG_BM25_ENGINE", "must be 'memory' or 'fts5'", f"got {engine!r}")
+        durability: Durability = _choice(env, "LCG_DURABILITY", ("normal", "full"))
+        fusion: Fusion = _choice(env, "LCG_SEARCH_FUSION", ("max", "rrf"))
+        engine: Bm25Engine = _choice(env, "LCG_BM25_ENGINE", ("memory", "fts5"))
         return cls(
             workspace=chosen.resolve(),
             durability=durability,
@@ -91,6 +88,19 @@ class Settings:
             ),
             bm25_engine=engine,
         )
+
+
+C = TypeVar("C", bound=str)
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[C, ...]) -> C:
+    """One of `choices` (case-insensitive; the first is the default)."""
+    raw = env.get(name, "").strip().lower() or choices[0]
+    for choice in choices:
+        if raw == choice:
+            return choice
+    allowed = " or ".join(f"{c!r}" for c in choices)
+    raise InvalidParams(name, f"must be {allowed}", f"got {raw!r}")
 
 
 def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:

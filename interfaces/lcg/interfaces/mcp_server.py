@@ -24,7 +24,7 @@ from mcp.shared.message import SessionMessage
 from lcg.interfaces.attached import ProgressSink
 from lcg.interfaces.backends import Backend
 from lcg.interfaces.jsonrpc import INVALID_PARAMS, JsonObject, RpcError
-from lcg.interfaces.operations import Operation
+from lcg.interfaces.operations import AnyOperation
 from lcg.interfaces.scopes import CLOSE, Visibility
 from lcg.interfaces.stdio_pipe import read_lines, write_all
 
@@ -38,7 +38,7 @@ DRAIN_SECONDS = 30.0  # at end of input, how long calls in flight may still fini
 log = logging.getLogger("lcg.mcp")
 
 
-def tool_of(operation: Operation) -> types.Tool:
+def tool_of(operation: AnyOperation) -> types.Tool:
     """The MCP tool of one operation: the seed's name, the model's schema, read-only hint."""
     return types.Tool(
         name=operation.name,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from lcg.interfaces.operations import OPERATIONS, Operation, Scope
+from lcg.interfaces.operations import OPERATIONS, AnyOperation, Scope
 
 ALL = "all"
 CLOSE = "knowledge_close"
@@ -46,13 +46,13 @@ class Visibility:
     attached: bool = False
     allow_remote_close: bool = False
 
-    def shows(self, operation: Operation) -> bool:
+    def shows(self, operation: AnyOperation) -> bool:
         if operation.scope not in self.scopes:
             return False
         # Standalone: knowledge_close closes only this process, so admin shows it (K-SCP-014);
         # --allow-remote-close has no effect there (K-MCP-012).
         return not (operation.name == CLOSE and self.attached and not self.allow_remote_close)
 
-    def tools(self, operations: Iterable[Operation] = OPERATIONS) -> tuple[Operation, ...]:
+    def tools(self, operations: Iterable[AnyOperation] = OPERATIONS) -> tuple[AnyOperation, ...]:
         """The advertised operations, in table order."""
         return tuple(operation for operation in operations if self.shows(operation))

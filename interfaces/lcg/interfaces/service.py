@@ -12,10 +12,11 @@ import threading
 from typing import Any, Literal
 
 from lcg.interfaces import operations
-from lcg.interfaces.app import App, CloseResult
+from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.jsonrpc import JsonObject, error_from_exception, unavailable
 from lcg.interfaces.params import NoParams, parse
+from lcg.interfaces.tools.admin import CloseResult
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.runner import Progress
 

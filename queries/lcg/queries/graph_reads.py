@@ -53,14 +53,14 @@ GROUP_READ_LIMIT = rules.MAX_NUM_RESULTS
 def list_entities(
     conn: sqlite3.Connection, group_ids: Sequence[str] | None, num_results: int = 500
 ) -> NodesResult:
-    nodes = reader.list_entities(conn, collapsing_groups(group_ids), rules.num_results(num_results))
+    nodes = reader.list_entities(conn, collapsing_groups(group_ids), num_results)
     return NodesResult(nodes=nodes, count=len(nodes))
 
 
 def list_relationships(
     conn: sqlite3.Connection, group_ids: Sequence[str] | None, num_results: int = 1000
 ) -> EdgesResult:
-    edges = reader.list_edges(conn, collapsing_groups(group_ids), rules.num_results(num_results))
+    edges = reader.list_edges(conn, collapsing_groups(group_ids), num_results)
     return EdgesResult(edges=edges, count=len(edges))
 
 
@@ -75,14 +75,12 @@ def get_edges_by_group(conn: sqlite3.Connection, group_ids: Sequence[str] | None
 
 
 def get_edges_by_uuids(conn: sqlite3.Connection, uuids: Sequence[str]) -> EdgesResult:
-    if len(uuids) > rules.MAX_NUM_RESULTS:
-        rules.num_results(len(uuids), "uuids")
     edges = reader.edges_by_uuids(conn, uuids)
     return EdgesResult(edges=edges, count=len(edges))
 
 
 def get_episodes(conn: sqlite3.Connection, group_id: GroupId, last_n: int = 50) -> EpisodesResult:
-    episodes = reader.episodes(conn, group_id, rules.num_results(last_n, "last_n"))
+    episodes = reader.episodes(conn, group_id, last_n)
     return EpisodesResult(episodes=episodes, count=len(episodes))
 
 
@@ -92,9 +90,7 @@ def get_entity_neighbors(
     group_ids: Sequence[str] | None,
     num_results: int = 50,
 ) -> NeighborsResult:
-    nodes, edges = reader.neighbors(
-        conn, entity_uuid, collapsing_groups(group_ids), rules.num_results(num_results)
-    )
+    nodes, edges = reader.neighbors(conn, entity_uuid, collapsing_groups(group_ids), num_results)
     return NeighborsResult(
         center_uuid=entity_uuid,
         nodes=nodes,
@@ -115,7 +111,5 @@ def get_entities_by_source(
     conn: sqlite3.Connection, source: str, group_ids: Sequence[str] | None, num_results: int = 100
 ) -> SourceResult:
     """Entities mentioned by the source's episodes (P-119); [] means all groups (K-GID-019)."""
-    nodes = reader.entities_by_source(
-        conn, source, collapsing_groups(group_ids), rules.num_results(num_results)
-    )
+    nodes = reader.entities_by_source(conn, source, collapsing_groups(group_ids), num_results)
     return SourceResult(source=source, nodes=nodes, count=len(nodes))

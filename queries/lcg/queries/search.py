@@ -10,10 +10,8 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import TypedDict
 
-from lcg.domain import rules
-from lcg.domain.errors import InvalidParams
 from lcg.projections.embedding.port import Vectors
 from lcg.projections.graph import reader
 from lcg.projections.graph.reader import EdgeRow, EntityRow
@@ -21,7 +19,7 @@ from lcg.projections.text import reader as text
 from lcg.projections.text.scorer import TextScorer
 from lcg.projections.vectors import catalog
 from lcg.projections.vectors.index import VectorIndex
-from lcg.queries.fusion import Fused, Fusion, best_per_key, fuse
+from lcg.queries.fusion import Fused, Fusion, K, best_per_key, fuse
 from lcg.queries.graph_reads import collapsing_groups, exact_groups
 
 GRAPH_DECAY = 0.5  # a neighbour found through a hit scores half of that hit, per hop
@@ -43,13 +41,28 @@ class SearchContext:
     pool: Executor | None = None
 
 
+class Scored(TypedDict):
+    """How a hit ranked: the fused score (0..1) and its rank in each leg or graph hop."""
+
+    score: float
+    ranks: dict[str, int]
+
+
+class ScoredEntity(EntityRow, Scored):
+    """An entity row of a search result."""
+
+
+class ScoredEdge(EdgeRow, Scored):
+    """A relationship row of a search result."""
+
+
 class EntitySearchResult(TypedDict):
-    nodes: list[dict[str, Any]]
+    nodes: list[ScoredEntity]
     count: int
 
 
 class EdgeSearchResult(TypedDict):
-    edges: list[dict[str, Any]]
+    edges: list[ScoredEdge]
     count: int
 
 
@@ -158,7 +171,6 @@ def find_entities(
     ctx: SearchContext, query: str, group_ids: Sequence[str] | None, num_results: int = 10
 ) -> EntitySearchResult:
     """Name vector + summary vector + FTS over [name, summary], fused; [] matches nothing."""
-    rules.num_results(num_results)
     groups = exact_groups(group_ids)
     if groups is not None and not groups:
         return EntitySearchResult(nodes=[], count=0)
@@ -172,7 +184,9 @@ def find_entities(
         lambda keys: reader.neighbor_ids(ctx.conn, keys, groups),
     )[:num_results]
     rows = {row["uuid"]: row for row in reader.entities_by_uuids(ctx.conn, [e.key for e in fused])}
-    nodes = [_scored(rows[e.key], e) for e in fused if e.key in rows]
+    nodes = [
+        ScoredEntity(**rows[e.key], score=_score(e), ranks=e.ranks) for e in fused if e.key in rows
+    ]
     return EntitySearchResult(nodes=nodes, count=len(nodes))
 
 
@@ -180,7 +194,6 @@ def find_relationships(
     ctx: SearchContext, query: str, group_ids: Sequence[str] | None, num_results: int = 10
 ) -> EdgeSearchResult:
     """Fact vector + FTS over [name, fact], fused; [] matches nothing; invalidated edges skipped."""
-    rules.num_results(num_results)
     groups = exact_groups(group_ids)
     if groups is not None and not groups:
         return EdgeSearchResult(edges=[], count=0)
@@ -198,7 +211,9 @@ def find_relationships(
         for row in reader.edges_by_uuids(ctx.conn, [e.key for e in fused])
         if row["invalid_at"] is None
     }
-    edges = [_scored(rows[e.key], e) for e in fused if e.key in rows][:num_results]
+    edges = [
+        ScoredEdge(**rows[e.key], score=_score(e), ranks=e.ranks) for e in fused if e.key in rows
+    ][:num_results]
     return EdgeSearchResult(edges=edges, count=len(edges))
 
 
@@ -227,8 +242,6 @@ def search_passages(
     `min_score` is a floor on a passage's best leg score (its cosine, or its bm25 over the
     best bm25), so a strong match in either leg is kept.
     """
-    if not query.strip():
-        raise InvalidParams("query", "must be a non-empty string")
     num_results = min(max(num_results, 1), 100)  # P-112: clamped, not refused
     min_score = min(max(min_score, 0.0), 1.0)
     groups = collapsing_groups(group_ids)
@@ -241,11 +254,12 @@ def search_passages(
     }
     fused = [e for e in fuse(legs, ctx.fusion) if e.relevance >= min_score][:num_results]
     episodes = reader.episode_infos(ctx.conn, [e.key[0] for e in fused])
+    contents = text.passage_texts(ctx.conn, [e.key for e in fused])
     passages: list[Passage] = []
     for entry in fused:
         episode_uuid, part = entry.key
         info = episodes.get(episode_uuid)
-        content = text.passage_text(ctx.conn, episode_uuid, part)
+        content = contents.get(entry.key)
         if info is None or content is None:
             continue
         passages.append(
@@ -257,12 +271,12 @@ def search_passages(
                 source_description=info["source_description"],
                 content=content,
                 part=part,
-                score=round(entry.score, 6),
+                score=_score(entry),
                 ranks=entry.ranks,
             )
         )
     return PassageSearchResult(passages=passages, count=len(passages))
 
 
-def _scored(row: EntityRow | EdgeRow, entry: Fused[str]) -> dict[str, Any]:
-    return {**row, "score": round(entry.score, 6), "ranks": entry.ranks}
+def _score(entry: Fused[K]) -> float:
+    return round(entry.score, 6)

@@ -119,6 +119,25 @@ def episode_group(conn: sqlite3.Connection, episode_uuid: str) -> GroupId | None
     return None if row is None else GroupId(row[0])
 
 
+class EntitySummary(TypedDict):
+    """An entity's summary and the seq that created it (the paging key of a backfill)."""
+
+    uuid: EntityUuid
+    summary: str
+    seq: int
+
+
+def entity_summaries(
+    conn: sqlite3.Connection, group_id: str, *, after_seq: int, limit: int
+) -> list[EntitySummary]:
+    """The group's entities created after `after_seq`, oldest first, at most `limit`."""
+    rows = conn.execute(
+        "SELECT uuid, summary, seq FROM entities WHERE group_id=? AND seq>? ORDER BY seq LIMIT ?",
+        (group_id, after_seq, limit),
+    ).fetchall()
+    return [EntitySummary(uuid=EntityUuid(r[0]), summary=str(r[1]), seq=int(r[2])) for r in rows]
+
+
 def group_counts(conn: sqlite3.Connection, group_id: str) -> GroupCounts:
     def count(table: str) -> int:
         row = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE group_id=?", (group_id,))

@@ -168,10 +168,23 @@ def hits(conn: sqlite3.Connection, scored: list[tuple[int, float]]) -> list[Text
     ]
 
 
-def passage_text(conn: sqlite3.Connection, owner_uuid: str, part: int) -> str | None:
-    row = conn.execute(
-        "SELECT p.content FROM text_docs d JOIN fts_passages p ON p.rowid = d.doc_id"
-        " WHERE d.owner_uuid=? AND d.kind='passage' AND d.part=?",
-        (owner_uuid, part),
-    ).fetchone()
-    return None if row is None else str(row[0])
+def passage_texts(
+    conn: sqlite3.Connection, keys: Sequence[tuple[str, int]]
+) -> dict[tuple[str, int], str]:
+    """The text of each (episode uuid, part) passage that exists, in one query."""
+    if not keys:
+        return {}
+    owners = sorted({owner for owner, _ in keys})
+    marks = ",".join("?" * len(owners))
+    wanted = set(keys)
+    found: dict[tuple[str, int], str] = {}
+    for owner, part, content in conn.execute(
+        "SELECT d.owner_uuid, d.part, p.content FROM text_docs d"
+        " JOIN fts_passages p ON p.rowid = d.doc_id"
+        f" WHERE d.kind='passage' AND d.owner_uuid IN ({marks})",
+        owners,
+    ):
+        key = (str(owner), int(part))
+        if key in wanted:
+            found[key] = str(content)
+    return found

@@ -1,0 +1,115 @@
+"""Status, recovery and maintenance: rebuild from the WAL, purges, index upkeep, close."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypedDict
+
+from pydantic import Field
+
+from lcg.commands import admin, indexing
+from lcg.domain import rules
+from lcg.domain.commands import BackfillSummaries
+from lcg.domain.ids import DEFAULT_GROUP, GroupId
+from lcg.interfaces.app import App
+from lcg.interfaces.params import GroupIdField, NoParams, Params
+from lcg.queries import status as status_query
+
+
+class DeleteByGroupParams(Params):
+    group_ids: list[GroupIdField] = Field(min_length=1, max_length=rules.MAX_GROUP_IDS)
+    confirm: bool = False
+    dry_run: bool = False
+
+
+class ClearAllParams(Params):
+    confirm: bool
+    preserve_wal: bool = False
+
+
+class RebuildFromWalParams(Params):
+    group_id: GroupIdField = DEFAULT_GROUP
+    from_seq: int = Field(0, ge=0)
+    to_seq: int | None = Field(None, ge=0)
+    dry_run: bool = False
+    force_clear: bool = False
+
+
+class BackfillSummaryParams(Params):
+    group_id: Annotated[
+        GroupIdField,
+        Field(description="Required: the one group (never database-wide or the default)."),
+    ]
+    dry_run: bool = False
+
+
+class CloseResult(TypedDict):
+    status: Literal["closed"]
+
+
+def status(app: App, _: NoParams) -> status_query.Status:
+    """Counts, per-group WAL head and applied seq, hydration and pinned state."""
+    ws = app.workspace
+    contract = ws.embedder.contract
+    embedding = status_query.Embedding(kind=contract.kind, model=contract.model, dim=contract.dim)
+    if ws.read_only:
+        derived = status_query.Derived(vector_count=None, index_error=None)
+        failure = None
+    else:
+        derived = status_query.Derived(
+            vector_count=ws.vectors.count(), index_error=ws.writer.listener_failure
+        )
+        failure = ws.runner.failure
+    return status_query.status(ws.reader(), ws.log, ws.runner.names, failure, embedding, derived)
+
+
+def delete_by_group(app: App, q: DeleteByGroupParams) -> admin.DeleteByGroupResult:
+    """Purge every entity, edge and episode of the groups (confirm: true, or dry_run)."""
+    return admin.delete_by_group(
+        app.workspace.writer,
+        [GroupId(g) for g in dict.fromkeys(q.group_ids)],
+        confirm=q.confirm,
+        dry_run=q.dry_run,
+        now=app.now,
+    )
+
+
+def clear_all(app: App, q: ClearAllParams) -> admin.ClearAllResult:
+    """Drop the whole graph (confirm: true); the WAL is erased unless preserve_wal."""
+    return admin.clear_all(app.workspace.writer, confirm=q.confirm, preserve_wal=q.preserve_wal)
+
+
+def rebuild_from_wal(app: App, q: RebuildFromWalParams) -> admin.RebuildResult:
+    """Rebuild one group's projections from its WAL, from_seq <= seq <= to_seq. A full
+    rebuild of a non-empty group needs force_clear; a bounded one pins the group."""
+    request = admin.RebuildRequest(
+        group_id=GroupId(q.group_id),
+        from_seq=q.from_seq,
+        to_seq=q.to_seq,
+        dry_run=q.dry_run,
+        force_clear=q.force_clear,
+    )
+    return admin.rebuild_from_wal(app.workspace.writer, request, app.progress)
+
+
+def close(app: App, _: NoParams) -> CloseResult:
+    """Close this process's workspace and stop serving: the socket service answers, then
+    shuts down; a standalone MCP server exits. Returns {"status": "closed"}."""
+    # P-016: the serving process (lcg.interfaces.service) stops after answering; an
+    # in-process caller's workspace closes when its `with` block ends.
+    return CloseResult(status="closed")
+
+
+def backfill_summary_embeddings(app: App, q: BackfillSummaryParams) -> indexing.BackfillResult:
+    """Re-embed every non-empty entity summary of group_id (required) so summaries are
+    searchable by meaning; dry_run counts the candidates."""
+    command = BackfillSummaries(GroupId(q.group_id), app.now())
+    return indexing.backfill_summary_embeddings(
+        app.workspace.writer, command, dry_run=q.dry_run, progress=app.progress
+    )
+
+
+def build_indices(app: App, _: NoParams) -> indexing.BuildIndicesResult:
+    """Bring the vector and text indexes in line with the graph and write them to disk.
+    Idempotent."""
+    ws = app.workspace
+    return indexing.build_indices(ws.writer, ws.vectors.checkpoint)

@@ -1,0 +1,139 @@
+"""Entities and relationships: direct assertion (K-AST) and the group-scoped reads (K-GID)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from lcg.commands import handlers
+from lcg.domain import rules
+from lcg.domain.commands import AssertEntity, AssertRelationship
+from lcg.domain.ids import DEFAULT_GROUP, EdgeUuid, EntityUuid, GroupId
+from lcg.interfaces.app import App
+from lcg.interfaces.params import (
+    GroupIdField,
+    GroupIdsField,
+    NumResults,
+    Params,
+    Timestamp,
+    UuidField,
+    required_text,
+)
+from lcg.queries import graph_reads
+
+Label = Annotated[
+    str, Field(min_length=1, max_length=rules.MAX_LABEL, pattern=rules.NOT_BLANK_PATTERN)
+]
+
+
+class AssertEntityParams(Params):
+    name: str = required_text(rules.MAX_NAME)
+    entity_uuid: UuidField | None = None
+    labels: list[Label] | None = Field(None, max_length=rules.MAX_LABELS)
+    summary: str | None = Field(None, max_length=rules.MAX_SUMMARY)
+    attributes: Any = Field(None, description="JSON object; anything else is stored as {}")
+    group_id: GroupIdField = DEFAULT_GROUP
+
+
+class AssertRelationshipParams(Params):
+    source_name: str = required_text(rules.MAX_NAME)
+    target_name: str = required_text(rules.MAX_NAME)
+    predicate: str = required_text(rules.MAX_PREDICATE)
+    fact: str | None = Field(None, max_length=rules.MAX_FACT)
+    attributes: Any = None
+    relation_type: str | None = Field(None, max_length=rules.MAX_RELATION_TYPE)
+    valid_at: Timestamp | None = None
+    group_id: GroupIdField = DEFAULT_GROUP
+
+
+class ListEntitiesParams(Params):
+    num_results: NumResults = 500
+    group_ids: GroupIdsField = None
+
+
+class ListRelationshipsParams(Params):
+    num_results: NumResults = 1000
+    group_ids: GroupIdsField = None
+
+
+class ByGroupParams(Params):
+    group_ids: GroupIdsField = None
+
+
+class EdgesByUuidsParams(Params):
+    uuids: list[Annotated[str, Field(max_length=rules.MAX_UUID)]] = Field(
+        max_length=rules.MAX_NUM_RESULTS
+    )
+
+
+class NeighborsParams(Params):
+    entity_uuid: UuidField
+    num_results: NumResults = 50
+    group_ids: GroupIdsField = None
+
+
+def assert_entity(app: App, q: AssertEntityParams) -> handlers.AssertEntityResult:
+    """Create or fully replace an entity; identity is (name, group_id) unless entity_uuid is
+    given (strict, group-scoped). Omitted summary/attributes are cleared."""
+    command = AssertEntity(
+        group_id=GroupId(q.group_id),
+        name=q.name,
+        entity_uuid=None if q.entity_uuid is None else EntityUuid(q.entity_uuid),
+        labels=rules.labels(q.labels),
+        summary=q.summary or "",
+        attributes=rules.attributes(q.attributes),
+        new_uuid=EntityUuid(app.new_id()),
+        now=app.now(),
+    )
+    return app.workspace.writer.execute(lambda ctx: handlers.assert_entity(ctx, command))
+
+
+def assert_relationship(app: App, q: AssertRelationshipParams) -> handlers.AssertRelationshipResult:
+    """Create or replace the active edge (source, predicate, target) of a group; endpoints
+    resolve only inside group_id (use knowledge_add_cross_group_edge across groups)."""
+    command = AssertRelationship(
+        group_id=GroupId(q.group_id),
+        source_name=q.source_name,
+        target_name=q.target_name,
+        predicate=q.predicate,
+        fact=q.fact,
+        relation_type=q.relation_type,
+        attributes=rules.attributes(q.attributes),
+        valid_at=None if q.valid_at is None else rules.timestamp(q.valid_at, "valid_at"),
+        new_uuid=EdgeUuid(app.new_id()),
+        now=app.now(),
+    )
+    return app.workspace.writer.execute(lambda ctx: handlers.assert_relationship(ctx, command))
+
+
+def list_entities(app: App, q: ListEntitiesParams) -> graph_reads.NodesResult:
+    """Entities with episode provenance. Omitted, null or [] group_ids: all groups."""
+    return graph_reads.list_entities(app.workspace.reader(), q.group_ids, q.num_results)
+
+
+def list_relationships(app: App, q: ListRelationshipsParams) -> graph_reads.EdgesResult:
+    """Active edges. Omitted, null or [] group_ids: all groups."""
+    return graph_reads.list_relationships(app.workspace.reader(), q.group_ids, q.num_results)
+
+
+def get_nodes_by_group(app: App, q: ByGroupParams) -> graph_reads.NodesResult:
+    """Entities of the groups. Omitted/null group_ids: all groups; [] matches nothing."""
+    return graph_reads.get_nodes_by_group(app.workspace.reader(), q.group_ids)
+
+
+def get_edges_by_group(app: App, q: ByGroupParams) -> graph_reads.EdgesResult:
+    """Active edges of the groups. Omitted/null group_ids: all groups; [] matches nothing."""
+    return graph_reads.get_edges_by_group(app.workspace.reader(), q.group_ids)
+
+
+def get_edges_by_uuids(app: App, q: EdgesByUuidsParams) -> graph_reads.EdgesResult:
+    """Edges by uuid, in the order asked; unknown uuids are skipped."""
+    return graph_reads.get_edges_by_uuids(app.workspace.reader(), q.uuids)
+
+
+def get_entity_neighbors(app: App, q: NeighborsParams) -> graph_reads.NeighborsResult:
+    """Edges touching an entity and the entities at their other ends."""
+    return graph_reads.get_entity_neighbors(
+        app.workspace.reader(), q.entity_uuid, q.group_ids, q.num_results
+    )

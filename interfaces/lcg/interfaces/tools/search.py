@@ -1,0 +1,71 @@
+"""Hybrid retrieval over entities, relationships and passages (P-110..P-112, K-SRC)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from lcg.domain import rules
+from lcg.interfaces.app import App
+from lcg.interfaces.params import GroupIdsField, NumResults, Params, required_text
+from lcg.queries import graph_reads, search
+
+
+class FindParams(Params):
+    query: str = required_text(rules.MAX_FACT, "What to look for, in words.")
+    group_ids: GroupIdsField = None
+    num_results: NumResults = 10
+
+
+class SearchPassagesParams(Params):
+    query: str = required_text(rules.MAX_FACT, "What to look for, in words.")
+    num_results: int = Field(10, description="Clamped to 1-100.")
+    min_score: float = Field(0.5, description="Clamped to 0.0-1.0; floor on the best leg score.")
+    group_ids: GroupIdsField = None
+
+
+class EntitiesBySourceParams(Params):
+    source: str = Field(min_length=1, max_length=rules.MAX_SOURCE_DESCRIPTION)
+    num_results: NumResults = 100
+    group_ids: GroupIdsField = None
+
+
+def search_context(app: App) -> search.SearchContext:
+    """What a search reads, as this workspace's settings configure it."""
+    ws = app.workspace
+    return search.SearchContext(
+        conn=ws.reader(),
+        vectors=ws.vectors,
+        embed_query=lambda text: ws.embedder.embed([text])[0],
+        fusion=ws.settings.search_fusion,
+        expand_depth=ws.settings.search_expand_depth,
+        text_scorer=ws.text_scorer if ws.settings.bm25_engine == "memory" else None,
+        pool=ws.search_pool,
+    )
+
+
+def find_entities(app: App, q: FindParams) -> search.EntitySearchResult:
+    """Hybrid entity search: BM25 over [name, summary] + name and summary vectors, fused,
+    plus graph neighbours of strong hits. Omitted/null group_ids: all; [] matches nothing."""
+    return search.find_entities(search_context(app), q.query, q.group_ids, q.num_results)
+
+
+def find_relationships(app: App, q: FindParams) -> search.EdgeSearchResult:
+    """Hybrid edge search: BM25 over [name, fact] + fact vectors, fused. Omitted/null
+    group_ids: all groups; [] matches nothing."""
+    return search.find_relationships(search_context(app), q.query, q.group_ids, q.num_results)
+
+
+def search_passages(app: App, q: SearchPassagesParams) -> search.PassageSearchResult:
+    """Search episode content (passages) by meaning and by words. Omitted, null or []
+    group_ids: all groups. min_score is a floor on the best leg score."""
+    return search.search_passages(
+        search_context(app), q.query, q.group_ids, q.num_results, q.min_score
+    )
+
+
+def get_entities_by_source(app: App, q: EntitiesBySourceParams) -> graph_reads.SourceResult:
+    """Entities mentioned by episodes from a source (source_file or source_description).
+    Omitted, null or [] group_ids: all groups."""
+    return graph_reads.get_entities_by_source(
+        app.workspace.reader(), q.source, q.group_ids, q.num_results
+    )
