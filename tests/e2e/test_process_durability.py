@@ -34,7 +34,7 @@ from tests.helpers.workspace_child import ENTITY_GROUP, EPISODE_GROUP
 
 pytestmark = pytest.mark.slow
 
-CHILD = Path(__file__).parent / "helpers" / "workspace_child.py"
+CHILD = Path(__file__).parent.parent / "helpers" / "workspace_child.py"
 LCG = Path(sys.executable).parent / "lcg"
 WAIT = 60.0  # seconds: only ever reached when something is wrong
 MANY = 10_000  # above any count these tests write; the limit of num_results / last_n
