@@ -7,15 +7,24 @@ from datetime import UTC, datetime
 import pytest
 
 from lcg.domain import deciders
-from lcg.domain.commands import AddEpisode, AssertEntity, AssertRelationship, PurgeGroup
+from lcg.domain.commands import (
+    AddEpisode,
+    AssertEntity,
+    AssertRelationship,
+    BackfillSummaries,
+    DeleteEpisode,
+    PurgeGroup,
+)
 from lcg.domain.errors import Conflict, InvalidParams, NotFound
 from lcg.domain.events import (
     EntityCreated,
     EntityRevised,
     EpisodeAdded,
+    EpisodeDeleted,
     GroupPurged,
     RelationshipCreated,
     RelationshipRevised,
+    SummaryEmbedded,
 )
 from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid, GroupId
 
@@ -125,3 +134,42 @@ def test_json_episode_must_parse() -> None:
 def test_purging_an_empty_group_decides_nothing() -> None:
     assert deciders.decide_purge_group(PurgeGroup(G, NOW), 0) == ()
     assert deciders.decide_purge_group(PurgeGroup(G, NOW), 3) == (GroupPurged(NOW),)
+
+
+def test_p_120_deleting_an_unknown_episode_decides_nothing() -> None:
+    command = DeleteEpisode(EpisodeUuid("gone"), NOW)
+    assert deciders.decide_delete_episode(command, None) is None
+
+
+def test_an_episode_is_deleted_in_its_own_group() -> None:
+    command = DeleteEpisode(EpisodeUuid("e1"), NOW)
+    decision = deciders.decide_delete_episode(command, GroupId("home"))
+    assert decision == (GroupId("home"), (EpisodeDeleted(NOW, EpisodeUuid("e1")),))
+
+
+def test_p_130_backfill_embeds_only_summaries_that_are_not_blank() -> None:
+    command = BackfillSummaries(G, NOW)
+    summaries = [
+        (EntityUuid("a"), "a sailor"),
+        (EntityUuid("b"), "   "),
+        (EntityUuid("c"), ""),
+        (EntityUuid("d"), "wrote programs"),
+    ]
+    assert deciders.decide_backfill_summaries(command, summaries) == (
+        SummaryEmbedded(NOW, EntityUuid("a"), "a sailor"),
+        SummaryEmbedded(NOW, EntityUuid("d"), "wrote programs"),
+    )
+
+
+def test_k_ast_026_a_missing_or_blank_fact_defaults_to_source_predicate_target() -> None:
+    for fact in (None, "", "   "):
+        command = AssertRelationship(
+            G, "Ada", "Bob", "knows", fact, None, "{}", None, EdgeUuid("e"), NOW
+        )
+        assert command.stored_fact == "Ada knows Bob"
+        decision = deciders.decide_assert_relationship(
+            command, deciders.RelationshipLookup(ADA, BOB, None)
+        )
+        created = decision.events[0]
+        assert isinstance(created, RelationshipCreated)
+        assert created.fact == "Ada knows Bob"

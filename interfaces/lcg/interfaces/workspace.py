@@ -7,6 +7,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Self
@@ -75,49 +76,89 @@ class Workspace:
         self._vectors: VectorIndex | None = None
         self._text: TextScorer | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._stack = ExitStack()
         self.embedder = CountingEmbedder(embedder or MiniLmEmbedder(threads=settings.embed_threads))
         self.caught_up = 0
 
     def open(self) -> Self:
-        """Take the lease, open the WAL, install the projections and apply any WAL tail."""
+        """Take the lease, open the WAL, install the projections and apply any WAL tail.
+
+        Each resource registers its own release as it is opened, so `close` (or a failed
+        open) releases exactly what was opened, in reverse order, even if one release fails.
+        """
         self.settings.state_dir.mkdir(parents=True, exist_ok=True)
-        if not self.read_only:
-            self._lease = WriterLease(
-                self.settings.lease_path, self._command, self.clock(), attach_hint(self.settings)
-            )
-            self._lease.acquire()
+        stack = self._stack
         try:
+            if not self.read_only:
+                lease = WriterLease(
+                    self.settings.lease_path,
+                    self._command,
+                    self.clock(),
+                    attach_hint(self.settings),
+                )
+                lease.acquire()
+                self._lease = lease
+                stack.callback(self._release, "_lease", lease.release)
+            stack.callback(self._close_readers)
             self._log = EventLog(self.settings.wal_path, EventCodec(), self.settings.durability)
+            stack.callback(self._release, "_log", self._log.close)
             conn = schema.connect(str(self.settings.graph_path))
+            stack.callback(self._release, "_runner", conn.close)
             self._runner = ProjectionRunner(
                 conn, self._log, [GraphProjection(), TextProjection(), VectorCatalogProjection()]
             )
             if not self.read_only:
-                self._runner.install()
-                self.caught_up = self._runner.catch_up()
-                self._cache = EmbeddingCache(self.settings.embeddings_path, self.embedder)
-                self._vectors = VectorIndex(
-                    self.settings.vectors_dir,
-                    self._cache,
-                    checkpoint_every=self.settings.vector_checkpoint_every,
-                    ivf_threshold=self.settings.vector_ivf_threshold,
-                )
-                self._vectors.open(conn)
-                self._text = TextScorer(
-                    self.settings.text_scorer_path,
-                    TOKENIZER,
-                    FAMILIES,
-                    checkpoint_every=self.settings.vector_checkpoint_every,
-                )
-                self._text.open(conn)
-                self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lcg-bm25")
-                self._writer = Writer(self._log, self._runner, self.clock)
-                self._writer.listeners.append(self._vectors)
-                self._writer.listeners.append(self._text)
+                self._open_for_writing(conn)
         except BaseException:
             self.close()
             raise
         return self
+
+    def _open_for_writing(self, conn: sqlite3.Connection) -> None:
+        stack, runner = self._stack, self.runner
+        runner.install()
+        self.caught_up = runner.catch_up()
+        cache = EmbeddingCache(self.settings.embeddings_path, self.embedder)
+        self._cache = cache
+        stack.callback(self._release, "_cache", cache.close)
+        vectors = VectorIndex(
+            self.settings.vectors_dir,
+            cache,
+            checkpoint_every=self.settings.vector_checkpoint_every,
+            ivf_threshold=self.settings.vector_ivf_threshold,
+        )
+        vectors.open(conn)
+        self._vectors = vectors
+        stack.callback(self._release, "_vectors", vectors.checkpoint)
+        text = TextScorer(
+            self.settings.text_scorer_path,
+            TOKENIZER,
+            FAMILIES,
+            checkpoint_every=self.settings.vector_checkpoint_every,
+        )
+        text.open(conn)
+        self._text = text
+        stack.callback(self._release, "_text", lambda: self._checkpoint_text(text, conn))
+        self._pool = stack.enter_context(
+            ThreadPoolExecutor(max_workers=2, thread_name_prefix="lcg-bm25")
+        )
+        stack.callback(setattr, self, "_pool", None)
+        self._writer = Writer(self.log, runner, self.clock)
+        stack.callback(setattr, self, "_writer", None)
+        self._writer.listeners.append(vectors)
+        self._writer.listeners.append(text)
+
+    def _release(self, attribute: str, release: Callable[[], object]) -> None:
+        """Forget a resource, then release it (a failed release still forgets it)."""
+        setattr(self, attribute, None)
+        release()
+
+    @staticmethod
+    def _checkpoint_text(text: TextScorer, conn: sqlite3.Connection) -> None:
+        try:
+            text.checkpoint(conn)
+        except (OSError, sqlite3.Error) as error:  # a cache: rebuilt at the next start
+            log.warning("text scorer checkpoint failed at close: %s", error)
 
     @property
     def writer(self) -> Writer:
@@ -164,37 +205,17 @@ class Workspace:
                 self._readers.append(conn)
         return conn
 
-    def close(self) -> None:
+    def _close_readers(self) -> None:
         with self._readers_lock:
             for conn in self._readers:
                 conn.close()
             self._readers.clear()
         self._local = threading.local()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
-        if self._vectors is not None:
-            self._vectors.checkpoint()
-            self._vectors = None
-        if self._text is not None and self._runner is not None:
-            try:
-                self._text.checkpoint(self._runner.conn)
-            except (OSError, sqlite3.Error) as error:  # a cache: rebuilt at the next start
-                log.warning("text scorer checkpoint failed at close: %s", error)
-        self._text = None
-        if self._cache is not None:
-            self._cache.close()
-            self._cache = None
-        if self._runner is not None:
-            self._runner.conn.close()
-            self._runner = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-        self._writer = None
-        if self._lease is not None:
-            self._lease.release()
-            self._lease = None
+
+    def close(self) -> None:
+        """Release everything `open` acquired, newest first; idempotent."""
+        stack, self._stack = self._stack, ExitStack()
+        stack.close()
 
     def __enter__(self) -> Self:
         return self.open()

@@ -1,0 +1,108 @@
+"""The operation table keeps the "Adding a tool" checklist (docs/architecture.md) true.
+
+Every row names a typed tool function of a per-feature module whose docstring describes it,
+a scope, and a params model; every pattern a params model uses is defined in the domain,
+once; every tool is listed in the README. K-MCP-006 (one registry).
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lcg.domain import rules
+from lcg.domain.errors import InvalidParams
+from lcg.interfaces.app import App
+from lcg.interfaces.operations import BY_NAME, OPERATIONS, AnyOperation, Scope
+from lcg.interfaces.params import Params, parse
+from lcg.interfaces.tools import episodes, graph
+
+ROOT = Path(__file__).resolve().parents[2]
+IDS = [operation.name for operation in OPERATIONS]
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=IDS)
+def test_every_row_names_a_typed_tool_function_of_a_feature_module(
+    operation: AnyOperation,
+) -> None:
+    assert operation.name.startswith(("knowledge_", "lambo_"))
+    assert isinstance(operation.scope, Scope)
+    assert issubclass(operation.params, Params)
+    module = operation.run.__module__
+    assert module.startswith("lcg.interfaces.tools."), f"{operation.name} lives in {module}"
+    hints = typing.get_type_hints(operation.run)
+    first, second = list(inspect.signature(operation.run).parameters)
+    assert hints[first] is App
+    assert hints[second] is operation.params, "the row's params model is the function's"
+    assert "return" in hints
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=IDS)
+def test_every_row_is_described_by_its_function_docstring(operation: AnyOperation) -> None:
+    assert operation.description
+    assert operation.description == " ".join((operation.run.__doc__ or "").split())
+    assert len(operation.description) <= 400, "keep tool descriptions to a few sentences"
+
+
+def test_names_are_unique_and_every_tool_is_listed_in_the_readme() -> None:
+    assert len(BY_NAME) == len(OPERATIONS)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = [name for name in BY_NAME if f"`{name}`" not in readme]
+    assert missing == []
+
+
+def _patterns(schema: Any) -> Iterator[str]:
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "pattern" and isinstance(value, str):
+                yield value
+            else:
+                yield from _patterns(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _patterns(item)
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=IDS)
+def test_params_use_only_patterns_defined_in_the_domain(operation: AnyOperation) -> None:
+    schema = operation.input_schema()
+    for pattern in _patterns(schema):
+        assert pattern in rules.PATTERN_RULES, f"{operation.name}: pattern {pattern!r}"
+    group_id = schema.get("properties", {}).get("group_id")
+    if group_id is not None:
+        assert rules.GROUP_ID_PATTERN in set(_patterns(group_id))
+
+
+def test_a_pattern_mismatch_reads_as_the_domain_rule() -> None:
+    with pytest.raises(InvalidParams) as error:
+        parse(graph.AssertEntityParams, {"name": "Ada", "group_id": "bad group"})
+    assert (error.value.field, error.value.rule) == ("group_id", rules.GROUP_ID_RULE)
+    with pytest.raises(InvalidParams) as error:
+        parse(episodes.AddEpisodeParams, {"name": "  ", "episode_body": "b"})
+    assert (error.value.field, error.value.rule) == ("name", rules.NOT_BLANK_RULE)
+    assert str(error.value) == "name: is required and must not be blank"
+
+
+def test_the_domain_rule_and_the_params_agree_on_group_ids() -> None:
+    for value in ("liminis", "a.b:c@d-e_f", "9", "x" * rules.MAX_GROUP_ID):
+        assert rules.group_id(value) == value
+        parse(graph.AssertEntityParams, {"name": "n", "group_id": value})
+    for value in ("", "-lead", "has space", "x" * (rules.MAX_GROUP_ID + 1), "ü"):
+        with pytest.raises(InvalidParams):
+            rules.group_id(value)
+        with pytest.raises(InvalidParams) as error:
+            parse(graph.AssertEntityParams, {"name": "n", "group_id": value})
+        assert error.value.field == "group_id"
+
+
+def test_episode_sources_are_one_literal() -> None:
+    schema = episodes.AddEpisodeParams.model_json_schema()["properties"]["source"]
+    assert tuple(schema["enum"]) == rules.EPISODE_SOURCES
+    with pytest.raises(InvalidParams) as error:
+        parse(episodes.AddEpisodeParams, {"name": "n", "episode_body": "b", "source": "xml"})
+    assert error.value.field == "source"
