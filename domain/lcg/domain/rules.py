@@ -75,16 +75,7 @@ def name_key(name: str) -> str:
 
 def labels(values: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
     """Labels in order, de-duplicated; `["Entity"]` when none are given (A-18)."""
-    if not values:
-        return ("Entity",)
-    if len(values) > MAX_LABELS:
-        raise InvalidParams("labels", f"must hold at most {MAX_LABELS} items")
-    seen: list[str] = []
-    for index, label in enumerate(values):
-        text(label, f"labels[{index}]", max_len=MAX_LABEL, required=True)
-        if label not in seen:
-            seen.append(label)
-    return tuple(seen)
+    return tuple(dict.fromkeys(values)) if values else ("Entity",)
 
 
 def attributes(value: Any) -> str:
@@ -126,13 +117,6 @@ def timestamp(value: str, field: str) -> datetime:
     return parsed.astimezone(UTC)
 
 
-def episode_source(value: str) -> str:
-    """One of text, message, json."""
-    if value not in EPISODE_SOURCES:
-        raise InvalidParams("source", "must be one of text, message, json", f"got {value!r}")
-    return value
-
-
 def json_body(body: str, field: str = "episode_body") -> None:
     """A body declared as JSON must parse as JSON."""
     try:
@@ -141,12 +125,3 @@ def json_body(body: str, field: str = "episode_body") -> None:
         raise InvalidParams(
             field, "must be valid JSON when source is 'json'", str(error)
         ) from error
-
-
-def num_results(value: int, field: str = "num_results") -> int:
-    """A positive count, at most MAX_NUM_RESULTS."""
-    if value < 1:
-        raise InvalidParams(field, "must be at least 1", f"got {value}")
-    if value > MAX_NUM_RESULTS:
-        raise InvalidParams(field, f"must be at most {MAX_NUM_RESULTS}", f"got {value}")
-    return value
