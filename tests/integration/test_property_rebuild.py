@@ -17,6 +17,7 @@ from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.text import reader
 from tests.conftest import make_call, make_workspace
+from tests.helpers.projection_state import SEARCH_ROWS
 
 GROUPS = ("g1", "g2")
 NAMES = ("Ada", "Bob", "Cy", "ada ")
@@ -56,14 +57,6 @@ command = st.one_of(
 
 
 # The search projections' row ids (doc_id, vec_id) are storage details: compare content.
-SEARCH_ROWS = {
-    "text": "SELECT d.group_id, d.kind, d.owner_uuid, d.part, coalesce(e.name, r.name, ''),"
-    " coalesce(e.summary, r.fact, p.content) FROM text_docs d"
-    " LEFT JOIN fts_entities e ON e.rowid = d.doc_id AND d.kind = 'entity'"
-    " LEFT JOIN fts_edges r ON r.rowid = d.doc_id AND d.kind = 'edge'"
-    " LEFT JOIN fts_passages p ON p.rowid = d.doc_id AND d.kind = 'passage'",
-    "vectors": "SELECT group_id, kind, owner_uuid, part, text, seq FROM vector_catalog",
-}
 
 
 def dump(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:

@@ -103,7 +103,7 @@ def test_a_failed_wal_append_rolls_back_the_projection(
 ) -> None:
     workspace.writer.execute(partial(handlers.add_episode, command=episode(1)))
 
-    def broken_append(batch: list[RecordedEvent], now: datetime) -> None:
+    def broken_append(batch: list[RecordedEvent]) -> None:
         raise ConcurrentAppend("simulated conflict")
 
     monkeypatch.setattr(workspace.log, "append", broken_append)

@@ -3,7 +3,10 @@
 Group commit (docs/adr/0005-durability-and-group-commit.md): callers queue; whoever takes the
 batch lock runs every queued handler in one projection transaction, appends all their events
 to the WAL in one commit, then commits the projection and wakes the callers. A caller is
-answered only after its events are durable and visible to reads.
+answered only after its events are durable and visible to reads. Handlers run without
+savepoints (docs/adr/0017-write-and-replay-fast-paths.md): one refused before appending
+changed nothing; one that fails after appending rolls the batch back, which is then run again
+without it.
 """
 
 from __future__ import annotations
@@ -44,23 +47,20 @@ class WriteContext:
 
     def __init__(self, writer: Writer) -> None:
         self._writer = writer
-        self.conn = writer.runner.conn
+        self.conn = writer.conn
         self.recorded: list[RecordedEvent] = []
 
     def append(self, group_id: GroupId, events: Sequence[DomainEvent]) -> list[RecordedEvent]:
         """Give the events the group's next seqs and apply them to the projections."""
         if not events:
             return []
-        self._writer.refuse_if_pinned(group_id)
-        head = self._writer.head(group_id)
-        batch = [
-            RecordedEvent(group_id, Seq(head + offset), event)
-            for offset, event in enumerate(events, start=1)
-        ]
-        self._writer.runner.apply_tracked(batch, self._writer.positions)
-        self._writer.heads[group_id] = head + len(batch)
+        batch = self._writer.stage(group_id, events)
         self.recorded.extend(batch)
         return batch
+
+
+class _Rerun(Exception):
+    """A handler failed after its events were applied: the batch is rolled back and re-run."""
 
 
 @dataclass
@@ -85,8 +85,11 @@ class Writer:
         self.runner = runner
         self.clock = clock
         self.max_batch = max_batch
-        self.heads: dict[GroupId, int] = {}
-        self.positions: Positions = {}  # projection positions moved by the running batch
+        # Caches of committed state, valid while this writer holds the batch lock; cleared by
+        # exclusive() (rebuilds, clears) and by a failed batch.
+        self._heads: dict[GroupId, int] = {}
+        self._positions: Positions = {}  # projection positions, read lazily
+        self._moved: set[tuple[str, str]] = set()  # positions the running batch moved
         self._pins: dict[GroupId, int | None] = {}  # pins change only under exclusive()
         self.listeners: list[CommitListener] = []
         self.listener_failure: str | None = None
@@ -94,10 +97,27 @@ class Writer:
         self._queue_lock = threading.Lock()
         self._batch_lock = threading.RLock()
 
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The projection connection handlers read through (inside the batch's transaction)."""
+        return self.runner.conn
+
     def head(self, group_id: GroupId) -> int:
-        if group_id not in self.heads:
-            self.heads[group_id] = self.log.head(group_id)
-        return self.heads[group_id]
+        if group_id not in self._heads:
+            self._heads[group_id] = self.log.head(group_id)
+        return self._heads[group_id]
+
+    def stage(self, group_id: GroupId, events: Sequence[DomainEvent]) -> list[RecordedEvent]:
+        """Give the events the group's next seqs and apply them in the open batch."""
+        self.refuse_if_pinned(group_id)
+        head = self.head(group_id)
+        batch = [
+            RecordedEvent(group_id, Seq(head + offset), event)
+            for offset, event in enumerate(events, start=1)
+        ]
+        self._heads[group_id] = head + len(batch)  # before applying: a failure discards it
+        self.runner.apply_tracked(batch, self._positions, self._moved)
+        return batch
 
     def refuse_if_pinned(self, group_id: GroupId) -> None:
         if group_id not in self._pins:
@@ -147,8 +167,7 @@ class Writer:
             try:
                 yield
             finally:
-                self.heads.clear()
-                self._pins.clear()
+                self._forget()
 
     def _run_queued(self) -> None:
         while True:
@@ -162,11 +181,17 @@ class Writer:
         conn = self.runner.conn
         recorded: list[RecordedEvent] = []
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            for item in items:
-                self._run_one(conn, item, recorded)
-            self.runner.store_positions(self.positions)
-            self.log.append(recorded, self.clock())
+            while True:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    recorded = self._run_handlers(items)
+                except _Rerun:
+                    conn.execute("ROLLBACK")
+                    self._forget()
+                    continue
+                break
+            self.runner.store_positions({key: self._positions[key] for key in self._moved})
+            self.log.append(recorded)
         except BaseException as error:
             self._abort(conn, items, error)
             raise
@@ -180,9 +205,26 @@ class Writer:
         else:
             self._notify(lambda listener: listener.committed(conn, recorded))
         finally:
-            self.positions = {}
+            self._moved = set()
             for item in items:
                 item.done.set()
+
+    def _run_handlers(self, items: Sequence[_Pending[object]]) -> list[RecordedEvent]:
+        """Run every handler not yet failed; raise _Rerun if one failed after appending."""
+        recorded: list[RecordedEvent] = []
+        for item in items:
+            if item.error is not None:
+                continue  # failed in an earlier attempt of this batch
+            context = WriteContext(self)
+            try:
+                item.result = item.handler(context)
+            except Exception as error:
+                item.error, item.result = error, None
+                if context.recorded or isinstance(error, ProjectionError):
+                    raise _Rerun from error  # its rows are in the transaction: start again
+                continue
+            recorded.extend(context.recorded)
+        return recorded
 
     def notify_rebuilt(self, groups: Sequence[GroupId] | None) -> None:
         """Tell derived stores that the projections of these groups (None: all) were rebuilt."""
@@ -218,34 +260,20 @@ class Writer:
                     item.error, item.result = failure, None
             raise failure from again
 
-    def _run_one(
-        self, conn: sqlite3.Connection, item: _Pending[object], recorded: list[RecordedEvent]
-    ) -> None:
-        heads_before = dict(self.heads)
-        positions_before = dict(self.positions)
-        conn.execute("SAVEPOINT command")
-        context = WriteContext(self)
-        try:
-            item.result = item.handler(context)
-        except Exception as error:  # noqa: BLE001 (a handler failure is this caller's alone)
-            conn.execute("ROLLBACK TO command")
-            conn.execute("RELEASE command")
-            self.heads = heads_before
-            self.positions = positions_before
-            item.error = error
-            return
-        conn.execute("RELEASE command")
-        recorded.extend(context.recorded)
-
     def _abort(
         self, conn: sqlite3.Connection, items: Sequence[_Pending[object]], error: BaseException
     ) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
-        self.heads.clear()
-        self.positions = {}
-        self._pins.clear()
+        self._forget()
         for item in items:
             if item.error is None:
                 item.error, item.result = error, None
             item.done.set()
+
+    def _forget(self) -> None:
+        """Drop the caches; they are read again from the log and the projection."""
+        self._heads.clear()
+        self._positions.clear()
+        self._moved = set()
+        self._pins.clear()

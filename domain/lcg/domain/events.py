@@ -202,6 +202,25 @@ class EventCodec:
         if cls is None:
             raise UnknownEventType(f"unknown event type {wire_name!r}")
         stored_version = payload.pop("_v", 1)
+        if stored_version != cls.version:
+            payload = self._upcast(cls, wire_name, stored_version, payload)
+        # Positional arguments in field order; only tuples and datetimes need converting
+        # (this runs once per event of every replay: ADR 0017).
+        args: list[Any] = [
+            payload[name]
+            if kind == _PLAIN
+            else tuple(payload[name])
+            if kind == _TUPLE
+            else None
+            if payload[name] is None
+            else datetime.fromisoformat(payload[name])
+            for name, kind in self._kinds[cls]
+        ]
+        return cls(*args)
+
+    def _upcast(
+        self, cls: type[DomainEvent], wire_name: str, stored_version: int, payload: JsonDict
+    ) -> JsonDict:
         while stored_version < cls.version:
             upcast = self._upcasters.get((wire_name, stored_version))
             if upcast is None:
@@ -215,12 +234,4 @@ class EventCodec:
                 f"{wire_name!r} version {stored_version} is newer than this build "
                 f"(reads up to {cls.version}); upgrade lcg"
             )
-        args: JsonDict = {}
-        for name, kind in self._kinds[cls]:
-            value = payload[name]
-            if kind == _TUPLE:
-                value = tuple(value)
-            elif value is not None and kind in (_DATETIME, _OPTIONAL_DATETIME):
-                value = datetime.fromisoformat(value)
-            args[name] = value
-        return cls(**args)
+        return payload

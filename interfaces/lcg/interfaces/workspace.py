@@ -15,16 +15,14 @@ from typing import Self
 from lcg.commands.writer import Writer
 from lcg.domain.events import EventCodec
 from lcg.interfaces.config import Settings
+from lcg.projections import registry
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.embedding.port import CountingEmbedder, Embedder
 from lcg.projections.graph import schema
-from lcg.projections.graph.projection import GraphProjection
 from lcg.projections.runner import ProjectionRunner
-from lcg.projections.text.projection import TextProjection
 from lcg.projections.text.scorer import TextScorer
 from lcg.projections.text.tables import FAMILIES, TOKENIZER
-from lcg.projections.vectors.catalog import VectorCatalogProjection
 from lcg.projections.vectors.index import VectorIndex
 from lcg.projections.wal.lease import WriterLease
 from lcg.projections.wal.store import EventLog
@@ -104,9 +102,7 @@ class Workspace:
             stack.callback(self._release, "_log", self._log.close)
             conn = schema.connect(str(self.settings.graph_path))
             stack.callback(self._release, "_runner", conn.close)
-            self._runner = ProjectionRunner(
-                conn, self._log, [GraphProjection(), TextProjection(), VectorCatalogProjection()]
-            )
+            self._runner = ProjectionRunner(conn, self._log, registry.projections())
             if not self.read_only:
                 self._open_for_writing(conn)
         except BaseException:

@@ -2,7 +2,9 @@
 
 Positions live in the projection database and are written in the same transaction as the
 rows (docs/adr/0004-projection-checkpointing.md). An event at or below a projection's position
-is a no-op, so re-applying a page after a crash changes nothing.
+is a no-op, so re-applying a page after a crash changes nothing. Each projection receives a
+group's events a page (or a write batch) at a time, after the runner has dropped the ones at
+or below its position and checked there is no gap (docs/adr/0017-write-and-replay-fast-paths.md).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
+from lcg.domain.events import DomainEvent
 from lcg.domain.ids import GroupId
 from lcg.projections.wal.store import EventLog, RecordedEvent
 
@@ -27,9 +30,16 @@ class Projection(Protocol):
     name: str
     version: int
 
+    @property
+    def handles(self) -> frozenset[type[DomainEvent]]: ...
+
+    @property
+    def ignores(self) -> frozenset[type[DomainEvent]]: ...
+
     def install(self, conn: sqlite3.Connection) -> None: ...
 
-    def apply(self, conn: sqlite3.Connection, recorded: RecordedEvent) -> None: ...
+    def apply(self, conn: sqlite3.Connection, events: Sequence[RecordedEvent]) -> None:
+        """Fold consecutive events of one group, in seq order (dispatch.EventTable.apply)."""
 
     def reset(self, conn: sqlite3.Connection, group_id: str) -> None: ...
 
@@ -141,31 +151,42 @@ class ProjectionRunner:
     def apply(self, batch: Sequence[RecordedEvent]) -> None:
         """Apply events inside the caller's open transaction and store the new positions."""
         positions: Positions = {}
-        self.apply_tracked(batch, positions)
-        self.store_positions(positions)
+        moved: set[tuple[str, str]] = set()
+        self.apply_tracked(batch, positions, moved)
+        self.store_positions({key: positions[key] for key in moved})
 
-    def apply_tracked(self, batch: Sequence[RecordedEvent], positions: Positions) -> None:
-        """Apply events, keeping positions in `positions` (read lazily) for a later store.
+    def apply_tracked(
+        self,
+        batch: Sequence[RecordedEvent],
+        positions: Positions,
+        moved: set[tuple[str, str]],
+    ) -> None:
+        """Apply events, keeping positions in `positions` (read lazily) for a later store and
+        the keys it moved in `moved`.
 
         Events at or below a projection's position are skipped; a gap is an error, since
         applying past it would make the projection differ from a replay.
         """
-        for recorded in batch:
+        for events in _runs_by_group(batch):
+            group_id = events[0].group_id
             for projection in self.projections:
-                key = (projection.name, recorded.group_id)
-                if key not in positions:
-                    positions[key] = self._stored_position(projection.name, recorded.group_id)
-                current = positions[key]
-                if recorded.seq <= current:
+                key = (projection.name, group_id)
+                current = positions.get(key)
+                if current is None:
+                    current = positions[key] = self._stored_position(projection.name, group_id)
+                todo = events if events[0].seq > current else [r for r in events if r.seq > current]
+                if not todo:
                     continue
-                if recorded.seq != current + 1:
+                if todo[0].seq != current + 1 or todo[-1].seq != current + len(todo):
+                    first = next((r.seq for r in todo if r.seq != current + 1), todo[0].seq)
                     raise ProjectionError(
-                        f"projection {projection.name!r} of group {recorded.group_id!r} is at "
-                        f"seq {current}; cannot apply seq {recorded.seq} without the events "
+                        f"projection {projection.name!r} of group {group_id!r} is at "
+                        f"seq {current}; cannot apply seq {first} without the events "
                         "between them"
                     )
-                self._apply_one(projection, recorded)
-                positions[key] = recorded.seq
+                self._apply_run(projection, todo)
+                positions[key] = todo[-1].seq
+                moved.add(key)
 
     def store_positions(self, positions: Positions) -> None:
         """Write positions (same transaction as the rows they describe); pins are kept."""
@@ -259,13 +280,14 @@ class ProjectionRunner:
             )
         return current
 
-    def _apply_one(self, projection: Projection, recorded: RecordedEvent) -> None:
+    def _apply_run(self, projection: Projection, events: Sequence[RecordedEvent]) -> None:
         try:
-            projection.apply(self.conn, recorded)
+            projection.apply(self.conn, events)
         except Exception as error:
+            first, last = events[0], events[-1]
             self.failure = (
-                f"projection {projection.name!r} failed on group {recorded.group_id!r} seq "
-                f"{recorded.seq} ({recorded.event.wire_name}): {error}"
+                f"projection {projection.name!r} failed on group {first.group_id!r} seqs "
+                f"{first.seq}..{last.seq} (from {first.event.wire_name}): {error}"
             )
             raise ProjectionError(self.failure) from error
 
@@ -288,3 +310,19 @@ class ProjectionRunner:
                 "INSERT OR REPLACE INTO projection_positions VALUES (?, ?, ?, NULL)",
                 (name, group_id, position),
             )
+
+
+def _runs_by_group(batch: Sequence[RecordedEvent]) -> list[Sequence[RecordedEvent]]:
+    """The batch cut into runs of consecutive events of the same group (usually one run)."""
+    if not batch:
+        return []
+    first = batch[0].group_id
+    if all(r.group_id == first for r in batch):
+        return [batch]
+    runs: list[list[RecordedEvent]] = []
+    for recorded in batch:
+        if runs and runs[-1][-1].group_id == recorded.group_id:
+            runs[-1].append(recorded)
+        else:
+            runs.append([recorded])
+    return list(runs)

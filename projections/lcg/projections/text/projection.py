@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
-from collections.abc import Callable
+from collections.abc import Sequence
 
 from lcg.domain import passages
 from lcg.domain.events import (
-    DomainEvent,
     EntityCreated,
     EntityRevised,
     EpisodeAdded,
@@ -21,12 +20,24 @@ from lcg.domain.events import (
     GroupPurged,
     RelationshipCreated,
     RelationshipRevised,
+    SummaryEmbedded,
 )
+from lcg.domain.ids import GroupId, Seq
+from lcg.projections.dispatch import E, EventTable
 from lcg.projections.text import context
-from lcg.projections.text.tables import FAMILIES, FTS_TABLES, TOKENIZER, changed, put
+from lcg.projections.text.tables import (
+    FAMILIES,
+    FTS_TABLES,
+    TOKENIZER,
+    changed,
+    new_docs,
+    put,
+    put_new,
+)
 from lcg.projections.wal.store import RecordedEvent
 
-Handler = Callable[[sqlite3.Connection, RecordedEvent], None]
+TABLE = EventTable("text", ignores=(SummaryEmbedded,))  # summaries are indexed from entities
+Run = Sequence[tuple[Seq, E]]
 
 
 def install(conn: sqlite3.Connection) -> None:
@@ -61,14 +72,6 @@ def install(conn: sqlite3.Connection) -> None:
         )
 
 
-def _new_doc(conn: sqlite3.Connection, group: str, kind: str, owner: str, part: int = 0) -> int:
-    cursor = conn.execute(
-        "INSERT INTO text_docs (group_id, kind, owner_uuid, part) VALUES (?,?,?,?)",
-        (group, kind, owner, part),
-    )
-    return int(cursor.lastrowid or 0)
-
-
 def _doc_id(conn: sqlite3.Connection, kind: str, owner: str) -> int:
     row = conn.execute(
         "SELECT doc_id FROM text_docs WHERE owner_uuid=? AND kind=?", (owner, kind)
@@ -76,73 +79,102 @@ def _doc_id(conn: sqlite3.Connection, kind: str, owner: str) -> int:
     return int(row[0])
 
 
-def _entity_created(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-    event = recorded.event
-    assert isinstance(event, EntityCreated)
-    doc = _new_doc(conn, recorded.group_id, "entity", event.entity_uuid)
-    put(conn, "entity", doc, (event.name, event.summary), replace=False)
-
-
-def _entity_revised(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-    event = recorded.event
-    assert isinstance(event, EntityRevised)
-    doc = _doc_id(conn, "entity", event.entity_uuid)
-    put(conn, "entity", doc, (event.name, event.summary), replace=True)
-
-
-def _relationship_created(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-    event = recorded.event
-    assert isinstance(event, RelationshipCreated)
-    doc = _new_doc(conn, recorded.group_id, "edge", event.edge_uuid)
-    put(conn, "edge", doc, (event.predicate, event.fact), replace=False)
-
-
-def _relationship_revised(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-    event = recorded.event
-    assert isinstance(event, RelationshipRevised)
-    doc = _doc_id(conn, "edge", event.edge_uuid)
-    (name,) = conn.execute("SELECT name FROM fts_edges WHERE rowid=?", (doc,)).fetchone()
-    put(conn, "edge", doc, (name, event.fact), replace=True)
-
-
-def _episode_added(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-    event = recorded.event
-    assert isinstance(event, EpisodeAdded)
-    chat = event.source in context.CHAT_SOURCES
-    around = context.context_for(conn, recorded.group_id, recorded.seq) if chat else ""
-    for part, content in enumerate(passages.split(event.body)):
-        cursor = conn.execute(
-            "INSERT INTO text_docs (group_id, kind, owner_uuid, part, seq, chat)"
-            " VALUES (?, 'passage', ?, ?, ?, ?)",
-            (recorded.group_id, event.episode_uuid, part, recorded.seq, int(chat)),
-        )
-        put(conn, "passage", int(cursor.lastrowid or 0), (content, around), replace=False)
-    if chat:  # the neighbours now have this message in their context
-        for neighbour in context.neighbours(conn, recorded.group_id, recorded.seq):
-            context.refresh(conn, neighbour)
-
-
-def _episode_deleted(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-    event = recorded.event
-    assert isinstance(event, EpisodeDeleted)
-    row = conn.execute(
-        "SELECT group_id, seq, chat FROM text_docs WHERE owner_uuid=? AND kind='passage'",
-        (event.episode_uuid,),
-    ).fetchone()
-    owned = "SELECT doc_id FROM text_docs WHERE owner_uuid=? AND kind='passage'"
-    for (doc,) in conn.execute(owned, (event.episode_uuid,)).fetchall():
-        changed(conn, "passage", int(doc))
-    conn.execute(f"DELETE FROM fts_passages WHERE rowid IN ({owned})", (event.episode_uuid,))
-    conn.execute(
-        "DELETE FROM text_docs WHERE owner_uuid=? AND kind='passage'", (event.episode_uuid,)
+@TABLE.on(EntityCreated)
+def _entity_created(conn: sqlite3.Connection, group: GroupId, run: Run[EntityCreated]) -> None:
+    ids = new_docs(conn, "entity", [(group, event.entity_uuid, 0, 0, 0) for _, event in run])
+    put_new(
+        conn,
+        "entity",
+        [(doc, e.name, e.summary) for doc, (_, e) in zip(ids, run, strict=True)],
     )
-    if row is not None and row[2]:  # its former neighbours lose it from their context
-        for neighbour in context.neighbours(conn, row[0], row[1]):
-            context.refresh(conn, neighbour)
 
 
-def _group_purged(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-    purge_group(conn, recorded.group_id)
+@TABLE.on(EntityRevised)
+def _entity_revised(conn: sqlite3.Connection, group: GroupId, run: Run[EntityRevised]) -> None:
+    for _, event in run:
+        doc = _doc_id(conn, "entity", event.entity_uuid)
+        put(conn, "entity", doc, (event.name, event.summary), replace=True)
+
+
+@TABLE.on(RelationshipCreated)
+def _relationship_created(
+    conn: sqlite3.Connection, group: GroupId, run: Run[RelationshipCreated]
+) -> None:
+    ids = new_docs(conn, "edge", [(group, event.edge_uuid, 0, 0, 0) for _, event in run])
+    put_new(
+        conn,
+        "edge",
+        [(doc, e.predicate, e.fact) for doc, (_, e) in zip(ids, run, strict=True)],
+    )
+
+
+@TABLE.on(RelationshipRevised)
+def _relationship_revised(
+    conn: sqlite3.Connection, group: GroupId, run: Run[RelationshipRevised]
+) -> None:
+    for _, event in run:
+        doc = _doc_id(conn, "edge", event.edge_uuid)
+        (name,) = conn.execute("SELECT name FROM fts_edges WHERE rowid=?", (doc,)).fetchone()
+        put(conn, "edge", doc, (name, event.fact), replace=True)
+
+
+@TABLE.on(EpisodeAdded)
+def _episode_added(conn: sqlite3.Connection, group: GroupId, run: Run[EpisodeAdded]) -> None:
+    """Passages of plain episodes go in together; a chat message reads its neighbours, so the
+    plain ones before it are written first and it goes in alone, in stream order."""
+    plain: list[tuple[Seq, EpisodeAdded]] = []
+    for seq, event in run:
+        if event.source in context.CHAT_SOURCES:
+            _add_plain(conn, group, plain)
+            plain = []
+            _add_chat(conn, group, seq, event)
+        else:
+            plain.append((seq, event))
+    _add_plain(conn, group, plain)
+
+
+def _add_plain(conn: sqlite3.Connection, group: GroupId, run: Run[EpisodeAdded]) -> None:
+    docs: list[tuple[str, str, int, int, int]] = []
+    contents: list[str] = []
+    for seq, event in run:
+        for part, content in enumerate(passages.split(event.body)):
+            docs.append((group, event.episode_uuid, part, seq, 0))
+            contents.append(content)
+    ids = new_docs(conn, "passage", docs)
+    put_new(conn, "passage", [(d, c, "") for d, c in zip(ids, contents, strict=True)])
+
+
+def _add_chat(conn: sqlite3.Connection, group: GroupId, seq: Seq, event: EpisodeAdded) -> None:
+    around = context.context_for(conn, group, seq)
+    for part, content in enumerate(passages.split(event.body)):
+        [doc] = new_docs(conn, "passage", [(group, event.episode_uuid, part, seq, 1)])
+        put(conn, "passage", doc, (content, around), replace=False)
+    for neighbour in context.neighbours(conn, group, seq):  # they now have it in context
+        context.refresh(conn, neighbour)
+
+
+@TABLE.on(EpisodeDeleted)
+def _episode_deleted(conn: sqlite3.Connection, group: GroupId, run: Run[EpisodeDeleted]) -> None:
+    for _, event in run:
+        row = conn.execute(
+            "SELECT group_id, seq, chat FROM text_docs WHERE owner_uuid=? AND kind='passage'",
+            (event.episode_uuid,),
+        ).fetchone()
+        owned = "SELECT doc_id FROM text_docs WHERE owner_uuid=? AND kind='passage'"
+        for (doc,) in conn.execute(owned, (event.episode_uuid,)).fetchall():
+            changed(conn, "passage", int(doc))
+        conn.execute(f"DELETE FROM fts_passages WHERE rowid IN ({owned})", (event.episode_uuid,))
+        conn.execute(
+            "DELETE FROM text_docs WHERE owner_uuid=? AND kind='passage'", (event.episode_uuid,)
+        )
+        if row is not None and row[2]:  # its former neighbours lose it from their context
+            for neighbour in context.neighbours(conn, row[0], row[1]):
+                context.refresh(conn, neighbour)
+
+
+@TABLE.on(GroupPurged)
+def _group_purged(conn: sqlite3.Connection, group: GroupId, run: Run[GroupPurged]) -> None:
+    purge_group(conn, group)
 
 
 def purge_group(conn: sqlite3.Connection, group_id: str) -> None:
@@ -156,30 +188,19 @@ def purge_group(conn: sqlite3.Connection, group_id: str) -> None:
     conn.execute("DELETE FROM text_docs WHERE group_id=?", (group_id,))
 
 
-HANDLERS: dict[type[DomainEvent], Handler] = {
-    EntityCreated: _entity_created,
-    EntityRevised: _entity_revised,
-    RelationshipCreated: _relationship_created,
-    RelationshipRevised: _relationship_revised,
-    EpisodeAdded: _episode_added,
-    EpisodeDeleted: _episode_deleted,
-    GroupPurged: _group_purged,
-}
-
-
 class TextProjection:
     """BM25-searchable documents, updated in the projection's transaction."""
 
     name = "text"
     version = 2  # 2: passages of chat messages carry their neighbours' words (context)
+    handles = TABLE.handles
+    ignores = TABLE.ignores
 
     def install(self, conn: sqlite3.Connection) -> None:
         install(conn)
 
-    def apply(self, conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-        handler = HANDLERS.get(type(recorded.event))
-        if handler is not None:
-            handler(conn, recorded)
+    def apply(self, conn: sqlite3.Connection, events: Sequence[RecordedEvent]) -> None:
+        TABLE.apply(conn, events)
 
     def reset(self, conn: sqlite3.Connection, group_id: str) -> None:
         purge_group(conn, group_id)

@@ -34,6 +34,34 @@ def changed(conn: sqlite3.Connection, kind: str, doc_id: int) -> None:
     conn.execute("INSERT INTO text_changes (kind, doc_id) VALUES (?, ?)", (kind, doc_id))
 
 
+def new_docs(
+    conn: sqlite3.Connection, kind: str, docs: Sequence[tuple[str, str, int, int, int]]
+) -> list[int]:
+    """Insert text_docs rows (group, owner, part, seq, chat) of one kind in one statement; their
+    doc_ids are the ones SQLite would give row by row (max + 1, ...)."""
+    if not docs:
+        return []
+    (top,) = conn.execute("SELECT coalesce(max(doc_id), 0) FROM text_docs").fetchone()
+    ids = list(range(int(top) + 1, int(top) + 1 + len(docs)))
+    conn.executemany(
+        "INSERT INTO text_docs (doc_id, group_id, kind, owner_uuid, part, seq, chat)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(doc_id, group, kind, *rest) for doc_id, (group, *rest) in zip(ids, docs, strict=True)],
+    )
+    return ids
+
+
+def put_new(conn: sqlite3.Connection, kind: str, rows: Sequence[tuple[int, str, str]]) -> None:
+    """Write new documents' FTS5 rows (doc_id, first column, second column) and log them:
+    what `put(..., replace=False)` does row by row, in one statement per table."""
+    family = _BY_KIND[kind]
+    first, second = family.columns
+    conn.executemany(f"INSERT INTO {family.table} (rowid, {first}, {second}) VALUES (?,?,?)", rows)
+    conn.executemany(
+        "INSERT INTO text_changes (kind, doc_id) VALUES (?, ?)", [(kind, row[0]) for row in rows]
+    )
+
+
 def put(
     conn: sqlite3.Connection, kind: str, doc_id: int, columns: Sequence[str], *, replace: bool
 ) -> None:

@@ -10,19 +10,23 @@ summary vector.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lcg.domain import passages
 from lcg.domain.events import (
     DomainEvent,
     EntityCreated,
+    EntityRevised,
     EpisodeAdded,
     EpisodeDeleted,
     GroupPurged,
     RelationshipCreated,
+    RelationshipRevised,
     SummaryEmbedded,
 )
+from lcg.domain.ids import GroupId, Seq
+from lcg.projections.dispatch import E, EventTable
 from lcg.projections.wal.store import RecordedEvent
 
 # Vector kinds, named after the seed's embedding columns.
@@ -31,7 +35,11 @@ SUMMARY = "summary_embedding"
 FACT = "fact_embedding"
 PASSAGE = "passage_embedding"
 
-Handler = Callable[[sqlite3.Connection, RecordedEvent], None]
+TABLE = EventTable("vectors", ignores=(EntityRevised, RelationshipRevised))  # write-once
+Run = Sequence[tuple[Seq, E]]
+_INSERT = (
+    "INSERT INTO vector_catalog (group_id, kind, owner_uuid, part, text, seq) VALUES (?,?,?,?,?,?)"
+)
 
 
 def install(conn: sqlite3.Connection) -> None:
@@ -45,70 +53,58 @@ def install(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS vector_catalog_group ON vector_catalog (group_id)")
 
 
-def _add(
-    conn: sqlite3.Connection,
-    recorded: RecordedEvent,
-    kind: str,
-    owner: str,
-    text: str,
-    part: int = 0,
+@TABLE.on(EntityCreated)
+def _entity_created(conn: sqlite3.Connection, group: GroupId, run: Run[EntityCreated]) -> None:
+    rows = []
+    for seq, event in run:
+        rows.append((group, NAME, event.entity_uuid, 0, event.name, seq))
+        if event.summary.strip():  # a summary is embedded on create; empty ones are not
+            rows.append((group, SUMMARY, event.entity_uuid, 0, event.summary, seq))
+    conn.executemany(_INSERT, rows)
+
+
+@TABLE.on(SummaryEmbedded)
+def _summary_embedded(conn: sqlite3.Connection, group: GroupId, run: Run[SummaryEmbedded]) -> None:
+    for seq, event in run:
+        conn.execute(
+            "DELETE FROM vector_catalog WHERE owner_uuid=? AND kind=?",
+            (event.entity_uuid, SUMMARY),
+        )
+        if event.summary.strip():
+            conn.execute(_INSERT, (group, SUMMARY, event.entity_uuid, 0, event.summary, seq))
+
+
+@TABLE.on(RelationshipCreated)
+def _relationship_created(
+    conn: sqlite3.Connection, group: GroupId, run: Run[RelationshipCreated]
 ) -> None:
-    conn.execute(
-        "INSERT INTO vector_catalog (group_id, kind, owner_uuid, part, text, seq)"
-        " VALUES (?,?,?,?,?,?)",
-        (recorded.group_id, kind, owner, part, text, recorded.seq),
+    conn.executemany(
+        _INSERT, [(group, FACT, event.edge_uuid, 0, event.fact, seq) for seq, event in run]
     )
 
 
-def _entity_created(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-    event = recorded.event
-    assert isinstance(event, EntityCreated)
-    _add(conn, recorded, NAME, event.entity_uuid, event.name)
-    if event.summary.strip():  # a summary is embedded on create; empty ones are not
-        _add(conn, recorded, SUMMARY, event.entity_uuid, event.summary)
-
-
-def _summary_embedded(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-    event = recorded.event
-    assert isinstance(event, SummaryEmbedded)
-    conn.execute(
-        "DELETE FROM vector_catalog WHERE owner_uuid=? AND kind=?", (event.entity_uuid, SUMMARY)
+@TABLE.on(EpisodeAdded)
+def _episode_added(conn: sqlite3.Connection, group: GroupId, run: Run[EpisodeAdded]) -> None:
+    conn.executemany(
+        _INSERT,
+        [
+            (group, PASSAGE, event.episode_uuid, part, content, seq)
+            for seq, event in run
+            for part, content in enumerate(passages.split(event.body))
+        ],
     )
-    if event.summary.strip():
-        _add(conn, recorded, SUMMARY, event.entity_uuid, event.summary)
 
 
-def _relationship_created(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-    event = recorded.event
-    assert isinstance(event, RelationshipCreated)
-    _add(conn, recorded, FACT, event.edge_uuid, event.fact)
+@TABLE.on(EpisodeDeleted)
+def _episode_deleted(conn: sqlite3.Connection, group: GroupId, run: Run[EpisodeDeleted]) -> None:
+    conn.executemany(
+        "DELETE FROM vector_catalog WHERE owner_uuid=?", [(e.episode_uuid,) for _, e in run]
+    )
 
 
-def _episode_added(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-    event = recorded.event
-    assert isinstance(event, EpisodeAdded)
-    for part, content in enumerate(passages.split(event.body)):
-        _add(conn, recorded, PASSAGE, event.episode_uuid, content, part)
-
-
-def _episode_deleted(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-    event = recorded.event
-    assert isinstance(event, EpisodeDeleted)
-    conn.execute("DELETE FROM vector_catalog WHERE owner_uuid=?", (event.episode_uuid,))
-
-
-def _group_purged(conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-    conn.execute("DELETE FROM vector_catalog WHERE group_id=?", (recorded.group_id,))
-
-
-HANDLERS: dict[type[DomainEvent], Handler] = {
-    EntityCreated: _entity_created,
-    SummaryEmbedded: _summary_embedded,
-    RelationshipCreated: _relationship_created,
-    EpisodeAdded: _episode_added,
-    EpisodeDeleted: _episode_deleted,
-    GroupPurged: _group_purged,
-}
+@TABLE.on(GroupPurged)
+def _group_purged(conn: sqlite3.Connection, group: GroupId, run: Run[GroupPurged]) -> None:
+    conn.execute("DELETE FROM vector_catalog WHERE group_id=?", (group,))
 
 
 def touched_owner(event: DomainEvent) -> str | None:
@@ -125,14 +121,14 @@ class VectorCatalogProjection:
 
     name = "vectors"
     version = 1
+    handles = TABLE.handles
+    ignores = TABLE.ignores
 
     def install(self, conn: sqlite3.Connection) -> None:
         install(conn)
 
-    def apply(self, conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-        handler = HANDLERS.get(type(recorded.event))
-        if handler is not None:
-            handler(conn, recorded)
+    def apply(self, conn: sqlite3.Connection, events: Sequence[RecordedEvent]) -> None:
+        TABLE.apply(conn, events)
 
     def reset(self, conn: sqlite3.Connection, group_id: str) -> None:
         conn.execute("DELETE FROM vector_catalog WHERE group_id=?", (group_id,))

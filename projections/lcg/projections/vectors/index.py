@@ -194,7 +194,8 @@ class VectorIndex:
     def _sync_owners(self, conn: sqlite3.Connection, group: str, owners: set[str]) -> None:
         marks = ",".join("?" * len(owners))
         rows = conn.execute(
-            f"SELECT vec_id, kind, owner_uuid, text FROM vector_catalog WHERE group_id=? AND"
+            # `+group_id`: look owners up by their index, never scan the whole group's rows
+            f"SELECT vec_id, kind, owner_uuid, text FROM vector_catalog WHERE +group_id=? AND"
             f" owner_uuid IN ({marks})",
             [group, *owners],
         ).fetchall()

@@ -1,0 +1,16 @@
+"""The projections of a workspace, in the order the runner applies them: the one list."""
+
+from __future__ import annotations
+
+from lcg.projections.graph.projection import GraphProjection
+from lcg.projections.runner import Projection
+from lcg.projections.text.projection import TextProjection
+from lcg.projections.vectors.catalog import VectorCatalogProjection
+
+
+def projections() -> tuple[Projection, ...]:
+    """Fresh instances of every projection (graph, text, vector catalog).
+
+    Projections never read each other's tables, so their order only fixes which one a
+    failure names first."""
+    return (GraphProjection(), TextProjection(), VectorCatalogProjection())
