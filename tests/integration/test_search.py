@@ -13,6 +13,9 @@ from lcg.queries.fusion import fuse
 from lcg.queries.search import SearchContext, _expand
 from tests.conftest import Call
 
+# Every test here is about ranking by meaning or by words on the real model.
+pytestmark = pytest.mark.minilm
+
 
 @pytest.fixture
 def memories(call: Call) -> dict[str, str]:
