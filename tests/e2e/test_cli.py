@@ -364,6 +364,8 @@ def test_demo_runs_the_main_job_and_replays_to_the_end(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "replayed to the end" in said(result.stdout)
     assert "(hydrated)" in said(result.stdout)
+    assert "project corpus 'kestrel': 15 entities" in said(result.stdout)
+    assert "-> 'Kestrel Scheduler'" in said(result.stdout)
     assert Settings(workspace).wal_path.exists()
     assert Settings(workspace).graph_path.exists()
 
