@@ -18,7 +18,6 @@ from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.embedding.port import Embedder
-from lcg.queries.fusion import fuse
 from tests.conftest import Call, make_call, make_workspace
 
 QUERIES = ("dog chased the postman", "revenue report", "mathematician", "trip to Portugal")
@@ -197,17 +196,6 @@ def test_p_138_build_indices_is_idempotent(call: Call, workspace: Workspace) -> 
     assert call("knowledge_build_indices") == {"status": "ok", "indices_built": True}
     assert call("knowledge_build_indices") == {"status": "ok", "indices_built": True}
     assert any(workspace.settings.vectors_dir.rglob("*.faiss"))
-
-
-def test_rrf_puts_first_in_every_leg_at_one_and_max_takes_the_best_leg() -> None:
-    legs = {"text": [("a", 9.0), ("b", 3.0)], "name_vector": [("a", 0.8), ("c", 0.7)]}
-    rrf = {e.key: e for e in fuse(legs, "rrf")}
-    assert rrf["a"].score == pytest.approx(1.0)
-    assert rrf["a"].ranks == {"text": 1, "name_vector": 1}
-    assert rrf["b"].score < rrf["a"].score
-    best = {e.key: e for e in fuse(legs, "max")}
-    assert best["b"].score == pytest.approx(3.0 / 9.0)
-    assert best["c"].score == pytest.approx(0.7)
 
 
 def test_a_deleted_projection_database_is_rebuilt_from_the_wal_at_start(
