@@ -1,4 +1,8 @@
-"""Shared fixtures: real SQLite workspaces in tmp dirs, a stepping clock, a `call` helper."""
+"""Shared fixtures: real SQLite workspaces in tmp dirs, a stepping clock, a `call` helper.
+
+Workspaces embed with the hashing embedder (no model) unless a test is marked `minilm`: then
+they get the real MiniLM model, loaded at most once per test session and only when asked for.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,9 @@ from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.embedding.hashing import HashingEmbedder
 from lcg.projections.embedding.minilm import MiniLmEmbedder
+from lcg.projections.embedding.port import Embedder
 
 Call = Callable[..., dict[str, Any]]
 
@@ -34,20 +40,38 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(workspace=tmp_path)
 
 
-# One real MiniLM model for the whole test process: loading it costs ~0.5 s per workspace.
-MODEL = MiniLmEmbedder()
+@pytest.fixture(scope="session")
+def minilm() -> MiniLmEmbedder:
+    """The real model, one for the whole session (loading costs ~0.5 s); lazy: a session whose
+    tests never ask for it never loads it."""
+    return MiniLmEmbedder()
 
 
-def make_workspace(settings: Settings, **options: Any) -> Workspace:
-    """A Workspace with the shared model and a stepping clock unless told otherwise."""
-    options.setdefault("clock", SteppingClock())
-    options.setdefault("command", "pytest")
-    return Workspace(settings, embedder=MODEL, **options)
+@pytest.fixture(scope="session")
+def hashing() -> HashingEmbedder:
+    return HashingEmbedder()
 
 
 @pytest.fixture
-def workspace(settings: Settings) -> Iterator[Workspace]:
-    with make_workspace(settings) as ws:
+def embedder(request: pytest.FixtureRequest, hashing: HashingEmbedder) -> Embedder:
+    """What workspaces embed with: the hashing embedder, or MiniLM for a test marked `minilm`
+    (search quality and ranking by meaning, the model itself)."""
+    if request.node.get_closest_marker("minilm") is not None:
+        model: MiniLmEmbedder = request.getfixturevalue("minilm")
+        return model
+    return hashing
+
+
+def make_workspace(settings: Settings, embedder: Embedder, **options: Any) -> Workspace:
+    """A Workspace with the given embedder and a stepping clock unless told otherwise."""
+    options.setdefault("clock", SteppingClock())
+    options.setdefault("command", "pytest")
+    return Workspace(settings, embedder=embedder, **options)
+
+
+@pytest.fixture
+def workspace(settings: Settings, embedder: Embedder) -> Iterator[Workspace]:
+    with make_workspace(settings, embedder) as ws:
         yield ws
 
 

@@ -20,6 +20,7 @@ import pytest
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
+from lcg.projections.embedding.minilm import MiniLmEmbedder
 from tests.conftest import make_workspace
 
 pytestmark = pytest.mark.slow
@@ -66,9 +67,10 @@ def refused(result: subprocess.CompletedProcess[str], code: int) -> str:
     return said(result.stderr)
 
 
-def seed(workspace: Path, *entities: tuple[str, str]) -> None:
-    """Assert `(group, name)` entities in order, in-process, one WAL event each."""
-    with make_workspace(Settings(workspace), command="pytest seed") as ws:
+def seed(model: MiniLmEmbedder, workspace: Path, *entities: tuple[str, str]) -> None:
+    """Assert `(group, name)` entities in order, in-process, one WAL event each, embedded with
+    the model the console script uses (so its vectors are the ones `lcg` would have made)."""
+    with make_workspace(Settings(workspace), model, command="pytest seed") as ws:
         app = App(ws)
         for group, name in entities:
             params = {"name": name, "summary": f"{name} of {group}", "group_id": group}
@@ -216,7 +218,9 @@ def test_write_and_read_commands_round_trip_through_the_console_script(tmp_path:
     assert via_call["wal_groups"] == shown["wal_groups"]
 
 
-def test_invalid_input_exits_2_names_the_field_and_changes_nothing(tmp_path: Path) -> None:
+def test_invalid_input_exits_2_names_the_field_and_changes_nothing(
+    tmp_path: Path, minilm: MiniLmEmbedder
+) -> None:
     """Bad parameters exit 2 with the field named on stderr, and the workspace is unchanged.
 
     Missing `name` (through `lcg call`), attributes that are not JSON, and a replay whose
@@ -225,7 +229,7 @@ def test_invalid_input_exits_2_names_the_field_and_changes_nothing(tmp_path: Pat
     Checklist: K-AST-003 (no name: error, nothing written), K-WAL-029, K-WAL-030 (refused before
     the WAL is read: no data cleared even with force_clear, no position changed); P-137.
     """
-    seed(tmp_path, ("g", "Ada"), ("g", "Babbage"), ("h", "Other"))
+    seed(minilm, tmp_path, ("g", "Ada"), ("g", "Babbage"), ("h", "Other"))
     before = status(tmp_path), graph_rows(tmp_path)
 
     message = refused(lcg(tmp_path, "call", "knowledge_assert_entity", '{"group_id": "g"}'), 2)
@@ -256,6 +260,7 @@ def test_invalid_input_exits_2_names_the_field_and_changes_nothing(tmp_path: Pat
 
 def test_bounded_replay_shows_the_state_at_that_seq_and_pins_the_group_until_released(
     tmp_path: Path,
+    minilm: MiniLmEmbedder,
 ) -> None:
     """`replay --to-seq N` shows exactly seq N and pins the group; a full replay releases it.
 
@@ -267,7 +272,7 @@ def test_bounded_replay_shows_the_state_at_that_seq_and_pins_the_group_until_rel
     to_seq stay), K-WAL-033 (a later unbounded rebuild re-applies them), K-REC-004; P-137.
     """
     group_names = [f"e{seq}" for seq in range(1, 6)]
-    seed(tmp_path, *(("g", name) for name in group_names), ("h", "h1"))
+    seed(minilm, tmp_path, *(("g", name) for name in group_names), ("h", "h1"))
     other_before = [row for row in graph_rows(tmp_path)[0] if row[2] == "h"]
 
     pinned = lcg_json(
@@ -311,6 +316,7 @@ def test_bounded_replay_shows_the_state_at_that_seq_and_pins_the_group_until_rel
 
 def test_full_replay_of_a_non_empty_group_is_refused_without_force_clear_and_in_a_dry_run(
     tmp_path: Path,
+    minilm: MiniLmEmbedder,
 ) -> None:
     """A full replay over existing rows exits 3 naming force_clear; a dry run exits 3 as well.
 
@@ -322,7 +328,7 @@ def test_full_replay_of_a_non_empty_group_is_refused_without_force_clear_and_in_
     Checklist: K-WAL-016, K-WAL-017 (one explicit error), K-WAL-021 (force_clear defaults to
     false), K-WAL-023, K-WAL-024, K-WAL-025, and for the control K-WAL-018, K-WAL-019.
     """
-    seed(tmp_path, ("g", "Ada"), ("g", "Babbage"), ("h", "Other"))
+    seed(minilm, tmp_path, ("g", "Ada"), ("g", "Babbage"), ("h", "Other"))
     before = status(tmp_path), graph_rows(tmp_path)
 
     message = refused(lcg(tmp_path, "replay", "--group", "g", "--json"), 3)
@@ -358,6 +364,8 @@ def test_demo_runs_the_main_job_and_replays_to_the_end(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "replayed to the end" in said(result.stdout)
     assert "(hydrated)" in said(result.stdout)
+    assert "project corpus 'kestrel': 15 entities" in said(result.stdout)
+    assert "-> 'Kestrel Scheduler'" in said(result.stdout)
     assert Settings(workspace).wal_path.exists()
     assert Settings(workspace).graph_path.exists()
 

@@ -1,4 +1,4 @@
-"""A child process for tests/test_process_durability.py: writes to or holds a workspace.
+"""A child process for tests/e2e/test_process_durability.py: writes to or holds a workspace.
 
 Run by path with the test's interpreter: `python tests/helpers/workspace_child.py MODE ...`.
 Every acknowledged write is printed as one `<kind> <uuid>` line and flushed at once, so the

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.conftest import MODEL
+from lcg.projections.embedding.minilm import MiniLmEmbedder
 
 TEXTS = [
     "A long message about the trip to Lisbon, the museum, the river and the bakery by the bridge.",
@@ -15,11 +15,11 @@ TEXTS = [
 ]
 
 
-def test_batches_sorted_by_length_return_rows_in_the_callers_order() -> None:
-    together = MODEL.embed(TEXTS)
-    alone = np.vstack([MODEL.embed([text]) for text in TEXTS])
+def test_batches_sorted_by_length_return_rows_in_the_callers_order(minilm: MiniLmEmbedder) -> None:
+    together = minilm.embed(TEXTS)
+    alone = np.vstack([minilm.embed([text]) for text in TEXTS])
     assert together.shape == (len(TEXTS), 384)
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
     cosines = (together * alone).sum(axis=1)
     assert cosines.min() > 0.999  # int8 quantisation scales depend a little on the batch
-    assert MODEL.embed([]).shape == (0, 384)
+    assert minilm.embed([]).shape == (0, 384)

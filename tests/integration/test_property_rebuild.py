@@ -15,6 +15,7 @@ from lcg.domain.errors import DomainError
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.embedding.hashing import HashingEmbedder
 from lcg.projections.text import reader
 from tests.conftest import make_call, make_workspace
 from tests.helpers.projection_state import SEARCH_ROWS
@@ -104,7 +105,7 @@ def test_rebuild_from_scratch_and_via_bounded_replay_equals_incremental_state(
 ) -> None:
     with (
         tempfile.TemporaryDirectory() as tmp,
-        make_workspace(Settings(workspace=Path(tmp))) as ws,
+        make_workspace(Settings(workspace=Path(tmp)), HashingEmbedder()) as ws,
     ):
         call = make_call(App(ws))
         for name, params in commands:

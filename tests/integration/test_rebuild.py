@@ -12,6 +12,7 @@ from lcg.domain.ids import GroupId
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.embedding.port import Embedder
 from tests.conftest import Call, make_call, make_workspace
 
 
@@ -147,13 +148,13 @@ def test_resume_that_would_skip_unapplied_events_is_refused(call: Call) -> None:
 
 @pytest.mark.parametrize("to_seq", [0, 1, 5, 9, 10])
 def test_k_wal_027_replay_to_seq_shows_exactly_the_state_at_that_seq(
-    settings: Settings, to_seq: int, tmp_path_factory: pytest.TempPathFactory
+    settings: Settings, to_seq: int, tmp_path_factory: pytest.TempPathFactory, embedder: Embedder
 ) -> None:
     """Compare with a second workspace that only ever received the first to_seq writes."""
     reference_settings = Settings(workspace=tmp_path_factory.mktemp("reference"))
     with (
-        make_workspace(settings) as ws,
-        make_workspace(reference_settings) as ref,
+        make_workspace(settings, embedder) as ws,
+        make_workspace(reference_settings, embedder) as ref,
     ):
         ids = iter(f"00000000-0000-4000-8000-{n:012d}" for n in range(100))
         ids_ref = iter(f"00000000-0000-4000-8000-{n:012d}" for n in range(100))
@@ -257,12 +258,12 @@ def test_bounded_rebuild_pins_the_group_and_refuses_writes_until_released(
     assert call("knowledge_assert_entity", name="F", group_id="g")["created"] is True
 
 
-def test_pin_survives_a_restart(settings: Settings) -> None:
-    with make_workspace(settings) as ws:
+def test_pin_survives_a_restart(settings: Settings, embedder: Embedder) -> None:
+    with make_workspace(settings, embedder) as ws:
         call = make_call(App(ws))
         write_ten(call)
         call("knowledge_rebuild_from_wal", group_id="g", to_seq=4, force_clear=True)
-    with make_workspace(settings) as ws:
+    with make_workspace(settings, embedder) as ws:
         call = make_call(App(ws))
         assert node_count(call) == 4
         assert call("knowledge_status")["wal_groups"]["g"]["pinned_to"] == 4

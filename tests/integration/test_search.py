@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.workspace import Workspace
-from lcg.queries.fusion import fuse
-from lcg.queries.search import SearchContext, _expand
 from tests.conftest import Call
+
+# Every test here is about ranking by meaning or by words on the real model.
+pytestmark = pytest.mark.minilm
 
 
 @pytest.fixture
@@ -128,25 +128,6 @@ def test_k_ast_036_fact_is_found_by_words_and_by_meaning(
     by_meaning = call("knowledge_find_relationships", query="she documented the machine")["edges"]
     assert by_meaning[0]["name"] == "WROTE_NOTES_ON"
     assert "fact_vector" in by_meaning[0]["ranks"]
-
-
-def test_graph_expansion_adds_neighbours_of_strong_hits_at_a_decayed_score() -> None:
-    fused = fuse({"text": [("ada", 3.0), ("bob", 1.0)]}, "rrf")
-    neighbours = {"ada": {"engine": "ada"}, "engine": {"babbage": "engine"}}
-
-    def around(keys: list[str]) -> dict[str, str]:
-        return {n: via for key in keys for n, via in neighbours.get(key, {}).items()}
-
-    # _expand reads nothing from the context but expand_depth.
-    nothing: Any = None
-    ctx = SearchContext(conn=nothing, vectors=nothing, embed_query=nothing, expand_depth=2)
-    expanded = {e.key: e for e in _expand(ctx, fused, around)}
-    assert expanded["engine"].ranks == {"graph": 1}
-    assert expanded["babbage"].ranks == {"graph": 2}
-    assert expanded["engine"].score == pytest.approx(expanded["ada"].score * 0.5)
-    assert expanded["babbage"].score == pytest.approx(expanded["ada"].score * 0.25)
-    one_hop = {e.key for e in _expand(replace(ctx, expand_depth=1), fused, around)}
-    assert one_hop == {"ada", "bob", "engine"}
 
 
 @pytest.mark.parametrize("tool", ["knowledge_find_entities", "knowledge_find_relationships"])

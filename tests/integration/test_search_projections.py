@@ -1,4 +1,8 @@
-"""Text and vector projections: rebuilds, the embedding cache, index files, contracts, K-SEM."""
+"""Text and vector projections: rebuilds, the embedding cache, index files, contracts, K-SEM.
+
+Workspaces embed with the hashing embedder; tests that find things by meaning are marked
+`minilm` and run on the real model.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.minilm import MiniLmEmbedder
-from lcg.queries.fusion import fuse
+from lcg.projections.embedding.port import Embedder
 from tests.conftest import Call, make_call, make_workspace
 
 QUERIES = ("dog chased the postman", "revenue report", "mathematician", "trip to Portugal")
@@ -95,9 +99,9 @@ def corrupt(path: Path) -> None:
 
 @pytest.mark.parametrize("damage", [corrupt, Path.unlink])
 def test_a_corrupted_or_missing_index_file_is_rebuilt_at_start(
-    settings: Settings, damage: Any
+    settings: Settings, damage: Any, embedder: Embedder
 ) -> None:
-    with make_workspace(settings) as ws:
+    with make_workspace(settings, embedder) as ws:
         call = make_call(App(ws))
         for n in range(6):
             write(call, n)
@@ -107,27 +111,32 @@ def test_a_corrupted_or_missing_index_file_is_rebuilt_at_start(
     assert files, "closing the workspace checkpoints the index files"
     for path in files:
         damage(path)
-    with make_workspace(settings) as ws:
+    with make_workspace(settings, embedder) as ws:
         assert ws.embedder.calls == 0
         assert ws.vectors.count() == count
         assert ws.embedder.calls == 0  # rebuilt from the catalog and the embedding cache
         assert search_state(make_call(App(ws)), ws.reader()) == expected
 
 
-def test_index_files_are_loaded_and_synced_with_the_catalog(settings: Settings) -> None:
-    with make_workspace(settings) as ws:
+def test_index_files_are_loaded_and_synced_with_the_catalog(
+    settings: Settings, embedder: Embedder
+) -> None:
+    with make_workspace(settings, embedder) as ws:
         call = make_call(App(ws))
         for n in range(4):
             write(call, n)
-    with make_workspace(settings) as ws:
+    with make_workspace(settings, embedder) as ws:
         assert ws.vectors.loaded_from_files >= 1
         call = make_call(App(ws))
         write(call, 4)
         assert call("knowledge_find_relationships", query="knew")["count"] == 1
 
 
-def test_a_new_embedding_contract_gets_its_own_vectors(settings: Settings) -> None:
-    with make_workspace(settings) as ws:
+@pytest.mark.minilm  # ranking by meaning / the model's own contract
+def test_a_new_embedding_contract_gets_its_own_vectors(
+    settings: Settings, embedder: Embedder
+) -> None:
+    with make_workspace(settings, embedder) as ws:
         call = make_call(App(ws))
         for n in range(4):
             write(call, n)
@@ -151,6 +160,7 @@ def test_k_sem_backfill_requires_a_group(call: Call, group_id: str | None) -> No
     assert error.value.field == "group_id"
 
 
+@pytest.mark.minilm  # ranking by meaning / the model's own contract
 def test_k_sem_backfill_refreshes_summary_vectors_of_one_group(
     call: Call, workspace: Workspace
 ) -> None:
@@ -188,21 +198,11 @@ def test_p_138_build_indices_is_idempotent(call: Call, workspace: Workspace) -> 
     assert any(workspace.settings.vectors_dir.rglob("*.faiss"))
 
 
-def test_rrf_puts_first_in_every_leg_at_one_and_max_takes_the_best_leg() -> None:
-    legs = {"text": [("a", 9.0), ("b", 3.0)], "name_vector": [("a", 0.8), ("c", 0.7)]}
-    rrf = {e.key: e for e in fuse(legs, "rrf")}
-    assert rrf["a"].score == pytest.approx(1.0)
-    assert rrf["a"].ranks == {"text": 1, "name_vector": 1}
-    assert rrf["b"].score < rrf["a"].score
-    best = {e.key: e for e in fuse(legs, "max")}
-    assert best["b"].score == pytest.approx(3.0 / 9.0)
-    assert best["c"].score == pytest.approx(0.7)
-
-
 def test_a_deleted_projection_database_is_rebuilt_from_the_wal_at_start(
     settings: Settings,
+    embedder: Embedder,
 ) -> None:
-    with make_workspace(settings) as ws:
+    with make_workspace(settings, embedder) as ws:
         call = make_call(App(ws))
         for n in range(8):
             write(call, n)
@@ -210,7 +210,7 @@ def test_a_deleted_projection_database_is_rebuilt_from_the_wal_at_start(
         entities = call("knowledge_list_entities")
     for suffix in ("", "-wal", "-shm"):
         Path(f"{settings.graph_path}{suffix}").unlink(missing_ok=True)
-    with make_workspace(settings) as ws:
+    with make_workspace(settings, embedder) as ws:
         assert ws.caught_up == 8
         assert ws.embedder.calls == 0
         call = make_call(App(ws))
@@ -218,12 +218,15 @@ def test_a_deleted_projection_database_is_rebuilt_from_the_wal_at_start(
         assert search_state(call, ws.reader()) == expected
 
 
-def test_an_index_above_the_threshold_becomes_a_removable_ivf_index(tmp_path: Path) -> None:
+@pytest.mark.minilm  # ranking by meaning / the model's own contract
+def test_an_index_above_the_threshold_becomes_a_removable_ivf_index(
+    tmp_path: Path, embedder: Embedder
+) -> None:
     settings = Settings(workspace=tmp_path, vector_ivf_threshold=40)
     bodies = [
         f"Note {n}: the team met about topic {n} and agreed on step {n % 7}." for n in range(60)
     ]
-    with make_workspace(settings) as ws:
+    with make_workspace(settings, embedder) as ws:
         call = make_call(App(ws))
         uuids = [
             call("knowledge_add_episode", name=f"n{n}", episode_body=body, group_id="g")[
@@ -242,7 +245,7 @@ def test_an_index_above_the_threshold_becomes_a_removable_ivf_index(tmp_path: Pa
         assert passages_named(call, "puppy ran after the mail carrier")[0] == "dog"
         call("knowledge_delete_episode", episode_uuid=uuids[0])
         assert ws.vectors.count() == 60
-    with make_workspace(settings) as ws:
+    with make_workspace(settings, embedder) as ws:
         assert ws.vectors.loaded_from_files >= 1
         assert ws.vectors.count() == 60
         assert ws.embedder.calls == 0
@@ -254,15 +257,18 @@ def passages_named(call: Call, query: str) -> list[str]:
     return [str(p["name"]) for p in found]
 
 
-def test_a_flat_index_file_above_a_lowered_threshold_is_loaded_as_ivf(tmp_path: Path) -> None:
+@pytest.mark.minilm  # ranking by meaning / the model's own contract
+def test_a_flat_index_file_above_a_lowered_threshold_is_loaded_as_ivf(
+    tmp_path: Path, embedder: Embedder
+) -> None:
     bodies = [f"Note {n}: the team met about topic {n}." for n in range(50)]
-    with make_workspace(Settings(workspace=tmp_path, vector_ivf_threshold=1_000)) as ws:
+    with make_workspace(Settings(workspace=tmp_path, vector_ivf_threshold=1_000), embedder) as ws:
         call = make_call(App(ws))
         for n, body in enumerate(bodies):
             call("knowledge_add_episode", name=f"n{n}", episode_body=body, group_id="g")
         call("knowledge_add_episode", name="dog", episode_body="My dog chased the postman.")
         assert type(ws.vectors._indexes[("g", "passage")].index).__name__ == "IndexIDMap2"
-    with make_workspace(Settings(workspace=tmp_path, vector_ivf_threshold=40)) as ws:
+    with make_workspace(Settings(workspace=tmp_path, vector_ivf_threshold=40), embedder) as ws:
         index = ws.vectors._indexes[("g", "passage")].index
         assert type(index).__name__ == "IndexIVFFlat"
         assert index.nprobe == min(64, index.nlist)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
-from lcg.queries.status import hydration_status
 from tests.conftest import Call
 
 
@@ -41,19 +38,3 @@ def test_k_sta_005_006_empty_group_and_unapplied_wal_are_told_apart(call: Call) 
     assert groups["g"]["hydration_status"] == "wal_ahead"
     call("knowledge_rebuild_from_wal", group_id="g")
     assert call("knowledge_status")["wal_groups"]["g"]["hydration_status"] == "hydrated"
-
-
-@pytest.mark.parametrize(
-    ("applied", "max_seq", "expected"),
-    [
-        (None, None, "not_applicable"),
-        (0, 0, "not_applicable"),
-        (None, 3, "wal_ahead"),
-        (2, 3, "wal_ahead"),
-        (3, 3, "hydrated"),
-    ],
-)
-def test_p_103_hydration_status_rule(
-    applied: int | None, max_seq: int | None, expected: str
-) -> None:
-    assert hydration_status(applied, max_seq) == expected

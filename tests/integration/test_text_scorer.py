@@ -13,6 +13,7 @@ from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.tools.search import search_context
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.embedding.port import Embedder
 from lcg.projections.text import reader
 from lcg.projections.text.scorer import TextScorer
 from lcg.projections.text.tables import FAMILIES, TOKENIZER
@@ -169,9 +170,9 @@ def test_the_checkpoint_is_loaded_and_the_change_log_tail_applied(
 
 @pytest.mark.parametrize("damage", ["corrupt", "missing", "foreign"])
 def test_a_corrupt_missing_or_foreign_scorer_file_is_rebuilt_from_fts5(
-    settings: Settings, damage: str
+    settings: Settings, damage: str, embedder: Embedder
 ) -> None:
-    with make_workspace(settings) as ws:
+    with make_workspace(settings, embedder) as ws:
         fill(make_call(App(ws)), episodes=20)
     path = settings.text_scorer_path
     assert path.exists()
@@ -181,10 +182,10 @@ def test_a_corrupt_missing_or_foreign_scorer_file_is_rebuilt_from_fts5(
         path.unlink()
     else:  # a file written for another graph database
         Path(settings.graph_path).unlink()
-    with make_workspace(settings) as ws:
+    with make_workspace(settings, embedder) as ws:
         assert not ws.text_scorer.loaded_from_file
         assert_same_as_fts5(ws)
-    with make_workspace(settings) as ws:
+    with make_workspace(settings, embedder) as ws:
         assert ws.text_scorer.loaded_from_file
         assert_same_as_fts5(ws)
 
@@ -196,13 +197,13 @@ def test_a_word_the_tokenizer_splits_is_left_to_fts5(workspace: Workspace, call:
     assert [p["name"] for p in found] == ["x"]
 
 
-def test_bm25_engine_setting(tmp_path: Path) -> None:
+def test_bm25_engine_setting(tmp_path: Path, embedder: Embedder) -> None:
     with pytest.raises(InvalidParams) as error:
         Settings.load({"LCG_BM25_ENGINE": "lucene"}, tmp_path)
     assert error.value.field == "LCG_BM25_ENGINE"
     assert Settings.load({}, tmp_path).bm25_engine == "memory"
     settings = Settings.load({"LCG_BM25_ENGINE": "fts5"}, tmp_path)
-    with make_workspace(settings) as ws:
+    with make_workspace(settings, embedder) as ws:
         app = App(ws)
         assert search_context(app).text_scorer is None
         call = make_call(app)

@@ -20,6 +20,7 @@ from lcg.domain.ids import EntityUuid, EpisodeUuid, GroupId
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.embedding.port import Embedder
 from lcg.projections.graph.projection import GraphProjection
 from lcg.projections.runner import ProjectionError
 from lcg.projections.wal.store import ConcurrentAppend, RecordedEvent
@@ -117,18 +118,20 @@ def test_a_failed_wal_append_rolls_back_the_projection(
     assert [r.seq for page in workspace.log.read(GroupId("g")) for r in page] == [1, 2]
 
 
-def test_start_up_applies_a_wal_tail_the_projection_missed(settings: Settings) -> None:
-    with make_workspace(settings) as ws:
+def test_start_up_applies_a_wal_tail_the_projection_missed(
+    settings: Settings, embedder: Embedder
+) -> None:
+    with make_workspace(settings, embedder) as ws:
         ws.writer.execute_many(
             [partial(handlers.add_episode, command=episode(n)) for n in range(5)]
         )
     # Lose the projection's last commits: put its position back as if it had crashed.
-    with make_workspace(settings) as ws:
+    with make_workspace(settings, embedder) as ws:
         ws.runner.conn.execute("DELETE FROM episodes WHERE seq > 2")
         ws.runner.conn.execute("UPDATE projection_positions SET position=2")
         status = make_call(App(ws))("knowledge_status")["wal_groups"]["g"]
         assert status["hydration_status"] == "wal_ahead"
-    with make_workspace(settings) as ws:
+    with make_workspace(settings, embedder) as ws:
         assert ws.caught_up == 3
         call = make_call(App(ws))
         assert call("knowledge_get_episodes", group_id="g")["count"] == 5
@@ -146,15 +149,15 @@ def test_reapplying_an_event_at_or_below_the_position_is_a_no_op(workspace: Work
 
 
 def test_bumping_a_projection_version_rebuilds_it(
-    settings: Settings, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, embedder: Embedder
 ) -> None:
-    with make_workspace(settings) as ws:
+    with make_workspace(settings, embedder) as ws:
         ws.writer.execute_many(
             [partial(handlers.add_episode, command=episode(n)) for n in range(3)]
         )
         ws.runner.conn.execute("UPDATE episodes SET name='tampered'")
     monkeypatch.setattr(GraphProjection, "version", GraphProjection.version + 1)
-    with make_workspace(settings) as ws:
+    with make_workspace(settings, embedder) as ws:
         assert ws.caught_up == 3
         names = {
             e["name"]

@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ("domain", "commands", "projections", "queries", "interfaces")
+LAYERS = ("domain", "commands", "projections", "queries", "interfaces", "fixtures")
 
 
 def test_every_package_under_the_layer_roots_is_listed_in_pyproject() -> None:

@@ -6,17 +6,19 @@ from typing import Any
 
 from rich.console import Console
 
+from lcg.fixtures import corpus
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 
 GROUP = "demo"
+PROJECT_QUESTION = "where does the scheduler keep its job queue?"
 
 
 def run_demo(settings: Settings, out: Console) -> None:
     """Write a few facts to a fresh group, search them by meaning and by words, replay to an
-    earlier seq and back, print status."""
+    earlier seq and back, print status; then load a small project corpus and search it."""
     with Workspace(settings, command="lcg demo") as ws:
         app = App(ws)
 
@@ -24,42 +26,10 @@ def run_demo(settings: Settings, out: Console) -> None:
             return operations.dispatch(app, operation, params)
 
         out.print(f"workspace: {settings.state_dir}")
-        if call("knowledge_get_nodes_by_group", group_ids=[GROUP])["count"]:
-            call("knowledge_delete_by_group", group_ids=[GROUP], confirm=True)
-            out.print(f"(purged group {GROUP!r} left by an earlier demo)")
-        for name, summary in (
-            ("Ada Lovelace", "Mathematician; wrote the first published algorithm."),
-            ("Analytical Engine", "Babbage's proposed general-purpose mechanical computer."),
-            ("Charles Babbage", "Designer of the Analytical Engine."),
-        ):
-            result = call(
-                "knowledge_assert_entity",
-                name=name,
-                summary=summary,
-                labels=["Person"] if "Engine" not in name else ["Machine"],
-                group_id=GROUP,
-            )
-            out.print(f"asserted entity {name!r} -> {result['entity_uuid']}")
-        call(
-            "knowledge_assert_relationship",
-            source_name="Ada Lovelace",
-            predicate="WROTE_NOTES_ON",
-            target_name="Analytical Engine",
-            group_id=GROUP,
-        )
-        call(
-            "knowledge_assert_relationship",
-            source_name="Charles Babbage",
-            predicate="DESIGNED",
-            target_name="Analytical Engine",
-            group_id=GROUP,
-        )
-        call(
-            "knowledge_add_episode",
-            name="note-1",
-            group_id=GROUP,
-            episode_body="Ada Lovelace's notes describe an algorithm for the Engine.",
-        )
+        purge(call, GROUP, out)
+        written = corpus.write_corpus(call, corpus.knowledge(corpus.DEMO), GROUP)
+        for name, uuid in written.entities.items():
+            out.print(f"asserted entity {name!r} -> {uuid}")
         question = "who wrote the first program for a machine?"
         found = call("knowledge_find_entities", query=question, group_ids=[GROUP])
         best = found["nodes"][0]
@@ -91,3 +61,25 @@ def run_demo(settings: Settings, out: Console) -> None:
             f"replayed to the end: {edges['count']} edges; applied_seq "
             f"{wal['applied_seq']} of {wal['max_seq']} ({wal['hydration_status']})"
         )
+        project_tour(call, out)
+
+
+def purge(call: corpus.Call, group: str, out: Console) -> None:
+    """Delete what an earlier demo left in the group, so every run starts the same."""
+    if call("knowledge_get_nodes_by_group", group_ids=[group])["count"]:
+        call("knowledge_delete_by_group", group_ids=[group], confirm=True)
+        out.print(f"(purged group {group!r} left by an earlier demo)")
+
+
+def project_tour(call: corpus.Call, out: Console) -> None:
+    """The Kestrel project corpus (fixtures/README.md) in its own group, asked one question."""
+    project = corpus.knowledge(corpus.PROJECT)
+    purge(call, project.group_id, out)
+    corpus.write_corpus(call, project)
+    out.print(
+        f"project corpus {project.group_id!r}: {len(project.entities)} entities, "
+        f"{len(project.relationships)} relationships, {len(project.episodes)} episodes"
+    )
+    found = call("knowledge_find_entities", query=PROJECT_QUESTION, group_ids=[project.group_id])
+    best = found["nodes"][0]
+    out.print(f"find_entities {PROJECT_QUESTION!r} -> {best['name']!r} (ranks {best['ranks']})")

@@ -1,0 +1,41 @@
+"""Search's pure parts: fusing legs and expanding through the graph (no storage, no model)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from lcg.queries.fusion import fuse
+from lcg.queries.search import SearchContext, _expand
+
+
+def test_rrf_puts_first_in_every_leg_at_one_and_max_takes_the_best_leg() -> None:
+    legs = {"text": [("a", 9.0), ("b", 3.0)], "name_vector": [("a", 0.8), ("c", 0.7)]}
+    rrf = {e.key: e for e in fuse(legs, "rrf")}
+    assert rrf["a"].score == pytest.approx(1.0)
+    assert rrf["a"].ranks == {"text": 1, "name_vector": 1}
+    assert rrf["b"].score < rrf["a"].score
+    best = {e.key: e for e in fuse(legs, "max")}
+    assert best["b"].score == pytest.approx(3.0 / 9.0)
+    assert best["c"].score == pytest.approx(0.7)
+
+
+def test_graph_expansion_adds_neighbours_of_strong_hits_at_a_decayed_score() -> None:
+    fused = fuse({"text": [("ada", 3.0), ("bob", 1.0)]}, "rrf")
+    neighbours = {"ada": {"engine": "ada"}, "engine": {"babbage": "engine"}}
+
+    def around(keys: list[str]) -> dict[str, str]:
+        return {n: via for key in keys for n, via in neighbours.get(key, {}).items()}
+
+    # _expand reads nothing from the context but expand_depth.
+    nothing: Any = None
+    ctx = SearchContext(conn=nothing, vectors=nothing, embed_query=nothing, expand_depth=2)
+    expanded = {e.key: e for e in _expand(ctx, fused, around)}
+    assert expanded["engine"].ranks == {"graph": 1}
+    assert expanded["babbage"].ranks == {"graph": 2}
+    assert expanded["engine"].score == pytest.approx(expanded["ada"].score * 0.5)
+    assert expanded["babbage"].score == pytest.approx(expanded["ada"].score * 0.25)
+    one_hop = {e.key for e in _expand(replace(ctx, expand_depth=1), fused, around)}
+    assert one_hop == {"ada", "bob", "engine"}
