@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,11 +13,9 @@ from hypothesis import strategies as st
 from lcg.domain.errors import DomainError
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
-from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.hashing import HashingEmbedder
-from lcg.projections.text import reader
 from tests.conftest import make_call, make_workspace
-from tests.helpers.projection_state import SEARCH_ROWS
+from tests.helpers.projection_state import assert_scorer_agrees_with_fts5, dump
 
 GROUPS = ("g1", "g2")
 NAMES = ("Ada", "Bob", "Cy", "ada ")
@@ -55,32 +52,6 @@ command = st.one_of(
         st.sampled_from(GROUPS),
     ),
 )
-
-
-# The search projections' row ids (doc_id, vec_id) are storage details: compare content.
-
-
-def dump(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
-    tables = {
-        table: [tuple(row) for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2")]
-        for table in ("entities", "relationships", "episodes", "mentions", "projection_positions")
-    }
-    for name, query in SEARCH_ROWS.items():
-        tables[name] = sorted(tuple(row) for row in conn.execute(query))
-    return tables
-
-
-def assert_scorer_agrees_with_fts5(ws: Workspace) -> None:
-    """The in-memory BM25 scorer returns FTS5's documents and scores (ADR 0016)."""
-    conn = ws.reader()
-    for kind in ("entity", "edge", "passage"):
-        for query in ("ada", "about bob", "cy x y", "knew met", "about"):
-            for groups in (None, ["g1"]):
-                fts5 = reader.search(conn, kind, query, groups, 100)
-                memory = reader.search(conn, kind, query, groups, 100, ws.text_scorer)
-                assert {(h.owner_uuid, h.part): round(h.score, 9) for h in memory} == {
-                    (h.owner_uuid, h.part): round(h.score, 9) for h in fts5
-                }
 
 
 def run(call: Any, name: str, params: dict[str, Any]) -> None:

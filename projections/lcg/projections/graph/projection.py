@@ -22,6 +22,7 @@ from lcg.domain.events import (
 from lcg.domain.ids import GroupId, Seq
 from lcg.projections.dispatch import E, EventTable
 from lcg.projections.graph import schema
+from lcg.projections.reset import only_group
 from lcg.projections.wal.store import RecordedEvent
 
 TABLE = EventTable("graph", ignores=(SummaryEmbedded,))  # SummaryEmbedded: vectors only
@@ -181,7 +182,10 @@ class GraphProjection:
         TABLE.apply(conn, events)
 
     def reset(self, conn: sqlite3.Connection, group_id: str) -> None:
-        purge_group(conn, group_id)
+        if only_group(conn, schema.GRAPH_TABLES, group_id):
+            self.reset_all(conn)
+        else:
+            purge_group(conn, group_id)
 
     def reset_all(self, conn: sqlite3.Connection) -> None:
         for table in schema.GRAPH_TABLES:

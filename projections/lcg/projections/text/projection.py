@@ -24,6 +24,7 @@ from lcg.domain.events import (
 )
 from lcg.domain.ids import GroupId, Seq
 from lcg.projections.dispatch import E, EventTable
+from lcg.projections.reset import only_group
 from lcg.projections.text import context
 from lcg.projections.text.tables import (
     FAMILIES,
@@ -65,6 +66,10 @@ def install(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS text_docs_owner ON text_docs (owner_uuid)")
     conn.execute("CREATE INDEX IF NOT EXISTS text_docs_group ON text_docs (group_id, kind)")
     conn.execute("CREATE INDEX IF NOT EXISTS text_docs_chat ON text_docs (group_id, chat, seq)")
+    _create_fts_tables(conn)
+
+
+def _create_fts_tables(conn: sqlite3.Connection) -> None:
     for family in FAMILIES:
         conn.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {family.table} USING"
@@ -203,10 +208,16 @@ class TextProjection:
         TABLE.apply(conn, events)
 
     def reset(self, conn: sqlite3.Connection, group_id: str) -> None:
-        purge_group(conn, group_id)
+        if only_group(conn, ("text_docs",), group_id):
+            self.reset_all(conn)
+        else:
+            purge_group(conn, group_id)
 
     def reset_all(self, conn: sqlite3.Connection) -> None:
+        # FTS5 deletes row by row even without a WHERE; dropping and re-creating its tables
+        # empties them in one step (same DDL as install).
         for table in FTS_TABLES.values():
-            conn.execute(f"DELETE FROM {table}")
+            conn.execute(f"DROP TABLE {table}")
+        _create_fts_tables(conn)
         conn.execute("DELETE FROM text_docs")
         conn.execute("INSERT INTO text_changes (group_id) VALUES (NULL)")

@@ -27,6 +27,7 @@ from lcg.domain.events import (
 )
 from lcg.domain.ids import GroupId, Seq
 from lcg.projections.dispatch import E, EventTable
+from lcg.projections.reset import only_group
 from lcg.projections.wal.store import RecordedEvent
 
 # Vector kinds, named after the seed's embedding columns.
@@ -131,7 +132,10 @@ class VectorCatalogProjection:
         TABLE.apply(conn, events)
 
     def reset(self, conn: sqlite3.Connection, group_id: str) -> None:
-        conn.execute("DELETE FROM vector_catalog WHERE group_id=?", (group_id,))
+        if only_group(conn, ("vector_catalog",), group_id):
+            self.reset_all(conn)
+        else:
+            conn.execute("DELETE FROM vector_catalog WHERE group_id=?", (group_id,))
 
     def reset_all(self, conn: sqlite3.Connection) -> None:
         conn.execute("DELETE FROM vector_catalog")
