@@ -132,7 +132,7 @@ def vector_leg_rankings(
             owners = [
                 entries[hit.vec_id].owner_uuid
                 for hit in hits
-                if hit.vec_id in entries and entries[hit.vec_id].kind == catalog.PASSAGE
+                if hit.vec_id in entries and entries[hit.vec_id].embedding == catalog.PASSAGE
             ]
             rankings.append(distinct([names[owner] for owner in owners], LEG_DEPTH))
     return rankings

@@ -33,7 +33,7 @@ import orjson
 
 from lcg.domain.events import EpisodeAdded
 from lcg.projections.embedding.port import Embedder
-from lcg.projections.text.tables import FAMILIES, TOKENIZER
+from lcg.projections.text.tables import TEXT_TABLES, TOKENIZER
 from lcg.projections.wal.store import stream_id
 
 TOPIC = EpisodeAdded.wire_name
@@ -52,14 +52,14 @@ EPISODE_INSERT = (
     "INSERT INTO episodes (uuid, group_id, name, content, source, source_description,"
     " reference_time, created_at, chunk_id, source_file, seq) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
 )
-_PASSAGES = next(family for family in FAMILIES if family.kind == "passage")
+_PASSAGES = next(table for table in TEXT_TABLES if table.kind == "passage")
 FTS_DDL = (
-    f"CREATE VIRTUAL TABLE {_PASSAGES.table} USING fts5({', '.join(_PASSAGES.columns)},"
+    f"CREATE VIRTUAL TABLE {_PASSAGES.name} USING fts5({', '.join(_PASSAGES.columns)},"
     f" tokenize='{TOKENIZER}')"
 )
-FTS_INSERT = f"INSERT INTO {_PASSAGES.table} ({', '.join(_PASSAGES.columns)}) VALUES (?, '')"
+FTS_INSERT = f"INSERT INTO {_PASSAGES.name} ({', '.join(_PASSAGES.columns)}) VALUES (?, '')"
 CATALOG_INSERT = (
-    "INSERT INTO vector_catalog (group_id, kind, owner_uuid, part, text, seq)"
+    "INSERT INTO vector_catalog (group_id, embedding, owner_uuid, part, text, seq)"
     " VALUES (?, 'passage_embedding', ?, 0, ?, ?)"
 )
 
@@ -183,7 +183,7 @@ def appends(
             follower.add(added)
         elapsed = time.perf_counter() - start
         stored = wal.execute("SELECT COUNT(*) FROM stored_events").fetchone()[0]
-        indexed = model.execute(f"SELECT COUNT(*) FROM {_PASSAGES.table}").fetchone()[0]
+        indexed = model.execute(f"SELECT COUNT(*) FROM {_PASSAGES.name}").fetchone()[0]
         if not stored == indexed == follower.index.ntotal == count:
             raise RuntimeError("raw appends: rows, FTS5 rows or vectors != events written")
     finally:

@@ -14,7 +14,7 @@ SEARCH_ROWS = {
     " LEFT JOIN fts_entities e ON e.rowid = d.doc_id AND d.kind = 'entity'"
     " LEFT JOIN fts_edges r ON r.rowid = d.doc_id AND d.kind = 'edge'"
     " LEFT JOIN fts_passages p ON p.rowid = d.doc_id AND d.kind = 'passage'",
-    "vectors": "SELECT group_id, kind, owner_uuid, part, text, seq FROM vector_catalog",
+    "vectors": "SELECT group_id, embedding, owner_uuid, part, text, seq FROM vector_catalog",
 }
 
 

@@ -57,7 +57,7 @@ def search_state(call: Call, conn: sqlite3.Connection) -> dict[str, Any]:
         "catalog": sorted(
             tuple(row)
             for row in conn.execute(
-                "SELECT group_id, kind, owner_uuid, part, text, seq FROM vector_catalog"
+                "SELECT group_id, embedding, owner_uuid, part, text, seq FROM vector_catalog"
             )
         ),
         "passages": {
@@ -130,6 +130,28 @@ def test_index_files_are_loaded_and_synced_with_the_catalog(
         call = make_call(App(ws))
         write(call, 4)
         assert call("knowledge_find_relationships", query="knew")["count"] == 1
+
+
+def test_a_catalog_with_the_old_kind_column_is_renamed_in_place_and_keeps_its_vectors(
+    settings: Settings, embedder: Embedder
+) -> None:
+    """The catalog column once called `kind` is `embedding` now: renamed at open, rows and
+    vec_ids kept, so the FAISS files still match it and nothing is re-embedded."""
+    with make_workspace(settings, embedder) as ws:
+        call = make_call(App(ws))
+        for n in range(3):
+            write(call, n)
+        expected = search_state(call, ws.reader())
+    with sqlite3.connect(settings.graph_path) as conn:
+        conn.execute("ALTER TABLE vector_catalog RENAME COLUMN embedding TO kind")
+    conn.close()
+    with make_workspace(settings, embedder) as ws:
+        assert ws.embedder.calls == 0
+        assert ws.vectors.loaded_from_files >= 1
+        columns = {row[1] for row in ws.reader().execute("PRAGMA table_info(vector_catalog)")}
+        assert "embedding" in columns
+        assert "kind" not in columns
+        assert search_state(make_call(App(ws)), ws.reader()) == expected
 
 
 @pytest.mark.minilm  # ranking by meaning / the model's own contract

@@ -16,7 +16,7 @@ from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.port import Embedder
 from lcg.projections.text import reader
 from lcg.projections.text.scorer import TextScorer
-from lcg.projections.text.tables import FAMILIES, TOKENIZER
+from lcg.projections.text.tables import TEXT_TABLES, TOKENIZER
 from tests.conftest import Call, make_call, make_workspace
 
 VOCABULARY = (
@@ -95,12 +95,12 @@ def by_fts5_and_by_memory(ws: Workspace, kind: str, query: str, groups: Any) -> 
 
 
 def assert_same_as_fts5(ws: Workspace) -> None:
-    for family in FAMILIES:
+    for text_table in TEXT_TABLES:
         for query in QUERIES:
             for groups in (None, ["g1"], ["g2", "nope"]):
-                by_fts5_and_by_memory(ws, family.kind, query, groups)
-        rows = ws.reader().execute(f"SELECT count(*) FROM {family.table}").fetchone()[0]
-        assert ws.text_scorer.count(family.kind) == rows
+                by_fts5_and_by_memory(ws, text_table.kind, query, groups)
+        rows = ws.reader().execute(f"SELECT count(*) FROM {text_table.name}").fetchone()[0]
+        assert ws.text_scorer.count(text_table.kind) == rows
 
 
 def test_memory_bm25_equals_fts5_bm25_for_every_kind_and_group_filter(
@@ -157,14 +157,14 @@ def test_the_checkpoint_is_loaded_and_the_change_log_tail_applied(
     assert conn.execute("SELECT count(*) FROM text_changes").fetchone()[0] == 0  # pruned
     fill(call, seed=3, episodes=20)  # not checkpointed: only in the change log
     assert conn.execute("SELECT min(change_id) FROM text_changes").fetchone()[0] > checkpointed
-    fresh = TextScorer(workspace.settings.text_scorer_path, TOKENIZER, FAMILIES)
+    fresh = TextScorer(workspace.settings.text_scorer_path, TOKENIZER, TEXT_TABLES)
     fresh.open(conn)
     assert fresh.loaded_from_file
     assert fresh.applied == workspace.text_scorer.applied
-    for family in FAMILIES:
+    for text_table in TEXT_TABLES:
         for query in QUERIES:
-            assert fresh.search(family.kind, query.lower().split(), None, 100) == (
-                workspace.text_scorer.search(family.kind, query.lower().split(), None, 100)
+            assert fresh.search(text_table.kind, query.lower().split(), None, 100) == (
+                workspace.text_scorer.search(text_table.kind, query.lower().split(), None, 100)
             )
 
 
@@ -215,7 +215,7 @@ def test_bm25_engine_setting(tmp_path: Path, embedder: Embedder) -> None:
 def test_clear_all_empties_the_scorer(workspace: Workspace, call: Call) -> None:
     fill(call, episodes=10)
     call("knowledge_clear_all", confirm=True)
-    assert all(workspace.text_scorer.count(family.kind) == 0 for family in FAMILIES)
+    assert all(workspace.text_scorer.count(text_table.kind) == 0 for text_table in TEXT_TABLES)
     call("knowledge_add_episode", name="after", episode_body="bread after the clear", group_id="g1")
     assert_same_as_fts5(workspace)
     assert workspace.text_scorer.count("passage") == 1

@@ -68,10 +68,10 @@ def assert_entity(ctx: WriteContext, command: AssertEntity) -> AssertEntityResul
 def _stale(ctx: WriteContext, owner: str, texts: dict[str, str]) -> list[str]:
     """The write-once embeddings (K-AST-017/038) that no longer match the asserted text."""
     stale = []
-    for kind, current in texts.items():
-        embedded = catalog.embedded_text(ctx.conn, owner, kind)
+    for embedding, current in texts.items():
+        embedded = catalog.embedded_text(ctx.conn, owner, embedding)
         if (embedded or "").strip() != current:
-            stale.append(kind)
+            stale.append(embedding)
     return stale
 
 
@@ -86,7 +86,7 @@ def _stale_warning(stale: list[str]) -> str | None:
         catalog.FACT: "fact_embedding reflects the fact the edge was created with (delete and "
         "recreate the edge to refresh it)",
     }
-    return "; ".join(hints[kind] for kind in stale)
+    return "; ".join(hints[embedding] for embedding in stale)
 
 
 def assert_relationship(ctx: WriteContext, command: AssertRelationship) -> AssertRelationshipResult:

@@ -22,7 +22,7 @@ from lcg.projections.embedding.port import CountingEmbedder, Embedder
 from lcg.projections.graph import schema
 from lcg.projections.runner import ProjectionRunner
 from lcg.projections.text.scorer import TextScorer
-from lcg.projections.text.tables import FAMILIES, TOKENIZER
+from lcg.projections.text.tables import TEXT_TABLES, TOKENIZER
 from lcg.projections.vectors.index import VectorIndex
 from lcg.projections.wal.lease import WriterLease
 from lcg.projections.wal.store import EventLog
@@ -129,7 +129,7 @@ class Workspace:
         text = TextScorer(
             self.settings.text_scorer_path,
             TOKENIZER,
-            FAMILIES,
+            TEXT_TABLES,
             checkpoint_every=self.settings.vector_checkpoint_every,
         )
         text.open(conn)

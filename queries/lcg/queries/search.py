@@ -108,16 +108,16 @@ def _text_leg(
 
 
 def _vector_leg(
-    ctx: SearchContext, family: str, query: str, groups: Sequence[str] | None, limit: int
+    ctx: SearchContext, kind: str, query: str, groups: Sequence[str] | None, limit: int
 ) -> dict[str, list[tuple[tuple[str, int], float]]]:
-    """Vector hits of a family, split by kind, as best-first (owner, part) lists."""
-    hits = ctx.vectors.search(family, groups, ctx.embed_query(query), limit)
+    """Vector hits of a kind, split by embedding, as best-first (owner, part) lists."""
+    hits = ctx.vectors.search(kind, groups, ctx.embed_query(query), limit)
     entries = catalog.describe(ctx.conn, [hit.vec_id for hit in hits])
     legs: dict[str, list[tuple[tuple[str, int], float]]] = {}
     for hit in hits:
         entry = entries.get(hit.vec_id)
         if entry is not None:
-            legs.setdefault(entry.kind, []).append(((entry.owner_uuid, entry.part), hit.score))
+            legs.setdefault(entry.embedding, []).append(((entry.owner_uuid, entry.part), hit.score))
     return legs
 
 
@@ -147,22 +147,23 @@ def _expand(
 
 def _owner_ranking(
     ctx: SearchContext,
-    family: str,
+    kind: str,
     vector_legs: dict[str, str],
     query: str,
     groups: Sequence[str] | None,
     limit: int,
     neighbours: Callable[[list[str]], dict[str, str]],
 ) -> list[Fused[str]]:
-    """BM25 over the family's documents plus one vector leg per kind, fused, then expanded.
+    """BM25 over the kind's documents plus one vector leg per embedding, fused, then expanded.
 
-    `vector_legs` maps a leg name to the catalog kind it ranks (e.g. name_vector -> NAME).
+    `vector_legs` maps a leg name to the embedding it ranks (e.g. name_vector -> NAME).
     """
-    text_hits = _text_leg(ctx, family, query, groups, limit)
-    vector = _vector_leg(ctx, family, query, groups, limit)
+    text_hits = _text_leg(ctx, kind, query, groups, limit)
+    vector = _vector_leg(ctx, kind, query, groups, limit)
     legs = {"text": [(h.owner_uuid, h.score) for h in text_hits()]}
-    for leg, kind in vector_legs.items():
-        legs[leg] = best_per_key([(owner, score) for (owner, _), score in vector.get(kind, [])])
+    for leg, embedding in vector_legs.items():
+        hits = vector.get(embedding, [])
+        legs[leg] = best_per_key([(owner, score) for (owner, _), score in hits])
     fused = fuse(legs, ctx.fusion)
     return _expand(ctx, fused, neighbours) if ctx.expand_depth else fused
 

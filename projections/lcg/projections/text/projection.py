@@ -27,8 +27,8 @@ from lcg.projections.dispatch import E, EventTable
 from lcg.projections.reset import only_group
 from lcg.projections.text import context
 from lcg.projections.text.tables import (
-    FAMILIES,
     FTS_TABLES,
+    TEXT_TABLES,
     TOKENIZER,
     changed,
     new_docs,
@@ -70,10 +70,10 @@ def install(conn: sqlite3.Connection) -> None:
 
 
 def _create_fts_tables(conn: sqlite3.Connection) -> None:
-    for family in FAMILIES:
+    for table in TEXT_TABLES:
         conn.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {family.table} USING"
-            f" fts5({', '.join(family.columns)}, tokenize='{TOKENIZER}')"
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {table.name} USING"
+            f" fts5({', '.join(table.columns)}, tokenize='{TOKENIZER}')"
         )
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lcg.projections.text.scorer import TextScorer
-from lcg.projections.text.tables import FAMILIES, FTS_TABLES
+from lcg.projections.text.tables import FTS_TABLES, TEXT_TABLES
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that match nearly every English document: as OR terms they only add noise to bm25.
@@ -72,7 +72,7 @@ STOP_WORDS = frozenset(
         "your",
     }
 )
-_COLUMN_WEIGHTS = {f.kind: ", ".join(str(w) for w in f.weights) for f in FAMILIES}
+_COLUMN_WEIGHTS = {t.kind: ", ".join(str(w) for w in t.weights) for t in TEXT_TABLES}
 
 
 @dataclass(frozen=True, slots=True)

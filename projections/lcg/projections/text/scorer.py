@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from lcg.projections.text.postings import Postings, compact, copy, pack, take, unpack
-from lcg.projections.text.tables import Family
+from lcg.projections.text.tables import TextTable
 from lcg.projections.text.tokens import Tokenizer
 from lcg.projections.wal.store import RecordedEvent
 
@@ -50,18 +50,18 @@ class TextScorer:
         self,
         path: Path,
         tokenizer: str,
-        families: Sequence[Family],
+        tables: Sequence[TextTable],
         checkpoint_every: int = 10_000,
     ) -> None:
         self.path = path
         self.tokenizer = Tokenizer(tokenizer)
-        self.families = {family.kind: family for family in families}
+        self.tables = {table.kind: table for table in tables}
         self.checkpoint_every = checkpoint_every
         self.generation = ""
         self.applied = 0  # the last text_changes row reflected here
         self.loaded_from_file = False
         self._groups: dict[str, int] = {}
-        self._postings = {kind: Postings() for kind in self.families}
+        self._postings = {kind: Postings() for kind in self.tables}
         self._lock = threading.RLock()
         self._changes = 0
 
@@ -188,16 +188,16 @@ class TextScorer:
     def _reload(self, conn: sqlite3.Connection, pending: dict[str, set[int]]) -> None:
         """Re-read the documents from the FTS5 tables: present ones are (re)indexed."""
         for kind, docs in pending.items():
-            family = self.families.get(kind)
-            if family is None:
+            text_table = self.tables.get(kind)
+            if text_table is None:
                 continue
             ordered = sorted(docs)
             for start in range(0, len(ordered), BUILD_BATCH):
                 chunk = ordered[start : start + BUILD_BATCH]
-                rows = _rows(conn, family, f"d.doc_id IN ({','.join('?' * len(chunk))})", chunk)
+                rows = _rows(conn, text_table, f"d.doc_id IN ({','.join('?' * len(chunk))})", chunk)
                 for doc in chunk:
                     self._remove(kind, doc)
-                self._add(family, rows)
+                self._add(text_table, rows)
 
     def _drop(self, group: str | None) -> None:
         """A purge marker: every document of the group (None: of every group) is gone."""
@@ -214,8 +214,8 @@ class TextScorer:
         if group is None:
             self._groups.clear()
 
-    def _add(self, family: Family, rows: Sequence[tuple[int, str, str, str]]) -> None:
-        postings = self._postings[family.kind]
+    def _add(self, text_table: TextTable, rows: Sequence[tuple[int, str, str, str]]) -> None:
+        postings = self._postings[text_table.kind]
         slots: dict[int, int] = {}
         lengths: dict[int, int] = {}
         for doc, group, *_ in rows:
@@ -226,7 +226,7 @@ class TextScorer:
             postings.slot_alive.append(1)
             postings.doc_slot[doc] = slot
             lengths[doc] = 0
-        counted = self.tokenizer.weighted([(row[0], row[2:]) for row in rows], family.weights)
+        counted = self.tokenizer.weighted([(row[0], row[2:]) for row in rows], text_table.weights)
         for doc, term, freq, count in counted:
             term_id = postings.term_ids.get(term)
             if term_id is None:
@@ -240,7 +240,7 @@ class TextScorer:
             postings.slot_len[slots[doc]] = float(length)
             postings.total_tokens += length
         if len(postings.slot_doc) > 2 * max(postings.live, 5_000):
-            self._postings[family.kind] = compact(postings)
+            self._postings[text_table.kind] = compact(postings)
 
     def _remove(self, kind: str, doc: int) -> None:
         postings = self._postings[kind]
@@ -263,16 +263,16 @@ class TextScorer:
         row = conn.execute("SELECT max(change_id) FROM text_changes").fetchone()
         self.applied = int(row[0] or 0)
         self._groups = {}
-        self._postings = {kind: Postings() for kind in self.families}
-        for family in self.families.values():
+        self._postings = {kind: Postings() for kind in self.tables}
+        for text_table in self.tables.values():
             last = 0
             while True:
                 rows = _rows(
-                    conn, family, "d.doc_id > ? ORDER BY d.doc_id LIMIT ?", [last, BUILD_BATCH]
+                    conn, text_table, "d.doc_id > ? ORDER BY d.doc_id LIMIT ?", [last, BUILD_BATCH]
                 )
                 if not rows:
                     break
-                self._add(family, rows)
+                self._add(text_table, rows)
                 last = rows[-1][0]
         self._changes = self.checkpoint_every  # write the file at the next catch-up
 
@@ -289,7 +289,7 @@ class TextScorer:
                     log.info("text scorer file is of another graph database: rebuilding")
                     return False
                 groups = [str(name) for name in data["groups"]]
-                postings = {kind: unpack(kind, data) for kind in self.families}
+                postings = {kind: unpack(kind, data) for kind in self.tables}
         except Exception as error:  # noqa: BLE001 (any unreadable file is rebuilt)
             log.warning("text scorer file %s unreadable (%s): rebuilding", self.path, error)
             return False
@@ -305,14 +305,14 @@ def generation(conn: sqlite3.Connection) -> str:
 
 
 def _rows(
-    conn: sqlite3.Connection, family: Family, where: str, params: Sequence[object]
+    conn: sqlite3.Connection, text_table: TextTable, where: str, params: Sequence[object]
 ) -> list[tuple[int, str, str, str]]:
-    first, second = family.columns
+    first, second = text_table.columns
     return [
         (int(row[0]), str(row[1]), str(row[2] or ""), str(row[3] or ""))
         for row in conn.execute(
             f"SELECT d.doc_id, d.group_id, f.{first}, f.{second} FROM text_docs d"
-            f" JOIN {family.table} f ON f.rowid = d.doc_id WHERE d.kind = ? AND {where}",
-            [family.kind, *params],
+            f" JOIN {text_table.name} f ON f.rowid = d.doc_id WHERE d.kind = ? AND {where}",
+            [text_table.kind, *params],
         )
     ]

@@ -10,23 +10,23 @@ TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 
 @dataclass(frozen=True, slots=True)
-class Family:
-    """One FTS5 table: its document kind, name, columns and their bm25 weights."""
+class TextTable:
+    """The FTS5 table of one kind of document: its name, columns and their bm25 weights."""
 
     kind: str
-    table: str
+    name: str
     columns: tuple[str, str]
     weights: tuple[float, float]
 
 
 # entity: name 2, summary 1; edge: name 1, fact 2; passage: own words 2, neighbours' 1.
-FAMILIES = (
-    Family("entity", "fts_entities", ("name", "summary"), (2.0, 1.0)),
-    Family("edge", "fts_edges", ("name", "fact"), (1.0, 2.0)),
-    Family("passage", "fts_passages", ("content", "context"), (2.0, 1.0)),
+TEXT_TABLES = (
+    TextTable("entity", "fts_entities", ("name", "summary"), (2.0, 1.0)),
+    TextTable("edge", "fts_edges", ("name", "fact"), (1.0, 2.0)),
+    TextTable("passage", "fts_passages", ("content", "context"), (2.0, 1.0)),
 )
-FTS_TABLES = {family.kind: family.table for family in FAMILIES}
-_BY_KIND = {family.kind: family for family in FAMILIES}
+FTS_TABLES = {table.kind: table.name for table in TEXT_TABLES}
+_BY_KIND = {table.kind: table for table in TEXT_TABLES}
 
 
 def changed(conn: sqlite3.Connection, kind: str, doc_id: int) -> None:
@@ -54,9 +54,9 @@ def new_docs(
 def put_new(conn: sqlite3.Connection, kind: str, rows: Sequence[tuple[int, str, str]]) -> None:
     """Write new documents' FTS5 rows (doc_id, first column, second column) and log them:
     what `put(..., replace=False)` does row by row, in one statement per table."""
-    family = _BY_KIND[kind]
-    first, second = family.columns
-    conn.executemany(f"INSERT INTO {family.table} (rowid, {first}, {second}) VALUES (?,?,?)", rows)
+    table = _BY_KIND[kind]
+    first, second = table.columns
+    conn.executemany(f"INSERT INTO {table.name} (rowid, {first}, {second}) VALUES (?,?,?)", rows)
     conn.executemany(
         "INSERT INTO text_changes (kind, doc_id) VALUES (?, ?)", [(kind, row[0]) for row in rows]
     )
@@ -66,12 +66,12 @@ def put(
     conn: sqlite3.Connection, kind: str, doc_id: int, columns: Sequence[str], *, replace: bool
 ) -> None:
     """Write a document's FTS5 row (replacing the old one when `replace`) and log the change."""
-    family = _BY_KIND[kind]
+    table = _BY_KIND[kind]
     if replace:
-        conn.execute(f"DELETE FROM {family.table} WHERE rowid=?", (doc_id,))
-    first, second = family.columns
+        conn.execute(f"DELETE FROM {table.name} WHERE rowid=?", (doc_id,))
+    first, second = table.columns
     conn.execute(
-        f"INSERT INTO {family.table} (rowid, {first}, {second}) VALUES (?,?,?)",
+        f"INSERT INTO {table.name} (rowid, {first}, {second}) VALUES (?,?,?)",
         (doc_id, *columns),
     )
     changed(conn, kind, doc_id)

@@ -30,7 +30,7 @@ from lcg.projections.dispatch import E, EventTable
 from lcg.projections.reset import only_group
 from lcg.projections.wal.store import RecordedEvent
 
-# Vector kinds, named after the seed's embedding columns.
+# The embeddings an owner can have, named after the seed's embedding columns.
 NAME = "name_embedding"
 SUMMARY = "summary_embedding"
 FACT = "fact_embedding"
@@ -39,15 +39,19 @@ PASSAGE = "passage_embedding"
 TABLE = EventTable("vectors", ignores=(EntityRevised, RelationshipRevised))  # write-once
 Run = Sequence[tuple[Seq, E]]
 _INSERT = (
-    "INSERT INTO vector_catalog (group_id, kind, owner_uuid, part, text, seq) VALUES (?,?,?,?,?,?)"
+    "INSERT INTO vector_catalog (group_id, embedding, owner_uuid, part, text, seq)"
+    " VALUES (?,?,?,?,?,?)"
 )
 
 
 def install(conn: sqlite3.Connection) -> None:
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(vector_catalog)")}
+    if "kind" in columns:  # the column's first name; the rows and their vec_ids are kept
+        conn.execute("ALTER TABLE vector_catalog RENAME COLUMN kind TO embedding")
     conn.execute(
         "CREATE TABLE IF NOT EXISTS vector_catalog (vec_id INTEGER PRIMARY KEY AUTOINCREMENT,"
         " group_id TEXT"
-        " NOT NULL, kind TEXT NOT NULL, owner_uuid TEXT NOT NULL, part INTEGER NOT NULL,"
+        " NOT NULL, embedding TEXT NOT NULL, owner_uuid TEXT NOT NULL, part INTEGER NOT NULL,"
         " text TEXT NOT NULL, seq INTEGER NOT NULL)"
     )
     conn.execute("CREATE INDEX IF NOT EXISTS vector_catalog_owner ON vector_catalog (owner_uuid)")
@@ -68,7 +72,7 @@ def _entity_created(conn: sqlite3.Connection, group: GroupId, run: Run[EntityCre
 def _summary_embedded(conn: sqlite3.Connection, group: GroupId, run: Run[SummaryEmbedded]) -> None:
     for seq, event in run:
         conn.execute(
-            "DELETE FROM vector_catalog WHERE owner_uuid=? AND kind=?",
+            "DELETE FROM vector_catalog WHERE owner_uuid=? AND embedding=?",
             (event.entity_uuid, SUMMARY),
         )
         if event.summary.strip():
@@ -118,7 +122,7 @@ def touched_owner(event: DomainEvent) -> str | None:
 
 
 class VectorCatalogProjection:
-    """Rows (vec_id, group, kind, owner, text): what the FAISS indexes must hold."""
+    """Rows (vec_id, group, embedding, owner, text): what the FAISS indexes must hold."""
 
     name = "vectors"
     version = 1
@@ -147,7 +151,7 @@ class CatalogEntry:
 
     vec_id: int
     group_id: str
-    kind: str
+    embedding: str
     owner_uuid: str
     part: int
 
@@ -159,17 +163,17 @@ def describe(conn: sqlite3.Connection, vec_ids: Sequence[int]) -> dict[int, Cata
     return {
         row[0]: CatalogEntry(row[0], row[1], row[2], row[3], row[4])
         for row in conn.execute(
-            "SELECT vec_id, group_id, kind, owner_uuid, part FROM vector_catalog"
+            "SELECT vec_id, group_id, embedding, owner_uuid, part FROM vector_catalog"
             f" WHERE vec_id IN ({marks})",
             list(vec_ids),
         )
     }
 
 
-def embedded_text(conn: sqlite3.Connection, owner_uuid: str, kind: str) -> str | None:
-    """The text the owner's `kind` vector was computed from, if it has one."""
+def embedded_text(conn: sqlite3.Connection, owner_uuid: str, embedding: str) -> str | None:
+    """The text the owner's `embedding` was computed from, if it has one."""
     row = conn.execute(
-        "SELECT text FROM vector_catalog WHERE owner_uuid=? AND kind=? ORDER BY vec_id DESC",
-        (owner_uuid, kind),
+        "SELECT text FROM vector_catalog WHERE owner_uuid=? AND embedding=? ORDER BY vec_id DESC",
+        (owner_uuid, embedding),
     ).fetchone()
     return None if row is None else str(row[0])

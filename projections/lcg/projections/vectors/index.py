@@ -1,4 +1,7 @@
-"""FAISS indexes derived from the vector catalog: one per (contract, group, family).
+"""FAISS indexes derived from the vector catalog: one per (contract, group, kind).
+
+A kind is what the vectors belong to (entity, edge, passage); an entity index holds both of
+its embeddings (name and summary).
 
 Exact `IndexIDMap2(IndexFlatIP)` over L2-normalised vectors (inner product = cosine), ids are
 the catalog's vec_ids. After every commit the owners an event touched are synced against the
@@ -29,8 +32,7 @@ from lcg.projections.wal.store import RecordedEvent
 
 log = logging.getLogger(__name__)
 
-FAMILIES = {NAME: "entity", SUMMARY: "entity", FACT: "edge", PASSAGE: "passage"}
-_KINDS_OF = {"entity": (NAME, SUMMARY), "edge": (FACT,), "passage": (PASSAGE,)}
+EMBEDDINGS_OF_KIND = {"entity": (NAME, SUMMARY), "edge": (FACT,), "passage": (PASSAGE,)}
 _EMBED_CHUNK = 256
 
 
@@ -110,10 +112,10 @@ class VectorIndex:
         with self._lock:
             self._indexes.clear()
             for (group,) in conn.execute("SELECT DISTINCT group_id FROM vector_catalog"):
-                for family in _KINDS_OF:
-                    loaded = self._load(group, family)
+                for kind in EMBEDDINGS_OF_KIND:
+                    loaded = self._load(group, kind)
                     if loaded is not None:
-                        self._indexes[(group, family)] = loaded
+                        self._indexes[(group, kind)] = loaded
                         self.loaded_from_files += 1
                 self.sync_group(conn, group)
 
@@ -121,10 +123,10 @@ class VectorIndex:
         """Write every changed index to its file (temp file + rename); returns how many."""
         written = 0
         with self._lock:
-            for (group, family), entry in self._indexes.items():
+            for (group, kind), entry in self._indexes.items():
                 if not entry.dirty:
                     continue
-                path = self._path(group, family)
+                path = self._path(group, kind)
                 if entry.index.ntotal == 0:
                     path.unlink(missing_ok=True)
                 else:
@@ -176,14 +178,15 @@ class VectorIndex:
 
     def sync_group(self, conn: sqlite3.Connection, group: str) -> None:
         rows = conn.execute(
-            "SELECT vec_id, kind, owner_uuid, text FROM vector_catalog WHERE group_id=?", (group,)
+            "SELECT vec_id, embedding, owner_uuid, text FROM vector_catalog WHERE group_id=?",
+            (group,),
         ).fetchall()
-        for family, kinds in _KINDS_OF.items():
-            wanted = [row for row in rows if row[1] in kinds]
-            entry = self._indexes.get((group, family))
+        for kind, embeddings in EMBEDDINGS_OF_KIND.items():
+            wanted = [row for row in rows if row[1] in embeddings]
+            entry = self._indexes.get((group, kind))
             if entry is None and not wanted:
                 continue
-            entry = entry or self._new_entry(group, family)
+            entry = entry or self._new_entry(group, kind)
             present = _ids_of(entry.index)
             self._remove(entry, present - {row[0] for row in wanted})
             self._add(entry, [row for row in wanted if row[0] not in present])
@@ -195,16 +198,16 @@ class VectorIndex:
         marks = ",".join("?" * len(owners))
         rows = conn.execute(
             # `+group_id`: look owners up by their index, never scan the whole group's rows
-            f"SELECT vec_id, kind, owner_uuid, text FROM vector_catalog WHERE +group_id=? AND"
+            f"SELECT vec_id, embedding, owner_uuid, text FROM vector_catalog WHERE +group_id=? AND"
             f" owner_uuid IN ({marks})",
             [group, *owners],
         ).fetchall()
-        for family, kinds in _KINDS_OF.items():
-            wanted = [row for row in rows if row[1] in kinds]
-            entry = self._indexes.get((group, family))
+        for kind, embeddings in EMBEDDINGS_OF_KIND.items():
+            wanted = [row for row in rows if row[1] in embeddings]
+            entry = self._indexes.get((group, kind))
             if entry is None and not wanted:
                 continue
-            entry = entry or self._new_entry(group, family)
+            entry = entry or self._new_entry(group, kind)
             old = set().union(*(entry.owners.get(o, set()) for o in owners))
             self._remove(entry, old - {row[0] for row in wanted})
             self._add(entry, [row for row in wanted if row[0] not in old])
@@ -215,14 +218,12 @@ class VectorIndex:
 
     # -- search ---------------------------------------------------------------------------
 
-    def search(
-        self, family: str, groups: Sequence[str] | None, query: Vectors, k: int
-    ) -> list[Hit]:
-        """Top-k by cosine over the family's indexes of the groups (None: every group)."""
+    def search(self, kind: str, groups: Sequence[str] | None, query: Vectors, k: int) -> list[Hit]:
+        """Top-k by cosine over the kind's indexes of the groups (None: every group)."""
         hits: list[Hit] = []
         with self._lock:
-            for (group, fam), entry in self._indexes.items():
-                if fam != family or entry.index.ntotal == 0:
+            for (group, index_kind), entry in self._indexes.items():
+                if index_kind != kind or entry.index.ntotal == 0:
                     continue
                 if groups is not None and group not in groups:
                     continue
@@ -239,9 +240,9 @@ class VectorIndex:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _new_entry(self, group: str, family: str) -> _Index:
+    def _new_entry(self, group: str, kind: str) -> _Index:
         entry = _Index(faiss.IndexIDMap2(faiss.IndexFlatIP(self.cache.contract.dim)))
-        self._indexes[(group, family)] = entry
+        self._indexes[(group, kind)] = entry
         return entry
 
     def _add(self, entry: _Index, rows: list[tuple[int, str, str, str]]) -> None:
@@ -262,12 +263,12 @@ class VectorIndex:
             entry.dirty = True
             self._changes += len(ids)
 
-    def _path(self, group: str, family: str) -> Path:
+    def _path(self, group: str, kind: str) -> Path:
         digest = hashlib.sha256(group.encode()).hexdigest()[:24]
-        return self.directory / f"{digest}-{family}.faiss"
+        return self.directory / f"{digest}-{kind}.faiss"
 
-    def _load(self, group: str, family: str) -> _Index | None:
-        path = self._path(group, family)
+    def _load(self, group: str, kind: str) -> _Index | None:
+        path = self._path(group, kind)
         if not path.exists():
             return None
         try:
