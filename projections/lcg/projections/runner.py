@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -58,28 +58,37 @@ class GroupPosition:
     pinned_to: int | None
 
 
-def read_position(conn: sqlite3.Connection, names: Sequence[str], group_id: str) -> GroupPosition:
+def _group_position(
+    names: Sequence[str], by_name: dict[str, tuple[int, int | None]]
+) -> GroupPosition:
     """A group's position: the lowest over the projections (they move together)."""
-    rows = conn.execute(
-        "SELECT projection, position, pinned_to FROM projection_positions WHERE group_id=?",
-        (group_id,),
-    ).fetchall()
-    by_name = {row[0]: (row[1], row[2]) for row in rows}
     positions = [by_name.get(name, (0, None)) for name in names]
     pins = [pin for _, pin in positions if pin is not None]
     return GroupPosition(min(pos for pos, _ in positions), min(pins) if pins else None)
 
 
+def read_position(conn: sqlite3.Connection, names: Sequence[str], group_id: str) -> GroupPosition:
+    """One group's position."""
+    rows = conn.execute(
+        "SELECT projection, position, pinned_to FROM projection_positions WHERE group_id=?",
+        (group_id,),
+    ).fetchall()
+    return _group_position(names, {row[0]: (row[1], row[2]) for row in rows})
+
+
 def read_positions(
-    conn: sqlite3.Connection, names: Sequence[str], log: EventLog
+    conn: sqlite3.Connection, names: Sequence[str], groups: Iterable[str] = ()
 ) -> dict[GroupId, GroupPosition]:
-    """Positions of every group that has a stream or a recorded position."""
-    groups = set(log.groups())
-    groups |= {
-        GroupId(row[0])
-        for row in conn.execute("SELECT DISTINCT group_id FROM projection_positions")
+    """Positions of `groups` and of every group with a recorded position, in one query."""
+    by_group: dict[str, dict[str, tuple[int, int | None]]] = {group: {} for group in groups}
+    for projection, group, position, pin in conn.execute(
+        "SELECT projection, group_id, position, pinned_to FROM projection_positions"
+    ):
+        by_group.setdefault(group, {})[projection] = (position, pin)
+    return {
+        GroupId(group): _group_position(names, by_name)
+        for group, by_name in sorted(by_group.items())
     }
-    return {group: read_position(conn, names, group) for group in sorted(groups)}
 
 
 @contextmanager
@@ -142,7 +151,7 @@ class ProjectionRunner:
         return read_position(self.conn, self.names, group_id)
 
     def positions(self) -> dict[GroupId, GroupPosition]:
-        return read_positions(self.conn, self.names, self.log)
+        return read_positions(self.conn, self.names, self.log.groups())
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -114,9 +114,10 @@ def status(
     derived: Derived,
 ) -> Status:
     """The workspace's status as seen through `conn` (a read connection to the graph)."""
-    positions = read_positions(conn, projection_names, log)
+    heads = log.heads()
+    positions = read_positions(conn, projection_names, heads)
     groups: dict[str, GroupWal] = {
-        group: _group_wal(position, log.head(group)) for group, position in positions.items()
+        group: _group_wal(position, heads.get(group, 0)) for group, position in positions.items()
     }
     default = groups.get(DEFAULT_GROUP) or _group_wal(None, 0)
     entities, relationships, episodes = reader.total_counts(conn)

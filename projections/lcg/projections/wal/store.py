@@ -94,6 +94,15 @@ class EventLog:
             rows = self._conn.execute("SELECT group_id FROM lcg_groups ORDER BY group_id")
             return [GroupId(row[0]) for row in rows.fetchall()]
 
+    def heads(self) -> dict[GroupId, int]:
+        """The last seq of every group's stream, in one statement (status at 4,000 groups)."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT g.group_id, (SELECT MAX(e.originator_version) FROM stored_events e"
+                " WHERE e.originator_id = g.stream_id) FROM lcg_groups g ORDER BY g.group_id"
+            ).fetchall()
+        return {GroupId(row[0]): int(row[1] or 0) for row in rows}
+
     def head(self, group_id: str) -> int:
         """The last seq of the group's stream; 0 for an empty or unknown group."""
         with self._lock:
