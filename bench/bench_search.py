@@ -2,14 +2,15 @@
 
 Run from the repository root:
 
-    /tmp/v0/bin/python -m bench.bench_search --quality    # recall@k / MRR on REALTALK
-    /tmp/v0/bin/python -m bench.bench_search --latency    # ingest rate, p50/p95 search latency
+    .venv/bin/python -m bench.bench_search --quality    # recall@k / MRR on REALTALK
+    .venv/bin/python -m bench.bench_search --latency    # ingest rate, p50/p95 search latency
 
 Both parts compare lcg with baselines run in the same process on the same data: for quality,
 plain BM25 (rank-bm25) and each of lcg's two legs alone; for latency, raw FAISS, raw FTS5 and
 the query embedding alone, as ratios (the machines are shared and noisy). The REALTALK data is
 read from ../shared/data/realtalk (never copied). Embeddings are cached in workspaces under
-/tmp/lcg-bench-cache/ so repeated runs do not re-run the model. See bench/README.md.
+.bench-cache/ at the repository root (git-ignored) so repeated runs do not re-run the model.
+See bench/README.md.
 """
 
 from __future__ import annotations

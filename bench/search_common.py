@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -23,7 +22,7 @@ from lcg.interfaces.workspace import Workspace
 
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "results"
-CACHE = Path(tempfile.gettempdir()) / "lcg-bench-cache"  # /tmp/lcg-bench-cache here
+CACHE = BENCH.parent / ".bench-cache"  # the repository root's .bench-cache/ (git-ignored)
 NAMESPACE = uuid.UUID("6f1c2a52-7f0e-4d38-9a55-3f1f0c6a9b10")  # episode uuids: uuid5(NS, key)
 INGEST_BATCH = 500
 
