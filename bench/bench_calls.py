@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    /tmp/v0/bin/python bench/bench_calls.py [--calls 1000] [--repeats 3] [--out FILE]
+    .venv/bin/python bench/bench_calls.py [--calls 1000] [--repeats 3] [--out FILE]
 
 The same read (`knowledge_get_episodes`, 5 episodes of one group) is called through:
 in-process `operations.dispatch`; the socket service (`lcg serve`, one connection, one line

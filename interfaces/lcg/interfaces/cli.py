@@ -29,6 +29,7 @@ from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.demo import run_demo
 from lcg.interfaces.exit_codes import EXIT_BUSY, EXIT_INVALID, EXIT_PROJECTION, EXIT_REFUSED
+from lcg.interfaces.private_files import PRIVATE_UMASK
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.runner import ProjectionError
 from lcg.projections.wal.lease import WorkspaceBusy
@@ -380,9 +381,11 @@ cli.command()(serve.serve)
 
 def main() -> None:
     """`lcg`: with no command, the help."""
+    os.umask(PRIVATE_UMASK)  # F7: what lcg creates is its owner's alone
     cli(args=serve.with_serve_default(sys.argv[1:]))
 
 
 def service_main() -> None:
     """`liminis-context-graph`, the seed's binary: with no command it serves the socket."""
+    os.umask(PRIVATE_UMASK)
     cli(args=serve.with_serve_default(sys.argv[1:]) or ["serve"])

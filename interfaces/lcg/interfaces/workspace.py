@@ -15,6 +15,7 @@ from typing import Self
 from lcg.commands.writer import Writer
 from lcg.domain.events import EventCodec
 from lcg.interfaces.config import Settings
+from lcg.interfaces.private_files import DIR_MODE, make_private
 from lcg.projections import registry
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.minilm import MiniLmEmbedder
@@ -84,7 +85,7 @@ class Workspace:
         Each resource registers its own release as it is opened, so `close` (or a failed
         open) releases exactly what was opened, in reverse order, even if one release fails.
         """
-        self.settings.state_dir.mkdir(parents=True, exist_ok=True)
+        self._make_private()
         stack = self._stack
         try:
             if not self.read_only:
@@ -109,6 +110,14 @@ class Workspace:
             self.close()
             raise
         return self
+
+    def _make_private(self) -> None:
+        """F7: the state directory is 0700 and its files 0600 (an older one is tightened)."""
+        if self.read_only:  # never changes what it reads; a new directory is still private
+            self.settings.state_dir.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            return
+        for change in make_private(self.settings.state_dir):
+            log.warning("tightened the permissions of %s (memory is its owner's alone)", change)
 
     def _open_for_writing(self, conn: sqlite3.Connection) -> None:
         stack, runner = self._stack, self.runner
@@ -143,6 +152,7 @@ class Workspace:
         stack.callback(setattr, self, "_writer", None)
         self._writer.listeners.append(vectors)
         self._writer.listeners.append(text)
+        self._make_private()  # files the libraries just created with the process's umask
 
     def _release(self, attribute: str, release: Callable[[], object]) -> None:
         """Forget a resource, then release it (a failed release still forgets it)."""
