@@ -171,10 +171,14 @@ class SocketService:
         for task in self._connections:
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
-        await loop.run_in_executor(self._executor, self.service.close)
-        self._executor.shutdown(wait=False)
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+        try:
+            await loop.run_in_executor(self._executor, self.service.close)
+        except Exception:
+            log.exception("releasing the workspace failed; the socket is removed anyway")
+        finally:
+            self._executor.shutdown(wait=False)
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
 
     async def _serve_connection(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter

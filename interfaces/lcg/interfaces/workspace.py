@@ -155,9 +155,20 @@ class Workspace:
         self._make_private()  # files the libraries just created with the process's umask
 
     def _release(self, attribute: str, release: Callable[[], object]) -> None:
-        """Forget a resource, then release it (a failed release still forgets it)."""
+        """Forget a resource, then release it. A failed release (a full disk, a read-only
+        file) is logged, never raised: every other step of close still runs (F6), and what
+        it could not write is derivable (index files, checkpoints) and rebuilt at the next
+        open."""
         setattr(self, attribute, None)
-        release()
+        try:
+            release()
+        except Exception:
+            log.exception(
+                "closing the workspace %s: %s could not be released; the other close steps "
+                "ran",
+                self.settings.workspace,
+                attribute.lstrip("_"),
+            )
 
     @staticmethod
     def _checkpoint_text(text: TextScorer, conn: sqlite3.Connection) -> None:
