@@ -296,3 +296,33 @@ def test_a_flat_index_file_above_a_lowered_threshold_is_loaded_as_ivf(
         assert index.nprobe == min(64, index.nlist)
         assert ws.embedder.calls == 0
         assert passages_named(make_call(App(ws)), "puppy ran after the mail carrier")[0] == "dog"
+
+
+def test_equal_scores_come_back_in_uuid_order_before_and_after_a_rebuild(
+    call: Call, workspace: Workspace
+) -> None:
+    """Issue 9: identical passages tie in every leg; their order is by episode uuid, the same
+    before and after knowledge_rebuild_from_wal."""
+    for index in range(12):
+        call(
+            "knowledge_add_episode",
+            name=f"twin {index}",
+            episode_body="the same note",
+            group_id="t",
+        )
+
+    def order() -> list[str]:
+        found = call(
+            "knowledge_search_passages",
+            query="same note",
+            group_ids=["t"],
+            num_results=12,
+            min_score=0,
+        )["passages"]
+        return [p["episode_uuid"] for p in found]
+
+    before = order()
+    assert before == sorted(before)
+    assert len(before) == 12
+    call("knowledge_rebuild_from_wal", group_id="t", force_clear=True)
+    assert order() == before

@@ -39,3 +39,21 @@ def test_graph_expansion_adds_neighbours_of_strong_hits_at_a_decayed_score() -> 
     assert expanded["babbage"].score == pytest.approx(expanded["ada"].score * 0.25)
     one_hop = {e.key for e in _expand(replace(ctx, expand_depth=1), fused, around)}
     assert one_hop == {"ada", "bob", "engine"}
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "max"])
+def test_equal_scores_rank_by_key_whatever_order_the_legs_return_them(fusion: Any) -> None:
+    """Issue 9: after a rebuild, ties came back in another order (FAISS and FTS5 return equal
+    scores in storage order). Ties now rank by key, so the order never depends on storage."""
+    text = [("c", 2.0), ("a", 2.0), ("d", 1.0), ("b", 2.0)]
+    vector = [("d", 0.5), ("b", 0.5), ("a", 0.5)]
+    expected = [e.key for e in fuse({"text": text, "fact_vector": vector}, fusion)]
+    for shift in range(1, 4):
+        turned = {"text": text[shift:] + text[:shift], "fact_vector": vector[::-1]}
+        again = fuse(turned, fusion)
+        assert [e.key for e in again] == expected
+        assert {e.key: e.ranks for e in again} == {
+            e.key: e.ranks for e in fuse({"text": text, "fact_vector": vector}, fusion)
+        }
+    first_three = [e.key for e in fuse({"text": text}, fusion)][:3]
+    assert first_three == ["a", "b", "c"]

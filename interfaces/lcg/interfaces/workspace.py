@@ -164,8 +164,7 @@ class Workspace:
             release()
         except Exception:
             log.exception(
-                "closing the workspace %s: %s could not be released; the other close steps "
-                "ran",
+                "closing the workspace %s: %s could not be released; the other close steps ran",
                 self.settings.workspace,
                 attribute.lstrip("_"),
             )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
-K = TypeVar("K", bound=Hashable)
+# What a hit is keyed by: an owner uuid, or (episode uuid, passage part). Keys order ties, so
+# equal scores rank the same way however a leg (FTS5, FAISS) happened to return them, and
+# before and after a rebuild (issue 9).
+K = TypeVar("K", str, tuple[str, int])
 Fusion = Literal["rrf", "max"]
 RRF_K = 60
 
@@ -38,7 +41,7 @@ def fuse(
 
     Each leg is a best-first list of (key, raw score); a key appears once per leg.
     """
-    live = {name: normalise_leg(name, hits) for name, hits in legs.items() if hits}
+    live = {name: normalise_leg(name, by_score(hits)) for name, hits in legs.items() if hits}
     by_key: dict[K, Fused[K]] = {}
     for name, hits in live.items():
         for rank, (key, score) in enumerate(hits, start=1):
@@ -55,7 +58,17 @@ def fuse(
         best = len(live) / (rrf_k + 1)
         for entry in by_key.values():
             entry.score /= best
-    return sorted(by_key.values(), key=lambda entry: (-entry.score, -entry.relevance))
+    return sorted(by_key.values(), key=fused_order)
+
+
+def by_score(hits: Sequence[tuple[K, float]]) -> list[tuple[K, float]]:
+    """Best first; equal scores by key."""
+    return sorted(hits, key=lambda hit: (-hit[1], hit[0]))
+
+
+def fused_order(entry: Fused[K]) -> tuple[float, float, K]:
+    """Fused score, then best leg score, then key: the one order of every result list."""
+    return (-entry.score, -entry.relevance, entry.key)
 
 
 def best_per_key(hits: Sequence[tuple[K, float]]) -> list[tuple[K, float]]:

@@ -19,7 +19,7 @@ from lcg.projections.text import reader as text
 from lcg.projections.text.scorer import TextScorer
 from lcg.projections.vectors import catalog
 from lcg.projections.vectors.index import VectorIndex
-from lcg.queries.fusion import Fused, Fusion, K, best_per_key, fuse
+from lcg.queries.fusion import Fused, Fusion, K, best_per_key, fuse, fused_order
 from lcg.queries.graph_reads import collapsing_groups, exact_groups
 
 GRAPH_DECAY = 0.5  # a neighbour found through a hit scores half of that hit, per hop
@@ -142,7 +142,7 @@ def _expand(
             )
             known[neighbour] = entry
             frontier.append(neighbour)
-    return sorted(known.values(), key=lambda e: (-e.score, -e.relevance))
+    return sorted(known.values(), key=fused_order)
 
 
 def _owner_ranking(
