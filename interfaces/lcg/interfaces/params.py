@@ -2,15 +2,16 @@
 
 Shapes and bounds live in the parameter models; the limits and patterns they use are
 defined once in `lcg.domain.rules`. Names and defaults follow seed 000 and the checklist's
-P-items. Unknown keys are ignored (P-006: `_progress_token` and other `_` keys ride along);
-wrong types are never coerced.
+P-items. Unknown keys are refused, naming the key (`_`-prefixed keys ride along: P-006's
+`_progress_token`); wrong types are never coerced.
 """
 
 from __future__ import annotations
 
+import difflib
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lcg.domain import rules
 from lcg.domain.errors import InvalidParams
@@ -18,9 +19,26 @@ from lcg.domain.ids import DEFAULT_GROUP
 
 
 class Params(BaseModel):
-    """Base of every parameter model."""
+    """Base of every parameter model: strict types, and no key the tool does not define.
 
-    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+    An unknown key is refused rather than dropped: with the seed's clear-on-omit contract a
+    misspelt `summery` would otherwise succeed and wipe the stored summary (issue 10).
+    `_`-prefixed keys (`_progress_token`, P-006) are transport metadata and ride along.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        json_schema_extra={"patternProperties": {"^_": {}}},  # additionalProperties: false
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_metadata(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if not str(key).startswith("_")}
+        return data
 
 
 class NoParams(Params):
@@ -58,6 +76,13 @@ UuidField = Annotated[str, Field(min_length=1, max_length=rules.MAX_UUID)]
 Timestamp = Annotated[str, Field(max_length=64, description="RFC 3339 timestamp")]
 
 
+def _unknown_key_rule(model: type[Params], key: str) -> str:
+    known = sorted(model.model_fields)
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"is not a parameter of this tool (it takes: {', '.join(known) or 'none'}){hint}"
+
+
 def parse(model: type[P], raw: dict[str, Any] | None) -> P:
     """Validate raw JSON params; the first broken rule becomes an InvalidParams naming it."""
     try:
@@ -69,6 +94,8 @@ def parse(model: type[P], raw: dict[str, Any] | None) -> P:
         rule = first["msg"]
         if first["type"] == "missing":
             rule = "is required"
+        elif first["type"] == "extra_forbidden":
+            rule = _unknown_key_rule(model, field)
         elif first["type"] == "string_pattern_mismatch":
             rule = rules.PATTERN_RULES.get(str(first.get("ctx", {}).get("pattern")), rule)
         detail = None

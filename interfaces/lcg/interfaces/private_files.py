@@ -39,5 +39,8 @@ def _tighten(path: Path, private: int, tightened: list[str]) -> None:
         return  # a socket is made 0600 when bound; a link is its target's business
     mode = stat.S_IMODE(info.st_mode)
     if mode & 0o077:
-        path.chmod(mode & private)
+        try:
+            path.chmod(mode & private)
+        except FileNotFoundError:  # another process's SQLite journal, gone meanwhile
+            return
         tightened.append(f"{path}: {oct(mode)} -> {oct(mode & private)}")
