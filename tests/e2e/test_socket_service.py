@@ -159,6 +159,29 @@ def test_a_request_that_is_not_a_json_rpc_object_is_invalid_request(client: RpcC
     assert (frame["id"], frame["error"]["code"]) == (3, -32600)
 
 
+@pytest.mark.parametrize(
+    ("line", "echoed"),
+    [
+        (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "knowledge_add_episode"}', None),
+        (b'{"jsonrpc": "2.0", "id": true, "method": "knowledge_add_episode"}', None),
+        (b'{"jsonrpc": "2.0", "id": 1.5, "method": "knowledge_add_episode"}', None),
+        (b'{"jsonrpc": "1.0", "id": 7, "method": "knowledge_add_episode"}', 7),
+        (b'{"id": "x", "method": "knowledge_add_episode"}', "x"),
+    ],
+)
+def test_issue_10_a_bad_id_or_version_is_invalid_request_and_runs_nothing(
+    client: RpcClient, line: bytes, echoed: object
+) -> None:
+    """JSON-RPC 2.0: an id is a string, an integer or null, and "jsonrpc" is "2.0"."""
+    params = b', "params": {"name": "never", "episode_body": "must not be stored"}}'
+    client.send_line(line[:-1] + params)
+    frame = client.read()
+    assert frame["error"]["code"] == -32600
+    assert frame["id"] == echoed
+    episodes = client.result("knowledge_get_episodes", {"group_id": "liminis"})
+    assert episodes["count"] == 0
+
+
 def test_a_5_mib_request_is_refused_and_the_next_request_on_the_connection_succeeds(
     client: RpcClient,
 ) -> None:

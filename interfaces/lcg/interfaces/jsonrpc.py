@@ -97,6 +97,24 @@ def _kind(error: DomainError) -> str:
     return "refused"
 
 
+def valid_id(value: Any) -> bool:
+    """JSON-RPC 2.0: an id is a string, an integer or null (not an object, a boolean or 1.5)."""
+    return value is None or (isinstance(value, str | int) and not isinstance(value, bool))
+
+
+def request_problem(request: Any) -> str | None:
+    """Why a decoded line is not a JSON-RPC 2.0 request (answered -32600, nothing runs)."""
+    if not isinstance(request, dict):
+        return "Invalid Request: expected a JSON-RPC 2.0 object"
+    if request.get("jsonrpc") != "2.0":
+        return 'Invalid Request: "jsonrpc" must be "2.0"'
+    if not isinstance(request.get("method"), str):
+        return 'Invalid Request: "method" must be a string'
+    if not valid_id(request.get("id")):
+        return 'Invalid Request: "id" must be a string, an integer or null'
+    return None
+
+
 def encode(frame: Mapping[str, Any]) -> bytes:
     """One frame as one line."""
     return orjson.dumps(frame) + b"\n"

@@ -32,7 +32,9 @@ from lcg.interfaces.jsonrpc import (
     error_frame,
     error_from_exception,
     progress_frame,
+    request_problem,
     result_frame,
+    valid_id,
 )
 from lcg.interfaces.service import Service
 from lcg.projections.runner import Progress
@@ -231,16 +233,17 @@ class SocketService:
             request = orjson.loads(line)
         except orjson.JSONDecodeError as error:
             return encode(error_frame(None, RpcError(PARSE_ERROR, f"Parse error: {error}")))
-        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+        problem = request_problem(request)
+        if problem is not None:
             request_id = request.get("id") if isinstance(request, dict) else None
-            message = "Invalid Request: expected a JSON-RPC 2.0 object with a string method"
-            return encode(error_frame(_as_id(request_id), RpcError(INVALID_REQUEST, message)))
-        request_id = _as_id(request.get("id"))
+            echoed = request_id if valid_id(request_id) else None
+            return encode(error_frame(echoed, RpcError(INVALID_REQUEST, problem)))
+        answer_id: RequestId = request.get("id")
         try:
             result = await self._call(request["method"], request.get("params"), writer)
-            response = encode(result_frame(request_id, result))
+            response = encode(result_frame(answer_id, result))
         except Exception as error:  # noqa: BLE001 (every failure is answered, never raised)
-            response = encode(error_frame(request_id, error_from_exception(error)))
+            response = encode(error_frame(answer_id, error_from_exception(error)))
         return response if "id" in request else None
 
     async def _call(self, method: str, params: Any, writer: asyncio.StreamWriter) -> JsonObject:
@@ -266,10 +269,6 @@ class SocketService:
             loop.call_soon_threadsafe(_write_quietly, writer, data)
 
         return report
-
-
-def _as_id(value: Any) -> RequestId:
-    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
 
 
 def _write_quietly(writer: asyncio.StreamWriter, data: bytes) -> None:
