@@ -1,4 +1,6 @@
-"""Issue 10: a key a tool does not define is refused, naming it; nothing is written.
+"""Issue 10: parameters that used to leak: unknown keys, attributes nested past any use.
+
+A key a tool does not define is refused, naming it; nothing is written.
 
 With the seed's clear-on-omit contract (K-AST-009/010), ignoring a misspelt `summery` made
 the call succeed and wipe the stored summary. `_`-prefixed keys still ride along (P-006).
@@ -37,3 +39,18 @@ def test_underscore_keys_ride_along_and_tools_without_parameters_refuse_others(
         call("knowledge_status", verbose=True)
     assert error.value.field == "verbose"
     assert "it takes: none" in str(error.value)
+
+
+def test_issue_10_attributes_nested_990_deep_are_refused_naming_the_field(
+    call: Call, workspace: Workspace
+) -> None:
+    deep: dict[str, object] = {}
+    node = deep
+    for _ in range(990):
+        child: dict[str, object] = {}
+        node["k"] = child
+        node = child
+    with pytest.raises(InvalidParams) as error:
+        call("knowledge_assert_entity", name="Ada", attributes=deep, group_id="g")
+    assert error.value.field == "attributes"
+    assert workspace.log.groups() == []

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lcg.domain import deciders
+from lcg.domain import deciders, rules
 from lcg.domain.commands import (
     AddEpisode,
     AssertEntity,
@@ -173,3 +173,18 @@ def test_k_ast_026_a_missing_or_blank_fact_defaults_to_source_predicate_target()
         created = decision.events[0]
         assert isinstance(created, RelationshipCreated)
         assert created.fact == "Ada knows Bob"
+
+
+def test_issue_10_deep_attributes_are_refused_naming_the_field_not_a_recursion_error() -> None:
+    deep: dict[str, object] = {}
+    node = deep
+    for _ in range(990):
+        child: dict[str, object] = {}
+        node["k"] = child
+        node = child
+    with pytest.raises(InvalidParams) as error:
+        rules.attributes(deep)
+    assert error.value.field == "attributes"
+    assert "at most 32 deep" in str(error.value)
+    ok: dict[str, object] = {"a": [{"b": [1, 2]}]}
+    assert rules.attributes(ok) == '{"a":[{"b":[1,2]}]}'

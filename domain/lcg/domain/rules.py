@@ -18,6 +18,7 @@ MAX_LABELS = 32
 MAX_LABEL = 128
 MAX_SUMMARY = 65_536
 MAX_ATTRIBUTES = 65_536
+MAX_ATTRIBUTES_DEPTH = 32  # nested objects/arrays: deep enough for real data, far from recursion
 MAX_PREDICATE = 256
 MAX_FACT = 16_384
 MAX_RELATION_TYPE = 128
@@ -82,11 +83,28 @@ def attributes(value: Any) -> str:
     """Attributes as JSON object text; anything that is not an object becomes "{}" (K-AST-011)."""
     if not isinstance(value, dict):
         return "{}"
+    if _depth(value) > MAX_ATTRIBUTES_DEPTH:
+        raise InvalidParams(
+            "attributes", f"must nest objects and arrays at most {MAX_ATTRIBUTES_DEPTH} deep"
+        )
     try:
         encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as error:
         raise InvalidParams("attributes", "must be JSON-serialisable", str(error)) from error
     return text(encoded, "attributes", max_len=MAX_ATTRIBUTES)
+
+
+def _depth(value: Any) -> int:
+    """How deep objects and arrays nest in `value` (iterative: no recursion to exhaust)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            if depth <= MAX_ATTRIBUTES_DEPTH:  # beyond it the answer is already "too deep"
+                children = item.values() if isinstance(item, dict) else item
+                stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def default_fact(source_name: str, predicate: str, target_name: str) -> str:
