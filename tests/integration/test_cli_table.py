@@ -28,7 +28,7 @@ NAMED_COMMANDS: dict[str, tuple[str, list[str]]] = {
     "add-episode": ("knowledge_add_episode", ["note", "body", "--group", "g"]),
     "list-entities": ("knowledge_list_entities", []),
 }
-GENERIC_COMMANDS = {"call", "demo", "serve"}
+GENERIC_COMMANDS = {"call", "demo", "serve", "tools", "describe"}
 
 
 def command_names() -> set[str]:
@@ -93,3 +93,29 @@ def test_serve_flags_select_the_serve_command() -> None:
     assert with_serve_default(connect) == ["serve", *connect]
     assert with_serve_default(["status", "--json"]) == ["status", "--json"]
     assert with_serve_default([]) == []
+
+
+def test_issue_10_tools_lists_every_tool_and_describe_shows_its_parameters() -> None:
+    runner = CliRunner()
+    listed = runner.invoke(cli, ["tools"], env={"COLUMNS": "200"})
+    assert listed.exit_code == 0, listed.output
+    for operation in OPERATIONS:
+        assert operation.name in listed.output
+    described = runner.invoke(cli, ["describe", "knowledge_add_episode"], env={"COLUMNS": "200"})
+    assert described.exit_code == 0, described.output
+    for parameter in ("name", "episode_body", "source", "reference_time", "group_id"):
+        assert parameter in described.output
+    assert "max length 512" in described.output
+    assert '"liminis"' in described.output
+    as_json = runner.invoke(cli, ["describe", "knowledge_add_episode", "--json"])
+    assert '"required"' in as_json.output
+
+
+def test_issue_10_an_unknown_tool_suggests_the_closest_and_version_prints() -> None:
+    runner = CliRunner()
+    typo = runner.invoke(cli, ["describe", "knowledge_add_epsiode"], env={"COLUMNS": "200"})
+    assert typo.exit_code == 2
+    assert "did you mean knowledge_add_episode" in " ".join(typo.output.split())
+    version = runner.invoke(cli, ["--version"])
+    assert version.exit_code == 0
+    assert version.output.startswith("lcg 0.")

@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -39,6 +40,24 @@ cli = typer.Typer(
     add_completion=False,
     help="lcg, the liminis context graph: event-sourced memory for AI agents.",
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"lcg {metadata.version('liminis-context-graph')}\n")
+        raise typer.Exit
+
+
+@cli.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """lcg, the liminis context graph: event-sourced memory for AI agents."""
+
+
 # Messages and stored names are printed as plain text, never as Rich markup, and unwrapped.
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -354,6 +373,80 @@ def call(
             raise InvalidParams("params", "must be a JSON object")
     with _app(workspace, f"lcg call {method}") as app:
         _print_json(operations.dispatch(app, method, raw))
+
+
+@cli.command()
+def tools() -> None:
+    """List every tool: its name, scope and what it does (from the operation table)."""
+    table = Table("tool", "scope", "what it does")
+    for operation in operations.OPERATIONS:
+        first = operation.description.split(". ")[0].rstrip(".") + "."
+        table.add_row(Text(operation.name), operation.scope.value, Text(first))
+    out.print(table)
+
+
+@cli.command()
+def describe(
+    name: Annotated[str, typer.Argument(help="A tool name, e.g. knowledge_add_episode.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """A tool's description and parameters (type, default, bounds), from its schema."""
+    with _errors():
+        operation = operations.BY_NAME.get(name)
+        if operation is None:
+            raise operations.UnknownMethod(name)
+    schema = operation.input_schema()
+    if as_json:
+        _print_json({"name": name, "description": operation.description, "inputSchema": schema})
+        return
+    out.print(Text(f"{name}  (scope: {operation.scope.value})"))
+    out.print(Text(operation.description))
+    table = Table("parameter", "type", "required", "default", "rules")
+    required = set(schema.get("required", []))
+    for field, spec in schema.get("properties", {}).items():
+        table.add_row(
+            Text(field),
+            Text(_type_of(spec)),
+            "yes" if field in required else "",
+            Text("" if "default" not in spec else json.dumps(spec["default"])),
+            Text(_rules_of(spec)),
+        )
+    out.print(table)
+    out.print(Text(f"lcg call {name} '{{...}}'  (JSON object of these parameters)"))
+
+
+def _type_of(spec: dict[str, Any]) -> str:
+    if "anyOf" in spec:
+        return " or ".join(_type_of(option) for option in spec["anyOf"])
+    if "enum" in spec:
+        return " | ".join(json.dumps(value) for value in spec["enum"])
+    kind = str(spec.get("type", "any"))
+    if kind == "array" and isinstance(spec.get("items"), dict):
+        return f"array of {_type_of(spec['items'])}"
+    return kind
+
+
+def _rules_of(spec: dict[str, Any]) -> str:
+    parts = []
+    for key, word in (
+        ("minLength", "min length"),
+        ("maxLength", "max length"),
+        ("minimum", ">="),
+        ("maximum", "<="),
+        ("maxItems", "max items"),
+        ("minItems", "min items"),
+    ):
+        if key in spec:
+            parts.append(f"{word} {spec[key]}")
+    for option in spec.get("anyOf", []):
+        rules = _rules_of(option)
+        if rules:
+            parts.append(rules)
+    if "pattern" in spec:
+        parts.append(f"pattern {spec['pattern']}")
+    if "description" in spec:
+        parts.append(str(spec["description"]))
+    return "; ".join(parts)
 
 
 @cli.command()

@@ -8,6 +8,7 @@ row here, never transport code (docs/architecture.md, "Adding a tool").
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -118,10 +119,12 @@ BY_NAME: dict[str, AnyOperation] = {op.name: op for op in OPERATIONS}
 
 
 class UnknownMethod(InvalidParams):
-    """No operation has this name."""
+    """No operation has this name; the closest names are suggested."""
 
     def __init__(self, name: str) -> None:
-        super().__init__("method", "must name a known operation", f"Method not found: {name}")
+        close = difflib.get_close_matches(name, list(BY_NAME), n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        super().__init__("method", "must name a known operation", f"Method not found: {name}{hint}")
         self.method = name
 
 

@@ -73,7 +73,7 @@ GroupIdsField = Annotated[
 ]
 NumResults = Annotated[int, Field(ge=1, le=rules.MAX_NUM_RESULTS)]
 UuidField = Annotated[str, Field(min_length=1, max_length=rules.MAX_UUID)]
-Timestamp = Annotated[str, Field(max_length=64, description="RFC 3339 timestamp")]
+Timestamp = Annotated[str, Field(max_length=64)]
 
 
 def _unknown_key_rule(model: type[Params], key: str) -> str:

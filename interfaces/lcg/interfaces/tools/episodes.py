@@ -26,7 +26,7 @@ class AddEpisodeParams(Params):
     episode_body: str = required_text(rules.MAX_EPISODE_BODY)
     source: EpisodeSource = "text"
     source_description: str = Field("", max_length=rules.MAX_SOURCE_DESCRIPTION)
-    reference_time: Timestamp | None = Field(None, description="RFC 3339; default now")
+    reference_time: Timestamp | None = Field(None, description="RFC 3339 time; default: now")
     group_id: GroupIdField = DEFAULT_GROUP
 
 

@@ -43,7 +43,7 @@ class AssertRelationshipParams(Params):
     fact: str | None = Field(None, max_length=rules.MAX_FACT)
     attributes: Any = None
     relation_type: str | None = Field(None, max_length=rules.MAX_RELATION_TYPE)
-    valid_at: Timestamp | None = None
+    valid_at: Timestamp | None = Field(None, description="RFC 3339 time the fact became true")
     group_id: GroupIdField = DEFAULT_GROUP
 
 
