@@ -314,6 +314,26 @@ def test_bounded_replay_shows_the_state_at_that_seq_and_pins_the_group_until_rel
     assert names(tmp_path, "g") == [*group_names, "e6"]
 
 
+def test_issue_10_the_pin_message_command_works_as_written_without_a_terminal(
+    tmp_path: Path,
+    minilm: MiniLmEmbedder,
+) -> None:
+    """The pin says `lcg replay --group g`; run as written (no TTY, no --force-clear) it
+    resumes at the pin, replays the rest and releases the group."""
+    group_names = [f"e{seq}" for seq in range(1, 6)]
+    seed(minilm, tmp_path, *(("g", name) for name in group_names))
+    lcg_json(tmp_path, "replay", "--group", "g", "--to-seq", "3", "--force-clear", "--json")
+    message = refused(lcg(tmp_path, "assert-entity", "e6", "--group", "g"), 3)
+    assert "`lcg replay --group g`" in message
+    resumed = lcg(tmp_path, "replay", "--group", "g", "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "pinned at seq 3; resuming there" in said(resumed.stderr)
+    result = json.loads(resumed.stdout)
+    assert (result["from_seq"], result["mutations_replayed"], result["pinned_to"]) == (4, 2, None)
+    assert names(tmp_path, "g") == group_names
+    assert lcg_json(tmp_path, "assert-entity", "e6", "--group", "g", "--json")["created"] is True
+
+
 def test_full_replay_of_a_non_empty_group_is_refused_without_force_clear_and_in_a_dry_run(
     tmp_path: Path,
     minilm: MiniLmEmbedder,

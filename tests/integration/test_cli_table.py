@@ -119,3 +119,11 @@ def test_issue_10_an_unknown_tool_suggests_the_closest_and_version_prints() -> N
     version = runner.invoke(cli, ["--version"])
     assert version.exit_code == 0
     assert version.output.startswith("lcg 0.")
+
+
+def test_issue_10_allow_remote_close_without_mcp_stdio_names_its_own_flag(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["serve", "--allow-remote-close", "--workspace", str(tmp_path)]
+    )
+    assert result.exit_code == 2
+    assert "--allow-remote-close: needs --mcp-stdio" in " ".join(result.output.split())

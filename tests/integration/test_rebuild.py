@@ -65,8 +65,12 @@ def test_k_wal_016_017_full_rebuild_of_non_empty_group_fails_fast_once(call: Cal
     with pytest.raises(Conflict) as error:
         call("knowledge_rebuild_from_wal", group_id="g")
     message = str(error.value)
-    assert "force_clear" in message
-    assert "knowledge_delete_by_group" in message
+    assert message.startswith("force_clear: ")
+    assert error.value.field == "force_clear"
+    # Issue 10: the advice works as written; deleting the group first (the old advice)
+    # appends a purge that a replay re-applies, so it restored nothing.
+    assert "`lcg replay --group g --force-clear`" in message
+    assert "knowledge_delete_by_group" not in message
 
 
 def test_k_wal_012_018_019_force_clear_rebuilds_only_the_target_group(

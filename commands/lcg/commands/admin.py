@@ -91,10 +91,10 @@ def rebuild_from_wal(
                 )
             if not request.force_clear:
                 raise Conflict(
-                    f"group_id: group {request.group_id!r} is not empty; a full rebuild "
+                    f"force_clear: group {request.group_id!r} is not empty; a full rebuild "
                     "(from_seq 0) refuses to run over existing data. Pass force_clear: true "
-                    "(lcg replay --force-clear) to purge the group first, or clear it with "
-                    "knowledge_delete_by_group {group_ids: [group_id], confirm: true}",
+                    f"(`lcg replay --group {request.group_id} --force-clear`) to replace its "
+                    "rows with the WAL's replay (the WAL itself is untouched)",
                     field="force_clear",
                     rule="must be true to rebuild a non-empty group",
                 )

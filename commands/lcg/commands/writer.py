@@ -127,7 +127,8 @@ class Writer:
             raise GroupPinned(
                 f"group_id: group {group_id!r} is pinned at seq {pinned} by a bounded replay; "
                 "writes are refused until `lcg replay --group "
-                f"{group_id}` (or knowledge_rebuild_from_wal without to_seq) releases it",
+                f"{group_id}` (or knowledge_rebuild_from_wal with from_seq {pinned + 1}) "
+                "replays the rest and releases it",
                 field="group_id",
                 rule="must not be pinned by a bounded replay",
             )

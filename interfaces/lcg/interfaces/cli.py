@@ -174,7 +174,8 @@ def replay(
     """Rebuild a group's projections from its WAL, to --to-seq (recovery) or to the end.
 
     `lcg replay --group liminis --to-seq N` shows the state at seq N and holds the group there
-    (writes refused) until `lcg replay --group liminis` replays the rest.
+    (writes refused) until `lcg replay --group liminis` replays the rest: on a pinned group,
+    a replay without --from-seq or --force-clear resumes at the pin.
     """
     params: dict[str, Any] = {
         "group_id": group,
@@ -184,8 +185,13 @@ def replay(
         "force_clear": force_clear or yes,
     }
     with _app(workspace, f"lcg replay --group {group}") as app:
+        pin = _pinned_at(app, group)
+        resumable = pin is not None and (to_seq is None or to_seq >= pin)
+        if from_seq == 0 and not params["force_clear"] and pin is not None and resumable:
+            params["from_seq"] = pin + 1  # "the rest": resume where the pin holds the group
+            _complain("note", f"group {group!r} is pinned at seq {pin}; resuming there")
         if (
-            from_seq == 0
+            params["from_seq"] == 0
             and not params["force_clear"]
             and not dry_run
             and sys.stdin.isatty()
@@ -197,6 +203,9 @@ def replay(
                 default=False,
                 err=True,
             )
+            if not params["force_clear"]:
+                _complain("refused", f"group {group!r} left as it was; nothing replayed")
+                raise typer.Exit(EXIT_REFUSED)
         with _progress(enabled=not as_json) as progress:
             result = operations.dispatch(app, "knowledge_rebuild_from_wal", params, progress)
     pin = result["pinned_to"]
@@ -211,6 +220,12 @@ def replay(
             else ""
         ),
     )
+
+
+def _pinned_at(app: App, group: str) -> int | None:
+    groups = operations.dispatch(app, "knowledge_status", {})["wal_groups"]
+    pinned = groups.get(group, {}).get("pinned_to")
+    return None if pinned is None else int(pinned)
 
 
 def _group_has_rows(app: App, group: str) -> bool:

@@ -103,8 +103,12 @@ def serve(
 
 
 def _refuse_mcp_only_flags(connect: Path | None, allow_remote_close: bool) -> None:
-    if connect is not None or allow_remote_close:
+    if connect is not None:
         raise InvalidParams("--connect", "needs --mcp-stdio (attached mode is MCP only)")
+    if allow_remote_close:
+        raise InvalidParams(
+            "--allow-remote-close", "needs --mcp-stdio --connect PATH (it is an MCP flag)"
+        )
 
 
 def _serve_socket(settings: Settings, path: Path) -> None:
