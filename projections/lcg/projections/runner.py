@@ -129,7 +129,14 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
+    try:
+        conn.execute("COMMIT")
+    except BaseException:
+        # A failed COMMIT (a full disk) may leave the transaction open: never let the next
+        # BEGIN fail with "cannot start a transaction within a transaction".
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 class ProjectionRunner:

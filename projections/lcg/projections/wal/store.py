@@ -91,7 +91,7 @@ class EventLog:
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
-            conn.execute(
+            conn.execute(  # IF NOT EXISTS writes nothing: a read-only WAL still opens
                 "CREATE TABLE IF NOT EXISTS lcg_groups ("
                 "group_id TEXT PRIMARY KEY, stream_id TEXT NOT NULL UNIQUE)"
             )
@@ -100,9 +100,10 @@ class EventLog:
                 "CREATE TABLE IF NOT EXISTS lcg_wal_identity (one INTEGER PRIMARY KEY"
                 " CHECK (one = 1), identity TEXT NOT NULL)"
             )
-            conn.execute(
-                "INSERT OR IGNORE INTO lcg_wal_identity VALUES (1, ?)", (uuid.uuid4().hex,)
-            )
+            if conn.execute("SELECT 1 FROM lcg_wal_identity").fetchone() is None:
+                conn.execute(  # OR IGNORE: another process may have just written it
+                    "INSERT OR IGNORE INTO lcg_wal_identity VALUES (1, ?)", (uuid.uuid4().hex,)
+                )
         except BaseException:
             conn.close()
             raise
@@ -162,7 +163,10 @@ class EventLog:
         ]
         missing = {r.group_id for r in batch} - self._known_groups
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as error:
+                raise StorageFailure(self.path, "append to the WAL", error) from error
             try:
                 self._conn.executemany(
                     "INSERT OR IGNORE INTO lcg_groups (group_id, stream_id) VALUES (?, ?)",
