@@ -74,7 +74,7 @@ def test_f4_a_corrupted_wal_event_is_named_and_the_other_groups_keep_working(
     replay_from_the_wal(settings)
     with make_workspace(settings, embedder) as ws:
         call = make_call(App(ws))
-        failure = ws.catch_up_failures["a"]
+        failure = ws.catch_up_failures[GroupId("a")]
         assert isinstance(failure, CorruptEvent)
         assert_names_the_event(str(failure), settings, "a", 3)
         status = call("knowledge_status")
@@ -136,7 +136,7 @@ def test_f4_flipped_bytes_in_the_wal_file_are_named_with_file_group_and_seq(
     replay_from_the_wal(settings)
     with make_workspace(settings, embedder) as ws:
         call = make_call(App(ws))
-        assert_names_the_event(str(ws.catch_up_failures["a"]), settings, "a", 4)
+        assert_names_the_event(str(ws.catch_up_failures[GroupId("a")]), settings, "a", 4)
         assert names(call, "a") == ["a1", "a2", "a3"]
         add(call, "b", "b3")
         assert names(call, "b") == ["b1", "b2", "b3"]
