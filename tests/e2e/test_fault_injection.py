@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 from lcg.interfaces.exit_codes import EXIT_STORAGE
 from lcg.interfaces.jsonrpc import STORAGE_ERROR, UNAVAILABLE
+from lcg.projections.wal.store import stream_id
 from tests.e2e.test_cli import lcg, said
 from tests.helpers.service_process import RpcClient, ServiceProcess
 
@@ -158,3 +160,32 @@ def test_f5_after_a_full_disk_the_group_catches_up_and_takes_writes_again(
             assert client.result("health_check")["healthy"] is True
     finally:
         server.stop()
+
+
+def test_f4_a_corrupted_event_is_named_by_the_cli_and_its_replay_command_works_as_written(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    state = workspace / ".lcg"
+    for group, name in (("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1")):
+        assert lcg(workspace, "add-episode", name, f"body of {name}", "-g", group).returncode == 0
+    with sqlite3.connect(state / "wal.sqlite") as conn:
+        conn.execute(
+            "UPDATE stored_events SET state=x'ff00fe' WHERE originator_id=?"
+            " AND originator_version=2",
+            (stream_id("a").hex,),
+        )
+    aside = state / "aside"
+    aside.mkdir()
+    for path in [*state.glob("graph.sqlite*"), state / "vectors"]:
+        path.rename(aside / path.name)  # the next open applies every event from the WAL
+    refused = lcg(workspace, "add-episode", "a4", "body of a4", "-g", "a")
+    assert refused.returncode == EXIT_STORAGE
+    message = said(refused.stderr)
+    assert f"{state}/wal.sqlite holds an unreadable event at seq 2 of group 'a'" in message
+    assert lcg(workspace, "add-episode", "b2", "body of b2", "-g", "b").returncode == 0
+    command = message.split("`")[1]
+    assert command == "lcg replay --group a --to-seq 1 --force-clear"
+    replayed = lcg(workspace, *command.split()[1:])
+    assert replayed.returncode == 0, replayed.stderr
+    assert "pinned at seq 1" in said(replayed.stdout)
