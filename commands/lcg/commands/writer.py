@@ -6,7 +6,9 @@ to the WAL in one commit, then commits the projection and wakes the callers. A c
 answered only after its events are durable and visible to reads. Handlers run without
 savepoints (docs/adr/0017-write-and-replay-fast-paths.md): one refused before appending
 changed nothing; one that fails after appending rolls the batch back, which is then run again
-without it.
+without it. A group whose projections are behind its WAL (a commit that failed on a full disk,
+an unreadable event at open) is caught up from the log before a batch writes to it
+(docs/adr/0019-wal-identity-and-storage-failures.md).
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ from typing import Generic, Protocol, TypeVar
 from lcg.domain.errors import Conflict
 from lcg.domain.events import DomainEvent
 from lcg.domain.ids import GroupId, Seq
+from lcg.projections.faults import (
+    GroupBehind,
+    LogBehindProjections,
+    StorageFailure,
+    is_storage_error,
+)
 from lcg.projections.runner import Positions, ProjectionError, ProjectionRunner
 from lcg.projections.wal.store import EventLog, RecordedEvent
 
@@ -63,6 +71,11 @@ class _Rerun(Exception):
     """A handler failed after its events were applied: the batch is rolled back and re-run."""
 
 
+class _Behind(Exception):
+    """A handler wrote to a group whose projections are behind its WAL: the batch is rolled
+    back, the group caught up, and the batch run again (the handler read stale rows)."""
+
+
 @dataclass
 class _Pending(Generic[T]):
     handler: Callable[[WriteContext], T]
@@ -91,6 +104,13 @@ class Writer:
         self._positions: Positions = {}  # projection positions, read lazily
         self._moved: set[tuple[str, str]] = set()  # positions the running batch moved
         self._pins: dict[GroupId, int | None] = {}  # pins change only under exclusive()
+        self._checked: set[GroupId] = set()  # groups whose positions were seen at their head
+        # Groups behind their WAL, to catch up before the next batch; those whose catch-up
+        # failed, with why; those retried in the running batch.
+        self.lagging: set[GroupId] = set()
+        self._blocked: dict[GroupId, BaseException] = {}
+        self._retried: set[GroupId] = set()
+        self.storage_failure: str | None = None  # the last write's, until a write commits
         self.listeners: list[CommitListener] = []
         self.listener_failure: str | None = None
         self._queue: list[_Pending[object]] = []
@@ -111,6 +131,8 @@ class Writer:
         """Give the events the group's next seqs and apply them in the open batch."""
         self.refuse_if_pinned(group_id)
         head = self.head(group_id)
+        if group_id not in self._checked:
+            self._check_caught_up(group_id, head)
         batch = [
             RecordedEvent(group_id, Seq(head + offset), event)
             for offset, event in enumerate(events, start=1)
@@ -118,6 +140,36 @@ class Writer:
         self._heads[group_id] = head + len(batch)  # before applying: a failure discards it
         self.runner.apply_tracked(batch, self._positions, self._moved)
         return batch
+
+    def _check_caught_up(self, group_id: GroupId, head: int) -> None:
+        """Refuse to stage past a gap: a group behind its WAL is caught up first (the batch
+        is re-run), one whose catch-up failed is refused with the reason."""
+        positions = [
+            self._positions.setdefault(
+                (name, group_id), self.runner.stored_position(name, group_id)
+            )
+            for name in self.runner.names
+        ]
+        if max(positions) > head:  # the log lost events under a running writer
+            raise LogBehindProjections(
+                self.log.path, self.runner.path, [(group_id, head, max(positions))]
+            )
+        if min(positions) < head:
+            blocked = self._blocked.get(group_id)
+            if blocked is not None and group_id in self._retried:
+                raise GroupBehind(group_id, min(positions), head, blocked)
+            self.lagging.add(group_id)
+            raise _Behind
+        self._checked.add(group_id)
+
+    def faults(self) -> list[str]:
+        """What keeps writes from working: the last storage failure, groups not caught up."""
+        found = [self.storage_failure] if self.storage_failure else []
+        found += [
+            f"group {group!r} is behind its WAL: {error}"
+            for group, error in sorted(self._blocked.items())
+        ]
+        return found
 
     def refuse_if_pinned(self, group_id: GroupId) -> None:
         if group_id not in self._pins:
@@ -181,8 +233,10 @@ class Writer:
     def _run_batch(self, items: Sequence[_Pending[object]]) -> None:
         conn = self.runner.conn
         recorded: list[RecordedEvent] = []
+        self._retried = set()
         try:
             while True:
+                self._catch_up_lagging()
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     recorded = self._run_handlers(items)
@@ -194,8 +248,11 @@ class Writer:
             self.runner.store_positions({key: self._positions[key] for key in self._moved})
             self.log.append(recorded)
         except BaseException as error:
-            self._abort(conn, items, error)
-            raise
+            failure = self._storage_failure(error, "write to")
+            self._abort(conn, items, failure)
+            if failure is error:
+                raise
+            raise failure from error
         try:
             conn.execute("COMMIT")
         except BaseException as error:  # noqa: BLE001 (reported to every caller of the batch)
@@ -204,11 +261,39 @@ class Writer:
             self._abort(conn, (), error)
             self._reapply_after_failed_commit(items, recorded, error)
         else:
+            self.storage_failure = None
             self._notify(lambda listener: listener.committed(conn, recorded))
         finally:
             self._moved = set()
             for item in items:
                 item.done.set()
+
+    def _catch_up_lagging(self) -> None:
+        """Apply the WAL events a group's projections miss (their own transactions)."""
+        for group in sorted(self.lagging):
+            self.lagging.discard(group)
+            self._retried.add(group)
+            try:
+                self.runner.catch_up([group])
+            except Exception as error:  # noqa: BLE001 (the group's writes are refused with it)
+                self._blocked[group] = self._storage_failure(error, "catch up")
+                log.warning("group %r could not be caught up from the WAL: %s", group, error)
+            else:
+                if self._blocked.pop(group, None) is not None:
+                    log.info("group %r caught up from the WAL", group)
+            finally:
+                self._forget()
+
+    def _storage_failure(self, error: BaseException, action: str) -> BaseException:
+        """A raw SQLite or OS error of the projection database, named with its file."""
+        if isinstance(error, StorageFailure):
+            self.storage_failure = str(error)
+            return error
+        if not is_storage_error(error):
+            return error
+        failure = StorageFailure(self.runner.path, action, error)
+        self.storage_failure = str(failure)
+        return failure
 
     def _run_handlers(self, items: Sequence[_Pending[object]]) -> list[RecordedEvent]:
         """Run every handler not yet failed; raise _Rerun if one failed after appending."""
@@ -219,16 +304,25 @@ class Writer:
             context = WriteContext(self)
             try:
                 item.result = item.handler(context)
-            except Exception as error:
+            except _Behind:
+                raise _Rerun from None  # not this handler's failure: run it again
+            except Exception as raised:  # noqa: BLE001 (it becomes its caller's error)
+                error = self._storage_failure(raised, "write to")
                 item.error, item.result = error, None
-                if context.recorded or isinstance(error, ProjectionError):
+                if context.recorded or isinstance(error, ProjectionError | StorageFailure):
                     raise _Rerun from error  # its rows are in the transaction: start again
                 continue
             recorded.extend(context.recorded)
         return recorded
 
+    def block(self, group_id: GroupId, error: BaseException) -> None:
+        """The group could not be caught up (at open): its writes retry, else are refused."""
+        self._blocked[group_id] = error
+
     def notify_rebuilt(self, groups: Sequence[GroupId] | None) -> None:
         """Tell derived stores that the projections of these groups (None: all) were rebuilt."""
+        for group in list(self._blocked) if groups is None else groups:
+            self._blocked.pop(group, None)  # a later write finds any remaining lag again
         self._notify(lambda listener: listener.rebuilt(self.runner.conn, groups))
 
     def _notify(self, call: Callable[[CommitListener], None]) -> None:
@@ -251,15 +345,21 @@ class Writer:
         try:
             self.runner.catch_up(groups)
         except Exception as again:
-            failure = ProjectionError(
-                f"the write is durable in the WAL but the projection could not apply it "
-                f"({error}; retrying: {again}); it is applied at the next start"
+            self.lagging.update(groups)
+            failure = StorageFailure(
+                self.runner.path,
+                "apply the write to",
+                f"{error}; retrying: {again}",
+                note="the write is durable in the WAL; it is applied from the log before the "
+                "next write, or at the next start",
             )
-            self.runner.failure = str(failure)
+            self.storage_failure = str(failure)
             for item in items:
                 if item.error is None:
                     item.error, item.result = failure, None
             raise failure from again
+        else:
+            self.storage_failure = None
 
     def _abort(
         self, conn: sqlite3.Connection, items: Sequence[_Pending[object]], error: BaseException
@@ -278,3 +378,4 @@ class Writer:
         self._positions.clear()
         self._moved = set()
         self._pins.clear()
+        self._checked.clear()

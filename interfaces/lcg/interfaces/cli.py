@@ -3,7 +3,8 @@
 
 Exit codes scripts can rely on (lcg.interfaces.exit_codes): 0 ok; 1 unexpected failure;
 2 invalid parameters; 3 refused (not found, conflict, pinned group); 4 workspace held by
-another writer; 5 projection error; 6 no socket service at `serve --connect PATH`.
+another writer; 5 projection error; 6 no socket service at `serve --connect PATH`; 7 a file of
+the workspace cannot be used (the message names it and what to do).
 """
 
 from __future__ import annotations
@@ -29,9 +30,16 @@ from lcg.interfaces import operations, serve
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.demo import run_demo
-from lcg.interfaces.exit_codes import EXIT_BUSY, EXIT_INVALID, EXIT_PROJECTION, EXIT_REFUSED
+from lcg.interfaces.exit_codes import (
+    EXIT_BUSY,
+    EXIT_INVALID,
+    EXIT_PROJECTION,
+    EXIT_REFUSED,
+    EXIT_STORAGE,
+)
 from lcg.interfaces.private_files import PRIVATE_UMASK
-from lcg.interfaces.workspace import Workspace
+from lcg.interfaces.workspace import ForeignProjections, Workspace
+from lcg.projections.faults import FAULTS
 from lcg.projections.runner import ProjectionError
 from lcg.projections.wal.lease import WorkspaceBusy
 
@@ -100,6 +108,9 @@ def _errors() -> Iterator[None]:
     except ProjectionError as error:
         _complain("projection error", str(error))
         raise typer.Exit(EXIT_PROJECTION) from None
+    except (*FAULTS, ForeignProjections) as error:
+        _complain("storage error", str(error))
+        raise typer.Exit(EXIT_STORAGE) from None
 
 
 def _complain(kind: str, message: str) -> None:

@@ -9,3 +9,5 @@ EXIT_REFUSED = 3  # refused: not found, conflict, pinned group
 EXIT_BUSY = 4  # the workspace (or its socket) is held by another process
 EXIT_PROJECTION = 5  # projection error
 EXIT_UNREACHABLE = 6  # attached mode: no socket service answers at --connect
+EXIT_STORAGE = 7  # a file cannot be used (WAL lost or behind, unreadable event, full or
+# read-only disk); the message names the file, and the group and seq for the WAL

@@ -14,7 +14,13 @@ import orjson
 
 from lcg.domain.errors import Conflict, DomainError, InvalidParams, NotFound
 from lcg.interfaces.operations import UnknownMethod
-from lcg.interfaces.workspace import WorkspaceClosed
+from lcg.interfaces.workspace import ForeignProjections, WorkspaceClosed
+from lcg.projections.faults import (
+    CorruptEvent,
+    GroupBehind,
+    LogBehindProjections,
+    StorageFailure,
+)
 from lcg.projections.runner import ProjectionError
 from lcg.projections.wal.lease import WorkspaceBusy
 
@@ -24,6 +30,7 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 SERVER_ERROR = -32000  # every failure of a method, validation included (P-002)
 UNAVAILABLE = -32001  # the workspace is not open: degraded or closed (P-003)
+STORAGE_ERROR = -32002  # a file of the workspace cannot be used: the message names it (ADR 0019)
 
 MAX_REQUEST_BYTES = 4 * 1024 * 1024  # one request line; ADR 0006
 
@@ -62,8 +69,9 @@ def unavailable(reason: str) -> RpcError:
 
 def error_from_exception(error: BaseException) -> RpcError:
     """The JSON-RPC error of a failed call; the message names the field and the rule."""
-    if isinstance(error, RpcError):
-        return error
+    known = error if isinstance(error, RpcError) else _storage_error(error)
+    if known is not None:
+        return known
     if isinstance(error, UnknownMethod):
         return RpcError(
             SERVER_ERROR,
@@ -85,6 +93,29 @@ def error_from_exception(error: BaseException) -> RpcError:
     return RpcError(
         SERVER_ERROR, f"internal error: {type(error).__name__}: {error}", {"kind": "internal"}
     )
+
+
+def _storage_error(error: BaseException) -> RpcError | None:
+    """A file that cannot be used, with what names it: file, group, seq."""
+    data: JsonObject
+    if isinstance(error, StorageFailure):
+        data = {"kind": "storage_failure", "file": str(error.path), "reason": error.reason}
+    elif isinstance(error, CorruptEvent):
+        data = {
+            "kind": "corrupt_event",
+            "file": str(error.path),
+            "group_id": error.group_id,
+            "seq": error.seq,
+        }
+    elif isinstance(error, GroupBehind):
+        data = {"kind": "group_behind", "group_id": error.group_id}
+    elif isinstance(error, LogBehindProjections):
+        data = {"kind": "log_behind", "file": str(error.wal)}
+    elif isinstance(error, ForeignProjections):
+        data = {"kind": "foreign_projections"}
+    else:
+        return None
+    return RpcError(STORAGE_ERROR, f"storage error: {error}", data)
 
 
 def _kind(error: DomainError) -> str:

@@ -61,7 +61,19 @@ class Service:
         return self.state
 
     def health(self) -> JsonObject:
-        """health_check (P-101): healthy only once the workspace opened (K-RDY-006)."""
+        """health_check (P-101): healthy only once the workspace opened (K-RDY-006), and
+        degraded (while still serving) when a file cannot be written or a group cannot be
+        caught up from its WAL; healthy again once a write commits (ADR 0019)."""
+        workspace = self._workspace
+        faults = [] if workspace is None else workspace.faults()
+        if self.state == "healthy" and faults:  # still serving: reads and other groups work
+            return {
+                "ok": False,
+                "healthy": False,
+                "state": "degraded",
+                "reason": "; ".join(faults),
+                "serving": True,
+            }
         if self.state == "healthy":
             return {"ok": True, "healthy": True, "state": "healthy"}
         return {

@@ -3,25 +3,34 @@
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from datetime import UTC, datetime
+from pathlib import Path
 from types import TracebackType
 from typing import Self
 
 from lcg.commands.writer import Writer
 from lcg.domain.events import EventCodec
+from lcg.domain.ids import GroupId
 from lcg.interfaces.config import Settings
 from lcg.interfaces.private_files import DIR_MODE, make_private
 from lcg.projections import registry
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.embedding.port import CountingEmbedder, Embedder
+from lcg.projections.faults import LogBehindProjections
 from lcg.projections.graph import schema
-from lcg.projections.runner import ProjectionRunner
+from lcg.projections.runner import (
+    ProjectionRunner,
+    applied_seqs,
+    behind_log,
+    recorded_wal_identity,
+)
 from lcg.projections.text.scorer import TextScorer
 from lcg.projections.text.tables import TEXT_TABLES, TOKENIZER
 from lcg.projections.vectors.index import VectorIndex
@@ -46,6 +55,10 @@ def attach_hint(settings: Settings) -> str:
 
 class WorkspaceClosed(Exception):
     """The workspace was used after close()."""
+
+
+class ForeignProjections(Exception):
+    """A read-only open met projections built from another WAL (the writer sets them aside)."""
 
 
 class Workspace:
@@ -78,6 +91,8 @@ class Workspace:
         self._stack = ExitStack()
         self.embedder = CountingEmbedder(embedder or MiniLmEmbedder(threads=settings.embed_threads))
         self.caught_up = 0
+        self.set_aside: list[Path] = []  # projection files of another WAL, renamed at open
+        self.catch_up_failures: dict[GroupId, Exception] = {}
 
     def open(self) -> Self:
         """Take the lease, open the WAL, install the projections and apply any WAL tail.
@@ -99,12 +114,18 @@ class Workspace:
                 self._lease = lease
                 stack.callback(self._release, "_lease", lease.release)
             stack.callback(self._close_readers)
+            self._refuse_if_the_log_is_lost()
             self._log = EventLog(self.settings.wal_path, EventCodec(), self.settings.durability)
             stack.callback(self._release, "_log", self._log.close)
+            recorded = self._recorded_identity(self._log.identity)
             conn = schema.connect(str(self.settings.graph_path))
             stack.callback(self._release, "_runner", conn.close)
             self._runner = ProjectionRunner(conn, self._log, registry.projections())
+            self._refuse_if_behind(behind_log(conn, self._log.heads()))
             if not self.read_only:
+                self._runner.install()
+                if recorded is None:
+                    self._runner.record_wal_identity(self._log.identity)
                 self._open_for_writing(conn)
         except BaseException:
             self.close()
@@ -119,10 +140,63 @@ class Workspace:
         for change in make_private(self.settings.state_dir):
             log.warning("tightened the permissions of %s (memory is its owner's alone)", change)
 
+    def _refuse_if_the_log_is_lost(self) -> None:
+        """A missing or empty WAL beside applied projections: refused before a new WAL is made
+        (one with a new identity would make the projections look foreign at the next open)."""
+        graph = self.settings.graph_path
+        if EventLog.holds_anything(self.settings.wal_path) or not graph.exists():
+            return
+        with closing(schema.connect(str(graph), read_only=True)) as peek:
+            applied = applied_seqs(peek)
+        self._refuse_if_behind([(group, 0, seq) for group, seq in sorted(applied.items()) if seq])
+
+    def _refuse_if_behind(self, behind: list[tuple[str, int, int]]) -> None:
+        if behind:
+            settings = self.settings
+            raise LogBehindProjections(
+                settings.wal_path, settings.graph_path, behind, (settings.vectors_dir,)
+            )
+
+    def _recorded_identity(self, identity: str) -> str | None:
+        """The WAL identity the projection database records; one of another WAL is set aside
+        (with the FAISS files derived from it) so that the projections are rebuilt from this
+        WAL. None when none is recorded (a new database, or one from before identities)."""
+        graph = self.settings.graph_path
+        if not graph.exists():
+            return None
+        with closing(schema.connect(str(graph), read_only=True)) as peek:
+            recorded = recorded_wal_identity(peek)
+        if recorded is None or recorded == identity:
+            return recorded
+        if self.read_only:
+            raise ForeignProjections(
+                f"{graph} was built from another WAL (identity {recorded}, this WAL is "
+                f"{identity}); the next writer to open the workspace sets it aside"
+            )
+        stamp = self.clock().strftime("%Y%m%dT%H%M%S.%fZ")
+        for path in (graph, self.settings.vectors_dir):
+            for suffix in ("", "-wal", "-shm") if path == graph else ("",):
+                source = Path(f"{path}{suffix}")
+                if source.exists():
+                    target = Path(f"{path}.foreign-{stamp}{suffix}")
+                    os.replace(source, target)
+                    self.set_aside.append(target)
+        log.warning(
+            "%s was built from another WAL (identity %s, %s is %s): set aside as %s; the "
+            "projections are rebuilt from the WAL",
+            graph,
+            recorded,
+            self.settings.wal_path,
+            identity,
+            ", ".join(str(path) for path in self.set_aside),
+        )
+        return None
+
     def _open_for_writing(self, conn: sqlite3.Connection) -> None:
         stack, runner = self._stack, self.runner
-        runner.install()
-        self.caught_up = runner.catch_up()
+        self.caught_up, self.catch_up_failures = runner.catch_up_each()
+        for group, error in self.catch_up_failures.items():
+            log.error("group %r could not be caught up from the WAL: %s", group, error)
         cache = EmbeddingCache(self.settings.embeddings_path, self.embedder)
         self._cache = cache
         stack.callback(self._release, "_cache", cache.close)
@@ -152,7 +226,13 @@ class Workspace:
         stack.callback(setattr, self, "_writer", None)
         self._writer.listeners.append(vectors)
         self._writer.listeners.append(text)
+        for group, error in self.catch_up_failures.items():
+            self._writer.block(group, error)
         self._make_private()  # files the libraries just created with the process's umask
+
+    def faults(self) -> list[str]:
+        """What keeps this open workspace from taking writes (empty when it is healthy)."""
+        return [] if self._writer is None else self._writer.faults()
 
     def _release(self, attribute: str, release: Callable[[], object]) -> None:
         """Forget a resource, then release it. A failed release (a full disk, a read-only

@@ -5,6 +5,8 @@ rows (docs/adr/0004-projection-checkpointing.md). An event at or below a project
 is a no-op, so re-applying a page after a crash changes nothing. Each projection receives a
 group's events a page (or a write batch) at a time, after the runner has dropped the ones at
 or below its position and checked there is no gap (docs/adr/0017-write-and-replay-fast-paths.md).
+The projection database records the identity of the WAL its positions refer to
+(docs/adr/0019-wal-identity-and-storage-failures.md).
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from lcg.domain.events import DomainEvent
 from lcg.domain.ids import GroupId
+from lcg.projections.faults import StorageFailure, is_storage_error
 from lcg.projections.wal.store import EventLog, RecordedEvent
 
 Progress = Callable[[int, int], None]
@@ -91,6 +95,40 @@ def read_positions(
     }
 
 
+def _has_table(conn: sqlite3.Connection, table: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)
+    ).fetchone()
+    return row is not None
+
+
+def applied_seqs(conn: sqlite3.Connection) -> dict[str, int]:
+    """The highest seq any projection applied, per group ({} for a new projection database)."""
+    if not _has_table(conn, "projection_positions"):
+        return {}
+    rows = conn.execute(
+        "SELECT group_id, MAX(position) FROM projection_positions GROUP BY group_id"
+    ).fetchall()
+    return {str(group): int(position) for group, position in rows}
+
+
+def recorded_wal_identity(conn: sqlite3.Connection) -> str | None:
+    """The identity of the WAL the positions refer to; None before one was recorded."""
+    if not _has_table(conn, "projection_wal"):
+        return None
+    row = conn.execute("SELECT identity FROM projection_wal").fetchone()
+    return None if row is None else str(row[0])
+
+
+def behind_log(conn: sqlite3.Connection, heads: dict[GroupId, int]) -> list[tuple[str, int, int]]:
+    """(group, WAL head, applied seq) of every group applied past what the WAL holds."""
+    return [
+        (group, heads.get(GroupId(group), 0), applied)
+        for group, applied in sorted(applied_seqs(conn).items())
+        if applied > heads.get(GroupId(group), 0)
+    ]
+
+
 @contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """BEGIN IMMEDIATE ... COMMIT, rolled back on any error."""
@@ -100,7 +138,14 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
+    try:
+        conn.execute("COMMIT")
+    except BaseException:
+        # A failed COMMIT (a full disk) may leave the transaction open: never let the next
+        # BEGIN fail with "cannot start a transaction within a transaction".
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 class ProjectionRunner:
@@ -113,6 +158,7 @@ class ProjectionRunner:
         self.log = log
         self.projections = tuple(projections)
         self.failure: str | None = None
+        self.path = Path(conn.execute("PRAGMA database_list").fetchone()[2])
 
     def install(self) -> list[str]:
         """Create schemas and positions; reset projections whose version changed."""
@@ -126,6 +172,10 @@ class ProjectionRunner:
             self.conn.execute(
                 "CREATE TABLE IF NOT EXISTS projection_versions ("
                 "projection TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+            )
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS projection_wal (one INTEGER PRIMARY KEY"
+                " CHECK (one = 1), identity TEXT NOT NULL)"
             )
             for projection in self.projections:
                 projection.install(self.conn)
@@ -146,6 +196,11 @@ class ProjectionRunner:
                     (projection.name, projection.version),
                 )
         return bumped
+
+    def record_wal_identity(self, identity: str) -> None:
+        """Note which WAL the positions refer to (a new database, or one adopted at open)."""
+        with transaction(self.conn):
+            self.conn.execute("INSERT OR REPLACE INTO projection_wal VALUES (1, ?)", (identity,))
 
     def position(self, group_id: str) -> GroupPosition:
         return read_position(self.conn, self.names, group_id)
@@ -203,16 +258,36 @@ class ProjectionRunner:
             self._store_position(name, group_id, position, keep_pin=True)
 
     def catch_up(self, groups: Sequence[GroupId] | None = None) -> int:
-        """Apply every unapplied event of every unpinned group; returns how many were applied."""
+        """Apply every unapplied event of every unpinned group; returns how many were applied.
+
+        The first group that cannot be caught up raises; `catch_up_each` goes on past it.
+        """
         applied = 0
         for group in groups if groups is not None else self.log.groups():
-            state = self.position(group)
-            if state.pinned_to is not None:
-                continue
-            for page in self.log.read(group, after=state.position):
-                with transaction(self.conn):
-                    self.apply(page)
-                applied += len(page)
+            applied += self._catch_up_group(group)
+        return applied
+
+    def catch_up_each(self) -> tuple[int, dict[GroupId, Exception]]:
+        """Catch up every group; a group that fails (an unreadable event, a full disk) is
+        returned with its error and the others are still applied."""
+        applied = 0
+        failed: dict[GroupId, Exception] = {}
+        for group in self.log.groups():
+            try:
+                applied += self._catch_up_group(group)
+            except Exception as error:  # noqa: BLE001 (returned to the caller, per group)
+                failed[group] = error
+        return applied, failed
+
+    def _catch_up_group(self, group: GroupId) -> int:
+        state = self.position(group)
+        if state.pinned_to is not None:
+            return 0
+        applied = 0
+        for page in self.log.read(group, after=state.position):
+            with transaction(self.conn):
+                self.apply(page)
+            applied += len(page)
         return applied
 
     def rebuild(
@@ -293,12 +368,18 @@ class ProjectionRunner:
         try:
             projection.apply(self.conn, events)
         except Exception as error:
+            if is_storage_error(error):  # the disk or the file, not the projection's logic
+                raise StorageFailure(self.path, "write to", error) from error
             first, last = events[0], events[-1]
             self.failure = (
                 f"projection {projection.name!r} failed on group {first.group_id!r} seqs "
                 f"{first.seq}..{last.seq} (from {first.event.wire_name}): {error}"
             )
             raise ProjectionError(self.failure) from error
+
+    def stored_position(self, name: str, group_id: str) -> int:
+        """One projection's committed position for a group (0 if it never applied any)."""
+        return self._stored_position(name, group_id)
 
     def _stored_position(self, name: str, group_id: str) -> int:
         row = self.conn.execute(

@@ -84,6 +84,8 @@ class Status(TypedDict):
     cross_group_pointers: PointerCounts
     ontology: Ontology
     projection_error: str | None
+    degraded: bool
+    reason: str | None
 
 
 def hydration_status(applied: int | None, max_seq: int | None) -> Hydration:
@@ -112,6 +114,7 @@ def status(
     projection_error: str | None,
     embedding: Embedding,
     derived: Derived,
+    faults: Sequence[str] = (),
 ) -> Status:
     """The workspace's status as seen through `conn` (a read connection to the graph)."""
     heads = log.heads()
@@ -154,6 +157,8 @@ def status(
             drift_summary=None,
         ),
         projection_error=projection_error,
+        degraded=bool(faults),
+        reason="; ".join(faults) or None,
     )
 
 

@@ -59,7 +59,9 @@ def status(app: App, _: NoParams) -> status_query.Status:
             vector_count=ws.vectors.count(), index_error=ws.writer.listener_failure
         )
         failure = ws.runner.failure
-    return status_query.status(ws.reader(), ws.log, ws.runner.names, failure, embedding, derived)
+    return status_query.status(
+        ws.reader(), ws.log, ws.runner.names, failure, embedding, derived, ws.faults()
+    )
 
 
 def delete_by_group(app: App, q: DeleteByGroupParams) -> admin.DeleteByGroupResult:

@@ -5,7 +5,10 @@ reads use that table directly through one sqlite3 connection (docs/adr/0017-writ
 fast-paths.md: `EventStore.put` and `select_events` built a `StoredEvent`, a `UUID` and a
 pooled transaction per call or row). tests/test_wal_store.py checks that the library reads
 what we write and we read what it writes. Group names are kept in a `lcg_groups` table beside
-`stored_events` because a stream id (uuid5 of the group) cannot be reversed.
+`stored_events` because a stream id (uuid5 of the group) cannot be reversed, and a random
+identity in `lcg_wal_identity`, created with the file, which the projections record so that a
+log and the projections built from another log are never used together
+(docs/adr/0019-wal-identity-and-storage-failures.md).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteDatastore
 
 from lcg.domain.events import DomainEvent, EventCodec
 from lcg.domain.ids import GroupId, Seq
+from lcg.projections.faults import CorruptEvent, StorageFailure, is_storage_error
 
 STREAM_NAMESPACE = uuid.UUID("5d3f4b8e-2c1a-4e7b-9f60-1c0de11a6e55")
 Durability = Literal["normal", "full"]
@@ -67,22 +71,58 @@ class EventLog:
         self.path = path
         self.durability = durability
         self.codec = codec
+        self._lock = threading.Lock()  # one connection, shared by the writer and readers
+        try:
+            self._conn = self._open(path, durability)
+        except Exception as error:
+            if is_storage_error(error):
+                raise StorageFailure(path, "open the WAL", error) from error
+            raise
+        self._known_groups: set[str] = set(self.groups())
+
+    @staticmethod
+    def _open(path: Path, durability: Durability) -> sqlite3.Connection:
         datastore = SQLiteDatastore(str(path), originator_id_type="uuid")
         try:  # the library owns the table's layout; we only read and write its rows
             SQLiteAggregateRecorder(datastore).create_table()
         finally:
             datastore.close()
-        self._lock = threading.Lock()  # one connection, shared by the writer and readers
-        self._conn = sqlite3.connect(
-            str(path), isolation_level=None, check_same_thread=False, timeout=10
-        )
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS lcg_groups ("
-            "group_id TEXT PRIMARY KEY, stream_id TEXT NOT NULL UNIQUE)"
-        )
-        self._known_groups: set[str] = set(self.groups())
+        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=10)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+            conn.execute(  # IF NOT EXISTS writes nothing: a read-only WAL still opens
+                "CREATE TABLE IF NOT EXISTS lcg_groups ("
+                "group_id TEXT PRIMARY KEY, stream_id TEXT NOT NULL UNIQUE)"
+            )
+            # One row, written once, by whichever process creates (or first upgrades) the file.
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS lcg_wal_identity (one INTEGER PRIMARY KEY"
+                " CHECK (one = 1), identity TEXT NOT NULL)"
+            )
+            if conn.execute("SELECT 1 FROM lcg_wal_identity").fetchone() is None:
+                conn.execute(  # OR IGNORE: another process may have just written it
+                    "INSERT OR IGNORE INTO lcg_wal_identity VALUES (1, ?)", (uuid.uuid4().hex,)
+                )
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @staticmethod
+    def holds_anything(path: Path) -> bool:
+        """Whether the file exists with content (a missing or 0-byte WAL holds nothing)."""
+        try:
+            return path.stat().st_size > 0
+        except FileNotFoundError:
+            return False
+
+    @property
+    def identity(self) -> str:
+        """The random identity the file was created with."""
+        with self._lock:
+            row = self._conn.execute("SELECT identity FROM lcg_wal_identity").fetchone()
+        return str(row[0])
 
     def close(self) -> None:
         with self._lock:
@@ -123,7 +163,10 @@ class EventLog:
         ]
         missing = {r.group_id for r in batch} - self._known_groups
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as error:
+                raise StorageFailure(self.path, "append to the WAL", error) from error
             try:
                 self._conn.executemany(
                     "INSERT OR IGNORE INTO lcg_groups (group_id, stream_id) VALUES (?, ?)",
@@ -136,9 +179,19 @@ class EventLog:
                     raise ConcurrentAppend(
                         "another writer appended to the same stream position; nothing was stored"
                     ) from error
+                if is_storage_error(error):
+                    raise StorageFailure(self.path, "append to the WAL", error) from error
                 raise
-            self._conn.execute("COMMIT")
+            self._commit()
         self._known_groups |= missing
+
+    def _commit(self) -> None:
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as error:  # nothing of the transaction is stored
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise StorageFailure(self.path, "append to the WAL", error) from error
 
     def read(
         self, group_id: GroupId, *, after: int = 0, upto: int | None = None, page: int = PAGE_SIZE
@@ -147,19 +200,45 @@ class EventLog:
         originator = stream_id(group_id).hex
         last = _NO_LIMIT if upto is None else upto
         position = after
-        decode = self.codec.decode
         while position < last:
-            with self._lock:
-                rows = self._conn.execute(_PAGE, (originator, position, last, page)).fetchall()
+            try:
+                with self._lock:
+                    rows = self._conn.execute(_PAGE, (originator, position, last, page)).fetchall()
+            except sqlite3.DatabaseError as error:
+                action = f"read the events of group {group_id!r} after seq {position} from"
+                raise StorageFailure(self.path, action, error) from error
             if not rows:
                 return
-            yield [
-                RecordedEvent(group_id, Seq(seq), decode(topic, orjson.loads(state)))
-                for seq, topic, state in rows
-            ]
+            events, corrupt = self._decode(group_id, rows)
+            if events:
+                yield events
+            if corrupt is not None:  # after the events before it, so they can still be applied
+                raise corrupt
             position = rows[-1][0]
             if len(rows) < page:
                 return
+
+    def _decode(
+        self, group_id: GroupId, rows: list[tuple[int, str, bytes]]
+    ) -> tuple[list[RecordedEvent], CorruptEvent | None]:
+        """The rows as events, up to the first one that cannot be decoded (named with its seq)."""
+        decode = self.codec.decode
+        try:
+            return [
+                RecordedEvent(group_id, Seq(seq), decode(topic, orjson.loads(state)))
+                for seq, topic, state in rows
+            ], None
+        except Exception:  # found again below, row by row, and named
+            events: list[RecordedEvent] = []
+            for seq, topic, state in rows:
+                try:
+                    events.append(
+                        RecordedEvent(group_id, Seq(seq), decode(topic, orjson.loads(state)))
+                    )
+                except Exception as error:  # noqa: BLE001 (any undecodable event is corrupt)
+                    reason = f"{type(error).__name__}: {error}"
+                    return events, CorruptEvent(self.path, group_id, seq, reason)
+            raise
 
     def truncate_all(self) -> None:
         """Erase every stream (knowledge_clear_all without preserve_wal)."""

@@ -1,0 +1,104 @@
+"""Failures of the workspace's files, named with the file (and group and seq for the log).
+
+docs/adr/0019-wal-identity-and-storage-failures.md: a log behind its projections, an event
+that cannot be read, a file that cannot be written. Each message says what the operator
+can do.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+
+class StorageFailure(Exception):
+    """A file of the workspace could not be read or written (disk full, read-only, I/O)."""
+
+    def __init__(
+        self, path: Path, action: str, reason: BaseException | str, *, note: str = ""
+    ) -> None:
+        self.path = path
+        self.action = action
+        self.reason = reason_of(reason)
+        super().__init__(f"cannot {action} {path}: {self.reason}" + (f"; {note}" if note else ""))
+
+
+def reason_of(error: BaseException | str) -> str:
+    """The OS or SQLite reason, with SQLite's error name when it has one."""
+    if isinstance(error, str):
+        return error
+    name = getattr(error, "sqlite_errorname", None) if isinstance(error, sqlite3.Error) else None
+    return f"{error} ({name})" if name else str(error) or type(error).__name__
+
+
+def is_storage_error(error: BaseException) -> bool:
+    """An error of the file or the disk under it, rather than of lcg's own logic."""
+    return isinstance(error, OSError | sqlite3.OperationalError | sqlite3.DatabaseError) and not (
+        isinstance(error, sqlite3.IntegrityError | sqlite3.ProgrammingError)
+    )
+
+
+class GroupBehind(Exception):
+    """A group's projections are behind its WAL and could not be caught up: its writes are
+    refused (they would not be visible) until a catch-up succeeds."""
+
+    def __init__(self, group_id: str, applied: int, head: int, cause: BaseException) -> None:
+        self.group_id = group_id
+        self.cause = cause
+        super().__init__(
+            f"group {group_id!r} is applied to seq {applied} but its WAL holds seq {head}, "
+            f"and catching up failed: {cause}. Nothing was written; catching up is tried again "
+            "at the next write"
+        )
+
+
+class CorruptEvent(Exception):
+    """An event stored in the WAL cannot be decoded: the group cannot be applied past it."""
+
+    def __init__(self, path: Path, group_id: str, seq: int, reason: str) -> None:
+        self.path = path
+        self.group_id = group_id
+        self.seq = seq
+        self.reason = reason
+        before = seq - 1
+        super().__init__(
+            f"{path} holds an unreadable event at seq {seq} of group {group_id!r} ({reason}); "
+            f"the group is applied only up to the events before it, and other groups are "
+            f"unaffected. Restore {path.name} from a backup, or keep the group at the last "
+            f"good event: `lcg replay --group {group_id} --to-seq {before} --force-clear` "
+            f"rebuilds it from seqs 1..{before} and holds it there (reads work, writes are "
+            "refused)"
+        )
+
+
+class LogBehindProjections(Exception):
+    """The WAL holds fewer events than the projections applied: it was lost or replaced."""
+
+    def __init__(
+        self,
+        wal: Path,
+        graph: Path,
+        behind: Sequence[tuple[str, int, int]],
+        derived: Sequence[Path] = (),
+    ) -> None:
+        self.wal = wal
+        self.graph = graph
+        self.behind = tuple(behind)  # (group, WAL head, applied seq)
+        group, head, applied = self.behind[0]
+        more = f" (and {len(self.behind) - 1} more groups)" if len(self.behind) > 1 else ""
+        aside = graph.parent / "lost-wal"
+        moved = " ".join(str(path) for path in (Path(f"{graph}*"), *derived))
+        holds = f"holds seq {head}" if head else "holds no events"
+        super().__init__(
+            f"{wal} {holds} for group {group!r} but the projections in {graph} "
+            f"applied seq {applied}{more}: the log is behind its projections (lost or "
+            "replaced?); nothing is written, since a new write would be hidden. Restore "
+            f"{wal.name} from a backup; or, if it is really lost, move the projections aside "
+            f"(`mkdir {aside} && mv {moved} {aside}/`) and open the workspace again: they are "
+            "rebuilt from what the log holds"
+        )
+
+
+# Every failure above: the CLI exits with EXIT_STORAGE, JSON-RPC answers STORAGE_ERROR.
+FAULTS = (StorageFailure, GroupBehind, CorruptEvent, LogBehindProjections)

@@ -1,0 +1,191 @@
+"""Fault injection on real files under real processes: a lost WAL, a full disk (issue 9, F1
+and F5; ADR 0019). Nothing acknowledged is lost or hidden; every failure names its file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lcg.interfaces.exit_codes import EXIT_STORAGE
+from lcg.interfaces.jsonrpc import STORAGE_ERROR, UNAVAILABLE
+from lcg.projections.wal.store import stream_id
+from tests.e2e.test_cli import lcg, said
+from tests.helpers.service_process import RpcClient, ServiceProcess
+
+pytestmark = pytest.mark.slow
+
+
+def add_episode(client: RpcClient, name: str, body: str | None = None) -> dict[str, Any]:
+    params = {"name": name, "episode_body": body or f"body of {name}", "group_id": "g"}
+    return client.call("knowledge_add_episode", params)
+
+
+def episode_names(client: RpcClient) -> list[str]:
+    result = client.result("knowledge_get_episodes", {"group_id": "g", "last_n": 50})
+    return sorted(e["name"] for e in result["episodes"])
+
+
+def remove_wal(workspace: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{workspace}/.lcg/wal.sqlite{suffix}").unlink(missing_ok=True)
+
+
+def test_f1_a_lost_wal_makes_the_cli_refuse_with_exit_7_and_ack_no_write(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    for name in ("e1", "e2"):
+        assert lcg(workspace, "add-episode", name, f"body of {name}", "-g", "g").returncode == 0
+    remove_wal(workspace)
+    result = lcg(workspace, "add-episode", "e3", "body of e3", "-g", "g")
+    assert (result.returncode, result.stdout) == (EXIT_STORAGE, "")
+    message = said(result.stderr)
+    assert f"{workspace}/.lcg/wal.sqlite holds no events for group 'g'" in message
+    assert "applied seq 2" in message
+    assert lcg(workspace, "status").returncode == EXIT_STORAGE
+    assert not (workspace / ".lcg" / "wal.sqlite").exists()
+
+
+def test_f1_a_server_over_a_lost_wal_starts_degraded_acks_no_write_and_the_recovery_works(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    first = ServiceProcess(workspace)
+    try:
+        assert first.wait_ready()["healthy"] is True, first.log
+        with first.connect() as client:
+            assert "result" in add_episode(client, "e1")
+            assert "result" in add_episode(client, "e2")
+    finally:
+        first.stop()
+    remove_wal(workspace)
+    degraded = ServiceProcess(workspace)
+    try:
+        health = degraded.wait_ready()
+        assert (health["healthy"], health["state"]) == (False, "degraded")
+        assert f"{workspace}/.lcg/wal.sqlite holds no events for group 'g'" in health["reason"]
+        with degraded.connect() as client:
+            status = client.result("knowledge_status")
+            assert status["degraded"] is True
+            assert "applied seq 2" in status["reason"]
+            assert add_episode(client, "e3")["error"]["code"] == UNAVAILABLE
+        recovery = health["reason"].split("`")[1]  # the command the message names, as written
+    finally:
+        degraded.stop()
+    subprocess.run(["sh", "-c", recovery], check=True)
+    recovered = ServiceProcess(workspace)
+    try:
+        assert recovered.wait_ready()["healthy"] is True, recovered.log
+        with recovered.connect() as client:
+            assert "result" in add_episode(client, "e3")
+            assert episode_names(client) == ["e3"]  # what the log holds, all of it visible
+    finally:
+        recovered.stop()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MiB tmpfs, unmounted afterwards; skipped where this process may not mount."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(
+        ["/bin/mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"a full disk needs a small tmpfs, and mount was refused: {done.stderr}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["/bin/umount", "-l", str(mount)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Write zeros until the filesystem refuses: a real ENOSPC for whatever comes next."""
+    filler = disk / "filler"
+    with filler.open("wb") as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+                os.fsync(out.fileno())
+        except OSError:
+            pass
+    return filler
+
+
+def test_f5_after_a_full_disk_the_group_catches_up_and_takes_writes_again(
+    tmp_path: Path, small_disk: Path
+) -> None:
+    """The projection database lives on a small tmpfs (the WAL does not): the disk fills
+    under a running server, a write fails naming the file, and once space returns the next
+    write succeeds and everything the WAL holds is visible, without a restart."""
+    workspace = tmp_path / "ws"
+    first = ServiceProcess(workspace)
+    try:
+        assert first.wait_ready()["healthy"] is True, first.log
+        with first.connect() as client:
+            assert "result" in add_episode(client, "e1")
+    finally:
+        first.stop()
+    graph = workspace / ".lcg" / "graph.sqlite"
+    shutil.move(graph, small_disk / "graph.sqlite")
+    graph.symlink_to(small_disk / "graph.sqlite")
+    server = ServiceProcess(workspace)
+    try:
+        assert server.wait_ready()["healthy"] is True, server.log
+        with server.connect() as client:
+            filler = fill(small_disk)
+            big = " ".join(f"word{n} text{n * 7} term{n * 13}" for n in range(20_000))
+            failed = add_episode(client, "e2", big)["error"]
+            assert failed["code"] == STORAGE_ERROR, failed
+            assert str(small_disk / "graph.sqlite") in failed["message"]
+            assert "full" in failed["message"]
+            health = client.result("health_check")
+            assert (health["state"], health["serving"]) == ("degraded", True)
+            filler.unlink()  # space returns
+            assert "result" in add_episode(client, "e3")
+            wal = client.result("knowledge_status")["wal_groups"]["g"]
+            assert wal["applied_seq"] == wal["max_seq"]
+            durable = "durable in the WAL" in failed["message"]
+            assert episode_names(client) == (["e1", "e2", "e3"] if durable else ["e1", "e3"])
+            assert client.result("health_check")["healthy"] is True
+    finally:
+        server.stop()
+
+
+def test_f4_a_corrupted_event_is_named_by_the_cli_and_its_replay_command_works_as_written(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    state = workspace / ".lcg"
+    for group, name in (("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1")):
+        assert lcg(workspace, "add-episode", name, f"body of {name}", "-g", group).returncode == 0
+    with sqlite3.connect(state / "wal.sqlite") as conn:
+        conn.execute(
+            "UPDATE stored_events SET state=x'ff00fe' WHERE originator_id=?"
+            " AND originator_version=2",
+            (stream_id("a").hex,),
+        )
+    aside = state / "aside"
+    aside.mkdir()
+    for path in [*state.glob("graph.sqlite*"), state / "vectors"]:
+        path.rename(aside / path.name)  # the next open applies every event from the WAL
+    refused = lcg(workspace, "add-episode", "a4", "body of a4", "-g", "a")
+    assert refused.returncode == EXIT_STORAGE
+    message = said(refused.stderr)
+    assert f"{state}/wal.sqlite holds an unreadable event at seq 2 of group 'a'" in message
+    assert lcg(workspace, "add-episode", "b2", "body of b2", "-g", "b").returncode == 0
+    command = message.split("`")[1]
+    assert command == "lcg replay --group a --to-seq 1 --force-clear"
+    replayed = lcg(workspace, *command.split()[1:])
+    assert replayed.returncode == 0, replayed.stderr
+    assert "pinned at seq 1" in said(replayed.stdout)
