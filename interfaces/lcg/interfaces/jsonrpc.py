@@ -15,6 +15,7 @@ import orjson
 from lcg.domain.errors import Conflict, DomainError, InvalidParams, NotFound
 from lcg.interfaces.operations import UnknownMethod
 from lcg.interfaces.workspace import WorkspaceClosed
+from lcg.projections.damage import DamagedFile
 from lcg.projections.runner import ProjectionError
 from lcg.projections.wal.lease import WorkspaceBusy
 
@@ -79,7 +80,7 @@ def error_from_exception(error: BaseException) -> RpcError:
         return RpcError(SERVER_ERROR, error.message, data)
     if isinstance(error, ProjectionError):
         return RpcError(SERVER_ERROR, f"projection error: {error}", {"kind": "projection_error"})
-    if isinstance(error, WorkspaceBusy | WorkspaceClosed):
+    if isinstance(error, WorkspaceBusy | WorkspaceClosed | DamagedFile):
         return unavailable(str(error))
     log.error("unexpected failure", exc_info=error)
     return RpcError(

@@ -15,7 +15,9 @@ from typing import Self
 from lcg.commands.writer import Writer
 from lcg.domain.events import EventCodec
 from lcg.interfaces.config import Settings
-from lcg.projections import registry
+from lcg.interfaces.graph_file import open_graph
+from lcg.projections import damage
+from lcg.projections.damage import DamagedFile, Repair
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.embedding.port import CountingEmbedder, Embedder
@@ -77,6 +79,9 @@ class Workspace:
         self._stack = ExitStack()
         self.embedder = CountingEmbedder(embedder or MiniLmEmbedder(threads=settings.embed_threads))
         self.caught_up = 0
+        self.repairs: list[Repair] = []  # damaged files set aside and rebuilt by this open
+        self.damaged: DamagedFile | None = None  # met by a read since; repaired at next open
+        self._cache_repairs_at_open = 0
 
     def open(self) -> Self:
         """Take the lease, open the WAL, install the projections and apply any WAL tail.
@@ -100,11 +105,13 @@ class Workspace:
             stack.callback(self._close_readers)
             self._log = EventLog(self.settings.wal_path, EventCodec(), self.settings.durability)
             stack.callback(self._release, "_log", self._log.close)
-            conn = schema.connect(str(self.settings.graph_path))
-            stack.callback(self._release, "_runner", conn.close)
-            self._runner = ProjectionRunner(conn, self._log, registry.projections())
+            graph = open_graph(self.settings, self._log, self.clock, read_only=self.read_only)
+            stack.callback(self._release, "_runner", graph.runner.conn.close)
+            self._runner = graph.runner
+            self.caught_up = graph.caught_up
+            self.repairs.extend(graph.repairs)
             if not self.read_only:
-                self._open_for_writing(conn)
+                self._open_for_writing(graph.runner.conn)
         except BaseException:
             self.close()
             raise
@@ -112,9 +119,9 @@ class Workspace:
 
     def _open_for_writing(self, conn: sqlite3.Connection) -> None:
         stack, runner = self._stack, self.runner
-        runner.install()
-        self.caught_up = runner.catch_up()
-        cache = EmbeddingCache(self.settings.embeddings_path, self.embedder)
+        cache = EmbeddingCache(self.settings.embeddings_path, self.embedder, self.clock)
+        self.repairs.extend(cache.repairs)
+        self._cache_repairs_at_open = len(cache.repairs)
         self._cache = cache
         stack.callback(self._release, "_cache", cache.close)
         vectors = VectorIndex(
@@ -122,8 +129,10 @@ class Workspace:
             cache,
             checkpoint_every=self.settings.vector_checkpoint_every,
             ivf_threshold=self.settings.vector_ivf_threshold,
+            clock=self.clock,
         )
         vectors.open(conn)
+        self.repairs.extend(vectors.repairs)
         self._vectors = vectors
         stack.callback(self._release, "_vectors", vectors.checkpoint)
         text = TextScorer(
@@ -131,8 +140,10 @@ class Workspace:
             TOKENIZER,
             TEXT_TABLES,
             checkpoint_every=self.settings.vector_checkpoint_every,
+            clock=self.clock,
         )
         text.open(conn)
+        self.repairs.extend(text.repairs)
         self._text = text
         stack.callback(self._release, "_text", lambda: self._checkpoint_text(text, conn))
         self._pool = stack.enter_context(
@@ -143,6 +154,32 @@ class Workspace:
         stack.callback(setattr, self, "_writer", None)
         self._writer.listeners.append(vectors)
         self._writer.listeners.append(text)
+
+    def met_corruption(self, error: BaseException) -> DamagedFile:
+        """A read or write met corruption in graph.sqlite: refuse further writes and have the
+        next open set the file aside and rebuild it (ADR 0020)."""
+        path = self.settings.graph_path
+        if self.damaged is None:
+            if damage.sqlite_problem(self.settings.wal_path) is not None:
+                raise error  # the WAL's own damage is not a projection's (ADR 0019)
+            self.damaged = DamagedFile(path, str(error))
+            log.error("%s is damaged (%s): writes refused until it is rebuilt", path, error)
+            if not self.read_only:
+                damage.record_damage(self.settings.state_dir, path, str(error))
+        return self.damaged
+
+    def damaged_files(self) -> list[Repair]:
+        """Files known damaged now (a read met corruption), waiting for the next open."""
+        if self.damaged is None:
+            return []
+        action = "writes refused; set aside and rebuilt from the WAL at the next open"
+        path, problem = self.damaged.path, self.damaged.problem
+        return [Repair(file=str(path), problem=problem, action=action, set_aside_as=None)]
+
+    def cache_repairs(self) -> list[Repair]:
+        """Damage the embedding cache found and mended since it opened (rows, its file)."""
+        cache = self._cache
+        return [] if cache is None else cache.repairs[self._cache_repairs_at_open :]
 
     def _release(self, attribute: str, release: Callable[[], object]) -> None:
         """Forget a resource, then release it (a failed release still forgets it)."""
@@ -158,6 +195,8 @@ class Workspace:
 
     @property
     def writer(self) -> Writer:
+        if self.damaged is not None:
+            raise self.damaged
         if self._writer is None:
             raise WorkspaceClosed("the workspace is not open for writing")
         return self._writer
