@@ -90,32 +90,47 @@ class Workspace:
         open) releases exactly what was opened, in reverse order, even if one release fails.
         """
         self.settings.state_dir.mkdir(parents=True, exist_ok=True)
-        stack = self._stack
         try:
-            if not self.read_only:
-                lease = WriterLease(
-                    self.settings.lease_path,
-                    self._command,
-                    self.clock(),
-                    attach_hint(self.settings),
-                )
-                lease.acquire()
-                self._lease = lease
-                stack.callback(self._release, "_lease", lease.release)
-            stack.callback(self._close_readers)
-            self._log = EventLog(self.settings.wal_path, EventCodec(), self.settings.durability)
-            stack.callback(self._release, "_log", self._log.close)
-            graph = open_graph(self.settings, self._log, self.clock, read_only=self.read_only)
-            stack.callback(self._release, "_runner", graph.runner.conn.close)
-            self._runner = graph.runner
-            self.caught_up = graph.caught_up
-            self.repairs.extend(graph.repairs)
-            if not self.read_only:
-                self._open_for_writing(graph.runner.conn)
-        except BaseException:
+            self._open()
+        except BaseException as error:
             self.close()
-            raise
+            if self.read_only or not self._blames_graph(error):
+                raise
+            # the open met damage quick_check cannot see (a row's bytes): once more, without it
+            damage.record_damage(self.settings.state_dir, self.settings.graph_path, str(error))
+            try:
+                self._open()
+            except BaseException:
+                self.close()
+                raise
         return self
+
+    def _open(self) -> None:
+        stack = self._stack
+        if not self.read_only:
+            lease = WriterLease(
+                self.settings.lease_path,
+                self._command,
+                self.clock(),
+                attach_hint(self.settings),
+            )
+            lease.acquire()
+            self._lease = lease
+            stack.callback(self._release, "_lease", lease.release)
+        stack.callback(self._close_readers)
+        self._log = EventLog(self.settings.wal_path, EventCodec(), self.settings.durability)
+        stack.callback(self._release, "_log", self._log.close)
+        graph = open_graph(self.settings, self._log, self.clock, read_only=self.read_only)
+        stack.callback(self._release, "_runner", graph.runner.conn.close)
+        self._runner = graph.runner
+        self.caught_up = graph.caught_up
+        self.repairs.extend(graph.repairs)
+        if not self.read_only:
+            self._open_for_writing(graph.runner.conn)
+
+    def _blames_graph(self, error: BaseException) -> bool:
+        """Corruption met while opening, in graph.sqlite rather than the WAL."""
+        return damage.is_corruption(error) and damage.sqlite_problem(self.settings.wal_path) is None
 
     def _open_for_writing(self, conn: sqlite3.Connection) -> None:
         stack, runner = self._stack, self.runner
