@@ -18,7 +18,7 @@ from lcg.interfaces.jsonrpc import JsonObject, error_from_exception, unavailable
 from lcg.interfaces.params import NoParams, parse
 from lcg.interfaces.tools.admin import CloseResult
 from lcg.interfaces.workspace import Workspace
-from lcg.projections.damage import DamagedFile, is_corruption
+from lcg.projections.damage import DamagedFile, is_corruption, sqlite_problem
 from lcg.projections.runner import Progress
 
 HEALTH_CHECK = "health_check"
@@ -168,10 +168,12 @@ class Service:
 
 def recovery_for(settings: Settings, error: BaseException) -> list[str]:
     """What an operator can do when the workspace did not open (knowledge_status)."""
-    if isinstance(error, DamagedFile) or is_corruption(error):
-        return [
-            f"rebuild_from_wal: stop the service, move {settings.graph_path.name} (and any file"
-            f" the reason names other than {settings.wal_path.name}) out of"
-            f" {settings.state_dir}, and start it again: it is rebuilt from the WAL",
-        ]
-    return []
+    if not (isinstance(error, DamagedFile) or is_corruption(error)):
+        return []
+    if sqlite_problem(settings.wal_path) is not None:
+        return []  # the WAL is the truth and cannot be rebuilt (ADR 0019 says what can be done)
+    return [
+        f"rebuild_from_wal: restart the service; {settings.graph_path.name} is then set aside"
+        f" and rebuilt from {settings.wal_path.name} (if it fails again, move every file of"
+        f" {settings.state_dir} but {settings.wal_path.name} and writer.lock aside first)"
+    ]

@@ -179,8 +179,10 @@ class Workspace:
                 raise error  # the WAL's own damage is not a projection's (ADR 0019)
             self.damaged = DamagedFile(path, str(error))
             log.error("%s is damaged (%s): writes refused until it is rebuilt", path, error)
-            if not self.read_only:
+            try:  # a read-only open records it too: only the marker is written, never the graph
                 damage.record_damage(self.settings.state_dir, path, str(error))
+            except OSError:
+                log.exception("could not record the damage of %s", path)
         return self.damaged
 
     def damaged_files(self) -> list[Repair]:
