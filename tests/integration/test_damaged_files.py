@@ -18,8 +18,10 @@ from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
+from lcg.projections import checksummed
 from lcg.projections.damage import DamagedFile
-from lcg.projections.embedding.port import Embedder
+from lcg.projections.embedding.cache import EmbeddingCache, text_hash
+from lcg.projections.embedding.port import CountingEmbedder, Embedder
 from lcg.projections.vectors.index import Hit
 from tests.conftest import make_workspace
 from tests.helpers import damage
@@ -215,3 +217,46 @@ def test_f3_a_damaged_row_the_open_reads_sets_the_graph_aside_and_rebuilds_it(
         assert _visible(ws) == acked
         nodes = {n["name"]: n for n in _call(ws, "knowledge_list_entities")["nodes"]}
         assert nodes["entity 3"]["summary"] == "topic 3 summary"
+
+
+def test_a_cache_written_before_row_checksums_keeps_its_vectors_and_gains_checksums(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    path = tmp_path / "embeddings.sqlite"
+    (vector,) = embedder.embed(["an old cached text"])
+    with sqlite3.connect(path) as conn:  # the layout before ADR 0020
+        conn.execute(
+            "CREATE TABLE embeddings (contract TEXT NOT NULL, text_hash BLOB NOT NULL, vector BLOB"
+            " NOT NULL, PRIMARY KEY (contract, text_hash)) WITHOUT ROWID"
+        )
+        conn.execute(
+            "INSERT INTO embeddings VALUES (?, ?, ?)",
+            (embedder.contract.key, text_hash("an old cached text"), vector.tobytes()),
+        )
+    counting = CountingEmbedder(embedder)
+    cache = EmbeddingCache(path, counting)
+    try:
+        assert np.array_equal(cache.embed(["an old cached text"])[0], vector)
+        assert counting.texts == 0  # read from the cache, not embedded again
+        assert cache.repairs == []
+    finally:
+        cache.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM embeddings WHERE checksum IS NULL"
+        ).fetchone() == (0,)
+
+
+def test_a_faiss_file_written_before_checksums_is_rebuilt_from_the_catalog_without_a_report(
+    settings: Settings, embedder: Embedder
+) -> None:
+    _seed(settings, embedder)
+    with make_workspace(settings, embedder) as ws:
+        before = _vector_hits(ws)
+    (index_file,) = settings.vectors_dir.rglob("*-entity.faiss")
+    sealed = checksummed.read(index_file)
+    index_file.write_bytes(sealed.payload)  # what faiss.write_index wrote before ADR 0020
+    with make_workspace(settings, embedder) as ws:
+        assert _repaired_files(ws) == []
+        assert _vector_hits(ws) == before
+    assert checksummed.read(index_file).generation == sealed.generation  # rewritten at close
