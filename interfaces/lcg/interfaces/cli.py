@@ -37,8 +37,9 @@ from lcg.interfaces.exit_codes import (
     EXIT_REFUSED,
     EXIT_STORAGE,
 )
+from lcg.interfaces.graph_file import ForeignProjections
 from lcg.interfaces.private_files import PRIVATE_UMASK
-from lcg.interfaces.workspace import ForeignProjections, Workspace
+from lcg.interfaces.workspace import Workspace
 from lcg.projections.faults import FAULTS
 from lcg.projections.runner import ProjectionError
 from lcg.projections.wal.lease import WorkspaceBusy

@@ -13,8 +13,10 @@ from typing import Any
 import orjson
 
 from lcg.domain.errors import Conflict, DomainError, InvalidParams, NotFound
+from lcg.interfaces.graph_file import ForeignProjections
 from lcg.interfaces.operations import UnknownMethod
-from lcg.interfaces.workspace import ForeignProjections, WorkspaceClosed
+from lcg.interfaces.workspace import WorkspaceClosed
+from lcg.projections.damage import DamagedFile
 from lcg.projections.faults import (
     CorruptEvent,
     GroupBehind,
@@ -87,7 +89,7 @@ def error_from_exception(error: BaseException) -> RpcError:
         return RpcError(SERVER_ERROR, error.message, data)
     if isinstance(error, ProjectionError):
         return RpcError(SERVER_ERROR, f"projection error: {error}", {"kind": "projection_error"})
-    if isinstance(error, WorkspaceBusy | WorkspaceClosed):
+    if isinstance(error, WorkspaceBusy | WorkspaceClosed | DamagedFile):
         return unavailable(str(error))
     log.error("unexpected failure", exc_info=error)
     return RpcError(

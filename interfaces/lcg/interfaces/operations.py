@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -19,7 +20,8 @@ from lcg.domain.errors import InvalidParams
 from lcg.interfaces.app import App
 from lcg.interfaces.params import NoParams, P, Params, parse
 from lcg.interfaces.tools import admin, episodes, graph, search
-from lcg.projections.runner import Progress
+from lcg.projections.damage import is_corruption
+from lcg.projections.runner import Progress, ProjectionError
 
 R = TypeVar("R", bound=Mapping[str, object])
 
@@ -56,8 +58,16 @@ class Operation(Generic[P, R]):
     def call(
         self, app: App, raw: dict[str, Any] | None, progress: Progress | None = None
     ) -> dict[str, Any]:
-        """Validate `raw` against the params model and run the tool."""
-        return dict(self.run(app.with_progress(progress), parse(self.params, raw)))
+        """Validate `raw` against the params model and run the tool.
+
+        An SQLite error that means damaged bytes is not passed on as an answer: the workspace
+        refuses writes from then on and the next open rebuilds the file (ADR 0020)."""
+        try:
+            return dict(self.run(app.with_progress(progress), parse(self.params, raw)))
+        except (sqlite3.DatabaseError, ProjectionError) as error:
+            if not is_corruption(error):
+                raise
+            raise app.workspace.met_corruption(error) from error
 
 
 AnyOperation = Operation[Params, Mapping[str, object]]

@@ -18,6 +18,7 @@ from lcg.interfaces.jsonrpc import JsonObject, error_from_exception, unavailable
 from lcg.interfaces.params import NoParams, parse
 from lcg.interfaces.tools.admin import CloseResult
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.damage import DamagedFile, is_corruption, sqlite_problem
 from lcg.projections.runner import Progress
 
 HEALTH_CHECK = "health_check"
@@ -40,6 +41,8 @@ class Service:
         self.closing = threading.Event()  # set once knowledge_close has been answered
         self._workspace: Workspace | None = None
         self._app: App | None = None
+        self._lock = threading.Lock()  # state changes of a repair against close
+        self.recovery: list[str] = []  # what can be done while degraded (knowledge_status)
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -52,11 +55,13 @@ class Service:
             workspace = Workspace(self.settings, command=self.command).open()
         except Exception as error:  # noqa: BLE001 (any failure to open is the degraded state)
             self.reason = str(error)
+            self.recovery = recovery_for(self.settings, error)
             self.state = "degraded"
             log.warning("workspace did not open; serving in degraded mode: %s", error)
             return self.state
         self._workspace = workspace
         self._app = App(workspace)
+        self.recovery = []
         self.state = "healthy"
         return self.state
 
@@ -94,6 +99,9 @@ class Service:
             return self._call_unready(method, params)
         try:
             result = operations.dispatch(app, method, params, progress)
+        except DamagedFile as error:
+            self._repair(error)
+            raise error_from_exception(error) from error
         except Exception as error:
             raise error_from_exception(error) from error
         if method == CLOSE:
@@ -115,6 +123,30 @@ class Service:
             raise error_from_exception(operations.UnknownMethod(method))
         raise unavailable(self.reason or self.state)
 
+    def _repair(self, damaged: DamagedFile) -> None:
+        """A call met a damaged graph.sqlite: stop serving it at once (nothing more is acked
+        into it) and rebuild it now, on a thread, by closing and opening the workspace again
+        (the open sets the file aside and replays the WAL, ADR 0020)."""
+        with self._lock:
+            workspace = self._workspace
+            if self.state != "healthy" or workspace is None:
+                return
+            self.state = "degraded"
+            self.reason = f"{damaged}; rebuilding it now"
+            self.recovery = [
+                f"automatic: {damaged.path.name} is being set aside and rebuilt from the WAL;"
+                " health_check answers healthy when it is done"
+            ]
+            self._workspace, self._app = None, None
+        threading.Thread(target=self._reopen, args=(workspace,), name="lcg-repair").start()
+
+    def _reopen(self, workspace: Workspace) -> None:
+        workspace.close()
+        with self._lock:
+            if self.closing.is_set():
+                return
+            self.start()
+
     def _begin_closing(self) -> None:
         if self.state == "healthy":
             self.reason = "knowledge_close was called; the service is shutting down"
@@ -130,7 +162,7 @@ class Service:
             "connected": False,
             "queryable": False,
             "initializing": self.state == "initializing",
-            "recovery_available": [],
+            "recovery_available": list(self.recovery),
             "cross_group_pointers": None,
             "database_path": str(self.settings.graph_path),
             "wal_path": str(self.settings.wal_path),
@@ -138,8 +170,22 @@ class Service:
 
     def close(self) -> None:
         """Release the workspace (its lease, connections and files); idempotent."""
-        workspace, self._workspace, self._app = self._workspace, None, None
+        with self._lock:
+            workspace, self._workspace, self._app = self._workspace, None, None
         if workspace is not None:
             workspace.close()
         if self.state != "degraded":
             self.state = "closing"
+
+
+def recovery_for(settings: Settings, error: BaseException) -> list[str]:
+    """What an operator can do when the workspace did not open (knowledge_status)."""
+    if not (isinstance(error, DamagedFile) or is_corruption(error)):
+        return []
+    if sqlite_problem(settings.wal_path) is not None:
+        return []  # the WAL is the truth and cannot be rebuilt (ADR 0019 says what can be done)
+    return [
+        f"rebuild_from_wal: restart the service; {settings.graph_path.name} is then set aside"
+        f" and rebuilt from {settings.wal_path.name} (if it fails again, move every file of"
+        f" {settings.state_dir} but {settings.wal_path.name} and writer.lock aside first)"
+    ]

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, closing
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -18,19 +17,15 @@ from lcg.commands.writer import Writer
 from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
 from lcg.interfaces.config import Settings
+from lcg.interfaces.graph_file import open_graph, refuse_if_the_log_is_lost
 from lcg.interfaces.private_files import DIR_MODE, make_private
-from lcg.projections import registry
+from lcg.projections import damage
+from lcg.projections.damage import DamagedFile, Repair
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.embedding.port import CountingEmbedder, Embedder
-from lcg.projections.faults import LogBehindProjections
 from lcg.projections.graph import schema
-from lcg.projections.runner import (
-    ProjectionRunner,
-    applied_seqs,
-    behind_log,
-    recorded_wal_identity,
-)
+from lcg.projections.runner import ProjectionRunner
 from lcg.projections.text.scorer import TextScorer
 from lcg.projections.text.tables import TEXT_TABLES, TOKENIZER
 from lcg.projections.vectors.index import VectorIndex
@@ -55,10 +50,6 @@ def attach_hint(settings: Settings) -> str:
 
 class WorkspaceClosed(Exception):
     """The workspace was used after close()."""
-
-
-class ForeignProjections(Exception):
-    """A read-only open met projections built from another WAL (the writer sets them aside)."""
 
 
 class Workspace:
@@ -93,6 +84,9 @@ class Workspace:
         self.caught_up = 0
         self.set_aside: list[Path] = []  # projection files of another WAL, renamed at open
         self.catch_up_failures: dict[GroupId, Exception] = {}
+        self.repairs: list[Repair] = []  # damaged files set aside and rebuilt by this open
+        self.damaged: DamagedFile | None = None  # met by a read since; repaired at next open
+        self._cache_repairs_at_open = 0
 
     def open(self) -> Self:
         """Take the lease, open the WAL, install the projections and apply any WAL tail.
@@ -101,36 +95,46 @@ class Workspace:
         open) releases exactly what was opened, in reverse order, even if one release fails.
         """
         self._make_private()
-        stack = self._stack
         try:
-            if not self.read_only:
-                lease = WriterLease(
-                    self.settings.lease_path,
-                    self._command,
-                    self.clock(),
-                    attach_hint(self.settings),
-                )
-                lease.acquire()
-                self._lease = lease
-                stack.callback(self._release, "_lease", lease.release)
-            stack.callback(self._close_readers)
-            self._refuse_if_the_log_is_lost()
-            self._log = EventLog(self.settings.wal_path, EventCodec(), self.settings.durability)
-            stack.callback(self._release, "_log", self._log.close)
-            recorded = self._recorded_identity(self._log.identity)
-            conn = schema.connect(str(self.settings.graph_path))
-            stack.callback(self._release, "_runner", conn.close)
-            self._runner = ProjectionRunner(conn, self._log, registry.projections())
-            self._refuse_if_behind(behind_log(conn, self._log.heads()))
-            if not self.read_only:
-                self._runner.install()
-                if recorded is None:
-                    self._runner.record_wal_identity(self._log.identity)
-                self._open_for_writing(conn)
-        except BaseException:
+            self._open()
+        except BaseException as error:
             self.close()
-            raise
+            if self.read_only or not self._blames_graph(error):
+                raise
+            # the open met damage quick_check cannot see (a row's bytes): once more, without it
+            damage.record_damage(self.settings.state_dir, self.settings.graph_path, str(error))
+            try:
+                self._open()
+            except BaseException:
+                self.close()
+                raise
         return self
+
+    def _open(self) -> None:
+        stack = self._stack
+        if not self.read_only:
+            lease = WriterLease(
+                self.settings.lease_path,
+                self._command,
+                self.clock(),
+                attach_hint(self.settings),
+            )
+            lease.acquire()
+            self._lease = lease
+            stack.callback(self._release, "_lease", lease.release)
+        stack.callback(self._close_readers)
+        refuse_if_the_log_is_lost(self.settings)
+        self._log = EventLog(self.settings.wal_path, EventCodec(), self.settings.durability)
+        stack.callback(self._release, "_log", self._log.close)
+        graph = open_graph(self.settings, self._log, self.clock, read_only=self.read_only)
+        stack.callback(self._release, "_runner", graph.runner.conn.close)
+        self._runner = graph.runner
+        self.caught_up = graph.caught_up
+        self.repairs.extend(graph.repairs)
+        self.set_aside.extend(graph.set_aside)
+        self.catch_up_failures = graph.catch_up_failures
+        if not self.read_only:
+            self._open_for_writing(graph.runner.conn)
 
     def _make_private(self) -> None:
         """F7: the state directory is 0700 and its files 0600 (an older one is tightened)."""
@@ -140,64 +144,15 @@ class Workspace:
         for change in make_private(self.settings.state_dir):
             log.warning("tightened the permissions of %s (memory is its owner's alone)", change)
 
-    def _refuse_if_the_log_is_lost(self) -> None:
-        """A missing or empty WAL beside applied projections: refused before a new WAL is made
-        (one with a new identity would make the projections look foreign at the next open)."""
-        graph = self.settings.graph_path
-        if EventLog.holds_anything(self.settings.wal_path) or not graph.exists():
-            return
-        with closing(schema.connect(str(graph), read_only=True)) as peek:
-            applied = applied_seqs(peek)
-        self._refuse_if_behind([(group, 0, seq) for group, seq in sorted(applied.items()) if seq])
-
-    def _refuse_if_behind(self, behind: list[tuple[str, int, int]]) -> None:
-        if behind:
-            settings = self.settings
-            raise LogBehindProjections(
-                settings.wal_path, settings.graph_path, behind, (settings.vectors_dir,)
-            )
-
-    def _recorded_identity(self, identity: str) -> str | None:
-        """The WAL identity the projection database records; one of another WAL is set aside
-        (with the FAISS files derived from it) so that the projections are rebuilt from this
-        WAL. None when none is recorded (a new database, or one from before identities)."""
-        graph = self.settings.graph_path
-        if not graph.exists():
-            return None
-        with closing(schema.connect(str(graph), read_only=True)) as peek:
-            recorded = recorded_wal_identity(peek)
-        if recorded is None or recorded == identity:
-            return recorded
-        if self.read_only:
-            raise ForeignProjections(
-                f"{graph} was built from another WAL (identity {recorded}, this WAL is "
-                f"{identity}); the next writer to open the workspace sets it aside"
-            )
-        stamp = self.clock().strftime("%Y%m%dT%H%M%S.%fZ")
-        for path in (graph, self.settings.vectors_dir):
-            for suffix in ("", "-wal", "-shm") if path == graph else ("",):
-                source = Path(f"{path}{suffix}")
-                if source.exists():
-                    target = Path(f"{path}.foreign-{stamp}{suffix}")
-                    os.replace(source, target)
-                    self.set_aside.append(target)
-        log.warning(
-            "%s was built from another WAL (identity %s, %s is %s): set aside as %s; the "
-            "projections are rebuilt from the WAL",
-            graph,
-            recorded,
-            self.settings.wal_path,
-            identity,
-            ", ".join(str(path) for path in self.set_aside),
-        )
-        return None
+    def _blames_graph(self, error: BaseException) -> bool:
+        """Corruption met while opening, in graph.sqlite rather than the WAL."""
+        return damage.is_corruption(error) and damage.sqlite_problem(self.settings.wal_path) is None
 
     def _open_for_writing(self, conn: sqlite3.Connection) -> None:
         stack, runner = self._stack, self.runner
-        self.caught_up, self.catch_up_failures = runner.catch_up_each()
-        for group, error in self.catch_up_failures.items():
-            log.error("group %r could not be caught up from the WAL: %s", group, error)
-        cache = EmbeddingCache(self.settings.embeddings_path, self.embedder)
+        cache = EmbeddingCache(self.settings.embeddings_path, self.embedder, self.clock)
+        self.repairs.extend(cache.repairs)
+        self._cache_repairs_at_open = len(cache.repairs)
         self._cache = cache
         stack.callback(self._release, "_cache", cache.close)
         vectors = VectorIndex(
@@ -205,8 +160,10 @@ class Workspace:
             cache,
             checkpoint_every=self.settings.vector_checkpoint_every,
             ivf_threshold=self.settings.vector_ivf_threshold,
+            clock=self.clock,
         )
         vectors.open(conn)
+        self.repairs.extend(vectors.repairs)
         self._vectors = vectors
         stack.callback(self._release, "_vectors", vectors.checkpoint)
         text = TextScorer(
@@ -214,8 +171,10 @@ class Workspace:
             TOKENIZER,
             TEXT_TABLES,
             checkpoint_every=self.settings.vector_checkpoint_every,
+            clock=self.clock,
         )
         text.open(conn)
+        self.repairs.extend(text.repairs)
         self._text = text
         stack.callback(self._release, "_text", lambda: self._checkpoint_text(text, conn))
         self._pool = stack.enter_context(
@@ -233,6 +192,34 @@ class Workspace:
     def faults(self) -> list[str]:
         """What keeps this open workspace from taking writes (empty when it is healthy)."""
         return [] if self._writer is None else self._writer.faults()
+
+    def met_corruption(self, error: BaseException) -> DamagedFile:
+        """A read or write met corruption in graph.sqlite: refuse further writes and have the
+        next open set the file aside and rebuild it (ADR 0020)."""
+        path = self.settings.graph_path
+        if self.damaged is None:
+            if damage.sqlite_problem(self.settings.wal_path) is not None:
+                raise error  # the WAL's own damage is not a projection's (ADR 0019)
+            self.damaged = DamagedFile(path, str(error))
+            log.error("%s is damaged (%s): writes refused until it is rebuilt", path, error)
+            try:  # a read-only open records it too: only the marker is written, never the graph
+                damage.record_damage(self.settings.state_dir, path, str(error))
+            except OSError:
+                log.exception("could not record the damage of %s", path)
+        return self.damaged
+
+    def damaged_files(self) -> list[Repair]:
+        """Files known damaged now (a read met corruption), waiting for the next open."""
+        if self.damaged is None:
+            return []
+        action = "writes refused; set aside and rebuilt from the WAL at the next open"
+        path, problem = self.damaged.path, self.damaged.problem
+        return [Repair(file=str(path), problem=problem, action=action, set_aside_as=None)]
+
+    def cache_repairs(self) -> list[Repair]:
+        """Damage the embedding cache found and mended since it opened (rows, its file)."""
+        cache = self._cache
+        return [] if cache is None else cache.repairs[self._cache_repairs_at_open :]
 
     def _release(self, attribute: str, release: Callable[[], object]) -> None:
         """Forget a resource, then release it. A failed release (a full disk, a read-only
@@ -258,6 +245,8 @@ class Workspace:
 
     @property
     def writer(self) -> Writer:
+        if self.damaged is not None:
+            raise self.damaged
         if self._writer is None:
             raise WorkspaceClosed("the workspace is not open for writing")
         return self._writer

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal, TypedDict
 
 from lcg.domain.ids import DEFAULT_GROUP
+from lcg.projections.damage import Repair
 from lcg.projections.graph import reader
 from lcg.projections.runner import GroupPosition, read_positions
 from lcg.projections.wal.store import EventLog
@@ -56,10 +58,12 @@ class Embedding(TypedDict):
 
 
 class Derived(TypedDict):
-    """State of the indexes that live outside the projection database."""
+    """State of the indexes that live outside the projection database, and of the files."""
 
     vector_count: int | None
     index_error: str | None
+    repaired: list[Repair]  # damaged files set aside and rebuilt (at open or since)
+    damaged_files: list[Repair]  # damaged now, rebuilt at the next open (ADR 0020)
 
 
 class Status(TypedDict):
@@ -86,6 +90,9 @@ class Status(TypedDict):
     projection_error: str | None
     degraded: bool
     reason: str | None
+    repaired: list[Repair]
+    damaged_files: list[Repair]
+    recovery_available: list[str]
 
 
 def hydration_status(applied: int | None, max_seq: int | None) -> Hydration:
@@ -159,6 +166,13 @@ def status(
         projection_error=projection_error,
         degraded=bool(faults),
         reason="; ".join(faults) or None,
+        repaired=derived["repaired"],
+        damaged_files=derived["damaged_files"],
+        recovery_available=[
+            f"rebuild_from_wal: {Path(d['file']).name} is set aside and rebuilt from the WAL"
+            " at the next open of the workspace (restart the service)"
+            for d in derived["damaged_files"]
+        ],
     )
 
 

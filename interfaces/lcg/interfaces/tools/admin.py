@@ -51,12 +51,18 @@ def status(app: App, _: NoParams) -> status_query.Status:
     ws = app.workspace
     contract = ws.embedder.contract
     embedding = status_query.Embedding(kind=contract.kind, model=contract.model, dim=contract.dim)
-    if ws.read_only:
-        derived = status_query.Derived(vector_count=None, index_error=None)
+    repaired = [*ws.repairs, *ws.cache_repairs()]
+    if ws.read_only or ws.damaged is not None:
+        derived = status_query.Derived(
+            vector_count=None, index_error=None, repaired=repaired, damaged_files=ws.damaged_files()
+        )
         failure = None
     else:
         derived = status_query.Derived(
-            vector_count=ws.vectors.count(), index_error=ws.writer.listener_failure
+            vector_count=ws.vectors.count(),
+            index_error=ws.writer.listener_failure,
+            repaired=repaired,
+            damaged_files=[],
         )
         failure = ws.runner.failure
     return status_query.status(

@@ -13,23 +13,27 @@ the same transaction as every FTS5 row it inserts, replaces or deletes; this sco
 that log after each commit, checkpoints itself to `.lcg/text-scorer.npz` (temp file +
 rename) with the last change it applied, prunes the log up to there, and at start loads the
 file and applies the tail. A missing, corrupt or foreign file (another `generation` of the
-graph database) is rebuilt from the FTS5 tables.
+graph database) is rebuilt from the FTS5 tables; the file carries a sha256 (`checksummed`), and
+one whose bytes changed is set aside, reported and rebuilt (ADR 0020).
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import math
-import os
 import sqlite3
 import threading
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from lcg.projections import checksummed
+from lcg.projections.damage import Repair, report, set_aside
 from lcg.projections.text.postings import Postings, compact, copy, pack, take, unpack
 from lcg.projections.text.tables import TextTable
 from lcg.projections.text.tokens import Tokenizer
@@ -41,6 +45,7 @@ K1 = 1.2
 B = 0.75
 BUILD_BATCH = 2_000
 FORMAT = "2"  # of the checkpoint file; another format is rebuilt
+REBUILD = "set aside; the scorer is rebuilt from the FTS5 tables"
 
 
 class TextScorer:
@@ -52,8 +57,11 @@ class TextScorer:
         tokenizer: str,
         tables: Sequence[TextTable],
         checkpoint_every: int = 10_000,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.path = path
+        self.clock = clock
+        self.repairs: list[Repair] = []  # a damaged file found at open, set aside and rebuilt
         self.tokenizer = Tokenizer(tokenizer)
         self.tables = {table.kind: table for table in tables}
         self.checkpoint_every = checkpoint_every
@@ -89,12 +97,9 @@ class TextScorer:
             }
             for kind, postings in self._postings.items():
                 arrays.update(pack(kind, postings))
-            temporary = self.path.with_suffix(".tmp.npz")
-            with temporary.open("wb") as handle:
-                np.savez(handle, **arrays)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, self.path)
+            buffer = io.BytesIO()
+            np.savez(buffer, **arrays)
+            checksummed.write(self.path, self.generation, buffer.getbuffer())
             self._changes = 0
             if conn is not None:
                 conn.execute("DELETE FROM text_changes WHERE change_id <= ?", (self.applied,))
@@ -280,7 +285,14 @@ class TextScorer:
         if not self.path.exists():
             return False
         try:
-            with np.load(self.path, allow_pickle=False) as data:
+            source: io.BytesIO | Path = io.BytesIO(checksummed.read(self.path).payload)
+        except checksummed.NotChecksummed:
+            source = self.path  # written before checksums: the zip's CRC-32s still guard it
+        except (checksummed.ChecksumMismatch, OSError) as error:
+            self._set_aside("checksum mismatch" if _mismatch(error) else str(error))
+            return False
+        try:
+            with np.load(source, allow_pickle=False) as data:
                 meta = [str(value) for value in data["meta"]]
                 if meta[2:] != [FORMAT]:
                     log.info("text scorer file of another format: rebuilding")
@@ -291,12 +303,20 @@ class TextScorer:
                 groups = [str(name) for name in data["groups"]]
                 postings = {kind: unpack(kind, data) for kind in self.tables}
         except Exception as error:  # noqa: BLE001 (any unreadable file is rebuilt)
-            log.warning("text scorer file %s unreadable (%s): rebuilding", self.path, error)
+            self._set_aside(f"unreadable: {error}")
             return False
         self.applied = int(meta[1])
         self._groups = {name: code for code, name in enumerate(groups) if name}
         self._postings = postings
         return True
+
+    def _set_aside(self, problem: str) -> None:
+        aside = set_aside(self.path, self.clock())
+        self.repairs.append(report(self.path, problem, REBUILD, aside))
+
+
+def _mismatch(error: BaseException) -> bool:
+    return isinstance(error, checksummed.ChecksumMismatch)
 
 
 def generation(conn: sqlite3.Connection) -> str:

@@ -7,30 +7,31 @@ Exact `IndexIDMap2(IndexFlatIP)` over L2-normalised vectors (inner product = cos
 the catalog's vec_ids. After every commit the owners an event touched are synced against the
 catalog; at start an index file is loaded and fully synced (ids added or removed by diff), so a
 stale, missing or corrupt file costs cache reads, never model calls for cached text.
-Files are written to a temp name and renamed at checkpoints (docs/adr/0010-vector-projection.md).
+Files are written to a temp name and renamed at checkpoints (docs/adr/0010-vector-projection.md),
+with a sha256 verified at load; a damaged file is set aside and rebuilt (`files`, ADR 0020).
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
-import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import faiss
 import numpy as np
 
+from lcg.projections.damage import Repair
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.port import Vectors
+from lcg.projections.text.scorer import generation
+from lcg.projections.vectors import files
 from lcg.projections.vectors.catalog import FACT, NAME, PASSAGE, SUMMARY, touched_owner
 from lcg.projections.wal.store import RecordedEvent
-
-log = logging.getLogger(__name__)
 
 EMBEDDINGS_OF_KIND = {"entity": (NAME, SUMMARY), "edge": (FACT,), "passage": (PASSAGE,)}
 _EMBED_CHUNK = 256
@@ -92,6 +93,7 @@ class VectorIndex:
         cache: EmbeddingCache,
         checkpoint_every: int = 10_000,
         ivf_threshold: int = 20_000,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         faiss.omp_set_num_threads(1)  # two OpenMP threads made single queries 2.5-130x slower
         self.cache = cache
@@ -104,6 +106,9 @@ class VectorIndex:
         self.checkpoint_every = checkpoint_every
         self.ivf_threshold = ivf_threshold  # above this many vectors an index becomes IVF
         self._changes = 0  # vectors added or removed since the last checkpoint
+        self.clock = clock
+        self.generation = ""  # of the graph database the catalog lives in
+        self.repairs: list[Repair] = []  # damaged files found at open, set aside and rebuilt
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -111,6 +116,7 @@ class VectorIndex:
         """Load every group's files and sync them with the catalog."""
         with self._lock:
             self._indexes.clear()
+            self.generation = generation(conn)
             for (group,) in conn.execute("SELECT DISTINCT group_id FROM vector_catalog"):
                 for kind in EMBEDDINGS_OF_KIND:
                     loaded = self._load(group, kind)
@@ -130,9 +136,7 @@ class VectorIndex:
                 if entry.index.ntotal == 0:
                     path.unlink(missing_ok=True)
                 else:
-                    temporary = path.with_suffix(".tmp")
-                    faiss.write_index(entry.index, str(temporary))
-                    os.replace(temporary, path)
+                    files.store(path, self.generation, entry.index)
                 entry.dirty = False
                 written += 1
             self._changes = 0
@@ -268,18 +272,12 @@ class VectorIndex:
         return self.directory / f"{digest}-{kind}.faiss"
 
     def _load(self, group: str, kind: str) -> _Index | None:
-        path = self._path(group, kind)
-        if not path.exists():
-            return None
-        try:
-            index = faiss.read_index(str(path))
-        except Exception as error:  # noqa: BLE001 (a bad file is rebuilt from the catalog)
-            log.warning("vector index %s unreadable (%s); rebuilding it", path, error)
-            return None
-        if not isinstance(index, faiss.IndexIDMap2 | faiss.IndexIVFFlat) or (
-            index.d != self.cache.contract.dim
-        ):
-            log.warning("vector index %s has the wrong type or dimension; rebuilding it", path)
+        dim = self.cache.contract.dim
+        loaded = files.load(self._path(group, kind), self.generation, dim, self.clock())
+        if loaded.repair is not None:
+            self.repairs.append(loaded.repair)
+        index = loaded.index
+        if index is None:
             return None
         if isinstance(index, faiss.IndexIVFFlat):
             index.nprobe = min(IVF_NPROBE, index.nlist)

@@ -1,0 +1,210 @@
+"""Opening graph.sqlite for a workspace: it must belong to this WAL, be whole, and not be ahead.
+
+In order (docs/adr/0019 and 0020):
+1. Damage: found before the file is used (`PRAGMA quick_check`, or a read that met corruption
+   earlier and left a marker): the file (with its -wal/-shm) is renamed aside and a new one is
+   replayed from the log.
+2. Identity: a file that records another WAL's identity (copied from another workspace, or
+   left beside a replaced WAL) is renamed aside with the FAISS files derived from it.
+3. Position: projections applied past a group's WAL head mean the log is behind them (lost or
+   replaced): refused with `LogBehindProjections`, nothing acked.
+4. Install, record the WAL identity (adopting it in a workspace from before identities) and
+   catch every group up; a group that fails (an unreadable event) is returned, the others are
+   applied. An SQLite corruption error met in graph.sqlite here sets it aside and opens again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from lcg.domain.ids import GroupId
+from lcg.interfaces.config import Settings
+from lcg.projections import damage, registry
+from lcg.projections.damage import Repair
+from lcg.projections.faults import LogBehindProjections
+from lcg.projections.graph import schema
+from lcg.projections.runner import (
+    ProjectionRunner,
+    applied_seqs,
+    behind_log,
+    recorded_wal_identity,
+)
+from lcg.projections.wal.store import EventLog
+
+log = logging.getLogger(__name__)
+REBUILD = "set aside; every group is rebuilt from the WAL into a new graph.sqlite"
+
+
+class ForeignProjections(Exception):
+    """A read-only open met projections built from another WAL (the writer sets them aside)."""
+
+
+@dataclass
+class OpenedGraph:
+    runner: ProjectionRunner
+    caught_up: int = 0
+    repairs: list[Repair] = field(default_factory=list)
+    set_aside: list[Path] = field(default_factory=list)  # projections of another WAL
+    catch_up_failures: dict[GroupId, Exception] = field(default_factory=dict)
+
+
+def open_graph(
+    settings: Settings, log_: EventLog, clock: Callable[[], datetime], *, read_only: bool
+) -> OpenedGraph:
+    """The runner on graph.sqlite, checked, installed and caught up (writers); read-only
+    opens only check and connect: they never repair or write."""
+    path = settings.graph_path
+    if read_only:
+        _recorded_identity(settings, log_.identity, clock, read_only=True, set_aside=[])
+        runner = ProjectionRunner(_connect(settings), log_, registry.projections())
+        try:
+            refuse_if_behind(settings, behind_log(runner.conn, log_.heads()))
+        except BaseException:
+            runner.conn.close()
+            raise
+        return OpenedGraph(runner)
+    repairs: list[Repair] = []
+    recorded = damage.recorded_damage(settings.state_dir).get(path.name)
+    repair = damage.set_aside_if_damaged(path, clock(), REBUILD, recorded)
+    if repair is not None:
+        repairs.append(repair)
+    set_aside: list[Path] = []
+    identity = _recorded_identity(
+        settings, log_.identity, clock, read_only=False, set_aside=set_aside
+    )
+    try:
+        opened = _install_and_catch_up(settings, log_, identity)
+    except _Corrupt as corrupt:
+        repairs.append(
+            damage.report(
+                path, corrupt.problem, REBUILD, damage.set_aside(path, clock(), sqlite=True)
+            )
+        )
+        opened = _install_and_catch_up(settings, log_, None)
+    opened.repairs = repairs
+    opened.set_aside = set_aside
+    damage.forget_damage(settings.state_dir, path.name)
+    return opened
+
+
+def refuse_if_the_log_is_lost(settings: Settings) -> None:
+    """A missing or empty WAL beside applied projections: refused before a new WAL is made
+    (one with a new identity would make the projections look foreign at the next open). A
+    graph.sqlite too damaged to say what it applied is left to the damage check."""
+    graph = settings.graph_path
+    if EventLog.holds_anything(settings.wal_path) or not graph.exists():
+        return
+    try:
+        with closing(schema.connect(str(graph), read_only=True)) as peek:
+            applied = applied_seqs(peek)
+    except sqlite3.DatabaseError:
+        return
+    refuse_if_behind(settings, [(group, 0, seq) for group, seq in sorted(applied.items()) if seq])
+
+
+def refuse_if_behind(settings: Settings, behind: list[tuple[str, int, int]]) -> None:
+    if behind:
+        raise LogBehindProjections(
+            settings.wal_path, settings.graph_path, behind, (settings.vectors_dir,)
+        )
+
+
+def _recorded_identity(
+    settings: Settings,
+    identity: str,
+    clock: Callable[[], datetime],
+    *,
+    read_only: bool,
+    set_aside: list[Path],
+) -> str | None:
+    """The WAL identity the projection database records; one of another WAL is set aside
+    (with the FAISS files derived from it) so that the projections are rebuilt from this WAL.
+    None when none is recorded (a new database, or one from before identities)."""
+    graph = settings.graph_path
+    if not graph.exists():
+        return None
+    with closing(schema.connect(str(graph), read_only=True)) as peek:
+        recorded = recorded_wal_identity(peek)
+    if recorded is None or recorded == identity:
+        return recorded
+    if read_only:
+        raise ForeignProjections(
+            f"{graph} was built from another WAL (identity {recorded}, this WAL is "
+            f"{identity}); the next writer to open the workspace sets it aside"
+        )
+    stamp = clock().strftime("%Y%m%dT%H%M%S.%fZ")
+    for path in (graph, settings.vectors_dir):
+        for suffix in ("", "-wal", "-shm") if path == graph else ("",):
+            source = Path(f"{path}{suffix}")
+            if source.exists():
+                target = Path(f"{path}.foreign-{stamp}{suffix}")
+                os.replace(source, target)
+                set_aside.append(target)
+    log.warning(
+        "%s was built from another WAL (identity %s, %s is %s): set aside as %s; the "
+        "projections are rebuilt from the WAL",
+        graph,
+        recorded,
+        settings.wal_path,
+        identity,
+        ", ".join(str(path) for path in set_aside),
+    )
+    return None
+
+
+class _Corrupt(Exception):
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+def _connect(settings: Settings) -> sqlite3.Connection:
+    return schema.connect(str(settings.graph_path))
+
+
+def _install_and_catch_up(settings: Settings, log_: EventLog, identity: str | None) -> OpenedGraph:
+    conn: sqlite3.Connection | None = None
+    installed = False
+    try:
+        conn = _connect(settings)
+        runner = ProjectionRunner(conn, log_, registry.projections())
+        refuse_if_behind(settings, behind_log(conn, log_.heads()))
+        runner.install()
+        if identity is None:
+            runner.record_wal_identity(log_.identity)
+        installed = True
+        caught_up, failures = runner.catch_up_each()
+        for error in failures.values():
+            if isinstance(error, sqlite3.DatabaseError):
+                _raise_if_graph_corrupt(settings, error, installed=True)
+        for group, error in failures.items():
+            log.error("group %r could not be caught up from the WAL: %s", group, error)
+        return OpenedGraph(runner, caught_up, catch_up_failures=failures)
+    except sqlite3.DatabaseError as error:
+        if conn is not None:
+            conn.close()
+        _raise_if_graph_corrupt(settings, error, installed=installed)
+        raise
+    except BaseException:
+        if conn is not None:
+            conn.close()
+        raise
+
+
+def _raise_if_graph_corrupt(
+    settings: Settings, error: sqlite3.DatabaseError, *, installed: bool
+) -> None:
+    """Raise _Corrupt when the error is corruption of graph.sqlite (not of the WAL, which the
+    catch-up also reads)."""
+    if not damage.is_corruption(error):
+        return
+    problem = damage.sqlite_problem(settings.graph_path) if installed else str(error)
+    if problem is not None:
+        raise _Corrupt(problem) from error
