@@ -280,3 +280,41 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path) -> None:
     # input ended right after it was sent.
     added = next(frame for frame in frames if frame["id"] == 3)
     assert "episode_uuid" in added["result"]["structuredContent"]
+
+
+def test_issue_10_a_line_that_is_not_utf8_json_or_a_message_is_answered_not_ignored(
+    tmp_path: Path,
+) -> None:
+    """JSON-RPC 2.0: a parse error (-32700) or an invalid request (-32600) gets an answer with
+    id null, so a client that sent one never hangs; the session goes on."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    lines = [
+        json.dumps(initialize).encode(),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode(),
+        b"\xff\xfe not utf-8",
+        b"{not json",
+        b'{"jsonrpc": "2.0", "id": {"x": 1}, "method": "tools/list"}',
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode(),
+    ]
+    result = subprocess.run(
+        [str(LCG), "serve", "--mcp-stdio", "-w", str(tmp_path / "ws")],
+        input=b"".join(line + b"\n" for line in lines),
+        capture_output=True,
+        env=clean_env(),
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    frames = [json.loads(line) for line in result.stdout.splitlines()]
+    errors = [frame["error"]["code"] for frame in frames if frame.get("id") is None]
+    assert errors == [-32700, -32700, -32600]
+    assert sorted(frame["id"] for frame in frames if frame.get("id") is not None) == [1, 2]

@@ -23,7 +23,7 @@ from mcp.shared.message import SessionMessage
 
 from lcg.interfaces.attached import ProgressSink
 from lcg.interfaces.backends import Backend
-from lcg.interfaces.jsonrpc import INVALID_PARAMS, JsonObject, RpcError
+from lcg.interfaces.jsonrpc import INVALID_PARAMS, JsonObject, RpcError, valid_id
 from lcg.interfaces.operations import AnyOperation
 from lcg.interfaces.scopes import CLOSE, Visibility
 from lcg.interfaces.stdio_pipe import read_lines, write_all
@@ -123,7 +123,7 @@ class LcgMcpServer:
                 16
             )
             to_client, from_server = anyio.create_memory_object_stream[SessionMessage](16)
-            tasks.start_soon(_read_messages, wire_in, to_server, exchange)
+            tasks.start_soon(_read_messages, wire_in, to_server, to_client.clone(), exchange)
             tasks.start_soon(
                 self._write_messages, wire_out, from_server, exchange, tasks.cancel_scope
             )
@@ -207,23 +207,49 @@ def _progress_sink(ctx: ServerRequestContext[Any]) -> ProgressSink:
 
 
 async def _read_messages(
-    wire_in: int, messages: ObjectSendStream[SessionMessage | Exception], exchange: _Exchange
+    wire_in: int,
+    messages: ObjectSendStream[SessionMessage | Exception],
+    replies: ObjectSendStream[SessionMessage],
+    exchange: _Exchange,
 ) -> None:
     """JSON-RPC lines from the client; at end of input, the requests in flight are answered
-    before the server sees the end (bounded by DRAIN_SECONDS)."""
-    async with messages:
+    before the server sees the end (bounded by DRAIN_SECONDS). A line that is not UTF-8, not
+    JSON or not a JSON-RPC message is answered with an error (id null), as JSON-RPC 2.0 says,
+    so that the client never waits for an answer that would not come."""
+    async with messages, replies:
         async for line in read_lines(wire_in):
             if not line.strip():
                 continue
             try:
+                _refuse_bad_id(line)
                 message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-            except Exception as error:  # noqa: BLE001 (the SDK answers a malformed message)
-                await messages.send(error)
+            except Exception as error:  # noqa: BLE001 (answered below, never raised)
+                await replies.send(SessionMessage(_malformed(line, error)))
                 continue
             exchange.received(message)
             await messages.send(SessionMessage(message))
         with anyio.move_on_after(DRAIN_SECONDS):
             await exchange.settle()
+
+
+def _refuse_bad_id(line: bytes) -> None:
+    """The SDK reads a request whose id is an object as a notification and never answers it."""
+    frame = orjson.loads(line)
+    if isinstance(frame, dict) and "id" in frame and not valid_id(frame["id"]):
+        raise ValueError('"id" must be a string, an integer or null')
+
+
+def _malformed(line: bytes, error: Exception) -> types.JSONRPCError:
+    """-32700 for bytes that are not UTF-8 JSON, -32600 for JSON that is not a message."""
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError as not_json:
+        code, message = -32700, f"Parse error: {not_json}"
+    else:
+        code, message = -32600, f"Invalid Request: {str(error).splitlines()[0]}"
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)
+    )
 
 
 def _version() -> str:
