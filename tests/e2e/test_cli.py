@@ -402,3 +402,38 @@ def test_names_that_look_like_markup_are_printed_verbatim(tmp_path: Path) -> Non
     message = refused(lcg(tmp_path, "assert-relationship", "[x]", "R", "y"), 3)
     assert "no entity named '[x]'" in message
     assert "knowledge_add_cross_group_edge" in message
+
+
+def test_issue_10_file_dash_reads_stdin_a_missing_file_is_one_line_and_dates_are_times(
+    tmp_path: Path,
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+    piped = subprocess.run(
+        [str(LCG), "add-episode", "note", "--file", "-", "--group", "g", "-w", str(tmp_path)],
+        input="what the pipe said",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert piped.returncode == 0, piped.stderr
+    episodes = lcg_json(tmp_path, "call", "knowledge_get_episodes", '{"group_id": "g"}')
+    assert [e["content"] for e in episodes["episodes"]] == ["what the pipe said"]
+
+    missing = lcg(tmp_path, "add-episode", "note", "--file", str(tmp_path / "nope.txt"))
+    assert missing.returncode == 2
+    assert said(missing.stderr).startswith("error: --file: must name a readable file")
+    assert "Traceback" not in missing.stderr
+
+    for name in ("Ada", "Bob"):
+        lcg_json(tmp_path, "assert-entity", name, "--group", "g", "--json")
+    edge = lcg_json(
+        tmp_path,
+        *("assert-relationship", "Ada", "MET", "Bob", "--group", "g"),
+        *("--valid-at", "2025-03-03", "--json"),
+    )
+    edges = lcg_json(
+        tmp_path, "call", "knowledge_get_edges_by_uuids", json.dumps({"uuids": [edge["edge_uuid"]]})
+    )
+    assert edges["edges"][0]["valid_at"].startswith("2025-03-03")

@@ -47,6 +47,7 @@ PATTERN_RULES: dict[str, str] = {
 
 _GROUP_ID = re.compile(GROUP_ID_PATTERN)
 _SPACE_FORM = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?$")
+_DATE_FORM = re.compile(r"^\d{4}-\d{2}-\d{2}$")  # an RFC 3339 full-date: midnight UTC
 
 
 def group_id(value: str, field: str = "group_id") -> GroupId:
@@ -120,10 +121,13 @@ def edge_fact(fact: str | None, source_name: str, predicate: str, target_name: s
 
 
 def timestamp(value: str, field: str) -> datetime:
-    """An RFC 3339 time or the `YYYY-MM-DD HH:MM:SS` read-back form; naive times are UTC."""
+    """An RFC 3339 time, a date (midnight UTC) or the `YYYY-MM-DD HH:MM:SS` read-back form;
+    naive times are UTC."""
     candidate = value.strip()
     if not candidate or not (
-        _SPACE_FORM.match(candidate) or re.match(r"^\d{4}-\d{2}-\d{2}[Tt]", candidate)
+        _SPACE_FORM.match(candidate)
+        or _DATE_FORM.match(candidate)
+        or re.match(r"^\d{4}-\d{2}-\d{2}[Tt]", candidate)
     ):
         raise InvalidParams(field, "must be an RFC 3339 timestamp", f"got {value!r}")
     try:

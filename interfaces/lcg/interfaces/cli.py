@@ -302,7 +302,9 @@ def assert_relationship(
     target: str,
     fact: Annotated[str | None, typer.Option(help="Default: 'SOURCE PREDICATE TARGET'.")] = None,
     relation_type: Annotated[str | None, typer.Option()] = None,
-    valid_at: Annotated[str | None, typer.Option(help="RFC 3339 time.")] = None,
+    valid_at: Annotated[
+        str | None, typer.Option(help="RFC 3339 time or date (2025-03-03: midnight UTC).")
+    ] = None,
     attributes: Annotated[str | None, typer.Option(help="JSON object.")] = None,
     group: GroupOpt = "liminis",
     workspace: WorkspaceOpt = None,
@@ -329,7 +331,9 @@ def assert_relationship(
 def add_episode(
     name: str,
     body: Annotated[str | None, typer.Argument(help="Content; or use --file.")] = None,
-    file: Annotated[Path | None, typer.Option(help="Read the content from a file.")] = None,
+    file: Annotated[
+        Path | None, typer.Option(help="Read the content from a file; - reads standard input.")
+    ] = None,
     source: Annotated[str, typer.Option(help="text, message or json.")] = "text",
     source_description: Annotated[str, typer.Option()] = "",
     reference_time: Annotated[str | None, typer.Option(help="RFC 3339; default now.")] = None,
@@ -341,7 +345,7 @@ def add_episode(
     with _errors():
         if (body is None) == (file is None):
             raise InvalidParams("episode_body", "give exactly one of BODY or --file")
-        content = body if body is not None else Path(str(file)).read_text(encoding="utf-8")
+        content = body if body is not None else _read_file(Path(str(file)))
     params = {
         "name": name,
         "episode_body": content,
@@ -485,6 +489,18 @@ def demo(
     """Run the main job on the embedded default: assert, add, list, replay to a seq, status."""
     with _errors():
         run_demo(_settings(workspace), out)
+
+
+def _read_file(path: Path) -> str:
+    """--file: a UTF-8 text file, or `-` for standard input."""
+    if str(path) == "-":
+        return sys.stdin.read()
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise InvalidParams("--file", "must name a readable file", str(error)) from None
+    except UnicodeDecodeError as error:
+        raise InvalidParams("--file", "must be UTF-8 text", str(error)) from None
 
 
 def _json_arg(field: str, text: str | None) -> Any:
