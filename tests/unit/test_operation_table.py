@@ -106,3 +106,21 @@ def test_episode_sources_are_one_literal() -> None:
     with pytest.raises(InvalidParams) as error:
         parse(episodes.AddEpisodeParams, {"name": "n", "episode_body": "b", "source": "xml"})
     assert error.value.field == "source"
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=IDS)
+def test_issue_10_every_parameter_is_published_with_a_plain_type(operation: AnyOperation) -> None:
+    """Forms (the MCP Inspector) cannot fill "array or null": optional parameters are
+    published with their plain type, and attributes as an object."""
+    for name, spec in operation.input_schema().get("properties", {}).items():
+        assert "anyOf" not in spec, f"{operation.name}.{name}"
+        assert spec.get("type") in {"string", "integer", "number", "boolean", "array", "object"}
+        assert spec.get("default", "") is not None, f"{operation.name}.{name}: default null"
+
+
+def test_issue_10_null_is_still_accepted_where_the_schema_shows_a_plain_type() -> None:
+    parsed = parse(graph.AssertEntityParams, {"name": "Ada", "labels": None, "summary": None})
+    assert parsed.labels is None
+    schema = graph.AssertEntityParams.model_json_schema()["properties"]
+    assert schema["labels"]["type"] == "array"
+    assert schema["attributes"]["type"] == "object"

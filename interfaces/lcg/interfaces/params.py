@@ -33,6 +33,22 @@ class Params(BaseModel):
         json_schema_extra={"patternProperties": {"^_": {}}},  # additionalProperties: false
     )
 
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The schema clients fill: an optional parameter is published with its plain type
+        ("array", "string", ...), not "array or null", which forms such as the MCP
+        Inspector's cannot fill (they sent a list as a string). Null is still accepted, and
+        omitting the parameter means the same."""
+        schema = super().model_json_schema(*args, **kwargs)
+        for spec in schema.get("properties", {}).values():
+            options = spec.get("anyOf")
+            if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+                spec.pop("anyOf")
+                spec.update(next(option for option in options if option != {"type": "null"}))
+            if "default" in spec and spec["default"] is None:
+                spec.pop("default")
+        return schema
+
     @model_validator(mode="before")
     @classmethod
     def _drop_metadata(cls, data: Any) -> Any:

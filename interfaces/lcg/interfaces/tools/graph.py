@@ -32,7 +32,11 @@ class AssertEntityParams(Params):
     entity_uuid: UuidField | None = None
     labels: list[Label] | None = Field(None, max_length=rules.MAX_LABELS)
     summary: str | None = Field(None, max_length=rules.MAX_SUMMARY)
-    attributes: Any = Field(None, description="JSON object; anything else is stored as {}")
+    attributes: Any = Field(
+        None,
+        description="JSON object; anything else is stored as {} (K-AST-011)",
+        json_schema_extra={"type": "object"},
+    )
     group_id: GroupIdField = DEFAULT_GROUP
 
 
@@ -41,7 +45,11 @@ class AssertRelationshipParams(Params):
     target_name: str = required_text(rules.MAX_NAME)
     predicate: str = required_text(rules.MAX_PREDICATE)
     fact: str | None = Field(None, max_length=rules.MAX_FACT)
-    attributes: Any = None
+    attributes: Any = Field(
+        None,
+        description="JSON object; anything else is stored as {} (K-AST-011)",
+        json_schema_extra={"type": "object"},
+    )
     relation_type: str | None = Field(None, max_length=rules.MAX_RELATION_TYPE)
     valid_at: Timestamp | None = Field(None, description="RFC 3339 time the fact became true")
     group_id: GroupIdField = DEFAULT_GROUP
