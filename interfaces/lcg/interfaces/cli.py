@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,19 +28,20 @@ from rich.text import Text
 
 from lcg.domain.errors import DomainError, InvalidParams
 from lcg.interfaces import operations, serve
-from lcg.interfaces.app import App
+from lcg.interfaces.cli_caller import Caller, ServiceError, open_caller
 from lcg.interfaces.config import Settings
 from lcg.interfaces.demo import run_demo
 from lcg.interfaces.exit_codes import (
     EXIT_BUSY,
+    EXIT_FAILURE,
     EXIT_INVALID,
     EXIT_PROJECTION,
     EXIT_REFUSED,
     EXIT_STORAGE,
 )
 from lcg.interfaces.graph_file import ForeignProjections
+from lcg.interfaces.jsonrpc import STORAGE_ERROR, UNAVAILABLE
 from lcg.interfaces.private_files import PRIVATE_UMASK
-from lcg.interfaces.workspace import Workspace
 from lcg.projections.faults import FAULTS
 from lcg.projections.runner import ProjectionError
 from lcg.projections.wal.lease import WorkspaceBusy
@@ -88,9 +90,14 @@ def _settings(workspace: Path | None) -> Settings:
 
 
 @contextmanager
-def _app(workspace: Path | None, command: str, *, read_only: bool = False) -> Iterator[App]:
-    with _errors(), Workspace(_settings(workspace), command=command, read_only=read_only) as ws:
-        yield App(ws)
+def _app(workspace: Path | None, command: str, *, read_only: bool = False) -> Iterator[Caller]:
+    """The workspace, here or through the socket service that holds it (cli_caller)."""
+    say = partial(_complain, "note")
+    with (
+        _errors(),
+        open_caller(_settings(workspace), command, read_only=read_only, say=say) as caller,
+    ):
+        yield caller
 
 
 @contextmanager
@@ -112,6 +119,25 @@ def _errors() -> Iterator[None]:
     except (*FAULTS, ForeignProjections) as error:
         _complain("storage error", str(error))
         raise typer.Exit(EXIT_STORAGE) from None
+    except ServiceError as error:
+        kind, code = _SERVICE_ERRORS.get(error.kind, ("error", EXIT_FAILURE))
+        if error.error.code == STORAGE_ERROR:
+            kind, code = "storage error", EXIT_STORAGE
+        elif error.error.code == UNAVAILABLE:
+            kind, code = "error", EXIT_BUSY
+        _complain(kind, error.error.message)
+        raise typer.Exit(code) from None
+
+
+# What the socket service's error kinds mean as exit codes (the same as in this process).
+_SERVICE_ERRORS = {
+    "invalid_params": ("error", EXIT_INVALID),
+    "method_not_found": ("error", EXIT_INVALID),
+    "not_found": ("refused", EXIT_REFUSED),
+    "conflict": ("refused", EXIT_REFUSED),
+    "refused": ("refused", EXIT_REFUSED),
+    "projection_error": ("projection error", EXIT_PROJECTION),
+}
 
 
 def _complain(kind: str, message: str) -> None:
@@ -122,8 +148,8 @@ def _print_json(result: Any) -> None:
     sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
-def _call(app: App, name: str, params: dict[str, Any]) -> dict[str, Any]:
-    return operations.dispatch(app, name, params)
+def _call(app: Caller, name: str, params: dict[str, Any]) -> dict[str, Any]:
+    return app.call(name, params)
 
 
 def _show(result: dict[str, Any], as_json: bool, summary: str) -> None:
@@ -145,7 +171,7 @@ def status(
     settings = _settings(workspace)
     read_only = settings.graph_path.exists()
     with _app(workspace, "lcg status", read_only=read_only) as app:
-        result = operations.dispatch(app, "knowledge_status", {})
+        result = app.call("knowledge_status", {})
     groups = result["wal_groups"]
     if group is not None:
         groups = {group: groups[group]} if group in groups else {}
@@ -219,7 +245,7 @@ def replay(
                 _complain("refused", f"group {group!r} left as it was; nothing replayed")
                 raise typer.Exit(EXIT_REFUSED)
         with _progress(enabled=not as_json) as progress:
-            result = operations.dispatch(app, "knowledge_rebuild_from_wal", params, progress)
+            result = app.call("knowledge_rebuild_from_wal", params, progress)
     pin = result["pinned_to"]
     _show(
         result,
@@ -234,17 +260,17 @@ def replay(
     )
 
 
-def _pinned_at(app: App, group: str) -> int | None:
-    groups = operations.dispatch(app, "knowledge_status", {})["wal_groups"]
+def _pinned_at(app: Caller, group: str) -> int | None:
+    groups = app.call("knowledge_status", {})["wal_groups"]
     pinned = groups.get(group, {}).get("pinned_to")
     return None if pinned is None else int(pinned)
 
 
-def _group_has_rows(app: App, group: str) -> bool:
-    nodes = operations.dispatch(app, "knowledge_get_nodes_by_group", {"group_ids": [group]})
+def _group_has_rows(app: Caller, group: str) -> bool:
+    nodes = app.call("knowledge_get_nodes_by_group", {"group_ids": [group]})
     if nodes["count"]:
         return True
-    episodes = operations.dispatch(app, "knowledge_get_episodes", {"group_id": group, "last_n": 1})
+    episodes = app.call("knowledge_get_episodes", {"group_id": group, "last_n": 1})
     return bool(episodes["count"])
 
 
@@ -403,7 +429,7 @@ def call(
         if not isinstance(raw, dict):
             raise InvalidParams("params", "must be a JSON object")
     with _app(workspace, f"lcg call {method}") as app:
-        _print_json(operations.dispatch(app, method, raw))
+        _print_json(app.call(method, raw))
 
 
 @cli.command()

@@ -1,0 +1,146 @@
+"""How a CLI command reaches the workspace: in this process, or through the service holding it.
+
+A workspace has one writer. When `lcg serve` (or an agent's MCP server in standalone mode with
+its socket service) holds it, a CLI command would be refused with "workspace busy"; instead it
+sends its call to the socket service at `.lcg/service.sock`, says so on stderr, and gets the
+same result and the same errors (issue 10: reads are never locked out, writes go through the
+one writer).
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+
+from lcg.interfaces import operations
+from lcg.interfaces.app import App
+from lcg.interfaces.config import Settings
+from lcg.interfaces.jsonrpc import RpcError, is_progress
+from lcg.interfaces.workspace import Workspace
+from lcg.projections.runner import Progress
+from lcg.projections.wal.lease import WorkspaceBusy
+
+PROBE_SECONDS = 5.0  # how long a health_check may take before the socket counts as dead
+CALL_SECONDS = 3600.0  # a replay of a large group streams progress well within this
+
+
+class Caller(Protocol):
+    """Runs one operation of the table and returns its result."""
+
+    def call(
+        self, name: str, params: dict[str, Any], progress: Progress | None = None
+    ) -> dict[str, Any]: ...
+
+
+class LocalCaller:
+    """The workspace is open in this process."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    def call(
+        self, name: str, params: dict[str, Any], progress: Progress | None = None
+    ) -> dict[str, Any]:
+        return operations.dispatch(self.app, name, params, progress)
+
+
+class ServiceError(Exception):
+    """The socket service answered with a JSON-RPC error."""
+
+    def __init__(self, error: RpcError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+    @property
+    def kind(self) -> str:
+        data = self.error.data
+        return str(data.get("kind", "")) if isinstance(data, dict) else ""
+
+
+class SocketCaller:
+    """The socket service holding the workspace runs the call (one connection, blocking)."""
+
+    def __init__(self, path: Path, timeout: float = CALL_SECONDS) -> None:
+        self.path = path
+        self._sock = socket.socket(socket.AF_UNIX)
+        self._sock.settimeout(timeout)
+        self._sock.connect(str(path))
+        self._lines = self._sock.makefile("rwb")
+        self._ids = itertools.count(1)
+
+    def call(
+        self, name: str, params: dict[str, Any], progress: Progress | None = None
+    ) -> dict[str, Any]:
+        request_id = next(self._ids)
+        sent = dict(params)
+        if progress is not None:
+            sent["_progress_token"] = f"lcg-cli-{request_id}"
+        frame = {"jsonrpc": "2.0", "id": request_id, "method": name, "params": sent}
+        self._lines.write(orjson.dumps(frame) + b"\n")
+        self._lines.flush()
+        while True:
+            line = self._lines.readline()
+            if not line:
+                raise ConnectionError(f"the service at {self.path} closed the connection")
+            answer = orjson.loads(line)
+            if is_progress(answer):
+                if progress is not None:
+                    progress(int(answer.get("processed", 0)), int(answer.get("total", 0)))
+                continue
+            if "error" in answer:
+                raise ServiceError(RpcError.from_json(answer["error"]))
+            result: dict[str, Any] = answer["result"]
+            return result
+
+    def close(self) -> None:
+        self._lines.close()
+        self._sock.close()
+
+
+def _serving(path: Path) -> bool:
+    """A socket service answers at `path` and is healthy."""
+    if not path.exists():
+        return False
+    try:
+        probe = SocketCaller(path, timeout=PROBE_SECONDS)
+    except OSError:
+        return False
+    try:
+        return bool(probe.call("health_check", {}).get("healthy"))
+    except (OSError, ValueError, ServiceError):
+        return False
+    finally:
+        probe.close()
+
+
+@contextmanager
+def open_caller(
+    settings: Settings, command: str, *, read_only: bool, say: Callable[[str], None]
+) -> Iterator[Caller]:
+    """Open the workspace here, or, when another process holds it and serves its socket,
+    reach it through that service (and `say` so)."""
+    try:
+        workspace = Workspace(settings, command=command, read_only=read_only).open()
+    except WorkspaceBusy:
+        if not _serving(settings.socket_path):
+            raise
+        say(
+            f"the workspace is held by its socket service; this command goes through "
+            f"{settings.socket_path}"
+        )
+        remote = SocketCaller(settings.socket_path)
+        try:
+            yield remote
+        finally:
+            remote.close()
+        return
+    try:
+        yield LocalCaller(App(workspace))
+    finally:
+        workspace.close()
