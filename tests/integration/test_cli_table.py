@@ -127,3 +127,28 @@ def test_issue_10_allow_remote_close_without_mcp_stdio_names_its_own_flag(tmp_pa
     )
     assert result.exit_code == 2
     assert "--allow-remote-close: needs --mcp-stdio" in " ".join(result.output.split())
+
+
+def test_issue_10_reads_never_create_a_workspace_and_unknown_groups_are_named(
+    tmp_path: Path,
+) -> None:
+    runner = CliRunner()
+    nowhere = tmp_path / "no" / "such" / "dir"
+    for args in (
+        ["status"],
+        ["list-entities"],
+        ["call", "knowledge_get_episodes", '{"group_id": "g"}'],
+    ):
+        result = runner.invoke(cli, [*args, "--workspace", str(nowhere)], env={"COLUMNS": "200"})
+        assert result.exit_code == 3, result.output
+        assert "there is no workspace at" in " ".join(result.output.split())
+    assert not (tmp_path / "no").exists()
+    written = runner.invoke(
+        cli, ["add-episode", "e", "body", "-g", "g", "--workspace", str(tmp_path)]
+    )
+    assert written.exit_code == 0, written.output
+    unknown = runner.invoke(
+        cli, ["status", "--group", "nope", "--workspace", str(tmp_path)], env={"COLUMNS": "200"}
+    )
+    assert unknown.exit_code == 3
+    assert "no group 'nope' in this workspace (groups: g)" in " ".join(unknown.output.split())

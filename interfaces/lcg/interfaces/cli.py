@@ -26,7 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from lcg.domain.errors import DomainError, InvalidParams
+from lcg.domain.errors import DomainError, InvalidParams, NotFound
 from lcg.interfaces import operations, serve
 from lcg.interfaces.cli_caller import Caller, ServiceError, open_caller
 from lcg.interfaces.config import Settings
@@ -90,14 +90,25 @@ def _settings(workspace: Path | None) -> Settings:
 
 
 @contextmanager
-def _app(workspace: Path | None, command: str, *, read_only: bool = False) -> Iterator[Caller]:
-    """The workspace, here or through the socket service that holds it (cli_caller)."""
+def _app(
+    workspace: Path | None, command: str, *, read_only: bool = False, reads: bool = False
+) -> Iterator[Caller]:
+    """The workspace, here or through the socket service that holds it (cli_caller).
+
+    A command that only `reads` never creates a workspace: where there is none it says so.
+    """
+    settings = _settings(workspace)
     say = partial(_complain, "note")
-    with (
-        _errors(),
-        open_caller(_settings(workspace), command, read_only=read_only, say=say) as caller,
-    ):
-        yield caller
+    with _errors():
+        if reads and not settings.state_dir.exists():
+            raise NotFound(
+                f"workspace: there is no workspace at {settings.workspace} (no .lcg/); pass "
+                "--workspace DIR (or set LCG_WORKSPACE), or write to create one here",
+                field="workspace",
+                rule="must name an existing workspace for a read",
+            )
+        with open_caller(settings, command, read_only=read_only, say=say) as caller:
+            yield caller
 
 
 @contextmanager
@@ -170,11 +181,15 @@ def status(
     """Counts, and per group the WAL head, applied seq, hydration and pin."""
     settings = _settings(workspace)
     read_only = settings.graph_path.exists()
-    with _app(workspace, "lcg status", read_only=read_only) as app:
+    with _app(workspace, "lcg status", read_only=read_only, reads=True) as app:
         result = app.call("knowledge_status", {})
     groups = result["wal_groups"]
     if group is not None:
-        groups = {group: groups[group]} if group in groups else {}
+        if group not in groups:
+            known = ", ".join(sorted(groups)) or "none"
+            _complain("refused", f"group: no group {group!r} in this workspace (groups: {known})")
+            raise typer.Exit(EXIT_REFUSED)
+        groups = {group: groups[group]}
         result["wal_groups"] = groups
     if as_json:
         _print_json(result)
@@ -395,7 +410,7 @@ def list_entities(
     as_json: JsonOpt = False,
 ) -> None:
     """List entities (knowledge_list_entities)."""
-    with _app(workspace, "lcg list-entities") as app:
+    with _app(workspace, "lcg list-entities", reads=True) as app:
         result = _call(app, "knowledge_list_entities", {"group_ids": group, "num_results": limit})
     if as_json:
         _print_json(result)
@@ -428,7 +443,9 @@ def call(
         raw = _json_arg("params", params)
         if not isinstance(raw, dict):
             raise InvalidParams("params", "must be a JSON object")
-    with _app(workspace, f"lcg call {method}") as app:
+    operation = operations.BY_NAME.get(method)
+    reads = operation is not None and operation.read_only
+    with _app(workspace, f"lcg call {method}", reads=reads) as app:
         _print_json(app.call(method, raw))
 
 
