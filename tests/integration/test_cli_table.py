@@ -7,6 +7,7 @@ seed's configs call the binary with serve flags directly).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -152,3 +153,26 @@ def test_issue_10_reads_never_create_a_workspace_and_unknown_groups_are_named(
     )
     assert unknown.exit_code == 3
     assert "no group 'nope' in this workspace (groups: g)" in " ".join(unknown.output.split())
+
+
+def test_issue_10_errors_name_the_flag_typed_and_plain_output_says_what_was_cleared(
+    tmp_path: Path,
+) -> None:
+    runner = CliRunner()
+    env = {"COLUMNS": "200"}
+    workspace = ["--workspace", str(tmp_path)]
+    created = runner.invoke(
+        cli, ["assert-entity", "Ada", "--summary", "wrote programs", *workspace], env=env
+    )
+    assert created.exit_code == 0, created.output
+    assert "cleared" not in created.output
+    revised = runner.invoke(cli, ["assert-entity", "Ada", *workspace], env=env)
+    assert revised.exit_code == 0, revised.output
+    assert "cleared (not given): summary, labels, attributes" in revised.output
+    assert "embedding_stale: summary_embedding" in revised.output
+    bad = runner.invoke(cli, ["list-entities", "--limit", "0", *workspace], env=env)
+    assert bad.exit_code == 2
+    assert "--limit: num_results: " in bad.output
+    listed = runner.invoke(cli, ["list-entities", *workspace], env={"COLUMNS": "60"})
+    uuid = runner.invoke(cli, ["assert-entity", "Ada", "--json", *workspace]).output
+    assert json.loads(uuid)["entity_uuid"] in listed.output  # never cut, even when narrow

@@ -91,7 +91,12 @@ def _settings(workspace: Path | None) -> Settings:
 
 @contextmanager
 def _app(
-    workspace: Path | None, command: str, *, read_only: bool = False, reads: bool = False
+    workspace: Path | None,
+    command: str,
+    *,
+    read_only: bool = False,
+    reads: bool = False,
+    flags: dict[str, str] | None = None,
 ) -> Iterator[Caller]:
     """The workspace, here or through the socket service that holds it (cli_caller).
 
@@ -99,7 +104,7 @@ def _app(
     """
     settings = _settings(workspace)
     say = partial(_complain, "note")
-    with _errors():
+    with _errors(flags):
         if reads and not settings.state_dir.exists():
             raise NotFound(
                 f"workspace: there is no workspace at {settings.workspace} (no .lcg/); pass "
@@ -112,14 +117,16 @@ def _app(
 
 
 @contextmanager
-def _errors() -> Iterator[None]:
+def _errors(flags: dict[str, str] | None = None) -> Iterator[None]:
+    """Failures as one line on stderr and an exit code; `flags` maps the tool's parameter
+    names to what the user typed (num_results -> --limit), so messages name the flag."""
     try:
         yield
     except WorkspaceBusy as error:
         _complain("error", str(error))
         raise typer.Exit(EXIT_BUSY) from None
     except InvalidParams as error:
-        _complain("error", error.message)
+        _complain("error", _as_typed(error.message, error.field, flags))
         raise typer.Exit(EXIT_INVALID) from None
     except DomainError as error:
         _complain("refused", error.message)
@@ -136,8 +143,21 @@ def _errors() -> Iterator[None]:
             kind, code = "storage error", EXIT_STORAGE
         elif error.error.code == UNAVAILABLE:
             kind, code = "error", EXIT_BUSY
-        _complain(kind, error.error.message)
+        data = error.error.data
+        field = data.get("field") if isinstance(data, dict) else None
+        _complain(kind, _as_typed(error.error.message, field, flags))
         raise typer.Exit(code) from None
+
+
+def _as_typed(message: str, field: str | None, flags: dict[str, str] | None) -> str:
+    """`num_results: must be ...` -> `--limit: num_results: must be ...`."""
+    if not flags or field is None:
+        return message
+    top = field.split(".", 1)[0]
+    typed = flags.get(top)
+    if typed is None or not message.startswith(f"{field}:"):
+        return message
+    return f"{typed}: {message}"
 
 
 # What the socket service's error kinds mean as exit codes (the same as in this process).
@@ -237,7 +257,8 @@ def replay(
         "dry_run": dry_run,
         "force_clear": force_clear or yes,
     }
-    with _app(workspace, f"lcg replay --group {group}") as app:
+    flags = {"group_id": "--group", "from_seq": "--from-seq", "to_seq": "--to-seq"}
+    with _app(workspace, f"lcg replay --group {group}", flags=flags) as app:
         pin = _pinned_at(app, group)
         resumable = pin is not None and (to_seq is None or to_seq >= pin)
         if from_seq == 0 and not params["force_clear"] and pin is not None and resumable:
@@ -321,8 +342,20 @@ def assert_entity(
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Create or replace an entity (knowledge_assert_entity)."""
-    with _app(workspace, "lcg assert-entity") as app:
+    """Create or replace an entity (knowledge_assert_entity).
+
+    The seed's contract is clear-on-omit: on an existing entity, a summary, labels or
+    attributes you leave out are cleared, not kept. The output says what was cleared.
+    """
+    flags = {
+        "name": "NAME",
+        "summary": "--summary",
+        "labels": "--label",
+        "attributes": "--attributes",
+        "entity_uuid": "--uuid",
+        "group_id": "--group",
+    }
+    with _app(workspace, "lcg assert-entity", flags=flags) as app:
         params = {
             "name": name,
             "summary": summary,
@@ -333,7 +366,22 @@ def assert_entity(
         }
         result = _call(app, "knowledge_assert_entity", params)
     verb = "created" if result["created"] else "updated"
-    _show(result, as_json, f"{verb} entity {result['entity_uuid']}")
+    cleared = [
+        flag
+        for flag, value in (("summary", summary), ("labels", label), ("attributes", attributes))
+        if value is None
+    ]
+    _show(
+        result,
+        as_json,
+        f"{verb} entity {result['entity_uuid']}"
+        + (
+            f"; cleared (not given): {', '.join(cleared)}"
+            if cleared and not result["created"]
+            else ""
+        )
+        + _stale_note(result),
+    )
 
 
 @cli.command("assert-relationship")
@@ -351,8 +399,22 @@ def assert_relationship(
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Create or replace an edge between two entities of a group."""
-    with _app(workspace, "lcg assert-relationship") as app:
+    """Create or replace an edge between two entities of a group.
+
+    Clear-on-omit, as the seed says: on an existing edge, a fact, relation type, valid-at or
+    attributes you leave out are reset (the fact to 'SOURCE PREDICATE TARGET').
+    """
+    flags = {
+        "source_name": "SOURCE",
+        "predicate": "PREDICATE",
+        "target_name": "TARGET",
+        "fact": "--fact",
+        "relation_type": "--relation-type",
+        "valid_at": "--valid-at",
+        "attributes": "--attributes",
+        "group_id": "--group",
+    }
+    with _app(workspace, "lcg assert-relationship", flags=flags) as app:
         params = {
             "source_name": source,
             "predicate": predicate,
@@ -365,7 +427,35 @@ def assert_relationship(
         }
         result = _call(app, "knowledge_assert_relationship", params)
     verb = "created" if result["created"] else "updated"
-    _show(result, as_json, f"{verb} relationship {result['edge_uuid']}")
+    cleared = [
+        flag
+        for flag, value in (
+            ("fact", fact),
+            ("relation type", relation_type),
+            ("valid-at", valid_at),
+            ("attributes", attributes),
+        )
+        if value is None
+    ]
+    _show(
+        result,
+        as_json,
+        f"{verb} relationship {result['edge_uuid']}"
+        + (
+            f"; reset (not given): {', '.join(cleared)}"
+            if cleared and not result["created"]
+            else ""
+        )
+        + _stale_note(result),
+    )
+
+
+def _stale_note(result: dict[str, Any]) -> str:
+    """embedding_stale and its advice, which only --json showed before."""
+    stale = result.get("embedding_stale") or []
+    if not stale:
+        return ""
+    return f"\nembedding_stale: {', '.join(stale)}: {result.get('embedding_warning')}"
 
 
 @cli.command("add-episode")
@@ -395,7 +485,15 @@ def add_episode(
         "reference_time": reference_time,
         "group_id": group,
     }
-    with _app(workspace, "lcg add-episode") as app:
+    flags = {
+        "name": "NAME",
+        "episode_body": "BODY (or --file)",
+        "source": "--source",
+        "source_description": "--source-description",
+        "reference_time": "--reference-time",
+        "group_id": "--group",
+    }
+    with _app(workspace, "lcg add-episode", flags=flags) as app:
         result = _call(app, "knowledge_add_episode", params)
     _show(result, as_json, f"added episode {result['episode_uuid']}")
 
@@ -410,12 +508,17 @@ def list_entities(
     as_json: JsonOpt = False,
 ) -> None:
     """List entities (knowledge_list_entities)."""
-    with _app(workspace, "lcg list-entities", reads=True) as app:
+    flags = {"num_results": "--limit", "group_ids": "--group"}
+    with _app(workspace, "lcg list-entities", reads=True, flags=flags) as app:
         result = _call(app, "knowledge_list_entities", {"group_ids": group, "num_results": limit})
     if as_json:
         _print_json(result)
         return
-    table = Table("group", "name", "labels", "summary", "uuid")
+    table = Table("group")
+    table.add_column("name", no_wrap=True)
+    table.add_column("labels")
+    table.add_column("summary", overflow="ellipsis", no_wrap=True, max_width=40)
+    table.add_column("uuid", no_wrap=True, min_width=36)  # never cut: it is what you copy
     for node in result["nodes"]:
         table.add_row(
             *(
