@@ -192,7 +192,8 @@ def test_write_and_read_commands_round_trip_through_the_console_script(tmp_path:
     assert shown["connected"] is shown["queryable"] is True
     assert shown["initializing"] is False
     assert shown["wal_groups"] == {
-        "g": {"applied_seq": 4, "max_seq": 4, "hydration_status": "hydrated", "pinned_to": None},
+        # 3: the identical re-assertion of Ada appended nothing (ADR 0021)
+        "g": {"applied_seq": 3, "max_seq": 3, "hydration_status": "hydrated", "pinned_to": None},
         "liminis": {
             "applied_seq": 1,
             "max_seq": 1,

@@ -174,3 +174,33 @@ def test_bad_input_names_the_field_and_writes_nothing(
     assert error.value.field == field
     assert str(error.value).startswith(field)
     assert workspace.log.groups() == []
+
+
+def test_adr_0021_an_identical_re_assertion_does_not_grow_the_wal(
+    call: Call, workspace: Workspace
+) -> None:
+    first = call("knowledge_assert_entity", name="Ada", summary="s", labels=["Person"])
+    head = workspace.log.head(GroupId("liminis"))
+    again = call("knowledge_assert_entity", name="Ada", summary="s", labels=["Person"])
+    assert again["entity_uuid"] == first["entity_uuid"]
+    assert again["created"] is False
+    assert workspace.log.head(GroupId("liminis")) == head
+    call("knowledge_assert_entity", name="Ada", summary="s2", labels=["Person"])
+    assert workspace.log.head(GroupId("liminis")) == head + 1
+    call("knowledge_assert_entity", name="Bob")
+    call(
+        "knowledge_assert_relationship",
+        source_name="Ada",
+        predicate="KNEW",
+        target_name="Bob",
+        valid_at="2025-03-03",
+    )
+    head = workspace.log.head(GroupId("liminis"))
+    call(
+        "knowledge_assert_relationship",
+        source_name="Ada",
+        predicate="KNEW",
+        target_name="Bob",
+        valid_at="2025-03-03T00:00:00Z",
+    )
+    assert workspace.log.head(GroupId("liminis")) == head

@@ -188,3 +188,21 @@ def test_issue_10_deep_attributes_are_refused_naming_the_field_not_a_recursion_e
     assert "at most 32 deep" in str(error.value)
     ok: dict[str, object] = {"a": [{"b": [1, 2]}]}
     assert rules.attributes(ok) == '{"a":[{"b":[1,2]}]}'
+
+
+def test_adr_0021_an_identical_re_assertion_decides_nothing() -> None:
+    same = deciders.EntityState(EntityUuid("ada"), "Ada", G, ("Person",), "s", "{}")
+    decision = deciders.decide_assert_entity(assert_entity(), deciders.EntityLookup(None, same))
+    assert (decision.events, decision.entity_uuid, decision.created) == ((), "ada", False)
+    changed = deciders.EntityState(EntityUuid("ada"), "Ada", G, ("Person",), "old", "{}")
+    decision = deciders.decide_assert_entity(assert_entity(), deciders.EntityLookup(None, changed))
+    assert isinstance(decision.events[0], EntityRevised)
+
+
+def test_adr_0021_an_identical_edge_re_assertion_decides_nothing() -> None:
+    state = deciders.EdgeState("Ada KNEW Bob", None, "{}", None)
+    lookup = deciders.RelationshipLookup(ADA, BOB, EdgeUuid("old"), state)
+    decision = deciders.decide_assert_relationship(relationship(), lookup)
+    assert (decision.events, decision.edge_uuid, decision.created) == ((), "old", False)
+    decision = deciders.decide_assert_relationship(relationship("another fact"), lookup)
+    assert isinstance(decision.events[0], RelationshipRevised)

@@ -97,8 +97,9 @@ def assert_relationship(ctx: WriteContext, command: AssertRelationship) -> Asser
         active = reader.active_edge(
             ctx.conn, command.group_id, source.uuid, command.predicate, target.uuid
         )
+    state = None if active is None else reader.edge_state(ctx.conn, active)
     decision = deciders.decide_assert_relationship(
-        command, deciders.RelationshipLookup(source, target, active)
+        command, deciders.RelationshipLookup(source, target, active, state)
     )
     stale: list[str] = []
     if not decision.created:

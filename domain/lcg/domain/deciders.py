@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from lcg.domain import rules
 from lcg.domain.commands import (
@@ -41,6 +42,10 @@ class EntityState:
     uuid: EntityUuid
     name: str
     group_id: GroupId
+    # What an assertion replaces; None where the reader did not load it (then never a no-op).
+    labels: tuple[str, ...] | None = None
+    summary: str | None = None
+    attributes: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,10 +100,27 @@ def decide_assert_entity(command: AssertEntity, lookup: EntityLookup) -> AssertE
             command.attributes,
         )
         return AssertEntityDecision((created,), command.new_uuid, created=True)
+    if (target.name, target.labels, target.summary, target.attributes) == (
+        name,
+        command.labels,
+        command.summary,
+        command.attributes,
+    ):
+        return AssertEntityDecision((), target.uuid, created=False)  # ADR 0021: no-op
     revised = EntityRevised(
         command.now, target.uuid, name, command.labels, command.summary, command.attributes
     )
     return AssertEntityDecision((revised,), target.uuid, created=False)
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeState:
+    """What an assertion of an existing edge replaces."""
+
+    fact: str
+    relation_type: str | None
+    attributes: str
+    valid_at: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +130,7 @@ class RelationshipLookup:
     source: EntityState | None
     target: EntityState | None
     active_edge: EdgeUuid | None
+    active: EdgeState | None = None  # the active edge's content, when the reader loaded it
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +174,10 @@ def decide_assert_relationship(
             valid_at=command.valid_at,
         )
         return AssertRelationshipDecision((created,), command.new_uuid, created=True)
+    if lookup.active == EdgeState(
+        fact, command.relation_type, command.attributes, command.valid_at
+    ):  # ADR 0021: an identical re-assertion changes nothing and appends nothing
+        return AssertRelationshipDecision((), lookup.active_edge, created=False)
     revised = RelationshipRevised(
         occurred_at=command.now,
         edge_uuid=lookup.active_edge,

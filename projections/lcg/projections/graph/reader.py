@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TypedDict
 
 import orjson
 
 from lcg.domain import rules
-from lcg.domain.deciders import EntityState
+from lcg.domain.deciders import EdgeState, EntityState
 from lcg.domain.ids import EdgeUuid, EntityUuid, GroupId
 
 
@@ -82,21 +83,28 @@ def _where_groups(groups: GroupFilter, column: str = "group_id") -> tuple[str, l
 def _entity_state(row: sqlite3.Row | None) -> EntityState | None:
     if row is None:
         return None
-    return EntityState(EntityUuid(row["uuid"]), row["name"], GroupId(row["group_id"]))
+    return EntityState(
+        EntityUuid(row["uuid"]),
+        row["name"],
+        GroupId(row["group_id"]),
+        tuple(orjson.loads(row["labels"])),
+        row["summary"],
+        row["attributes"],
+    )
+
+
+_ENTITY_STATE = "SELECT uuid, name, group_id, labels, summary, attributes FROM entities"
 
 
 def entity_by_uuid(conn: sqlite3.Connection, entity_uuid: str) -> EntityState | None:
-    row = conn.execute(
-        "SELECT uuid, name, group_id FROM entities WHERE uuid=?", (entity_uuid,)
-    ).fetchone()
+    row = conn.execute(f"{_ENTITY_STATE} WHERE uuid=?", (entity_uuid,)).fetchone()
     return _entity_state(row)
 
 
 def entity_by_name(conn: sqlite3.Connection, group_id: str, name: str) -> EntityState | None:
     """The entity of the group whose name matches case- and whitespace-insensitively."""
     row = conn.execute(
-        "SELECT uuid, name, group_id FROM entities WHERE group_id=? AND name_key=?"
-        " ORDER BY seq LIMIT 1",
+        f"{_ENTITY_STATE} WHERE group_id=? AND name_key=? ORDER BY seq LIMIT 1",
         (group_id, rules.name_key(name)),
     ).fetchone()
     return _entity_state(row)
@@ -112,6 +120,18 @@ def active_edge(
         (group_id, source, predicate, target),
     ).fetchone()
     return None if row is None else EdgeUuid(row[0])
+
+
+def edge_state(conn: sqlite3.Connection, edge_uuid: str) -> EdgeState | None:
+    """What an assertion of this edge would replace."""
+    row = conn.execute(
+        "SELECT fact, relation_type, attributes, valid_at FROM relationships WHERE uuid=?",
+        (edge_uuid,),
+    ).fetchone()
+    if row is None:
+        return None
+    valid_at = None if row[3] is None else datetime.fromisoformat(row[3])
+    return EdgeState(row[0], row[1], row[2], valid_at)
 
 
 def episode_group(conn: sqlite3.Connection, episode_uuid: str) -> GroupId | None:
