@@ -29,7 +29,7 @@ NAMED_COMMANDS: dict[str, tuple[str, list[str]]] = {
     "add-episode": ("knowledge_add_episode", ["note", "body", "--group", "g"]),
     "list-entities": ("knowledge_list_entities", []),
 }
-GENERIC_COMMANDS = {"call", "demo", "serve", "tools", "describe"}
+GENERIC_COMMANDS = {"call", "demo", "serve", "tools", "describe", "log"}
 
 
 def command_names() -> set[str]:
@@ -176,3 +176,23 @@ def test_issue_10_errors_name_the_flag_typed_and_plain_output_says_what_was_clea
     listed = runner.invoke(cli, ["list-entities", *workspace], env={"COLUMNS": "60"})
     uuid = runner.invoke(cli, ["assert-entity", "Ada", "--json", *workspace]).output
     assert json.loads(uuid)["entity_uuid"] in listed.output  # never cut, even when narrow
+
+
+def test_issue_10_log_lists_a_groups_events_to_pick_a_replay_seq_from(tmp_path: Path) -> None:
+    runner = CliRunner()
+    workspace = ["--workspace", str(tmp_path)]
+    for name in ("Ada", "Bob", "Cy"):
+        assert runner.invoke(cli, ["assert-entity", name, "-g", "g", *workspace]).exit_code == 0
+    shown = runner.invoke(cli, ["log", "--group", "g", "--from-seq", "2", "--json", *workspace])
+    assert shown.exit_code == 0, shown.output
+    log = json.loads(shown.output)
+    assert log["max_seq"] == 3
+    assert [(e["seq"], e["type"]) for e in log["events"]] == [
+        (2, "entity_created"),
+        (3, "entity_created"),
+    ]
+    assert "name=Bob" in log["events"][0]["summary"]
+    assert "labels=Entity" in log["events"][0]["summary"]
+    unknown = runner.invoke(cli, ["log", "--group", "nope", *workspace], env={"COLUMNS": "200"})
+    assert unknown.exit_code == 3
+    assert "no group 'nope' in this workspace (groups: g)" in " ".join(unknown.output.split())

@@ -9,11 +9,13 @@ the workspace cannot be used (the message names it and what to do).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from functools import partial
 from importlib import metadata
 from pathlib import Path
@@ -27,6 +29,8 @@ from rich.table import Table
 from rich.text import Text
 
 from lcg.domain.errors import DomainError, InvalidParams, NotFound
+from lcg.domain.events import DomainEvent, EventCodec
+from lcg.domain.ids import GroupId
 from lcg.interfaces import operations, serve
 from lcg.interfaces.cli_caller import Caller, ServiceError, open_caller
 from lcg.interfaces.config import Settings
@@ -45,6 +49,7 @@ from lcg.interfaces.private_files import PRIVATE_UMASK
 from lcg.projections.faults import FAULTS
 from lcg.projections.runner import ProjectionError
 from lcg.projections.wal.lease import WorkspaceBusy
+from lcg.projections.wal.store import EventLog
 
 cli = typer.Typer(
     no_args_is_help=True,
@@ -550,6 +555,90 @@ def call(
     reads = operation is not None and operation.read_only
     with _app(workspace, f"lcg call {method}", reads=reads) as app:
         _print_json(app.call(method, raw))
+
+
+@cli.command("log")
+def log_(
+    group: Annotated[str, typer.Option("--group", "-g", help="The group whose events to show.")],
+    from_seq: Annotated[int, typer.Option(min=1, help="First seq to show.")] = 1,
+    limit: Annotated[int, typer.Option(min=1, help="How many events at most.")] = 50,
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A group's events with their seq, type, time and a one-line summary: what to pick
+    `lcg replay --to-seq` from. Reads the WAL only (works beside a running service)."""
+    settings = _settings(workspace)
+    with _errors():
+        if not settings.wal_path.exists():
+            raise NotFound(
+                f"workspace: there is no WAL at {settings.wal_path}",
+                field="workspace",
+                rule="must name an existing workspace",
+            )
+        events = EventLog(settings.wal_path, EventCodec(), settings.durability)
+        try:
+            if GroupId(group) not in events.groups():
+                known = ", ".join(events.groups()) or "none"
+                raise NotFound(
+                    f"group: no group {group!r} in this workspace (groups: {known})",
+                    field="group",
+                    rule="must name a group with events",
+                )
+            rows = []
+            for page in events.read(GroupId(group), after=from_seq - 1, upto=from_seq + limit - 1):
+                rows.extend(page)
+            head = events.head(group)
+        finally:
+            events.close()
+    if as_json:
+        _print_json(
+            {
+                "group_id": group,
+                "max_seq": head,
+                "events": [
+                    {
+                        "seq": r.seq,
+                        "type": r.event.wire_name,
+                        "occurred_at": r.event.occurred_at.isoformat(),
+                        "summary": _event_summary(r.event),
+                    }
+                    for r in rows
+                ],
+            }
+        )
+        return
+    table = Table("seq", "type", "time", "summary")
+    for recorded in rows:
+        table.add_row(
+            str(recorded.seq),
+            recorded.event.wire_name,
+            recorded.event.occurred_at.strftime("%Y-%m-%d %H:%M:%S"),
+            Text(_event_summary(recorded.event)),
+        )
+    out.print(table)
+    shown = f"{rows[0].seq}-{rows[-1].seq}" if rows else "none"
+    out.print(Text(f"group {group!r}: seqs {shown} of {head}"))
+
+
+def _event_summary(event: DomainEvent, width: int = 100) -> str:
+    """The event's fields on one line (times and long texts shortened)."""
+    parts = []
+    for item in dataclasses.fields(event):
+        if item.name == "occurred_at":
+            continue
+        value = getattr(event, item.name)
+        if value is None or value in ("", "{}", ()):
+            continue
+        if isinstance(value, datetime):
+            text = value.isoformat()
+        elif isinstance(value, tuple):
+            text = ",".join(str(part) for part in value)
+        else:
+            text = str(value)
+        text = " ".join(text.split())
+        parts.append(f"{item.name}={text[:60] + '...' if len(text) > 60 else text}")
+    line = " ".join(parts)
+    return line if len(line) <= width else line[: width - 3] + "..."
 
 
 @cli.command()
