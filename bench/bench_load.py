@@ -86,7 +86,7 @@ def body(rng: random.Random) -> str:
 
 
 def start_service(workspace: Path) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+    env = dict(os.environ)  # LCG_* settings pass through (e.g. LCG_VECTOR_FOLLOW=sync)
     proc = subprocess.Popen(
         [str(LCG), "serve", "--workspace", str(workspace)],
         stdin=subprocess.DEVNULL,
@@ -130,6 +130,8 @@ def worker(path: Path, seed: int, ops: int, search_every: int, out: dict[str, li
 
 
 def percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] * 1000
 

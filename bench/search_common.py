@@ -101,6 +101,7 @@ def ingest(ws: Workspace, items: Sequence[Item], label: str, batch: int = INGEST
         if done % step < batch or done == len(items):
             elapsed = time.perf_counter() - start
             log(f"  {label}: {done:,}/{len(items):,} episodes, {elapsed:.1f} s")
+    ws.settle()  # every passage embedded and indexed before the clock stops (ADR 0022)
     return time.perf_counter() - start
 
 

@@ -80,9 +80,16 @@ def app(workspace: Workspace) -> App:
     return App(workspace)
 
 
-def make_call(app: App) -> Call:
+def make_call(app: App, *, settle: bool = True) -> Call:
+    """`call(NAME, **params)` through the one dispatch. With `settle`, a write is followed by
+    waiting for the vector indexes (ADR 0022), so that a test's next search sees it by meaning
+    as well as by words; tests of the follower itself pass settle=False."""
+
     def call(name: str, /, **params: Any) -> dict[str, Any]:
-        return operations.dispatch(app, name, params)
+        result = operations.dispatch(app, name, params)
+        if settle and not operations.BY_NAME[name].read_only:
+            app.workspace.settle()
+        return result
 
     return call
 

@@ -70,6 +70,9 @@ def test_f6_close_on_a_full_disk_answers_exits_0_and_removes_its_socket(
                     "knowledge_add_episode",
                     {"name": f"e{index}", "episode_body": f"a note about {index}"},
                 )
+            # the vector indexes follow writes on their own thread (ADR 0022): let them hold
+            # all five, unsaved, so that close has index files to write on the full disk
+            wait_until(lambda: client.result("knowledge_status")["vector_pending"] == 0, "vectors")
             filler = fill(small_disk)
             assert client.result("knowledge_close") == {"status": "closed"}
         code = service.proc.wait(DEADLINE)

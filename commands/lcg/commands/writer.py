@@ -200,7 +200,8 @@ class Writer:
 
     def execute_many(self, handlers: Sequence[Callable[[WriteContext], T]]) -> list[T | Exception]:
         """Run the handlers as one batch (one WAL commit); a failed handler yields its error."""
-        items: list[_Pending[T]] = [_Pending(h) for h in handlers]
+        done = threading.Event()  # one batch, one completion: nobody waits on single items
+        items: list[_Pending[T]] = [_Pending(h, done) for h in handlers]
         with self._batch_lock:
             self._run_batch(items)  # type: ignore[arg-type]
         results: list[T | Exception] = []

@@ -12,6 +12,7 @@ from lcg.projections.wal.store import Durability
 from lcg.queries.fusion import Fusion
 
 Bm25Engine = Literal["memory", "fts5"]
+VectorFollow = Literal["async", "sync"]
 
 STATE_DIR = ".lcg"
 WAL_FILE = "wal.sqlite"
@@ -35,7 +36,11 @@ class Settings:
     search_expand_depth: int = 1  # LCG_SEARCH_EXPAND_DEPTH: graph expansion hops, 0-3
     vector_checkpoint_every: int = 10_000  # LCG_VECTOR_CHECKPOINT_EVERY: changed vectors
     vector_ivf_threshold: int = 20_000  # LCG_VECTOR_IVF_THRESHOLD: vectors per index
-    bm25_engine: Bm25Engine = "memory"  # LCG_BM25_ENGINE: memory | fts5 (ADR 0016: same scores)
+    bm25_engine: Bm25Engine = "memory"
+    # LCG_VECTOR_FOLLOW: async (default) answers a write once it is durable and visible to
+    # graph reads and BM25, and the vector indexes follow on their own thread (ADR 0022);
+    # sync also waits for the write's vectors.
+    vector_follow: VectorFollow = "async"  # LCG_BM25_ENGINE: memory | fts5 (ADR 0016: same scores)
 
     @property
     def state_dir(self) -> Path:
@@ -76,6 +81,7 @@ class Settings:
         durability: Durability = _choice(env, "LCG_DURABILITY", ("normal", "full"))
         fusion: Fusion = _choice(env, "LCG_SEARCH_FUSION", ("max", "rrf"))
         engine: Bm25Engine = _choice(env, "LCG_BM25_ENGINE", ("memory", "fts5"))
+        follow: VectorFollow = _choice(env, "LCG_VECTOR_FOLLOW", ("async", "sync"))
         return cls(
             workspace=chosen.resolve(),
             durability=durability,
@@ -87,6 +93,7 @@ class Settings:
                 env, "LCG_VECTOR_IVF_THRESHOLD", 20_000, 1_000, 1_000_000_000
             ),
             bm25_engine=engine,
+            vector_follow=follow,
         )
 
 

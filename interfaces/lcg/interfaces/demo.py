@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -30,6 +31,7 @@ def run_demo(settings: Settings, out: Console) -> None:
         written = corpus.write_corpus(call, corpus.knowledge(corpus.DEMO), GROUP)
         for name, uuid in written.entities.items():
             out.print(f"asserted entity {name!r} -> {uuid}")
+        ws.settle()  # the vector indexes follow writes on their own thread (ADR 0022)
         question = "who wrote the first program for a machine?"
         found = call("knowledge_find_entities", query=question, group_ids=[GROUP])
         best = found["nodes"][0]
@@ -61,7 +63,7 @@ def run_demo(settings: Settings, out: Console) -> None:
             f"replayed to the end: {edges['count']} edges; applied_seq "
             f"{wal['applied_seq']} of {wal['max_seq']} ({wal['hydration_status']})"
         )
-        project_tour(call, out)
+        project_tour(call, out, ws.settle)
 
 
 def purge(call: corpus.Call, group: str, out: Console) -> None:
@@ -71,11 +73,12 @@ def purge(call: corpus.Call, group: str, out: Console) -> None:
         out.print(f"(purged group {group!r} left by an earlier demo)")
 
 
-def project_tour(call: corpus.Call, out: Console) -> None:
+def project_tour(call: corpus.Call, out: Console, settle: Callable[[], object]) -> None:
     """The Kestrel project corpus (fixtures/README.md) in its own group, asked one question."""
     project = corpus.knowledge(corpus.PROJECT)
     purge(call, project.group_id, out)
     corpus.write_corpus(call, project)
+    settle()
     out.print(
         f"project corpus {project.group_id!r}: {len(project.entities)} entities, "
         f"{len(project.relationships)} relationships, {len(project.episodes)} episodes"

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from lcg.commands.writer import Writer
+from lcg.commands.writer import CommitListener, Writer
 from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
 from lcg.interfaces.config import Settings
@@ -28,6 +28,7 @@ from lcg.projections.graph import schema
 from lcg.projections.runner import ProjectionRunner
 from lcg.projections.text.scorer import TextScorer
 from lcg.projections.text.tables import TEXT_TABLES, TOKENIZER
+from lcg.projections.vectors.follower import VectorFollower
 from lcg.projections.vectors.index import VectorIndex
 from lcg.projections.wal.lease import WriterLease
 from lcg.projections.wal.store import EventLog
@@ -79,6 +80,7 @@ class Workspace:
         self._vectors: VectorIndex | None = None
         self._text: TextScorer | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._follower: VectorFollower | None = None
         self._stack = ExitStack()
         self.embedder = CountingEmbedder(embedder or MiniLmEmbedder(threads=settings.embed_threads))
         self.caught_up = 0
@@ -136,13 +138,18 @@ class Workspace:
         if not self.read_only:
             self._open_for_writing(graph.runner.conn)
 
-    def _make_private(self) -> None:
-        """F7: the state directory is 0700 and its files 0600 (an older one is tightened)."""
+    def _make_private(self, *, new_files: bool = False) -> None:
+        """F7: the state directory is 0700 and its files 0600. Files that were there before
+        this open are tightened with a warning each; `new_files` (the ones the libraries just
+        created with the process's umask, in a process that did not set 077) quietly."""
         if self.read_only:  # never changes what it reads; a new directory is still private
             self.settings.state_dir.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
             return
         for change in make_private(self.settings.state_dir):
-            log.warning("tightened the permissions of %s (memory is its owner's alone)", change)
+            if new_files:
+                log.debug("made private: %s", change)
+            else:
+                log.warning("tightened the permissions of %s (memory is its owner's alone)", change)
 
     def _blames_graph(self, error: BaseException) -> bool:
         """Corruption met while opening, in graph.sqlite rather than the WAL."""
@@ -166,6 +173,14 @@ class Workspace:
         self.repairs.extend(vectors.repairs)
         self._vectors = vectors
         stack.callback(self._release, "_vectors", vectors.checkpoint)
+        follower: CommitListener = vectors
+        if self.settings.vector_follow == "async":
+            graph_path = str(self.settings.graph_path)
+            self._follower = VectorFollower(
+                vectors, lambda: schema.connect(graph_path, read_only=True)
+            )
+            follower = self._follower
+            stack.callback(self._release, "_follower", self._follower.stop)  # before checkpoint
         text = TextScorer(
             self.settings.text_scorer_path,
             TOKENIZER,
@@ -183,11 +198,22 @@ class Workspace:
         stack.callback(setattr, self, "_pool", None)
         self._writer = Writer(self.log, runner, self.clock)
         stack.callback(setattr, self, "_writer", None)
-        self._writer.listeners.append(vectors)
+        self._writer.listeners.append(follower)
         self._writer.listeners.append(text)
         for group, error in self.catch_up_failures.items():
             self._writer.block(group, error)
-        self._make_private()  # files the libraries just created with the process's umask
+        self._make_private(new_files=True)  # what the libraries just created
+
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait until the vector indexes hold every acknowledged write (ADR 0022)."""
+        return True if self._follower is None else self._follower.settle(timeout)
+
+    @property
+    def vector_follow_state(self) -> tuple[int, str | None]:
+        """(committed events the vector indexes have yet to follow, the follower's failure)."""
+        if self._follower is None:
+            return 0, None
+        return self._follower.pending, self._follower.failure
 
     def faults(self) -> list[str]:
         """What keeps this open workspace from taking writes (empty when it is healthy)."""

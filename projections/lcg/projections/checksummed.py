@@ -39,7 +39,10 @@ def write(path: Path, generation: str, payload: bytes | memoryview) -> None:
     digest = hashlib.sha256(body_head)
     digest.update(payload)
     temporary = path.with_name(path.name + ".tmp")
-    with temporary.open("wb") as handle:
+    # 0600 whatever the process's umask: memory is its owner's alone (issue 9, F7)
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # an old temp file left by a crash keeps its mode otherwise
+    with os.fdopen(descriptor, "wb") as handle:
         handle.write(MAGIC)
         handle.write(digest.digest())
         handle.write(body_head)

@@ -61,6 +61,7 @@ class Derived(TypedDict):
     """State of the indexes that live outside the projection database, and of the files."""
 
     vector_count: int | None
+    vector_pending: int  # acknowledged writes the vector indexes have yet to follow (ADR 0022)
     index_error: str | None
     repaired: list[Repair]  # damaged files set aside and rebuilt (at open or since)
     damaged_files: list[Repair]  # damaged now, rebuilt at the next open (ADR 0020)
@@ -73,6 +74,7 @@ class Status(TypedDict):
     embedding_dim: int | None
     embedding: Embedding
     vector_count: int | None
+    vector_pending: int
     index_error: str | None
     entity_count: int
     relationship_count: int
@@ -139,6 +141,7 @@ def status(
         embedding_dim=embedding["dim"],
         embedding=embedding,
         vector_count=derived["vector_count"],
+        vector_pending=derived["vector_pending"],
         index_error=derived["index_error"],
         entity_count=entities,
         relationship_count=relationships,

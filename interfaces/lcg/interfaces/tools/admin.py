@@ -54,13 +54,19 @@ def status(app: App, _: NoParams) -> status_query.Status:
     repaired = [*ws.repairs, *ws.cache_repairs()]
     if ws.read_only or ws.damaged is not None:
         derived = status_query.Derived(
-            vector_count=None, index_error=None, repaired=repaired, damaged_files=ws.damaged_files()
+            vector_count=None,
+            vector_pending=0,
+            index_error=None,
+            repaired=repaired,
+            damaged_files=ws.damaged_files(),
         )
         failure = None
     else:
+        pending, follow_failure = ws.vector_follow_state
         derived = status_query.Derived(
             vector_count=ws.vectors.count(),
-            index_error=ws.writer.listener_failure,
+            vector_pending=pending,
+            index_error=ws.writer.listener_failure or follow_failure,
             repaired=repaired,
             damaged_files=[],
         )

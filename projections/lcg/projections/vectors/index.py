@@ -109,6 +109,7 @@ class VectorIndex:
         self.clock = clock
         self.generation = ""  # of the graph database the catalog lives in
         self.repairs: list[Repair] = []  # damaged files found at open, set aside and rebuilt
+        self._prefetched: dict[str, np.ndarray] = {}  # this commit's vectors, embedded ahead
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -160,14 +161,41 @@ class VectorIndex:
                 whole.add(item.group_id)
             else:
                 owners.setdefault(item.group_id, set()).add(owner)
+        ahead = self._embed_ahead(conn, owners)
         with self._lock:
+            self._prefetched = ahead
             for group in whole:
                 self.sync_group(conn, group)
-            for group, members in owners.items():
-                if group not in whole:
-                    self._sync_owners(conn, group, members)
+            try:
+                for group, members in owners.items():
+                    if group not in whole:
+                        self._sync_owners(conn, group, members)
+            finally:
+                self._prefetched = {}
             if self._changes >= self.checkpoint_every:
                 self.checkpoint()
+
+    def _embed_ahead(
+        self, conn: sqlite3.Connection, owners: dict[str, set[str]]
+    ) -> dict[str, np.ndarray]:
+        """Run the model for the owners' texts before taking the index lock, so searches never
+        wait for it; the sync below takes the vectors from here (ADR 0022)."""
+        texts: list[str] = []
+        for group, members in owners.items():
+            marks = ",".join("?" * len(members))
+            texts.extend(
+                row[0]
+                for row in conn.execute(
+                    "SELECT text FROM vector_catalog WHERE +group_id=? AND"
+                    f" owner_uuid IN ({marks})",
+                    [group, *members],
+                )
+            )
+        ahead: dict[str, np.ndarray] = {}
+        for start in range(0, len(texts), _EMBED_CHUNK):
+            chunk = texts[start : start + _EMBED_CHUNK]
+            ahead.update(zip(chunk, self.cache.embed(chunk), strict=True))
+        return ahead
 
     def rebuilt(self, conn: sqlite3.Connection, groups: Iterable[str] | None) -> None:
         """After a projection rebuild (or a clear): full sync of the groups (None: all)."""
@@ -252,7 +280,7 @@ class VectorIndex:
     def _add(self, entry: _Index, rows: list[tuple[int, str, str, str]]) -> None:
         for start in range(0, len(rows), _EMBED_CHUNK):
             chunk = rows[start : start + _EMBED_CHUNK]
-            vectors = self.cache.embed([row[3] for row in chunk])
+            vectors = self._vectors_of([row[3] for row in chunk])
             ids = np.array([row[0] for row in chunk], dtype=np.int64)
             entry.index.add_with_ids(np.ascontiguousarray(vectors), ids)
             entry.dirty = True
@@ -260,6 +288,12 @@ class VectorIndex:
         if isinstance(entry.index, faiss.IndexIDMap2) and entry.index.ntotal > self.ivf_threshold:
             # Exact search grows linearly (16 ms per query at 100k here); IVF stays removable.
             entry.index = to_ivf(entry.index)
+
+    def _vectors_of(self, texts: list[str]) -> np.ndarray:
+        """Vectors embedded ahead of the lock where there are, the cache for the rest."""
+        if not self._prefetched or any(text not in self._prefetched for text in texts):
+            return self.cache.embed(texts)
+        return np.stack([self._prefetched[text] for text in texts])
 
     def _remove(self, entry: _Index, ids: set[int]) -> None:
         if ids:

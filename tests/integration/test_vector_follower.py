@@ -1,0 +1,96 @@
+"""ADR 0022: the vector indexes follow writes on their own thread; writes never wait for them.
+
+A write is answered once durable and visible to graph reads and BM25; its vectors arrive when
+the follower has embedded them. The follower is held with a gate on the embedding cache, so
+each test sees the "not yet" and the "now" states without timing anything.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+
+import pytest
+
+from lcg.interfaces.app import App
+from lcg.interfaces.config import Settings
+from lcg.interfaces.workspace import Workspace
+from lcg.projections.embedding.cache import EmbeddingCache
+from lcg.projections.embedding.port import Embedder, Vectors
+from tests.conftest import make_call, make_workspace
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """While the gate is closed, the follower's embedding waits (searches do not use it)."""
+    opened = threading.Event()
+    embed = EmbeddingCache.embed
+
+    def gated(self: EmbeddingCache, texts: Sequence[str]) -> Vectors:
+        if threading.current_thread().name == "lcg-vectors":
+            assert opened.wait(30), "the test never opened the gate"
+        return embed(self, texts)
+
+    monkeypatch.setattr(EmbeddingCache, "embed", gated)
+    yield opened
+    opened.set()
+
+
+def test_adr_0022_a_write_is_answered_before_its_vectors_and_settle_waits_for_them(
+    workspace: Workspace, gate: threading.Event
+) -> None:
+    call = make_call(App(workspace), settle=False)
+    before = workspace.vectors.count()
+    added = call("knowledge_add_episode", name="note", episode_body="the launch slipped a week")
+    # acknowledged: durable, in the graph and in BM25, while the follower still waits
+    assert workspace.log.head("liminis") == 1
+    assert call("knowledge_get_episodes")["count"] == 1
+    found = call("knowledge_search_passages", query="launch slipped", min_score=0.0)
+    assert [p["episode_uuid"] for p in found["passages"]] == [added["episode_uuid"]]
+    assert "passage_vector" not in found["passages"][0]["ranks"]
+    assert workspace.vectors.count() == before
+    assert workspace.settle(timeout=0.05) is False
+    gate.set()
+    assert workspace.settle(timeout=30) is True
+    assert workspace.vectors.count() == before + 1
+    assert call("knowledge_status")["vector_pending"] == 0
+    found = call("knowledge_search_passages", query="launch slipped", min_score=0.0)
+    assert "passage_vector" in found["passages"][0]["ranks"]
+
+
+def test_adr_0022_close_waits_for_the_follower_and_saves_what_it_embedded(
+    settings: Settings, embedder: Embedder, gate: threading.Event
+) -> None:
+    ws = make_workspace(settings, embedder).open()
+    call = make_call(App(ws), settle=False)
+    for index in range(3):
+        call("knowledge_add_episode", name=f"e{index}", episode_body=f"note number {index}")
+    closer = threading.Thread(target=ws.close)
+    closer.start()
+    closer.join(timeout=0.2)
+    assert closer.is_alive(), "close returned while the follower still had writes to embed"
+    gate.set()
+    closer.join(timeout=30)
+    assert not closer.is_alive()
+    for path in settings.state_dir.glob("embeddings.sqlite*"):
+        path.unlink()  # no cache: only the index files can give the vectors back for free
+    with make_workspace(settings, embedder) as again:
+        assert again.vectors.count() == 3
+        assert again.embedder.calls == 0
+        make_call(App(again))("knowledge_rebuild_from_wal", group_id="liminis", force_clear=True)
+        assert again.vectors.count() == 3
+
+
+def test_adr_0022_sync_mode_answers_a_write_with_its_vectors_in_place(
+    settings: Settings, embedder: Embedder
+) -> None:
+    synced = replace(settings, vector_follow="sync")
+    with make_workspace(synced, embedder) as ws:
+        call = make_call(App(ws), settle=False)
+        call("knowledge_add_episode", name="note", episode_body="the launch slipped a week")
+        assert ws.vectors.count() == 1
+        assert ws.vector_follow_state == (0, None)
+    assert Settings.load({"LCG_VECTOR_FOLLOW": "sync"}, settings.workspace).vector_follow == (
+        "sync"
+    )
