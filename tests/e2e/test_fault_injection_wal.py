@@ -4,7 +4,6 @@ and F5; ADR 0019). Nothing acknowledged is lost or hidden; every failure names i
 
 from __future__ import annotations
 
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -19,6 +18,7 @@ from lcg.interfaces.jsonrpc import STORAGE_ERROR, UNAVAILABLE
 from lcg.projections.wal.store import stream_id
 from tests.e2e.test_cli import lcg, said
 from tests.helpers.service_process import RpcClient, ServiceProcess
+from tests.helpers.small_disk import fill, mounted_tmpfs
 
 pytestmark = pytest.mark.slow
 
@@ -91,35 +91,9 @@ def test_f1_a_server_over_a_lost_wal_starts_degraded_acks_no_write_and_the_recov
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MiB tmpfs, unmounted afterwards; skipped where this process may not mount."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    done = subprocess.run(
-        ["/bin/mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"a full disk needs a small tmpfs, and mount was refused: {done.stderr}")
-    try:
+    """A 4 MiB tmpfs (tests/helpers/small_disk.py)."""
+    with mounted_tmpfs(tmp_path / "small", "4m") as mount:
         yield mount
-    finally:
-        subprocess.run(["/bin/umount", "-l", str(mount)], check=False)
-
-
-def fill(disk: Path) -> Path:
-    """Write zeros until the filesystem refuses: a real ENOSPC for whatever comes next."""
-    filler = disk / "filler"
-    with filler.open("wb") as out:
-        try:
-            while True:
-                out.write(b"\0" * 65536)
-                out.flush()
-                os.fsync(out.fileno())
-        except OSError:
-            pass
-    return filler
 
 
 def test_f5_after_a_full_disk_the_group_catches_up_and_takes_writes_again(

@@ -8,51 +8,22 @@ Once space returns, a new service starts healthy with every acknowledged write.
 
 from __future__ import annotations
 
-import errno
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.service_process import DEADLINE, ServiceProcess, wait_until
+from tests.helpers.small_disk import fill, mounted_tmpfs
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root here")
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount_point)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
-
-
-def fill(disk: Path) -> Path:
-    """Write a file until the disk is full; returns it (delete it to free the space)."""
-    filler = disk / "filler"
-    with filler.open("wb") as out:
-        try:
-            while True:
-                out.write(b"\0" * 65536)
-                out.flush()
-        except OSError as error:
-            if error.errno != errno.ENOSPC:
-                raise
-    return filler
+    """A 16 MiB tmpfs (tests/helpers/small_disk.py)."""
+    with mounted_tmpfs(tmp_path / "disk", "16m") as mount:
+        yield mount
 
 
 def test_f6_close_on_a_full_disk_answers_exits_0_and_removes_its_socket(
