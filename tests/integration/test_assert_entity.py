@@ -90,7 +90,7 @@ def test_k_ast_018_entity_uuid_renames_the_entity(call: Call) -> None:
     assert renamed["created"] is False
     # The stored name changes; name_embedding keeps the old name and the result says so.
     assert renamed["embedding_stale"] == ["name_embedding"]
-    assert "delete and recreate" in renamed["embedding_warning"]
+    assert "delete and recreate of the entity" in renamed["embedding_warning"]
     assert entity(call, created["entity_uuid"])["name"] == "Ada Lovelace"
 
 

@@ -166,10 +166,16 @@ def test_issue_10_errors_name_the_flag_typed_and_plain_output_says_what_was_clea
     )
     assert created.exit_code == 0, created.output
     assert "cleared" not in created.output
+    changed = runner.invoke(
+        cli, ["assert-entity", "Ada", "--summary", "sailed", "--label", "P", *workspace], env=env
+    )
+    assert changed.exit_code == 0, changed.output
+    assert "embedding_stale: summary_embedding" in changed.output
+    assert "cleared (not given): attributes" in changed.output
     revised = runner.invoke(cli, ["assert-entity", "Ada", *workspace], env=env)
     assert revised.exit_code == 0, revised.output
     assert "cleared (not given): summary, labels, attributes" in revised.output
-    assert "embedding_stale: summary_embedding" in revised.output
+    assert "embedding_stale" not in revised.output  # a blank summary has no vector to go stale
     bad = runner.invoke(cli, ["list-entities", "--limit", "0", *workspace], env=env)
     assert bad.exit_code == 2
     assert "--limit: num_results: " in bad.output

@@ -326,3 +326,25 @@ def test_equal_scores_come_back_in_uuid_order_before_and_after_a_rebuild(
     assert len(before) == 12
     call("knowledge_rebuild_from_wal", group_id="t", force_clear=True)
     assert order() == before
+
+
+def test_issue_10_a_summary_cleared_by_re_assertion_is_no_longer_found_by_its_old_vector(
+    call: Call, workspace: Workspace
+) -> None:
+    """K-SEM-019's gap: the old summary vector stayed, and backfill (which skips an empty
+    summary) could not remove it. A summary revised to blank now drops its vector."""
+    call("knowledge_assert_entity", name="Ada", summary="wrote the first program", group_id="g")
+    call("knowledge_assert_entity", name="Bob", summary="a sailor", group_id="g")
+    before = call("knowledge_find_entities", query="wrote the first program", group_ids=["g"])
+    assert "summary_vector" in next(n for n in before["nodes"] if n["name"] == "Ada")["ranks"]
+    cleared = call("knowledge_assert_entity", name="Ada", group_id="g")
+    assert cleared["embedding_stale"] == []  # nothing embedded is out of date any more
+    after = call("knowledge_find_entities", query="wrote the first program", group_ids=["g"])
+    ranks = [n["ranks"] for n in after["nodes"] if n["name"] == "Ada"]
+    assert all("summary_vector" not in r for r in ranks)
+    rows = (
+        workspace.reader()
+        .execute("SELECT COUNT(*) FROM vector_catalog WHERE embedding='summary_embedding'")
+        .fetchone()[0]
+    )
+    assert rows == 1  # Bob's

@@ -69,6 +69,8 @@ def _stale(ctx: WriteContext, owner: str, texts: dict[str, str]) -> list[str]:
     """The write-once embeddings (K-AST-017/038) that no longer match the asserted text."""
     stale = []
     for embedding, current in texts.items():
+        if not current:  # nothing to embed: a blank summary's vector is dropped (catalog v2)
+            continue
         embedded = catalog.embedded_text(ctx.conn, owner, embedding)
         if (embedded or "").strip() != current:
             stale.append(embedding)
@@ -79,12 +81,13 @@ def _stale_warning(stale: list[str]) -> str | None:
     if not stale:
         return None
     hints = {
-        catalog.NAME: "name_embedding keeps the name it was created with (delete and recreate "
-        "the entity to refresh it)",
+        catalog.NAME: "name_embedding keeps the name it was created with: only a delete and "
+        "recreate of the entity refreshes it (K-AST-019; no tool of this version deletes one "
+        "entity yet); search by words sees the new name",
         catalog.SUMMARY: "summary_embedding reflects an earlier summary (run "
         "knowledge_backfill_summary_embeddings to refresh it)",
-        catalog.FACT: "fact_embedding reflects the fact the edge was created with (delete and "
-        "recreate the edge to refresh it)",
+        catalog.FACT: "fact_embedding reflects the fact the edge was created with (embeddings "
+        "are write-once: no tool re-embeds a fact; search by words sees the new one)",
     }
     return "; ".join(hints[embedding] for embedding in stale)
 

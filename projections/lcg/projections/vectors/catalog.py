@@ -36,7 +36,10 @@ SUMMARY = "summary_embedding"
 FACT = "fact_embedding"
 PASSAGE = "passage_embedding"
 
-TABLE = EventTable("vectors", ignores=(EntityRevised, RelationshipRevised))  # write-once
+# Embeddings are write-once (K-AST-017/038): a revision embeds nothing. The one thing a
+# revision does here is drop the summary vector of a summary that became blank, so that an
+# entity is no longer found by what it no longer says (issue 10, K-SEM-019).
+TABLE = EventTable("vectors", ignores=(RelationshipRevised,))
 Run = Sequence[tuple[Seq, E]]
 _INSERT = (
     "INSERT INTO vector_catalog (group_id, embedding, owner_uuid, part, text, seq)"
@@ -66,6 +69,12 @@ def _entity_created(conn: sqlite3.Connection, group: GroupId, run: Run[EntityCre
         if event.summary.strip():  # A-01: a summary is embedded on create; empty ones are not
             rows.append((group, SUMMARY, event.entity_uuid, 0, event.summary, seq))
     conn.executemany(_INSERT, rows)
+
+
+@TABLE.on(EntityRevised)
+def _entity_revised(conn: sqlite3.Connection, group: GroupId, run: Run[EntityRevised]) -> None:
+    blank = [(event.entity_uuid, SUMMARY) for _, event in run if not event.summary.strip()]
+    conn.executemany("DELETE FROM vector_catalog WHERE owner_uuid=? AND embedding=?", blank)
 
 
 @TABLE.on(SummaryEmbedded)
@@ -125,7 +134,7 @@ class VectorCatalogProjection:
     """Rows (vec_id, group, embedding, owner, text): what the FAISS indexes must hold."""
 
     name = "vectors"
-    version = 1
+    version = 2  # 2: a summary revised to blank drops its vector
     handles = TABLE.handles
     ignores = TABLE.ignores
 
