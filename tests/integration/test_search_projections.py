@@ -215,7 +215,11 @@ def test_k_sem_backfill_refreshes_summary_vectors_of_one_group(
 
 def test_p_138_build_indices_is_idempotent(call: Call, workspace: Workspace) -> None:
     write(call, 0)
+    assert call("knowledge_status")["last_index_time"] is None  # P-102: none built yet
     assert call("knowledge_build_indices") == {"status": "ok", "indices_built": True}
+    built = call("knowledge_status")["last_index_time"]
+    assert built is not None
+    assert built.startswith("2026-")
     assert call("knowledge_build_indices") == {"status": "ok", "indices_built": True}
     assert any(workspace.settings.vectors_dir.rglob("*.faiss"))
 

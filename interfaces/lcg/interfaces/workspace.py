@@ -81,6 +81,7 @@ class Workspace:
         self._text: TextScorer | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._follower: VectorFollower | None = None
+        self.last_index_time: datetime | None = None  # set by knowledge_build_indices (P-102)
         self._stack = ExitStack()
         self.embedder = CountingEmbedder(embedder or MiniLmEmbedder(threads=settings.embed_threads))
         self.caught_up = 0

@@ -62,6 +62,7 @@ class Derived(TypedDict):
 
     vector_count: int | None
     vector_pending: int  # acknowledged writes the vector indexes have yet to follow (ADR 0022)
+    last_index_time: str | None  # when knowledge_build_indices last ran in this process
     index_error: str | None
     repaired: list[Repair]  # damaged files set aside and rebuilt (at open or since)
     damaged_files: list[Repair]  # damaged now, rebuilt at the next open (ADR 0020)
@@ -146,7 +147,7 @@ def status(
         entity_count=entities,
         relationship_count=relationships,
         episode_count=episodes,
-        last_index_time=None,
+        last_index_time=derived["last_index_time"],
         context_graph_initialized=True,
         connected=True,
         queryable=True,

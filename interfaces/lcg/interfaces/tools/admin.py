@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal, TypedDict
 
 from pydantic import Field
@@ -56,6 +57,7 @@ def status(app: App, _: NoParams) -> status_query.Status:
         derived = status_query.Derived(
             vector_count=None,
             vector_pending=0,
+            last_index_time=None,
             index_error=None,
             repaired=repaired,
             damaged_files=ws.damaged_files(),
@@ -66,6 +68,7 @@ def status(app: App, _: NoParams) -> status_query.Status:
         derived = status_query.Derived(
             vector_count=ws.vectors.count(),
             vector_pending=pending,
+            last_index_time=_iso(ws.last_index_time),
             index_error=ws.writer.listener_failure or follow_failure,
             repaired=repaired,
             damaged_files=[],
@@ -126,4 +129,10 @@ def build_indices(app: App, _: NoParams) -> indexing.BuildIndicesResult:
     """Bring the vector and text indexes in line with the graph and write them to disk.
     Idempotent."""
     ws = app.workspace
-    return indexing.build_indices(ws.writer, ws.vectors.checkpoint)
+    built = indexing.build_indices(ws.writer, ws.vectors.checkpoint)
+    ws.last_index_time = app.now()  # P-102: what knowledge_status reports
+    return built
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()

@@ -251,19 +251,25 @@ class VectorIndex:
     # -- search ---------------------------------------------------------------------------
 
     def search(self, kind: str, groups: Sequence[str] | None, query: Vectors, k: int) -> list[Hit]:
-        """Top-k by cosine over the kind's indexes of the groups (None: every group)."""
+        """Top-k by cosine over the kind's indexes of the groups (None: every group).
+
+        Equal scores rank by vec_id, and each index is asked for a margin beyond k, so that
+        which of several tied vectors make the cut does not depend on the order FAISS holds
+        them in (which differs between a rebuilt and an incrementally built index)."""
         hits: list[Hit] = []
+        wanted = 2 * k + 16
         with self._lock:
             for (group, index_kind), entry in self._indexes.items():
                 if index_kind != kind or entry.index.ntotal == 0:
                     continue
                 if groups is not None and group not in groups:
                     continue
-                scores, ids = entry.index.search(query.reshape(1, -1), min(k, entry.index.ntotal))
+                found = min(wanted, entry.index.ntotal)
+                scores, ids = entry.index.search(query.reshape(1, -1), found)
                 hits.extend(
                     Hit(int(i), float(s)) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0
                 )
-        hits.sort(key=lambda hit: -hit.score)
+        hits.sort(key=lambda hit: (-hit.score, hit.vec_id))
         return hits[:k]
 
     def count(self) -> int:
