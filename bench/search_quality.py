@@ -78,22 +78,20 @@ def bm25_rankings(
     return rankings
 
 
-def hybrid_rankings(ws: Workspace, conversations: Sequence[Conversation]) -> list[Ranking]:
-    """knowledge_search_passages through operations.dispatch, as a client calls it."""
+def hybrid_rankings(
+    ws: Workspace, conversations: Sequence[Conversation], *, tool_defaults: bool = False
+) -> list[Ranking]:
+    """knowledge_search_passages through operations.dispatch, as a client calls it: with
+    num_results DEPTH and min_score 0, or (`tool_defaults`) with only the query and the group,
+    which is what an agent calling the tool plainly gets (num_results 10, min_score 0.5)."""
     app = App(ws)
     rankings: list[Ranking] = []
     for conversation in conversations:
         for question in conversation.questions:
-            result = operations.dispatch(
-                app,
-                "knowledge_search_passages",
-                {
-                    "query": question.text,
-                    "num_results": DEPTH,
-                    "min_score": 0.0,
-                    "group_ids": [conversation.group],
-                },
-            )
+            params: dict[str, object] = {"query": question.text, "group_ids": [conversation.group]}
+            if not tool_defaults:
+                params |= {"num_results": DEPTH, "min_score": 0.0}
+            result = operations.dispatch(app, "knowledge_search_passages", params)
             found = result["passages"]
             require(
                 all(p["group_id"] == conversation.group for p in found),
@@ -213,6 +211,7 @@ def quality_tables(
 
 HYBRID_RRF = "lcg hybrid, rrf"
 HYBRID_MAX = "lcg hybrid, max"
+HYBRID_DEFAULTS = "lcg hybrid, max, the tool's defaults (num_results 10, min_score 0.5)"
 TEXT_LEG = "lcg FTS5 leg alone"
 VECTOR_LEG = "lcg vector leg alone"
 HYBRID_PLAIN = "lcg hybrid, rrf; turns as `text` (no context)"
@@ -227,6 +226,7 @@ COMPARISONS = (
     (HYBRID_RRF, TEXT_LEG),
     (HYBRID_RRF, VECTOR_LEG),
     (HYBRID_MAX, HYBRID_RRF),
+    (HYBRID_DEFAULTS, HYBRID_MAX),
     (TEXT_LEG, TEXT_LEG_PLAIN),
     (HYBRID_RRF, HYBRID_PLAIN),
 )
@@ -263,6 +263,7 @@ def lcg_rankings(
     with Workspace(Settings(workspace=directory, search_fusion="max")) as ws:
         log("lcg hybrid (max) ...")
         rankings[HYBRID_MAX] = hybrid_rankings(ws, conversations)
+        rankings[HYBRID_DEFAULTS] = hybrid_rankings(ws, conversations, tool_defaults=True)
     # The same turns as `text` episodes: no neighbour context in the FTS index.
     reset_workspace(directory)
     with Workspace(Settings(workspace=directory, search_fusion="rrf")) as ws:
@@ -300,7 +301,8 @@ def run_quality(options: Options) -> str:
         rankings[BM25_VECTOR_RRF] = [
             rrf([b, v]) for b, v in zip(bm25, rankings[VECTOR_LEG], strict=True)
         ]
-    order = [HYBRID_RRF, HYBRID_MAX, TEXT_LEG, VECTOR_LEG, HYBRID_PLAIN, TEXT_LEG_PLAIN]
+    order = [HYBRID_RRF, HYBRID_MAX, HYBRID_DEFAULTS, TEXT_LEG, VECTOR_LEG, HYBRID_PLAIN]
+    order += [TEXT_LEG_PLAIN]
     order += [BM25_SAME, BM25_README, BM25_VECTOR_RRF]
     systems = [
         score_system(label, rankings[label], questions) for label in order if label in rankings
