@@ -94,3 +94,26 @@ def test_adr_0022_sync_mode_answers_a_write_with_its_vectors_in_place(
     assert Settings.load({"LCG_VECTOR_FOLLOW": "sync"}, settings.workspace).vector_follow == (
         "sync"
     )
+
+
+def test_adr_0022_a_failed_follow_is_reported_then_mended_by_the_next_commit(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    call = make_call(App(workspace))
+    embed = EmbeddingCache.embed
+    failures = [RuntimeError("the model fell over")]
+
+    def once_broken(self: EmbeddingCache, texts: Sequence[str]) -> Vectors:
+        if failures and threading.current_thread().name == "lcg-vectors":
+            raise failures.pop()
+        return embed(self, texts)
+
+    monkeypatch.setattr(EmbeddingCache, "embed", once_broken)
+    call("knowledge_add_episode", name="lost", episode_body="the first note")
+    status = call("knowledge_status")
+    assert status["index_error"] == "VectorIndex: the model fell over"
+    assert status["vector_count"] == 0
+    call("knowledge_add_episode", name="next", episode_body="the second note")
+    status = call("knowledge_status")
+    assert status["index_error"] is None
+    assert status["vector_count"] == 2  # the lost batch's vector is back too

@@ -97,9 +97,12 @@ class VectorFollower:
                 try:
                     if conn is None:
                         conn = self._connect()
+                    if self.failure is not None:
+                        # an earlier batch was lost: bring every group in line with the catalog
+                        self.index.rebuilt(conn, None)
                     self.index.committed(conn, batch)
                     self.failure = None
-                except Exception as error:
+                except Exception as error:  # reported in status until a later commit mends it
                     self.failure = f"VectorIndex: {error}"
                     log.exception("the vector indexes could not follow a commit")
                 finally:
