@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -76,6 +76,23 @@ def to_ivf(flat: faiss.IndexIDMap2, nprobe: int = IVF_NPROBE) -> Any:
     return ivf
 
 
+CatalogRow = tuple[int, str, str, str]  # vec_id, embedding, owner_uuid, text
+
+
+def _owner_rows(conn: sqlite3.Connection, group: str, owners: set[str]) -> list[CatalogRow]:
+    """The owners' catalog rows, looked up by the owner index (`+group_id`: never a scan of
+    the whole group's rows)."""
+    marks = ",".join("?" * len(owners))
+    return [
+        (int(row[0]), str(row[1]), str(row[2]), str(row[3]))
+        for row in conn.execute(
+            "SELECT vec_id, embedding, owner_uuid, text FROM vector_catalog WHERE +group_id=?"
+            f" AND owner_uuid IN ({marks})",
+            [group, *owners],
+        )
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     """A vector hit: catalog id and cosine similarity."""
@@ -109,7 +126,6 @@ class VectorIndex:
         self.clock = clock
         self.generation = ""  # of the graph database the catalog lives in
         self.repairs: list[Repair] = []  # damaged files found at open, set aside and rebuilt
-        self._prefetched: dict[str, np.ndarray] = {}  # this commit's vectors, embedded ahead
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -161,41 +177,29 @@ class VectorIndex:
                 whole.add(item.group_id)
             else:
                 owners.setdefault(item.group_id, set()).add(owner)
-        ahead = self._embed_ahead(conn, owners)
+        # Read the owners' catalog rows once and run the model on their texts before taking
+        # the index lock, so that searches never wait for it (ADR 0022).
+        fetched = {
+            group: _owner_rows(conn, group, members)
+            for group, members in owners.items()
+            if group not in whole
+        }
+        ahead = self._embed_texts([row[3] for rows in fetched.values() for row in rows])
         with self._lock:
-            self._prefetched = ahead
             for group in whole:
                 self.sync_group(conn, group)
-            try:
-                for group, members in owners.items():
-                    if group not in whole:
-                        self._sync_owners(conn, group, members)
-            finally:
-                self._prefetched = {}
+            for group, rows in fetched.items():
+                self._sync_owners(group, owners[group], rows, ahead)
             if self._changes >= self.checkpoint_every:
                 self.checkpoint()
 
-    def _embed_ahead(
-        self, conn: sqlite3.Connection, owners: dict[str, set[str]]
-    ) -> dict[str, np.ndarray]:
-        """Run the model for the owners' texts before taking the index lock, so searches never
-        wait for it; the sync below takes the vectors from here (ADR 0022)."""
-        texts: list[str] = []
-        for group, members in owners.items():
-            marks = ",".join("?" * len(members))
-            texts.extend(
-                row[0]
-                for row in conn.execute(
-                    "SELECT text FROM vector_catalog WHERE +group_id=? AND"
-                    f" owner_uuid IN ({marks})",
-                    [group, *members],
-                )
-            )
-        ahead: dict[str, np.ndarray] = {}
+    def _embed_texts(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """text -> vector, through the cache, in chunks."""
+        vectors: dict[str, np.ndarray] = {}
         for start in range(0, len(texts), _EMBED_CHUNK):
             chunk = texts[start : start + _EMBED_CHUNK]
-            ahead.update(zip(chunk, self.cache.embed(chunk), strict=True))
-        return ahead
+            vectors.update(zip(chunk, self.cache.embed(chunk), strict=True))
+        return vectors
 
     def rebuilt(self, conn: sqlite3.Connection, groups: Iterable[str] | None) -> None:
         """After a projection rebuild (or a clear): full sync of the groups (None: all)."""
@@ -226,14 +230,13 @@ class VectorIndex:
             for vec_id, _, owner, _ in wanted:
                 entry.owners.setdefault(owner, set()).add(vec_id)
 
-    def _sync_owners(self, conn: sqlite3.Connection, group: str, owners: set[str]) -> None:
-        marks = ",".join("?" * len(owners))
-        rows = conn.execute(
-            # `+group_id`: look owners up by their index, never scan the whole group's rows
-            f"SELECT vec_id, embedding, owner_uuid, text FROM vector_catalog WHERE +group_id=? AND"
-            f" owner_uuid IN ({marks})",
-            [group, *owners],
-        ).fetchall()
+    def _sync_owners(
+        self,
+        group: str,
+        owners: set[str],
+        rows: Sequence[CatalogRow],
+        vectors: Mapping[str, np.ndarray],
+    ) -> None:
         for kind, embeddings in EMBEDDINGS_OF_KIND.items():
             wanted = [row for row in rows if row[1] in embeddings]
             entry = self._indexes.get((group, kind))
@@ -242,7 +245,7 @@ class VectorIndex:
             entry = entry or self._new_entry(group, kind)
             old = set().union(*(entry.owners.get(o, set()) for o in owners))
             self._remove(entry, old - {row[0] for row in wanted})
-            self._add(entry, [row for row in wanted if row[0] not in old])
+            self._add(entry, [row for row in wanted if row[0] not in old], vectors)
             for owner in owners:
                 entry.owners.pop(owner, None)
             for vec_id, _, owner, _ in wanted:
@@ -283,10 +286,20 @@ class VectorIndex:
         self._indexes[(group, kind)] = entry
         return entry
 
-    def _add(self, entry: _Index, rows: list[tuple[int, str, str, str]]) -> None:
+    def _add(
+        self,
+        entry: _Index,
+        rows: Sequence[CatalogRow],
+        known: Mapping[str, np.ndarray] | None = None,
+    ) -> None:
+        """Add the rows' vectors: from `known` (embedded ahead) or through the cache."""
         for start in range(0, len(rows), _EMBED_CHUNK):
             chunk = rows[start : start + _EMBED_CHUNK]
-            vectors = self._vectors_of([row[3] for row in chunk])
+            texts = [row[3] for row in chunk]
+            if known is not None and all(text in known for text in texts):
+                vectors = np.stack([known[text] for text in texts])
+            else:
+                vectors = self.cache.embed(texts)
             ids = np.array([row[0] for row in chunk], dtype=np.int64)
             entry.index.add_with_ids(np.ascontiguousarray(vectors), ids)
             entry.dirty = True
@@ -294,12 +307,6 @@ class VectorIndex:
         if isinstance(entry.index, faiss.IndexIDMap2) and entry.index.ntotal > self.ivf_threshold:
             # Exact search grows linearly (16 ms per query at 100k here); IVF stays removable.
             entry.index = to_ivf(entry.index)
-
-    def _vectors_of(self, texts: list[str]) -> np.ndarray:
-        """Vectors embedded ahead of the lock where there are, the cache for the rest."""
-        if not self._prefetched or any(text not in self._prefetched for text in texts):
-            return self.cache.embed(texts)
-        return np.stack([self._prefetched[text] for text in texts])
 
     def _remove(self, entry: _Index, ids: set[int]) -> None:
         if ids:
