@@ -8,106 +8,24 @@ messages are compared with their whitespace collapsed (`said`).
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from lcg.interfaces import operations
-from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.projections.embedding.minilm import MiniLmEmbedder
-from tests.conftest import make_workspace
+from tests.helpers.console_script import (
+    graph_rows,
+    lcg,
+    lcg_json,
+    names,
+    refused,
+    said,
+    seed,
+    status,
+)
 
 pytestmark = pytest.mark.slow
-
-LCG = Path(sys.executable).parent / "lcg"
-TIMEOUT = 60.0
-
-Rows = list[tuple[Any, ...]]
-
-
-def lcg(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run `lcg ARGS --workspace WORKSPACE` with stdin not a TTY and no LCG_* variables."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
-    return subprocess.run(
-        [str(LCG), *args, "--workspace", str(workspace)],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env=env,
-        timeout=TIMEOUT,
-        check=False,
-    )
-
-
-def lcg_json(workspace: Path, *args: str) -> dict[str, Any]:
-    """Run a command that prints JSON (pass `--json` where the command needs it); exit 0."""
-    result = lcg(workspace, *args)
-    assert result.returncode == 0, f"lcg {' '.join(args)} exited {result.returncode}:\n" + (
-        result.stderr
-    )
-    parsed: dict[str, Any] = json.loads(result.stdout)
-    return parsed
-
-
-def said(text: str) -> str:
-    """The text with every run of whitespace (rich's line wrapping included) as one space."""
-    return " ".join(text.split())
-
-
-def refused(result: subprocess.CompletedProcess[str], code: int) -> str:
-    """Assert the exit code and an empty stdout; return the collapsed stderr."""
-    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
-    assert result.stdout == ""
-    return said(result.stderr)
-
-
-def seed(model: MiniLmEmbedder, workspace: Path, *entities: tuple[str, str]) -> None:
-    """Assert `(group, name)` entities in order, in-process, one WAL event each, embedded with
-    the model the console script uses (so its vectors are the ones `lcg` would have made)."""
-    with make_workspace(Settings(workspace), model, command="pytest seed") as ws:
-        app = App(ws)
-        for group, name in entities:
-            params = {"name": name, "summary": f"{name} of {group}", "group_id": group}
-            operations.dispatch(app, "knowledge_assert_entity", params)
-
-
-def status(workspace: Path) -> dict[str, Any]:
-    """`lcg status --json` without the WAL's file size (SQLite files grow and shrink)."""
-    result = lcg_json(workspace, "status", "--json")
-    del result["wal"]["byte_size"]
-    return result
-
-
-def graph_rows(workspace: Path) -> tuple[Rows, Rows]:
-    """Entity rows with their SQLite rowids, and the projection positions.
-
-    A replay deletes and re-inserts a group's rows, which gives them new rowids, so equal
-    rowids show that nothing was replayed, not only that a replay reproduced the same rows.
-    """
-    conn = sqlite3.connect(Settings(workspace).graph_path)
-    try:
-        entities = conn.execute(
-            "SELECT rowid, uuid, group_id, name, summary, seq FROM entities ORDER BY rowid"
-        ).fetchall()
-        positions = conn.execute(
-            "SELECT projection, group_id, position, pinned_to FROM projection_positions"
-            " ORDER BY projection, group_id"
-        ).fetchall()
-    finally:
-        conn.close()
-    return entities, positions
-
-
-def names(workspace: Path, group: str) -> list[str]:
-    listed = lcg_json(workspace, "list-entities", "--group", group, "--json")
-    assert listed["count"] == len(listed["nodes"])
-    return [node["name"] for node in listed["nodes"]]
 
 
 def test_write_and_read_commands_round_trip_through_the_console_script(tmp_path: Path) -> None:
@@ -315,26 +233,6 @@ def test_bounded_replay_shows_the_state_at_that_seq_and_pins_the_group_until_rel
     assert names(tmp_path, "g") == [*group_names, "e6"]
 
 
-def test_issue_10_the_pin_message_command_works_as_written_without_a_terminal(
-    tmp_path: Path,
-    minilm: MiniLmEmbedder,
-) -> None:
-    """The pin says `lcg replay --group g`; run as written (no TTY, no --force-clear) it
-    resumes at the pin, replays the rest and releases the group."""
-    group_names = [f"e{seq}" for seq in range(1, 6)]
-    seed(minilm, tmp_path, *(("g", name) for name in group_names))
-    lcg_json(tmp_path, "replay", "--group", "g", "--to-seq", "3", "--force-clear", "--json")
-    message = refused(lcg(tmp_path, "assert-entity", "e6", "--group", "g"), 3)
-    assert "`lcg replay --group g`" in message
-    resumed = lcg(tmp_path, "replay", "--group", "g", "--json")
-    assert resumed.returncode == 0, resumed.stderr
-    assert "pinned at seq 3; resuming there" in said(resumed.stderr)
-    result = json.loads(resumed.stdout)
-    assert (result["from_seq"], result["mutations_replayed"], result["pinned_to"]) == (4, 2, None)
-    assert names(tmp_path, "g") == group_names
-    assert lcg_json(tmp_path, "assert-entity", "e6", "--group", "g", "--json")["created"] is True
-
-
 def test_full_replay_of_a_non_empty_group_is_refused_without_force_clear_and_in_a_dry_run(
     tmp_path: Path,
     minilm: MiniLmEmbedder,
@@ -403,38 +301,3 @@ def test_names_that_look_like_markup_are_printed_verbatim(tmp_path: Path) -> Non
     message = refused(lcg(tmp_path, "assert-relationship", "[x]", "R", "y"), 3)
     assert "no entity named '[x]'" in message
     assert "knowledge_add_cross_group_edge" in message
-
-
-def test_issue_10_file_dash_reads_stdin_a_missing_file_is_one_line_and_dates_are_times(
-    tmp_path: Path,
-) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
-    piped = subprocess.run(
-        [str(LCG), "add-episode", "note", "--file", "-", "--group", "g", "-w", str(tmp_path)],
-        input="what the pipe said",
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=TIMEOUT,
-        check=False,
-    )
-    assert piped.returncode == 0, piped.stderr
-    episodes = lcg_json(tmp_path, "call", "knowledge_get_episodes", '{"group_id": "g"}')
-    assert [e["content"] for e in episodes["episodes"]] == ["what the pipe said"]
-
-    missing = lcg(tmp_path, "add-episode", "note", "--file", str(tmp_path / "nope.txt"))
-    assert missing.returncode == 2
-    assert said(missing.stderr).startswith("error: --file: must name a readable file")
-    assert "Traceback" not in missing.stderr
-
-    for name in ("Ada", "Bob"):
-        lcg_json(tmp_path, "assert-entity", name, "--group", "g", "--json")
-    edge = lcg_json(
-        tmp_path,
-        *("assert-relationship", "Ada", "MET", "Bob", "--group", "g"),
-        *("--valid-at", "2025-03-03", "--json"),
-    )
-    edges = lcg_json(
-        tmp_path, "call", "knowledge_get_edges_by_uuids", json.dumps({"uuids": [edge["edge_uuid"]]})
-    )
-    assert edges["edges"][0]["valid_at"].startswith("2025-03-03")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_cli import lcg, said
+from tests.helpers.console_script import lcg, said
 from tests.helpers.service_process import ServiceProcess
 
 pytestmark = pytest.mark.slow

@@ -16,7 +16,7 @@ import pytest
 from lcg.interfaces.exit_codes import EXIT_STORAGE
 from lcg.interfaces.jsonrpc import STORAGE_ERROR, UNAVAILABLE
 from lcg.projections.wal.store import stream_id
-from tests.e2e.test_cli import lcg, said
+from tests.helpers.console_script import lcg, said
 from tests.helpers.service_process import RpcClient, ServiceProcess
 from tests.helpers.small_disk import fill, mounted_tmpfs
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_cli import lcg, said
+from tests.helpers.console_script import lcg, said
 
 pytestmark = pytest.mark.slow
 NOBODY = 65534

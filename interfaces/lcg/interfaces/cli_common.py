@@ -1,0 +1,182 @@
+"""What every `lcg` command shares: the consoles, common options, how a command reaches the
+workspace, and how failures become one line on stderr and an exit code (exit_codes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from lcg.domain.errors import DomainError, InvalidParams, NotFound
+from lcg.interfaces.cli_caller import Caller, ServiceError, open_caller
+from lcg.interfaces.config import Settings
+from lcg.interfaces.exit_codes import (
+    EXIT_BUSY,
+    EXIT_FAILURE,
+    EXIT_INVALID,
+    EXIT_PROJECTION,
+    EXIT_REFUSED,
+    EXIT_STORAGE,
+)
+from lcg.interfaces.graph_file import ForeignProjections
+from lcg.interfaces.jsonrpc import STORAGE_ERROR, UNAVAILABLE
+from lcg.projections.faults import FAULTS
+from lcg.projections.runner import ProjectionError
+from lcg.projections.wal.lease import WorkspaceBusy
+
+# Messages and stored names are printed as plain text, never as Rich markup, and unwrapped.
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+WorkspaceOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--workspace",
+        "-w",
+        help="Directory holding .lcg/ (default: LCG_WORKSPACE or the current directory).",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+GroupOpt = Annotated[str, typer.Option("--group", "-g", help="Group id.")]
+
+
+def load_settings(workspace: Path | None) -> Settings:
+    return Settings.load(os.environ, Path.cwd(), workspace)
+
+
+@contextmanager
+def workspace_caller(
+    workspace: Path | None,
+    command: str,
+    *,
+    read_only: bool = False,
+    reads: bool = False,
+    flags: dict[str, str] | None = None,
+) -> Iterator[Caller]:
+    """The workspace, here or through the socket service that holds it (cli_caller).
+
+    A command that only `reads` never creates a workspace: where there is none it says so.
+    """
+    settings = load_settings(workspace)
+    say = partial(complain, "note")
+    with errors(flags):
+        if reads and not settings.state_dir.exists():
+            raise NotFound(
+                f"workspace: there is no workspace at {settings.workspace} (no .lcg/); pass "
+                "--workspace DIR (or set LCG_WORKSPACE), or write to create one here",
+                field="workspace",
+                rule="must name an existing workspace for a read",
+            )
+        with open_caller(settings, command, read_only=read_only, say=say) as caller:
+            yield caller
+
+
+@contextmanager
+def errors(flags: dict[str, str] | None = None) -> Iterator[None]:
+    """Failures as one line on stderr and an exit code; `flags` maps the tool's parameter
+    names to what the user typed (num_results -> --limit), so messages name the flag."""
+    try:
+        yield
+    except WorkspaceBusy as error:
+        complain("error", str(error))
+        raise typer.Exit(EXIT_BUSY) from None
+    except InvalidParams as error:
+        complain("error", _as_typed(error.message, error.field, flags))
+        raise typer.Exit(EXIT_INVALID) from None
+    except DomainError as error:
+        complain("refused", error.message)
+        raise typer.Exit(EXIT_REFUSED) from None
+    except ProjectionError as error:
+        complain("projection error", str(error))
+        raise typer.Exit(EXIT_PROJECTION) from None
+    except (*FAULTS, ForeignProjections) as error:
+        complain("storage error", str(error))
+        raise typer.Exit(EXIT_STORAGE) from None
+    except ServiceError as error:
+        kind, code = SERVICE_ERRORS.get(error.kind, ("error", EXIT_FAILURE))
+        if error.error.code == STORAGE_ERROR:
+            kind, code = "storage error", EXIT_STORAGE
+        elif error.error.code == UNAVAILABLE:
+            kind, code = "error", EXIT_BUSY
+        data = error.error.data
+        field = data.get("field") if isinstance(data, dict) else None
+        complain(kind, _as_typed(error.error.message, field, flags))
+        raise typer.Exit(code) from None
+
+
+def _as_typed(message: str, field: str | None, flags: dict[str, str] | None) -> str:
+    """`num_results: must be ...` -> `--limit: num_results: must be ...`."""
+    if not flags or field is None:
+        return message
+    top = field.split(".", 1)[0]
+    typed = flags.get(top)
+    if typed is None or not message.startswith(f"{field}:"):
+        return message
+    return f"{typed}: {message}"
+
+
+# What the socket service's error kinds mean as exit codes (the same as in this process).
+SERVICE_ERRORS = {
+    "invalid_params": ("error", EXIT_INVALID),
+    "method_not_found": ("error", EXIT_INVALID),
+    "not_found": ("refused", EXIT_REFUSED),
+    "conflict": ("refused", EXIT_REFUSED),
+    "refused": ("refused", EXIT_REFUSED),
+    "projection_error": ("projection error", EXIT_PROJECTION),
+}
+
+
+def complain(kind: str, message: str) -> None:
+    err.print(Text.assemble((f"{kind}: ", "red"), message))
+
+
+def print_json(result: Any) -> None:
+    sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def show(result: dict[str, Any], as_json: bool, summary: str) -> None:
+    if as_json:
+        print_json(result)
+    else:
+        out.print(Text(summary))
+
+
+def unknown_group(group: str, known: Iterable[str]) -> NotFound:
+    """The refusal of a group the workspace does not hold, naming the ones it does."""
+    names = ", ".join(sorted(known)) or "none"
+    return NotFound(
+        f"group: no group {group!r} in this workspace (groups: {names})",
+        field="group",
+        rule="must name a group of the workspace",
+    )
+
+
+def read_file(path: Path) -> str:
+    """--file: a UTF-8 text file, or `-` for standard input."""
+    if str(path) == "-":
+        return sys.stdin.read()
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise InvalidParams("--file", "must name a readable file", str(error)) from None
+    except UnicodeDecodeError as error:
+        raise InvalidParams("--file", "must be UTF-8 text", str(error)) from None
+
+
+def json_arg(field: str, text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise InvalidParams(field, "must be valid JSON", str(error)) from None

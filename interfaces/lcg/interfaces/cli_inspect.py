@@ -1,0 +1,177 @@
+"""`lcg tools`, `lcg describe NAME` and `lcg log`: what the table and a group's log hold."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from lcg.domain.errors import NotFound
+from lcg.domain.events import DomainEvent, EventCodec
+from lcg.domain.ids import GroupId
+from lcg.interfaces import operations
+from lcg.interfaces.cli_common import (
+    JsonOpt,
+    WorkspaceOpt,
+    errors,
+    load_settings,
+    out,
+    print_json,
+    unknown_group,
+)
+from lcg.projections.wal.store import EventLog
+
+
+def log_(
+    group: Annotated[str, typer.Option("--group", "-g", help="The group whose events to show.")],
+    from_seq: Annotated[int, typer.Option(min=1, help="First seq to show.")] = 1,
+    limit: Annotated[int, typer.Option(min=1, help="How many events at most.")] = 50,
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A group's events with their seq, type, time and a one-line summary: what to pick
+    `lcg replay --to-seq` from. Reads the WAL only (works beside a running service)."""
+    settings = load_settings(workspace)
+    with errors():
+        if not settings.wal_path.exists():
+            raise NotFound(
+                f"workspace: there is no WAL at {settings.wal_path}",
+                field="workspace",
+                rule="must name an existing workspace",
+            )
+        events = EventLog(settings.wal_path, EventCodec(), settings.durability)
+        try:
+            if GroupId(group) not in events.groups():
+                raise unknown_group(group, events.groups())
+            rows = []
+            for page in events.read(GroupId(group), after=from_seq - 1, upto=from_seq + limit - 1):
+                rows.extend(page)
+            head = events.head(group)
+        finally:
+            events.close()
+    if as_json:
+        print_json(
+            {
+                "group_id": group,
+                "max_seq": head,
+                "events": [
+                    {
+                        "seq": r.seq,
+                        "type": r.event.wire_name,
+                        "occurred_at": r.event.occurred_at.isoformat(),
+                        "summary": _event_summary(r.event),
+                    }
+                    for r in rows
+                ],
+            }
+        )
+        return
+    table = Table("seq", "type", "time", "summary")
+    for recorded in rows:
+        table.add_row(
+            str(recorded.seq),
+            recorded.event.wire_name,
+            recorded.event.occurred_at.strftime("%Y-%m-%d %H:%M:%S"),
+            Text(_event_summary(recorded.event)),
+        )
+    out.print(table)
+    shown = f"{rows[0].seq}-{rows[-1].seq}" if rows else "none"
+    out.print(Text(f"group {group!r}: seqs {shown} of {head}"))
+
+
+def _event_summary(event: DomainEvent, width: int = 100) -> str:
+    """The event's fields on one line (times and long texts shortened)."""
+    parts = []
+    for item in dataclasses.fields(event):
+        if item.name == "occurred_at":
+            continue
+        value = getattr(event, item.name)
+        if value is None or value in ("", "{}", ()):
+            continue
+        if isinstance(value, datetime):
+            text = value.isoformat()
+        elif isinstance(value, tuple):
+            text = ",".join(str(part) for part in value)
+        else:
+            text = str(value)
+        text = " ".join(text.split())
+        parts.append(f"{item.name}={text[:60] + '...' if len(text) > 60 else text}")
+    line = " ".join(parts)
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def tools() -> None:
+    """List every tool: its name, scope and what it does (from the operation table)."""
+    table = Table("tool", "scope", "what it does")
+    for operation in operations.OPERATIONS:
+        first = operation.description.split(". ")[0].rstrip(".") + "."
+        table.add_row(Text(operation.name), operation.scope.value, Text(first))
+    out.print(table)
+
+
+def describe(
+    name: Annotated[str, typer.Argument(help="A tool name, e.g. knowledge_add_episode.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """A tool's description and parameters (type, default, bounds), from its schema."""
+    with errors():
+        operation = operations.BY_NAME.get(name)
+        if operation is None:
+            raise operations.UnknownMethod(name)
+    schema = operation.input_schema()
+    if as_json:
+        print_json({"name": name, "description": operation.description, "inputSchema": schema})
+        return
+    out.print(Text(f"{name}  (scope: {operation.scope.value})"))
+    out.print(Text(operation.description))
+    table = Table("parameter", "type", "required", "default", "rules")
+    required = set(schema.get("required", []))
+    for field, spec in schema.get("properties", {}).items():
+        table.add_row(
+            Text(field),
+            Text(_type_of(spec)),
+            "yes" if field in required else "",
+            Text("" if "default" not in spec else json.dumps(spec["default"])),
+            Text(_rules_of(spec)),
+        )
+    out.print(table)
+    out.print(Text(f"lcg call {name} '{{...}}'  (JSON object of these parameters)"))
+
+
+def _type_of(spec: dict[str, Any]) -> str:
+    if "anyOf" in spec:
+        return " or ".join(_type_of(option) for option in spec["anyOf"])
+    if "enum" in spec:
+        return " | ".join(json.dumps(value) for value in spec["enum"])
+    kind = str(spec.get("type", "any"))
+    if kind == "array" and isinstance(spec.get("items"), dict):
+        return f"array of {_type_of(spec['items'])}"
+    return kind
+
+
+def _rules_of(spec: dict[str, Any]) -> str:
+    parts = []
+    for key, word in (
+        ("minLength", "min length"),
+        ("maxLength", "max length"),
+        ("minimum", ">="),
+        ("maximum", "<="),
+        ("maxItems", "max items"),
+        ("minItems", "min items"),
+    ):
+        if key in spec:
+            parts.append(f"{word} {spec[key]}")
+    for option in spec.get("anyOf", []):
+        rules = _rules_of(option)
+        if rules:
+            parts.append(rules)
+    if "pattern" in spec:
+        parts.append(f"pattern {spec['pattern']}")
+    if "description" in spec:
+        parts.append(str(spec["description"]))
+    return "; ".join(parts)

@@ -1,0 +1,101 @@
+"""Driving the `lcg` console script as a subprocess, and reading what it left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from lcg.interfaces import operations
+from lcg.interfaces.app import App
+from lcg.interfaces.config import Settings
+from lcg.projections.embedding.minilm import MiniLmEmbedder
+from tests.conftest import make_workspace
+
+LCG = Path(sys.executable).parent / "lcg"
+TIMEOUT = 60.0
+
+Rows = list[tuple[Any, ...]]
+
+
+def lcg(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run `lcg ARGS --workspace WORKSPACE` with stdin not a TTY and no LCG_* variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+    return subprocess.run(
+        [str(LCG), *args, "--workspace", str(workspace)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        timeout=TIMEOUT,
+        check=False,
+    )
+
+
+def lcg_json(workspace: Path, *args: str) -> dict[str, Any]:
+    """Run a command that prints JSON (pass `--json` where the command needs it); exit 0."""
+    result = lcg(workspace, *args)
+    assert result.returncode == 0, f"lcg {' '.join(args)} exited {result.returncode}:\n" + (
+        result.stderr
+    )
+    parsed: dict[str, Any] = json.loads(result.stdout)
+    return parsed
+
+
+def said(text: str) -> str:
+    """The text with every run of whitespace (rich's line wrapping included) as one space."""
+    return " ".join(text.split())
+
+
+def refused(result: subprocess.CompletedProcess[str], code: int) -> str:
+    """Assert the exit code and an empty stdout; return the collapsed stderr."""
+    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    assert result.stdout == ""
+    return said(result.stderr)
+
+
+def seed(model: MiniLmEmbedder, workspace: Path, *entities: tuple[str, str]) -> None:
+    """Assert `(group, name)` entities in order, in-process, one WAL event each, embedded with
+    the model the console script uses (so its vectors are the ones `lcg` would have made)."""
+    with make_workspace(Settings(workspace), model, command="pytest seed") as ws:
+        app = App(ws)
+        for group, name in entities:
+            params = {"name": name, "summary": f"{name} of {group}", "group_id": group}
+            operations.dispatch(app, "knowledge_assert_entity", params)
+
+
+def status(workspace: Path) -> dict[str, Any]:
+    """`lcg status --json` without the WAL's file size (SQLite files grow and shrink)."""
+    result = lcg_json(workspace, "status", "--json")
+    del result["wal"]["byte_size"]
+    return result
+
+
+def graph_rows(workspace: Path) -> tuple[Rows, Rows]:
+    """Entity rows with their SQLite rowids, and the projection positions.
+
+    A replay deletes and re-inserts a group's rows, which gives them new rowids, so equal
+    rowids show that nothing was replayed, not only that a replay reproduced the same rows.
+    """
+    conn = sqlite3.connect(Settings(workspace).graph_path)
+    try:
+        entities = conn.execute(
+            "SELECT rowid, uuid, group_id, name, summary, seq FROM entities ORDER BY rowid"
+        ).fetchall()
+        positions = conn.execute(
+            "SELECT projection, group_id, position, pinned_to FROM projection_positions"
+            " ORDER BY projection, group_id"
+        ).fetchall()
+    finally:
+        conn.close()
+    return entities, positions
+
+
+def names(workspace: Path, group: str) -> list[str]:
+    listed = lcg_json(workspace, "list-entities", "--group", group, "--json")
+    assert listed["count"] == len(listed["nodes"])
+    return [node["name"] for node in listed["nodes"]]
