@@ -27,7 +27,7 @@ from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
-from lcg.projections.graph import reader
+from lcg.projections.graph import state
 from lcg.projections.wal.lease import WorkspaceBusy
 from lcg.projections.wal.store import Durability, RecordedEvent
 from tests.helpers.workspace_child import ENTITY_GROUP, EPISODE_GROUP
@@ -351,9 +351,9 @@ def test_two_processes_writing_one_workspace_do_not_corrupt_it(
         # are typical; 3 is the least that shows both came back after the other wrote).
         assert turns >= 3, f"the writers took only {turns} turns"
 
-        def snapshot() -> tuple[reader.GroupCounts, dict[str, Any], dict[str, Any]]:
+        def snapshot() -> tuple[state.GroupCounts, dict[str, Any], dict[str, Any]]:
             return (
-                reader.group_counts(ws.runner.conn, group),
+                state.group_counts(ws.runner.conn, group),
                 call(app, "knowledge_list_entities", group_ids=[group], num_results=MANY),
                 call(app, "knowledge_get_episodes", group_id=group, last_n=MANY),
             )

@@ -13,7 +13,7 @@ from lcg.commands.writer import Writer
 from lcg.domain.commands import PurgeGroup
 from lcg.domain.errors import Conflict, InvalidParams, NotFound
 from lcg.domain.ids import GroupId
-from lcg.projections.graph import reader
+from lcg.projections.graph import state
 from lcg.projections.runner import Progress
 
 
@@ -61,7 +61,7 @@ def check_rebuild_bounds(request: RebuildRequest) -> None:
 
 
 def group_is_empty(writer: Writer, group_id: GroupId) -> bool:
-    counts = reader.group_counts(writer.runner.conn, group_id)
+    counts = state.group_counts(writer.runner.conn, group_id)
     return counts["entities"] + counts["episodes"] + counts["edges"] == 0
 
 
@@ -152,7 +152,7 @@ class UnboundImpact(TypedDict):
 class DeleteByGroupResult(TypedDict):
     success: bool
     dry_run: bool
-    groups: list[reader.GroupCounts]
+    groups: list[state.GroupCounts]
     unbound_impacts: list[UnboundImpact]
     applied_seq_reset: bool
 
@@ -172,7 +172,7 @@ def delete_by_group(
         )
     if dry_run:
         with writer.exclusive():
-            counts = [reader.group_counts(writer.runner.conn, g) for g in group_ids]
+            counts = [state.group_counts(writer.runner.conn, g) for g in group_ids]
     else:
         purges = [PurgeGroup(group, now()) for group in group_ids]
         outcomes = writer.execute_many(

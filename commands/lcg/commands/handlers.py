@@ -13,7 +13,7 @@ from lcg.domain.commands import (
     DeleteEpisode,
     PurgeGroup,
 )
-from lcg.projections.graph import reader
+from lcg.projections.graph import state
 from lcg.projections.vectors import catalog
 
 
@@ -44,9 +44,9 @@ def assert_entity(ctx: WriteContext, command: AssertEntity) -> AssertEntityResul
         by_uuid=(
             None
             if command.entity_uuid is None
-            else reader.entity_by_uuid(ctx.conn, command.entity_uuid)
+            else state.entity_by_uuid(ctx.conn, command.entity_uuid)
         ),
-        by_name=reader.entity_by_name(ctx.conn, command.group_id, command.name),
+        by_name=state.entity_by_name(ctx.conn, command.group_id, command.name),
     )
     decision = deciders.decide_assert_entity(command, lookup)
     stale: list[str] = []
@@ -93,16 +93,16 @@ def _stale_warning(stale: list[str]) -> str | None:
 
 
 def assert_relationship(ctx: WriteContext, command: AssertRelationship) -> AssertRelationshipResult:
-    source = reader.entity_by_name(ctx.conn, command.group_id, command.source_name)
-    target = reader.entity_by_name(ctx.conn, command.group_id, command.target_name)
+    source = state.entity_by_name(ctx.conn, command.group_id, command.source_name)
+    target = state.entity_by_name(ctx.conn, command.group_id, command.target_name)
     active = None
     if source is not None and target is not None:
-        active = reader.active_edge(
+        active = state.active_edge(
             ctx.conn, command.group_id, source.uuid, command.predicate, target.uuid
         )
-    state = None if active is None else reader.edge_state(ctx.conn, active)
+    current = None if active is None else state.edge_state(ctx.conn, active)
     decision = deciders.decide_assert_relationship(
-        command, deciders.RelationshipLookup(source, target, active, state)
+        command, deciders.RelationshipLookup(source, target, active, current)
     )
     stale: list[str] = []
     if not decision.created:
@@ -124,16 +124,16 @@ def add_episode(ctx: WriteContext, command: AddEpisode) -> AddEpisodeResult:
 def delete_episode(ctx: WriteContext, command: DeleteEpisode) -> DeleteEpisodeResult:
     """Delete in the episode's own group; an unknown uuid is a no-op success (P-120)."""
     decision = deciders.decide_delete_episode(
-        command, reader.episode_group(ctx.conn, command.episode_uuid)
+        command, state.episode_group(ctx.conn, command.episode_uuid)
     )
     if decision is not None:
         ctx.append(*decision)
     return DeleteEpisodeResult(status="deleted")
 
 
-def purge_group(ctx: WriteContext, command: PurgeGroup) -> reader.GroupCounts:
+def purge_group(ctx: WriteContext, command: PurgeGroup) -> state.GroupCounts:
     """Append the purge to the group's own stream; an empty group appends nothing."""
-    counts = reader.group_counts(ctx.conn, command.group_id)
+    counts = state.group_counts(ctx.conn, command.group_id)
     rows = counts["entities"] + counts["episodes"] + counts["edges"]
     ctx.append(command.group_id, deciders.decide_purge_group(command, rows))
     return counts

@@ -9,7 +9,7 @@ from typing import NamedTuple, TypedDict
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain import deciders
 from lcg.domain.commands import BackfillSummaries
-from lcg.projections.graph import reader
+from lcg.projections.graph import state
 from lcg.projections.runner import Progress
 
 BATCH = 200  # entities decided and appended per write batch
@@ -29,7 +29,7 @@ class _Page(NamedTuple):
 
 def _backfill_page(ctx: WriteContext, command: BackfillSummaries, after_seq: int) -> _Page:
     """Load one page of the group's entities, decide, append: all inside one write batch."""
-    page = reader.entity_summaries(ctx.conn, command.group_id, after_seq=after_seq, limit=BATCH)
+    page = state.entity_summaries(ctx.conn, command.group_id, after_seq=after_seq, limit=BATCH)
     events = deciders.decide_backfill_summaries(command, [(e["uuid"], e["summary"]) for e in page])
     ctx.append(command.group_id, events)
     return _Page(len(events), page[-1]["seq"] if page else None)
@@ -50,8 +50,8 @@ def backfill_summary_embeddings(
     group = command.group_id
     with writer.exclusive():
         conn = writer.runner.conn
-        total = reader.group_counts(conn, group)["entities"]
-        entities = reader.entity_summaries(conn, group, after_seq=0, limit=total)
+        total = state.group_counts(conn, group)["entities"]
+        entities = state.entity_summaries(conn, group, after_seq=0, limit=total)
         candidates = len(
             deciders.decide_backfill_summaries(
                 command, [(e["uuid"], e["summary"]) for e in entities]

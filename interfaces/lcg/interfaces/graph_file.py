@@ -30,12 +30,8 @@ from lcg.projections import damage, registry
 from lcg.projections.damage import Repair
 from lcg.projections.faults import LogBehindProjections
 from lcg.projections.graph import schema
-from lcg.projections.runner import (
-    ProjectionRunner,
-    applied_seqs,
-    behind_log,
-    recorded_wal_identity,
-)
+from lcg.projections.positions import applied_seqs, behind_log, recorded_wal_identity
+from lcg.projections.runner import ProjectionRunner
 from lcg.projections.wal.store import EventLog
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from typing import Literal, TypedDict
 from lcg.domain.ids import DEFAULT_GROUP
 from lcg.projections.damage import Repair
 from lcg.projections.graph import reader
-from lcg.projections.runner import GroupPosition, read_positions
+from lcg.projections.positions import GroupPosition, read_positions
 from lcg.projections.wal.store import EventLog
 
 Hydration = Literal["not_applicable", "wal_ahead", "hydrated"]

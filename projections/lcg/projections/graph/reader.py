@@ -1,17 +1,12 @@
-"""Reads of the graph projection: typed rows for queries and state snapshots for deciders."""
+"""Reads of the graph projection for queries: typed rows (state for deciders: graph.state)."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TypedDict
 
 import orjson
-
-from lcg.domain import rules
-from lcg.domain.deciders import EdgeState, EntityState
-from lcg.domain.ids import EdgeUuid, EntityUuid, GroupId
 
 
 class EntityRow(TypedDict):
@@ -60,15 +55,6 @@ class EpisodeRow(TypedDict):
     entity_edges: list[str]
 
 
-class GroupCounts(TypedDict):
-    """What a group holds in the graph projection."""
-
-    group_id: str
-    entities: int
-    episodes: int
-    edges: int
-
-
 GroupFilter = Sequence[str] | None  # None: every group; a sequence (maybe empty): exactly those
 
 
@@ -78,97 +64,6 @@ def _where_groups(groups: GroupFilter, column: str = "group_id") -> tuple[str, l
     if not groups:
         return "0=1", []
     return f"{column} IN ({','.join('?' * len(groups))})", list(groups)
-
-
-def _entity_state(row: sqlite3.Row | None) -> EntityState | None:
-    if row is None:
-        return None
-    return EntityState(
-        EntityUuid(row["uuid"]),
-        row["name"],
-        GroupId(row["group_id"]),
-        tuple(orjson.loads(row["labels"])),
-        row["summary"],
-        row["attributes"],
-    )
-
-
-_ENTITY_STATE = "SELECT uuid, name, group_id, labels, summary, attributes FROM entities"
-
-
-def entity_by_uuid(conn: sqlite3.Connection, entity_uuid: str) -> EntityState | None:
-    row = conn.execute(f"{_ENTITY_STATE} WHERE uuid=?", (entity_uuid,)).fetchone()
-    return _entity_state(row)
-
-
-def entity_by_name(conn: sqlite3.Connection, group_id: str, name: str) -> EntityState | None:
-    """The entity of the group whose name matches case- and whitespace-insensitively."""
-    row = conn.execute(
-        f"{_ENTITY_STATE} WHERE group_id=? AND name_key=? ORDER BY seq LIMIT 1",
-        (group_id, rules.name_key(name)),
-    ).fetchone()
-    return _entity_state(row)
-
-
-def active_edge(
-    conn: sqlite3.Connection, group_id: str, source: str, predicate: str, target: str
-) -> EdgeUuid | None:
-    """find_active_relates_to_uuid: the edge's identity, skipping invalidated edges."""
-    row = conn.execute(
-        "SELECT uuid FROM relationships WHERE group_id=? AND source_uuid=? AND name=?"
-        " AND target_uuid=? AND invalid_at IS NULL ORDER BY seq LIMIT 1",
-        (group_id, source, predicate, target),
-    ).fetchone()
-    return None if row is None else EdgeUuid(row[0])
-
-
-def edge_state(conn: sqlite3.Connection, edge_uuid: str) -> EdgeState | None:
-    """What an assertion of this edge would replace."""
-    row = conn.execute(
-        "SELECT fact, relation_type, attributes, valid_at FROM relationships WHERE uuid=?",
-        (edge_uuid,),
-    ).fetchone()
-    if row is None:
-        return None
-    valid_at = None if row[3] is None else datetime.fromisoformat(row[3])
-    return EdgeState(row[0], row[1], row[2], valid_at)
-
-
-def episode_group(conn: sqlite3.Connection, episode_uuid: str) -> GroupId | None:
-    row = conn.execute("SELECT group_id FROM episodes WHERE uuid=?", (episode_uuid,)).fetchone()
-    return None if row is None else GroupId(row[0])
-
-
-class EntitySummary(TypedDict):
-    """An entity's summary and the seq that created it (the paging key of a backfill)."""
-
-    uuid: EntityUuid
-    summary: str
-    seq: int
-
-
-def entity_summaries(
-    conn: sqlite3.Connection, group_id: str, *, after_seq: int, limit: int
-) -> list[EntitySummary]:
-    """The group's entities created after `after_seq`, oldest first, at most `limit`."""
-    rows = conn.execute(
-        "SELECT uuid, summary, seq FROM entities WHERE group_id=? AND seq>? ORDER BY seq LIMIT ?",
-        (group_id, after_seq, limit),
-    ).fetchall()
-    return [EntitySummary(uuid=EntityUuid(r[0]), summary=str(r[1]), seq=int(r[2])) for r in rows]
-
-
-def group_counts(conn: sqlite3.Connection, group_id: str) -> GroupCounts:
-    def count(table: str) -> int:
-        row = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE group_id=?", (group_id,))
-        return int(row.fetchone()[0])
-
-    return GroupCounts(
-        group_id=group_id,
-        entities=count("entities"),
-        episodes=count("episodes"),
-        edges=count("relationships"),
-    )
 
 
 def total_counts(conn: sqlite3.Connection) -> tuple[int, int, int]:
