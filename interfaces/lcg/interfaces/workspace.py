@@ -81,6 +81,10 @@ class Workspace:
         self._text: TextScorer | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._follower: VectorFollower | None = None
+        # A workspace created by this open: its first files are made private once more at the
+        # end of the open. Later files are checksummed (0600) or SQLite sidecars (the mode of
+        # their database); anything else sits in a 0700 directory and is tightened next open.
+        self._new_workspace = False
         self.last_index_time: datetime | None = None  # set by knowledge_build_indices (P-102)
         self._stack = ExitStack()
         self.embedder = CountingEmbedder(embedder or MiniLmEmbedder(threads=settings.embed_threads))
@@ -97,6 +101,7 @@ class Workspace:
         Each resource registers its own release as it is opened, so `close` (or a failed
         open) releases exactly what was opened, in reverse order, even if one release fails.
         """
+        self._new_workspace = not self.settings.state_dir.exists()
         self._make_private()
         try:
             self._open()
@@ -203,7 +208,8 @@ class Workspace:
         self._writer.listeners.append(text)
         for group, error in self.catch_up_failures.items():
             self._writer.block(group, error)
-        self._make_private(new_files=True)  # what the libraries just created
+        if self._new_workspace:  # what the libraries just created in it, with the umask
+            self._make_private(new_files=True)
 
     def settle(self, timeout: float | None = None) -> bool:
         """Wait until the vector indexes hold every acknowledged write (ADR 0022)."""
