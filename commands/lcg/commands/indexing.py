@@ -9,6 +9,7 @@ from typing import NamedTuple, TypedDict
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain import deciders
 from lcg.domain.commands import BackfillSummaries
+from lcg.domain.ids import EntityUuid
 from lcg.projections.graph import state
 from lcg.projections.runner import Progress
 
@@ -23,16 +24,21 @@ class BackfillResult(TypedDict):
 
 
 class _Page(NamedTuple):
-    backfilled: int
+    entities: int  # entities the page read
+    backfilled: int  # of which non-blank summaries, embedded
     last_seq: int | None  # None: no entity after the page's start
+
+
+def _summaries(page: list[state.EntitySummary]) -> list[tuple[EntityUuid, str]]:
+    return [(entity["uuid"], entity["summary"]) for entity in page]
 
 
 def _backfill_page(ctx: WriteContext, command: BackfillSummaries, after_seq: int) -> _Page:
     """Load one page of the group's entities, decide, append: all inside one write batch."""
     page = state.entity_summaries(ctx.conn, command.group_id, after_seq=after_seq, limit=BATCH)
-    events = deciders.decide_backfill_summaries(command, [(e["uuid"], e["summary"]) for e in page])
+    events = deciders.decide_backfill_summaries(command, _summaries(page))
     ctx.append(command.group_id, events)
-    return _Page(len(events), page[-1]["seq"] if page else None)
+    return _Page(len(page), len(events), page[-1]["seq"] if page else None)
 
 
 def backfill_summary_embeddings(
@@ -45,30 +51,27 @@ def backfill_summary_embeddings(
     """Re-embed every non-blank summary of one group; each is a SummaryEmbedded event.
 
     Each page is read and decided in the batch that appends it, so an entity revised between
-    pages is embedded with the summary it has when its page is written.
+    pages is embedded with the summary it has when its page is written. Progress counts the
+    group's entities read; a dry run decides over them all without appending.
     """
     group = command.group_id
     with writer.exclusive():
         conn = writer.runner.conn
         total = state.group_counts(conn, group)["entities"]
-        entities = state.entity_summaries(conn, group, after_seq=0, limit=total)
-        candidates = len(
-            deciders.decide_backfill_summaries(
-                command, [(e["uuid"], e["summary"]) for e in entities]
+        if dry_run:
+            entities = state.entity_summaries(conn, group, after_seq=0, limit=total)
+            candidates = deciders.decide_backfill_summaries(command, _summaries(entities))
+            return BackfillResult(
+                group_id=group, total_entities=total, backfilled=len(candidates), dry_run=True
             )
-        )
-    if dry_run:
-        return BackfillResult(
-            group_id=group, total_entities=total, backfilled=candidates, dry_run=True
-        )
-    done, after = 0, 0
+    read, done, after = 0, 0, 0
     while True:
         page = writer.execute(partial(_backfill_page, command=command, after_seq=after))
         if page.last_seq is None:
             break
-        done, after = done + page.backfilled, page.last_seq
+        read, done, after = read + page.entities, done + page.backfilled, page.last_seq
         if progress is not None:
-            progress(done, max(candidates, done))
+            progress(read, max(total, read))
     return BackfillResult(group_id=group, total_entities=total, backfilled=done, dry_run=False)
 
 
