@@ -108,15 +108,11 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def default_fact(source_name: str, predicate: str, target_name: str) -> str:
-    """The fact an edge states when none is given (K-AST-026): 'SOURCE PREDICATE TARGET'."""
-    return f"{source_name} {predicate} {target_name}"
-
-
 def edge_fact(fact: str | None, source_name: str, predicate: str, target_name: str) -> str:
-    """The fact as stored: the given one, or the default when it is missing or blank."""
+    """The fact as stored: the given one, or 'SOURCE PREDICATE TARGET' (K-AST-026) when it
+    is missing or blank."""
     if fact is None or not fact.strip():
-        return default_fact(source_name, predicate, target_name)
+        return f"{source_name} {predicate} {target_name}"
     return fact
 
 

@@ -98,25 +98,30 @@ class SocketCaller:
             result: dict[str, Any] = answer["result"]
             return result
 
+    def timeout(self, seconds: float) -> None:
+        self._sock.settimeout(seconds)
+
     def close(self) -> None:
         self._lines.close()
         self._sock.close()
 
 
-def _serving(path: Path) -> bool:
-    """A socket service answers at `path` and is healthy."""
+def _healthy_service(path: Path) -> SocketCaller | None:
+    """A connection to the socket service at `path` if one answers healthy, else None."""
     if not path.exists():
-        return False
+        return None
     try:
-        probe = SocketCaller(path, timeout=PROBE_SECONDS)
+        remote = SocketCaller(path, timeout=PROBE_SECONDS)
     except OSError:
-        return False
+        return None
     try:
-        return bool(probe.call("health_check", {}).get("healthy"))
+        if remote.call("health_check", {}).get("healthy"):
+            remote.timeout(CALL_SECONDS)
+            return remote
     except (OSError, ValueError, ServiceError):
-        return False
-    finally:
-        probe.close()
+        pass
+    remote.close()
+    return None
 
 
 @contextmanager
@@ -128,13 +133,13 @@ def open_caller(
     try:
         workspace = Workspace(settings, command=command, read_only=read_only).open()
     except WorkspaceBusy:
-        if not _serving(settings.socket_path):
+        remote = _healthy_service(settings.socket_path)
+        if remote is None:
             raise
         say(
             f"the workspace is held by its socket service; this command goes through "
             f"{settings.socket_path}"
         )
-        remote = SocketCaller(settings.socket_path)
         try:
             yield remote
         finally:
