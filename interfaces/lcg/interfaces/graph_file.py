@@ -8,9 +8,10 @@ In order (docs/adr/0019 and 0020):
    left beside a replaced WAL) is renamed aside with the FAISS files derived from it.
 3. Position: projections applied past a group's WAL head mean the log is behind them (lost or
    replaced): refused with `LogBehindProjections`, nothing acked.
-4. Install, record the WAL identity (adopting it in a workspace from before identities) and
-   catch every group up; a group that fails (an unreadable event) is returned, the others are
-   applied. An SQLite corruption error met in graph.sqlite here sets it aside and opens again.
+4. Install, record the WAL identity (adopting it in a workspace from before identities),
+   bring the graph's pins to the WAL's (ADR 0023) and catch every unpinned group up; a group
+   that fails (an unreadable event) is returned, the others are applied. An SQLite corruption
+   error met in graph.sqlite here sets it aside and opens again.
 """
 
 from __future__ import annotations
@@ -176,6 +177,14 @@ def _install_and_catch_up(settings: Settings, log_: EventLog, identity: str | No
         if identity is None:
             runner.record_wal_identity(log_.identity)
         installed = True
+        for group in runner.reconcile_pins():
+            log.warning(
+                "group %r is pinned in %s at seq %s: replayed to it (graph.sqlite did not hold"
+                " it there)",
+                group,
+                settings.wal_path,
+                runner.position(group).pinned_to,
+            )
         caught_up, failures = runner.catch_up_each()
         for error in failures.values():
             if isinstance(error, sqlite3.DatabaseError):

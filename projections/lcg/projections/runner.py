@@ -226,10 +226,31 @@ class ProjectionRunner:
         """Reset the group (full rebuild) or resume it, then replay up to `to_seq`.
 
         One transaction: a crash mid-rebuild leaves the previous state. A bounded rebuild
-        pins the group at its end; an unbounded one releases any pin.
+        pins the group at its end; an unbounded one releases any pin. The pin is recorded in
+        the WAL first (ADR 0023): if the rebuild fails the WAL's pin is put back, and if the
+        process dies between the two, the next open brings the graph to the WAL's pin.
         """
         head = self.log.head(group_id)
         upto = head if to_seq is None else min(to_seq, head)
+        pin = upto if to_seq is not None else None
+        before = (self.log.pins() or {}).get(group_id)
+        if before != pin:
+            self.log.set_pins({group_id: pin})
+        try:
+            return self._rebuild(group_id, from_seq, upto, pin, progress)
+        except BaseException:
+            if before != pin:
+                self.log.set_pins({group_id: before})
+            raise
+
+    def _rebuild(
+        self,
+        group_id: GroupId,
+        from_seq: int,
+        upto: int,
+        pin: int | None,
+        progress: Progress | None,
+    ) -> int:
         replayed = 0
         gc_was_enabled = gc.isenabled()
         gc.disable()  # allocation-heavy decode loop: collection pauses double replay time
@@ -247,7 +268,6 @@ class ProjectionRunner:
                     replayed += len(page)
                     if progress is not None:
                         progress(replayed, upto - after)
-                pin = upto if to_seq is not None else None
                 for projection in self.projections:
                     self.conn.execute(
                         "UPDATE projection_positions SET pinned_to=? WHERE projection=?"
@@ -259,8 +279,39 @@ class ProjectionRunner:
                 gc.enable()
         return replayed
 
+    def reconcile_pins(self) -> list[GroupId]:
+        """Make the graph's pins the WAL's (ADR 0023), before catching up: a group the WAL pins
+        is replayed to its pin when the graph does not hold it there (a graph.sqlite rebuilt
+        after damage, or a crash between recording a pin and the replay); a pin the WAL
+        released is released. A WAL from before pins adopts the graph's. Returns the groups
+        that were replayed."""
+        recorded = self.log.pins()
+        current = {
+            group: position.pinned_to
+            for group, position in self.positions().items()
+            if position.pinned_to is not None
+        }
+        if recorded is None:
+            if current:
+                self.log.set_pins(dict(current))
+            return []
+        replayed: list[GroupId] = []
+        for group, seq in sorted(recorded.items()):
+            if current.get(group) != seq:
+                self.rebuild(group, to_seq=seq)
+                replayed.append(group)
+        released = [group for group in current if group not in recorded]
+        if released:
+            with transaction(self.conn):
+                self.conn.executemany(
+                    "UPDATE projection_positions SET pinned_to=NULL WHERE group_id=?",
+                    [(group,) for group in released],
+                )
+        return replayed
+
     def pin_all_at_zero(self) -> None:
         """After the graph is dropped but the WAL kept: hold every group empty until a replay."""
+        self.log.set_pins(dict.fromkeys(self.log.groups(), 0))
         with transaction(self.conn):
             for projection in self.projections:
                 projection.reset_all(self.conn)

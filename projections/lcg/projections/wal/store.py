@@ -241,13 +241,58 @@ class EventLog:
             raise
 
     def truncate_all(self) -> None:
-        """Erase every stream (knowledge_clear_all without preserve_wal)."""
+        """Erase every stream (knowledge_clear_all without preserve_wal), and every pin."""
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             self._conn.execute("DELETE FROM stored_events")
             self._conn.execute("DELETE FROM lcg_groups")
+            if self._has_pins_table():
+                self._conn.execute("DELETE FROM lcg_pins")
             self._conn.execute("COMMIT")
         self._known_groups.clear()
+
+    def pins(self) -> dict[GroupId, int] | None:
+        """The seq each pinned group is held at by a bounded replay (ADR 0023); None for a WAL
+        that has never recorded pins (from before them: the graph's own pins are adopted)."""
+        with self._lock:
+            if not self._has_pins_table():
+                return None
+            rows = self._conn.execute("SELECT group_id, pinned_to FROM lcg_pins").fetchall()
+        return {GroupId(group): int(seq) for group, seq in rows}
+
+    def set_pins(self, pins: dict[GroupId, int | None]) -> None:
+        """Record (an int) or release (None) each group's pin, in one transaction. The WAL holds
+        the operator's choice, so a graph.sqlite rebuilt after damage replays to it again."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as error:
+                raise StorageFailure(self.path, "record a pin in the WAL", error) from error
+            try:
+                self._conn.execute(  # created on first use: a read-only WAL still opens
+                    "CREATE TABLE IF NOT EXISTS lcg_pins ("
+                    "group_id TEXT PRIMARY KEY, pinned_to INTEGER NOT NULL)"
+                )
+                for group, seq in pins.items():
+                    if seq is None:
+                        self._conn.execute("DELETE FROM lcg_pins WHERE group_id=?", (group,))
+                    else:
+                        self._conn.execute(
+                            "INSERT OR REPLACE INTO lcg_pins VALUES (?, ?)", (group, seq)
+                        )
+                self._conn.execute("COMMIT")
+            except BaseException as error:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if isinstance(error, sqlite3.Error) and is_storage_error(error):
+                    raise StorageFailure(self.path, "record a pin in the WAL", error) from error
+                raise
+
+    def _has_pins_table(self) -> bool:
+        row = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='lcg_pins'"
+        ).fetchone()
+        return row is not None
 
     def byte_size(self) -> int:
         """Bytes on disk of the WAL file and its SQLite journal."""
