@@ -34,6 +34,9 @@ def test_wire_names_are_stable() -> None:
         "episode_deleted",
         "group_purged",
         "summary_embedded",
+        "memory_write_accepted",
+        "memory_write_applied",
+        "memory_write_failed",
     ]
 
 

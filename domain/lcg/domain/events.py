@@ -124,6 +124,48 @@ class SummaryEmbedded(DomainEvent):
     summary: str
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryWriteAccepted(DomainEvent):
+    """An agent's lambo_derive or lambo_record_action, validated and with every id reference
+    resolved: the durable intent its receipt is acknowledged on (ADR 0026). Nothing of the
+    graph changes yet; the intent processor appends the outcome."""
+
+    wire_name: ClassVar[str] = "memory_write_accepted"
+
+    receipt: str
+    agent_id: str
+    tool: str  # lambo_derive | lambo_record_action
+    request: dict[str, Any]  # the call as validated, references fixed to node ids
+    event_time: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryWriteApplied(DomainEvent):
+    """The outcome of an intent: every decision the processor took (matches by key and by
+    similarity, created nodes, edges, counts, the receipt's text), so that a replay applies it
+    without calling the model (ADR 0026)."""
+
+    wire_name: ClassVar[str] = "memory_write_applied"
+
+    receipt: str
+    intent_seq: int
+    outcome: dict[str, Any]
+    after_restart: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryWriteFailed(DomainEvent):
+    """An intent the processor refused on apply (a reference removed or shadowed, a cycle a
+    write in between closed, the embedder down); nothing of it was written."""
+
+    wire_name: ClassVar[str] = "memory_write_failed"
+
+    receipt: str
+    intent_seq: int
+    reason: str
+    after_restart: bool
+
+
 EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     EntityCreated,
     EntityRevised,
@@ -133,6 +175,9 @@ EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     EpisodeDeleted,
     GroupPurged,
     SummaryEmbedded,
+    MemoryWriteAccepted,
+    MemoryWriteApplied,
+    MemoryWriteFailed,
 )
 
 Upcaster: TypeAlias = Callable[[JsonDict], JsonDict]

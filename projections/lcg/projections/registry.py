@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from lcg.projections.graph.projection import GraphProjection
+from lcg.projections.memory.projection import MemoryProjection
 from lcg.projections.runner import Projection
 from lcg.projections.text.projection import TextProjection
 from lcg.projections.vectors.catalog import VectorCatalogProjection
 
 
 def projections() -> tuple[Projection, ...]:
-    """Fresh instances of every projection (graph, text, vector catalog).
+    """Fresh instances of every projection (graph, text, vector catalog, memory).
 
     Projections never read each other's tables, so their order only fixes which one a
     failure names first."""
-    return (GraphProjection(), TextProjection(), VectorCatalogProjection())
+    return (GraphProjection(), TextProjection(), VectorCatalogProjection(), MemoryProjection())

@@ -15,6 +15,9 @@ from lcg.domain.events import (
     EpisodeAdded,
     EpisodeDeleted,
     GroupPurged,
+    MemoryWriteAccepted,
+    MemoryWriteApplied,
+    MemoryWriteFailed,
     RelationshipCreated,
     RelationshipRevised,
     SummaryEmbedded,
@@ -25,7 +28,11 @@ from lcg.projections.graph import schema
 from lcg.projections.reset import only_group
 from lcg.projections.wal.store import RecordedEvent
 
-TABLE = EventTable("graph", ignores=(SummaryEmbedded,))  # SummaryEmbedded: vectors only
+# SummaryEmbedded: vectors only; memory events: the memory projection (ADR 0026)
+TABLE = EventTable(
+    "graph",
+    ignores=(SummaryEmbedded, MemoryWriteAccepted, MemoryWriteApplied, MemoryWriteFailed),
+)
 Run = Sequence[tuple[Seq, E]]
 
 

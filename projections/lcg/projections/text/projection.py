@@ -18,6 +18,9 @@ from lcg.domain.events import (
     EpisodeAdded,
     EpisodeDeleted,
     GroupPurged,
+    MemoryWriteAccepted,
+    MemoryWriteApplied,
+    MemoryWriteFailed,
     RelationshipCreated,
     RelationshipRevised,
     SummaryEmbedded,
@@ -37,7 +40,11 @@ from lcg.projections.text.tables import (
 )
 from lcg.projections.wal.store import RecordedEvent
 
-TABLE = EventTable("text", ignores=(SummaryEmbedded,))  # summaries are indexed from entities
+# Summaries are indexed from entities; memory concepts get their keyword leg with recall.
+TABLE = EventTable(
+    "text",
+    ignores=(SummaryEmbedded, MemoryWriteAccepted, MemoryWriteApplied, MemoryWriteFailed),
+)
 Run = Sequence[tuple[Seq, E]]
 
 

@@ -21,6 +21,9 @@ from lcg.domain.events import (
     EpisodeAdded,
     EpisodeDeleted,
     GroupPurged,
+    MemoryWriteAccepted,
+    MemoryWriteApplied,
+    MemoryWriteFailed,
     RelationshipCreated,
     RelationshipRevised,
     SummaryEmbedded,
@@ -35,11 +38,12 @@ NAME = "name_embedding"
 SUMMARY = "summary_embedding"
 FACT = "fact_embedding"
 PASSAGE = "passage_embedding"
+CONCEPT = "concept_embedding"  # a memory concept, framed with its call's text (ADR 0026)
 
 # Embeddings are write-once (K-AST-017/038): a revision embeds nothing. The one thing a
 # revision does here is drop the summary vector of a summary that became blank, so that an
 # entity is no longer found by what it no longer says (issue 10, K-SEM-019).
-TABLE = EventTable("vectors", ignores=(RelationshipRevised,))
+TABLE = EventTable("vectors", ignores=(RelationshipRevised, MemoryWriteAccepted, MemoryWriteFailed))
 Run = Sequence[tuple[Seq, E]]
 _INSERT = (
     "INSERT INTO vector_catalog (group_id, embedding, owner_uuid, part, text, seq)"
@@ -121,12 +125,29 @@ def _group_purged(conn: sqlite3.Connection, group: GroupId, run: Run[GroupPurged
     conn.execute("DELETE FROM vector_catalog WHERE group_id=?", (group,))
 
 
-def touched_owner(event: DomainEvent) -> str | None:
-    """The owner whose vectors the event may change; None means the whole group."""
+@TABLE.on(MemoryWriteApplied)
+def _memory_applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteApplied]) -> None:
+    conn.executemany(
+        _INSERT,
+        [
+            (group, CONCEPT, node["uuid"], 0, node["embedding_text"], seq)
+            for seq, event in run
+            for node in event.outcome.get("nodes", [])
+            if node.get("embedding_text")
+        ],
+    )
+
+
+def touched_owners(event: DomainEvent) -> tuple[str, ...] | None:
+    """The owners whose vectors the event may change; None means the whole group."""
+    if isinstance(event, MemoryWriteApplied):
+        return tuple(n["uuid"] for n in event.outcome.get("nodes", []) if n.get("embedding_text"))
+    if isinstance(event, MemoryWriteAccepted | MemoryWriteFailed):
+        return ()
     for attribute in ("entity_uuid", "edge_uuid", "episode_uuid"):
         owner = getattr(event, attribute, None)
         if isinstance(owner, str):
-            return owner
+            return (owner,)
     return None
 
 

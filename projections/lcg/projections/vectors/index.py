@@ -30,10 +30,22 @@ from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.port import Vectors
 from lcg.projections.text.scorer import generation
 from lcg.projections.vectors import files
-from lcg.projections.vectors.catalog import FACT, NAME, PASSAGE, SUMMARY, touched_owner
+from lcg.projections.vectors.catalog import (
+    CONCEPT,
+    FACT,
+    NAME,
+    PASSAGE,
+    SUMMARY,
+    touched_owners,
+)
 from lcg.projections.wal.store import RecordedEvent
 
-EMBEDDINGS_OF_KIND = {"entity": (NAME, SUMMARY), "edge": (FACT,), "passage": (PASSAGE,)}
+EMBEDDINGS_OF_KIND = {
+    "entity": (NAME, SUMMARY),
+    "edge": (FACT,),
+    "passage": (PASSAGE,),
+    "concept": (CONCEPT,),
+}
 _EMBED_CHUNK = 256
 
 
@@ -172,11 +184,11 @@ class VectorIndex:
         whole: set[str] = set()
         owners: dict[str, set[str]] = {}
         for item in recorded:
-            owner = touched_owner(item.event)
-            if owner is None:
+            touched = touched_owners(item.event)
+            if touched is None:
                 whole.add(item.group_id)
-            else:
-                owners.setdefault(item.group_id, set()).add(owner)
+            elif touched:
+                owners.setdefault(item.group_id, set()).update(touched)
         # Read the owners' catalog rows once and run the model on their texts before taking
         # the index lock, so that searches never wait for it (ADR 0022).
         fetched = {

@@ -1,0 +1,248 @@
+"""The memory projection: a session's concepts, interactions, edges and write receipts.
+
+A Lambo session is a group (ADR 0026). Its stream holds, per lambo_derive or
+lambo_record_action, an intent (`MemoryWriteAccepted`, the receipt's row turns `pending`) and
+later its outcome (`MemoryWriteApplied`: the nodes and edges it decided, folded here as they
+are, so a replay never calls the model; or `MemoryWriteFailed`). Knowledge events are ignored;
+`GroupPurged` empties the session.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from lcg.domain.events import (
+    EntityCreated,
+    EntityRevised,
+    EpisodeAdded,
+    EpisodeDeleted,
+    GroupPurged,
+    MemoryWriteAccepted,
+    MemoryWriteApplied,
+    MemoryWriteFailed,
+    RelationshipCreated,
+    RelationshipRevised,
+    SummaryEmbedded,
+)
+from lcg.domain.ids import GroupId, Seq
+from lcg.projections.dispatch import E, EventTable
+from lcg.projections.reset import only_group
+from lcg.projections.wal.store import RecordedEvent
+
+TABLE = EventTable(
+    "memory",
+    ignores=(
+        EntityCreated,
+        EntityRevised,
+        RelationshipCreated,
+        RelationshipRevised,
+        EpisodeAdded,
+        EpisodeDeleted,
+        SummaryEmbedded,
+    ),
+)
+Run = Sequence[tuple[Seq, E]]
+TABLES = ("memory_nodes", "memory_edges", "memory_writes")
+
+_SCHEMA = (
+    # A node is a concept or an interaction (one per derive / record_action call).
+    "CREATE TABLE IF NOT EXISTS memory_nodes (uuid TEXT PRIMARY KEY, group_id TEXT NOT NULL,"
+    " node_kind TEXT NOT NULL, content TEXT NOT NULL, concept_type TEXT, canonical_key TEXT,"
+    " agent_id TEXT NOT NULL, created_at TEXT NOT NULL, about_time TEXT NOT NULL,"
+    " last_written_at TEXT NOT NULL, seq INTEGER NOT NULL,"
+    " reinforced INTEGER NOT NULL DEFAULT 0)",
+    "CREATE INDEX IF NOT EXISTS memory_nodes_key ON memory_nodes (group_id, canonical_key)",
+    "CREATE INDEX IF NOT EXISTS memory_nodes_content ON memory_nodes (group_id, content)",
+    "CREATE INDEX IF NOT EXISTS memory_nodes_kind ON memory_nodes (group_id, node_kind, seq)",
+    # kind: derives | semantic | depends_on | parent_of | produces | modifies | contradicts
+    "CREATE TABLE IF NOT EXISTS memory_edges (uuid TEXT PRIMARY KEY, group_id TEXT NOT NULL,"
+    " kind TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL, agent_id TEXT NOT NULL,"
+    " created_at TEXT NOT NULL, about_time TEXT NOT NULL, seq INTEGER NOT NULL,"
+    " reinforced INTEGER NOT NULL DEFAULT 0, UNIQUE (group_id, kind, source, target))",
+    "CREATE INDEX IF NOT EXISTS memory_edges_target ON memory_edges (target, kind)",
+    "CREATE INDEX IF NOT EXISTS memory_edges_source ON memory_edges (source, kind)",
+    # One row per acknowledged write: its intent (while pending) and its outcome.
+    "CREATE TABLE IF NOT EXISTS memory_writes (receipt TEXT PRIMARY KEY,"
+    " group_id TEXT NOT NULL, agent_id TEXT NOT NULL, tool TEXT NOT NULL,"
+    " state TEXT NOT NULL, intent_seq INTEGER NOT NULL, outcome_seq INTEGER,"
+    " accepted_at TEXT NOT NULL, settled_at TEXT, request TEXT NOT NULL, event_time TEXT,"
+    " summary TEXT, outcome TEXT, after_restart INTEGER NOT NULL DEFAULT 0)",
+    "CREATE INDEX IF NOT EXISTS memory_writes_pending ON memory_writes (state, group_id,"
+    " intent_seq)",
+)
+
+
+def install(conn: sqlite3.Connection) -> None:
+    for statement in _SCHEMA:
+        conn.execute(statement)
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+@TABLE.on(MemoryWriteAccepted)
+def _accepted(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteAccepted]) -> None:
+    conn.executemany(
+        "INSERT INTO memory_writes (receipt, group_id, agent_id, tool, state, intent_seq,"
+        " accepted_at, request, event_time) VALUES (?,?,?,?,'pending',?,?,?,?)",
+        [
+            (
+                event.receipt,
+                group,
+                event.agent_id,
+                event.tool,
+                seq,
+                event.occurred_at.isoformat(),
+                _json(event.request),
+                None if event.event_time is None else event.event_time.isoformat(),
+            )
+            for seq, event in run
+        ],
+    )
+
+
+@TABLE.on(MemoryWriteApplied)
+def _applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteApplied]) -> None:
+    for seq, event in run:
+        outcome = event.outcome
+        when = event.occurred_at.isoformat()
+        nodes = outcome.get("nodes", [])
+        conn.executemany(
+            "INSERT INTO memory_nodes (uuid, group_id, node_kind, content, concept_type,"
+            " canonical_key, agent_id, created_at, about_time, last_written_at, seq)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    node["uuid"],
+                    group,
+                    node["node_kind"],
+                    node["content"],
+                    node.get("concept_type"),
+                    node.get("canonical_key"),
+                    outcome["agent_id"],
+                    when,
+                    outcome["about_time"],
+                    when,
+                    seq,
+                )
+                for node in nodes
+            ],
+        )
+        conn.executemany(
+            "UPDATE memory_nodes SET reinforced = reinforced + 1, last_written_at=? WHERE uuid=?",
+            [(when, uuid) for uuid in outcome.get("reinforced_nodes", [])],
+        )
+        for edge in outcome.get("edges", []):
+            conn.execute(
+                "INSERT INTO memory_edges (uuid, group_id, kind, source, target, agent_id,"
+                " created_at, about_time, seq) VALUES (?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT (group_id, kind, source, target)"
+                " DO UPDATE SET reinforced = reinforced + 1",
+                (
+                    edge["uuid"],
+                    group,
+                    edge["kind"],
+                    edge["source"],
+                    edge["target"],
+                    outcome["agent_id"],
+                    when,
+                    outcome["about_time"],
+                    seq,
+                ),
+            )
+        conn.executemany(  # a contradiction is a fresh write to the contradicted concept
+            "UPDATE memory_nodes SET last_written_at=? WHERE uuid=?",
+            [
+                (when, edge["target"])
+                for edge in outcome.get("edges", [])
+                if edge["kind"] == "contradicts"
+            ],
+        )
+        _settle(
+            conn,
+            event.receipt,
+            "applied",
+            seq,
+            when,
+            outcome.get("summary"),
+            outcome,
+            after_restart=event.after_restart,
+        )
+
+
+@TABLE.on(MemoryWriteFailed)
+def _failed(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteFailed]) -> None:
+    for seq, event in run:
+        _settle(
+            conn,
+            event.receipt,
+            "failed",
+            seq,
+            event.occurred_at.isoformat(),
+            event.reason,
+            None,
+            after_restart=event.after_restart,
+        )
+
+
+def _settle(
+    conn: sqlite3.Connection,
+    receipt: str,
+    state: str,
+    seq: int,
+    when: str,
+    summary: str | None,
+    outcome: dict[str, Any] | None,
+    *,
+    after_restart: bool,
+) -> None:
+    conn.execute(
+        "UPDATE memory_writes SET state=?, outcome_seq=?, settled_at=?, summary=?, outcome=?,"
+        " after_restart=? WHERE receipt=?",
+        (
+            state,
+            seq,
+            when,
+            summary,
+            None if outcome is None else _json(outcome),
+            int(after_restart),
+            receipt,
+        ),
+    )
+
+
+@TABLE.on(GroupPurged)
+def _purged(conn: sqlite3.Connection, group: GroupId, run: Run[GroupPurged]) -> None:
+    for table in TABLES:
+        conn.execute(f"DELETE FROM {table} WHERE group_id=?", (group,))
+
+
+class MemoryProjection:
+    """Rows of every session's memory graph and its write receipts."""
+
+    name = "memory"
+    version = 1
+    handles = TABLE.handles
+    ignores = TABLE.ignores
+
+    def install(self, conn: sqlite3.Connection) -> None:
+        install(conn)
+
+    def apply(self, conn: sqlite3.Connection, events: Sequence[RecordedEvent]) -> None:
+        TABLE.apply(conn, events)
+
+    def reset(self, conn: sqlite3.Connection, group_id: str) -> None:
+        if only_group(conn, TABLES, group_id):
+            self.reset_all(conn)
+        else:
+            for table in TABLES:
+                conn.execute(f"DELETE FROM {table} WHERE group_id=?", (group_id,))
+
+    def reset_all(self, conn: sqlite3.Connection) -> None:
+        for table in TABLES:
+            conn.execute(f"DELETE FROM {table}")

@@ -1,0 +1,203 @@
+"""Reads of the memory projection that the command side decides with (ADR 0026)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+_NODE = (
+    "SELECT uuid, node_kind, content, concept_type, canonical_key, agent_id, created_at,"
+    " about_time FROM memory_nodes"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A concept or an interaction of a session."""
+
+    uuid: str
+    node_kind: str  # concept | interaction
+    content: str
+    concept_type: str | None
+    canonical_key: str | None
+    agent_id: str
+    created_at: str
+    about_time: str
+
+
+def _nodes(conn: sqlite3.Connection, where: str, params: Sequence[object]) -> list[Node]:
+    rows = conn.execute(f"{_NODE} WHERE {where} ORDER BY uuid", params).fetchall()
+    return [Node(*row) for row in rows]
+
+
+def node(conn: sqlite3.Connection, group: str, uuid: str) -> Node | None:
+    found = _nodes(conn, "group_id=? AND uuid=?", (group, uuid))
+    return found[0] if found else None
+
+
+def nodes_with_prefix(conn: sqlite3.Connection, group: str, prefix: str) -> list[Node]:
+    """Nodes whose uuid starts with `prefix` (a short id: 8 lower-case hex characters)."""
+    return _nodes(conn, "group_id=? AND uuid >= ? AND uuid < ?", (group, prefix, prefix + "g"))
+
+
+def concepts_with_content(conn: sqlite3.Connection, group: str, content: str) -> list[Node]:
+    return _nodes(conn, "group_id=? AND content=? AND node_kind='concept'", (group, content))
+
+
+def concepts_with_key(conn: sqlite3.Connection, group: str, key: str) -> list[Node]:
+    """Concepts whose canonical key is `key` (observations have none: never matched by key)."""
+    return _nodes(conn, "group_id=? AND canonical_key=? AND node_kind='concept'", (group, key))
+
+
+def edge_uuid(
+    conn: sqlite3.Connection, group: str, kind: str, source: str, target: str
+) -> str | None:
+    row = conn.execute(
+        "SELECT uuid FROM memory_edges WHERE group_id=? AND kind=? AND source=? AND target=?",
+        (group, kind, source, target),
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def reaches(
+    conn: sqlite3.Connection, group: str, start: str, goal: str, kinds: Iterable[str]
+) -> bool:
+    """Whether a path of `kinds` edges leads from `start` to `goal` (cycle checks)."""
+    if start == goal:
+        return True
+    kinds = tuple(kinds)
+    marks = ",".join("?" * len(kinds))
+    row = conn.execute(
+        "WITH RECURSIVE walk(node) AS (SELECT ? UNION SELECT e.target FROM memory_edges e"
+        f" JOIN walk ON e.source = walk.node WHERE e.group_id=? AND e.kind IN ({marks}))"
+        " SELECT 1 FROM walk WHERE node=? LIMIT 1",
+        (start, group, *kinds, goal),
+    ).fetchone()
+    return row is not None
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRow:
+    """One acknowledged write: its intent and, once settled, its outcome."""
+
+    receipt: str
+    group_id: str
+    agent_id: str
+    tool: str
+    state: str  # pending | applied | failed
+    intent_seq: int
+    accepted_at: str
+    request: dict[str, Any]
+    event_time: str | None
+    summary: str | None
+    outcome: dict[str, Any] | None
+    after_restart: bool
+
+
+_WRITE = (
+    "SELECT receipt, group_id, agent_id, tool, state, intent_seq, accepted_at, request,"
+    " event_time, summary, outcome, after_restart FROM memory_writes"
+)
+
+
+def _write(row: tuple[Any, ...]) -> WriteRow:
+    return WriteRow(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        row[6],
+        orjson.loads(row[7]),
+        row[8],
+        row[9],
+        None if row[10] is None else orjson.loads(row[10]),
+        bool(row[11]),
+    )
+
+
+def write(conn: sqlite3.Connection, receipt: str) -> WriteRow | None:
+    row = conn.execute(f"{_WRITE} WHERE receipt=?", (receipt,)).fetchone()
+    return None if row is None else _write(row)
+
+
+def pending_writes(conn: sqlite3.Connection, limit: int = 256) -> list[WriteRow]:
+    """Intents without an outcome, oldest first per session (their stream order)."""
+    rows = conn.execute(
+        f"{_WRITE} WHERE state='pending' ORDER BY intent_seq, group_id LIMIT ?", (limit,)
+    ).fetchall()
+    return [_write(row) for row in rows]
+
+
+def counts(conn: sqlite3.Connection, group: str) -> dict[str, int]:
+    """Nodes, concepts, interactions and edges of a session."""
+    concepts, interactions = conn.execute(
+        "SELECT COALESCE(SUM(node_kind='concept'), 0), COALESCE(SUM(node_kind='interaction'), 0)"
+        " FROM memory_nodes WHERE group_id=?",
+        (group,),
+    ).fetchone()
+    (edges,) = conn.execute(
+        "SELECT COUNT(*) FROM memory_edges WHERE group_id=?", (group,)
+    ).fetchone()
+    return {
+        "node_count": int(concepts) + int(interactions),
+        "concept_count": int(concepts),
+        "interaction_count": int(interactions),
+        "edge_count": int(edges),
+    }
+
+
+def blast_radius(conn: sqlite3.Connection, uuid: str) -> int:
+    """The concepts that depend on this one: depends_on edges to it and its parent_of children."""
+    (count,) = conn.execute(
+        "SELECT COUNT(DISTINCT other) FROM (SELECT source AS other FROM memory_edges"
+        " WHERE target=? AND kind='depends_on' UNION SELECT target AS other FROM memory_edges"
+        " WHERE source=? AND kind='parent_of')",
+        (uuid, uuid),
+    ).fetchone()
+    return int(count)
+
+
+def targets(conn: sqlite3.Connection, group: str, source: str, kinds: Iterable[str]) -> list[str]:
+    """The nodes `source` has an edge of one of `kinds` to."""
+    kinds = tuple(kinds)
+    marks = ",".join("?" * len(kinds))
+    rows = conn.execute(
+        f"SELECT target FROM memory_edges WHERE group_id=? AND source=? AND kind IN ({marks})",
+        (group, source, *kinds),
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def latest_interaction(conn: sqlite3.Connection, group: str) -> str | None:
+    row = conn.execute(
+        "SELECT uuid FROM memory_nodes WHERE group_id=? AND node_kind='interaction'"
+        " ORDER BY seq DESC, uuid DESC LIMIT 1",
+        (group,),
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+class SessionLookup:
+    """The references' Lookup over one session's rows (lcg.domain.memory.references)."""
+
+    def __init__(self, conn: sqlite3.Connection, group: str) -> None:
+        self.conn = conn
+        self.group = group
+
+    def node(self, uuid: str) -> Node | None:
+        return node(self.conn, self.group, uuid)
+
+    def with_prefix(self, prefix: str) -> list[Node]:
+        return nodes_with_prefix(self.conn, self.group, prefix)
+
+    def with_content(self, content: str) -> list[Node]:
+        return concepts_with_content(self.conn, self.group, content)
+
+    def with_key(self, key: str) -> list[Node]:
+        return concepts_with_key(self.conn, self.group, key)
