@@ -1,0 +1,1 @@
+"""Lambo agent memory (seed 001): the pure rules of its tools."""
