@@ -1,1 +1,2 @@
-"""The Lambo agent-memory model (seed 001): soft locks and write receipts, standard library only."""
+"""The Lambo agent-memory model (seed 001), standard library only: argument rules,
+identity, soft locks and write receipts."""
