@@ -10,8 +10,6 @@ import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from enum import StrEnum
-from functools import cache
-from typing import Protocol
 
 import snowballstemmer  # type: ignore[import-untyped, unused-ignore]
 
@@ -396,22 +394,20 @@ def check_concept_type(
 _IMAGE_SUFFIX = re.compile(r"\[image:[a-z0-9]{1,64}\]", re.ASCII)
 
 
-class _Stemmer(Protocol):
-    def stemWord(self, word: str) -> str: ...  # noqa: N802 (snowballstemmer's name)
+def porter_stems(words: Sequence[str]) -> list[str]:
+    """The Porter stems of `words` (the one stemmer of canonical keys and image suffixes).
 
-
-@cache
-def _porter() -> _Stemmer:
-    # The same algorithm lcg.domain.memory.identity stems canonical keys with.
-    stemmer: _Stemmer = snowballstemmer.stemmer("porter")
-    return stemmer
+    A snowballstemmer object keeps scratch state between calls, so one is made per call
+    (~0.3 us): safe from any thread."""
+    stems: list[str] = snowballstemmer.stemmer("porter").stemWords(list(words))
+    return stems
 
 
 def _stem(word: str) -> str:
     """The Porter stem of a case-folded word; a word with a digit, / or . stays as it is."""
     if "/" in word or "." in word or any(character.isdigit() for character in word):
         return word
-    return _porter().stemWord(word)
+    return porter_stems([word])[0]
 
 
 def has_image_suffix(text: str) -> bool:
