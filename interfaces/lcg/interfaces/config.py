@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
+from lcg.domain import rules
 from lcg.domain.errors import InvalidParams
+from lcg.domain.ids import DEFAULT_GROUP
 from lcg.projections.wal.store import Durability
 from lcg.queries.fusion import Fusion
 
@@ -41,6 +44,7 @@ class Settings:
     # graph reads and BM25, and the vector indexes follow on their own thread (ADR 0022);
     # sync also waits for the write's vectors.
     vector_follow: VectorFollow = "async"  # LCG_BM25_ENGINE: memory | fts5 (ADR 0016: same scores)
+    session: str = DEFAULT_GROUP  # LCG_SESSION / --session: the group the lambo_* tools serve
 
     @property
     def state_dir(self) -> Path:
@@ -94,10 +98,20 @@ class Settings:
             ),
             bm25_engine=engine,
             vector_follow=follow,
+            session=session_name(
+                env.get("LCG_SESSION", "").strip() or DEFAULT_GROUP, "LCG_SESSION"
+            ),
         )
 
 
 C = TypeVar("C", bound=str)
+
+
+def session_name(value: str, name: str = "--session") -> str:
+    """A Lambo session is a group (ADR 0026): its name follows the group id rule."""
+    if re.fullmatch(rules.GROUP_ID_PATTERN, value) is None:
+        raise InvalidParams(name, rules.PATTERN_RULES[rules.GROUP_ID_PATTERN], f"got {value!r}")
+    return value
 
 
 def _choice(env: Mapping[str, str], name: str, choices: tuple[C, ...]) -> C:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -13,21 +14,25 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from lcg.commands.memory_processor import IntentProcessor
 from lcg.commands.writer import CommitListener, Writer
 from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
+from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
 from lcg.interfaces.config import Settings
 from lcg.interfaces.graph_file import open_graph, refuse_if_the_log_is_lost
+from lcg.interfaces.memory_service import MemoryService
 from lcg.interfaces.private_files import DIR_MODE, make_private
 from lcg.projections import damage
 from lcg.projections.damage import DamagedFile, Repair
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.minilm import MiniLmEmbedder
-from lcg.projections.embedding.port import CountingEmbedder, Embedder
+from lcg.projections.embedding.port import CountingEmbedder, Embedder, Vectors
 from lcg.projections.graph import schema
 from lcg.projections.runner import ProjectionRunner
 from lcg.projections.text.scorer import TextScorer
 from lcg.projections.text.tables import TEXT_TABLES, TOKENIZER
+from lcg.projections.vectors import catalog
 from lcg.projections.vectors.follower import VectorFollower
 from lcg.projections.vectors.index import VectorIndex
 from lcg.projections.wal.lease import WriterLease
@@ -81,6 +86,7 @@ class Workspace:
         self._text: TextScorer | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._follower: VectorFollower | None = None
+        self._memory: MemoryService | None = None
         # A workspace created by this open: its first files are made private once more at the
         # end of the open. Later files are checksummed (0600) or SQLite sidecars (the mode of
         # their database); anything else sits in a 0700 directory and is tightened next open.
@@ -208,8 +214,50 @@ class Workspace:
         self._writer.listeners.append(text)
         for group, error in self.catch_up_failures.items():
             self._writer.block(group, error)
+        self._open_memory(cache, vectors)
         if self._new_workspace:  # what the libraries just created in it, with the umask
             self._make_private(new_files=True)
+
+    def _open_memory(self, cache: EmbeddingCache, vectors: VectorIndex) -> None:
+        """The session's memory service and its intent processor (ADR 0026), stopped first at
+        close so that no write is applied while the rest shuts down."""
+        graph_path = str(self.settings.graph_path)
+
+        def search(session: GroupId, vector: Vectors, k: int) -> list[tuple[str, float]]:
+            hits = vectors.search("concept", [session], vector, k)
+            described = catalog.describe(self.reader(), [hit.vec_id for hit in hits])
+            return [
+                (described[hit.vec_id].owner_uuid, hit.score)
+                for hit in hits
+                if hit.vec_id in described
+            ]
+
+        processor = IntentProcessor(
+            self.writer,
+            lambda: schema.connect(graph_path, read_only=True),
+            cache.embed,
+            search,
+            self.settle,
+            self.clock,
+            lambda: str(uuid.uuid4()),
+            MINILM_MERGE_THRESHOLD,
+        )
+        self._memory = MemoryService(
+            GroupId(self.settings.session),
+            lambda: self.writer,
+            lambda: schema.connect(graph_path, read_only=True),
+            processor,
+            self.clock,
+        )
+        self._stack.callback(self._release, "_memory", self._memory.close)
+        processor.start()
+
+    @property
+    def memory(self) -> MemoryService:
+        """The agent-memory service of the session this process serves."""
+        if self._memory is None:
+            raise WorkspaceClosed("agent memory needs the workspace open for writing")
+        return self._memory
 
     def settle(self, timeout: float | None = None) -> bool:
         """Wait until the vector indexes hold every acknowledged write (ADR 0022)."""

@@ -301,6 +301,13 @@ class ReceiptBook:
         self.settle(receipt, ReceiptState.DROPPED, now, detail=DROP_DETAILS[cause], piggyback=False)
         return receipt
 
+    def withdraw(self, receipt: ReceiptId) -> None:
+        """Forget a pending receipt that was never handed out (its write was refused before
+        the ack); its seq stays used."""
+        entry = self._held.get(receipt.seq)
+        if entry is not None and entry.receipt == receipt and entry.settled_at is None:
+            del self._held[receipt.seq]
+
     def settle(
         self,
         receipt: ReceiptId,

@@ -1,0 +1,523 @@
+"""Memory writes (seed 001): accept an intent, later apply it and append its outcome (ADR 0026).
+
+`accept_derive` / `accept_action` run in the writer's batch: every reference is resolved
+against the session as it is now and fixed to a node id, cycles the graph already shows are
+refused, and one `MemoryWriteAccepted` is appended. Its commit is the acknowledgement, so an
+acked write is never lost. `apply_write` runs later, in the intent processor's batch: it
+checks the fixed references again, matches concepts by canonical key, merges by similarity
+(the vectors were embedded and searched before the batch, `Prepared`), adds the edges and
+appends `MemoryWriteApplied` with every decision, or `MemoryWriteFailed` with the reason.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from lcg.commands.writer import WriteContext
+from lcg.domain.errors import DomainError
+from lcg.domain.events import MemoryWriteAccepted, MemoryWriteApplied, MemoryWriteFailed
+from lcg.domain.ids import GroupId
+from lcg.domain.memory.calls import DERIVE, RECORD_ACTION, Derive, RecordAction
+from lcg.domain.memory.identity import canonical_key, digit_words_differ, matches_by_key
+from lcg.domain.memory.references import (
+    ACTION_CYCLE,
+    HIERARCHY_CYCLE,
+    CycleRefused,
+    ReferenceRefused,
+    Resolved,
+    by_text,
+    resolve,
+    still_names,
+)
+from lcg.domain.memory.text import call_text
+from lcg.domain.memory.text import embedding_text as framed
+from lcg.projections.memory import state
+from lcg.projections.memory.state import SessionLookup, WriteRow
+
+CAUSAL = ("produces", "modifies", "depends_on")  # edges an action's cycle check follows
+END_TYPE = "entity"  # the type of a parent_of end a derive creates (ADR 0026)
+TARGET_TYPE = "resource"  # the type of an action's target it creates (ADR 0026)
+
+
+# -- accepting -------------------------------------------------------------------------------
+
+
+def _existing(lookup: SessionLookup, content: str, concept_type: str) -> list[str]:
+    """The node a concept of this content and type would be matched to by key (if any)."""
+    if not matches_by_key(concept_type):
+        return []
+    return [n.uuid for n in by_text(content.strip(), lookup)]
+
+
+def accept_derive(ctx: WriteContext, call: Derive) -> None:
+    """Resolve, check and append the intent of a lambo_derive (refusals write nothing)."""
+    lookup = SessionLookup(ctx.conn, call.session)
+    concepts: list[dict[str, Any]] = []
+    for i, concept in enumerate(call.concepts):
+        itself = set(_existing(lookup, concept.content, concept.concept_type))
+        cited: list[Resolved] = []
+        for j, ref in enumerate(concept.depends_on):
+            where = f"concepts[{i}].depends_on[{j}]"
+            found = resolve(where, ref, lookup, create=False)
+            if found.node in itself:
+                raise ReferenceRefused(where, ref, "names the concept itself")
+            if any(
+                state.reaches(ctx.conn, call.session, found.node or "", me, ("depends_on",))
+                for me in itself
+            ):
+                raise ReferenceRefused(where, ref, "would close a dependency loop")
+            cited.append(found)
+        contradicted: list[Resolved] = []
+        for j, ref in enumerate(concept.against):
+            where = f"concepts[{i}].against[{j}]"
+            found = resolve(where, ref, lookup, create=False)
+            if found.node in itself:
+                raise ReferenceRefused(where, ref, "names the concept itself")
+            if found.node in {c.node for c in cited}:
+                raise ReferenceRefused(
+                    where, ref, "is both cited and contradicted by one concept of the call"
+                )
+            contradicted.append(found)
+        concepts.append(
+            {
+                "content": concept.content,
+                "concept_type": concept.concept_type,
+                "depends_on": [c.to_json() for c in cited],
+                "against": [c.to_json() for c in contradicted],
+            }
+        )
+    pairs = [{"parent": p, "child": c} for p, c in call.parent_of]
+    _refuse_hierarchy_cycle(ctx.conn, call.session, lookup, call.parent_of)
+    request = {"concepts": concepts, "parent_of": pairs}
+    ctx.append(
+        call.session,
+        [
+            MemoryWriteAccepted(
+                call.now, call.receipt, call.agent_id, DERIVE, request, call.event_time
+            )
+        ],
+    )
+
+
+def _token(lookup: SessionLookup, text: str) -> str:
+    """A parent_of end's identity: its node when it exists, else its canonical key."""
+    found = by_text(text.strip(), lookup)
+    return found[0].uuid if len(found) == 1 else "key:" + (canonical_key(text) or text.strip())
+
+
+def _refuse_hierarchy_cycle(
+    conn: sqlite3.Connection,
+    session: GroupId,
+    lookup: SessionLookup,
+    pairs: Sequence[tuple[str, str]],
+) -> None:
+    """M-DER-074/075: a pair whose child is already an ancestor of its parent, or pairs of the
+    call that loop, refuse the call."""
+    edges: dict[str, set[str]] = {}
+    for parent, child in pairs:
+        edges.setdefault(_token(lookup, parent), set()).add(_token(lookup, child))
+    for parent, children in edges.items():
+        for child in children:
+            if _reaches(conn, session, edges, child, parent, ("parent_of",)):
+                raise CycleRefused(HIERARCHY_CYCLE, field="parent_of", rule="must stay acyclic")
+
+
+def _reaches(
+    conn: sqlite3.Connection,
+    session: GroupId,
+    extra: dict[str, set[str]],
+    start: str,
+    goal: str,
+    kinds: Sequence[str],
+) -> bool:
+    """Whether `goal` is reachable from `start` over stored edges of `kinds` plus `extra`."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        here = todo.pop()
+        if here == goal:
+            return True
+        if here in seen:
+            continue
+        seen.add(here)
+        todo.extend(extra.get(here, ()))
+        if not here.startswith("key:"):
+            todo.extend(state.targets(conn, session, here, kinds))
+    return False
+
+
+def accept_action(ctx: WriteContext, call: RecordAction) -> None:
+    """Resolve, check and append the intent of a lambo_record_action."""
+    lookup = SessionLookup(ctx.conn, call.session)
+    itself = set(_existing(lookup, call.action, TARGET_TYPE))
+    entries: dict[str, list[dict[str, str | None]]] = {}
+    fixed: list[Resolved] = []
+    for name, values in (
+        ("produces", call.produces),
+        ("modifies", call.modifies),
+        ("depends_on", call.depends_on),
+    ):
+        resolved = [
+            resolve(f"{name}[{j}]", ref, lookup, create=True) for j, ref in enumerate(values)
+        ]
+        entries[name] = [r.to_json() for r in resolved]
+        fixed.extend(resolved)
+        for r in resolved:
+            target = r.node or ("key:" + (canonical_key(r.ref) or r.ref.strip()))
+            closes = target in itself or any(
+                _reaches(ctx.conn, call.session, {}, target, me, CAUSAL) for me in itself
+            )
+            if closes:
+                raise CycleRefused(ACTION_CYCLE, field=name, rule="must stay acyclic")
+    cited = {r.node for r in (Resolved.from_json(e) for e in entries["depends_on"]) if r.node}
+    against: list[Resolved] = []
+    for j, ref in enumerate(call.against):
+        where = f"against[{j}]"
+        found = resolve(where, ref, lookup, create=False)
+        if found.node in itself:
+            raise ReferenceRefused(where, ref, "names the action itself")
+        if found.node in cited:
+            raise ReferenceRefused(
+                where, ref, "is both cited and contradicted by one concept of the call"
+            )
+        against.append(found)
+    request = {
+        "action": call.action,
+        **entries,
+        "against": [a.to_json() for a in against],
+    }
+    ctx.append(
+        call.session,
+        [
+            MemoryWriteAccepted(
+                call.now, call.receipt, call.agent_id, RECORD_ACTION, request, call.event_time
+            )
+        ],
+    )
+
+
+# -- applying --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Similar:
+    """A stored concept close to a text the write may create."""
+
+    uuid: str
+    cosine: float
+
+
+@dataclass
+class Prepared:
+    """What the processor computed before the batch: the framed text each item that may be
+    created is embedded as, and the stored concepts closest to it (by item text)."""
+
+    embedding_texts: dict[str, str] = field(default_factory=dict)
+    similar: dict[str, list[Similar]] = field(default_factory=dict)
+    embedder_failure: str | None = None
+
+
+def texts_to_embed(row: WriteRow) -> dict[str, str]:
+    """item text -> framed text, for every item the write might create (M-DER-140..148)."""
+    request = row.request
+    if row.tool == DERIVE:
+        contents = [c["content"] for c in request["concepts"]]
+        whole = call_text(contents)
+        items = contents + [e for p in request["parent_of"] for e in (p["parent"], p["child"])]
+        return {item: framed(item, whole) for item in items}
+    action = request["action"]
+    targets = [
+        entry["ref"]
+        for kind in ("produces", "modifies", "depends_on")
+        for entry in request[kind]
+        if entry["node"] is None
+    ]
+    return {action: framed(action, action)} | {t: framed(t, action) for t in targets}
+
+
+class _Outcome:
+    """The nodes, edges and counts an apply decides, in the event's JSON shape."""
+
+    def __init__(self, ctx: WriteContext, row: WriteRow, new_id: Callable[[], str]) -> None:
+        self.ctx = ctx
+        self.session = GroupId(row.group_id)
+        self.new_id = new_id
+        self.nodes: list[dict[str, Any]] = []
+        self.by_key: dict[str, str] = {}  # keys created or matched by this write
+        self.reinforced: list[str] = []
+        self.edges: list[dict[str, str]] = []
+        self.edge_keys: set[tuple[str, str, str]] = set()
+        self.created: list[str] = []
+        self.matched: list[str] = []
+        self.semantic_merged = 0
+        self.embedded = 0
+        self.reinforcements = 0
+
+    def node(self, text: str, concept_type: str, prepared: Prepared, against: set[str]) -> str:
+        """The node this text names: matched by key, merged by similarity, or created."""
+        uuid, _ = self.resolve(text, concept_type, prepared, against)
+        return uuid
+
+    def resolve(
+        self, text: str, concept_type: str, prepared: Prepared, against: set[str]
+    ) -> tuple[str, str]:
+        """(node, how): how is `key` (matched), `semantic` (merged) or `created`."""
+        content = text.strip()
+        key = canonical_key(content) if matches_by_key(concept_type) else None
+        if key:
+            if key in self.by_key:
+                return self.by_key[key], "key"
+            found = state.concepts_with_key(self.ctx.conn, self.session, key)
+            if found:
+                self.by_key[key] = found[0].uuid
+                self._reinforce(found[0].uuid)
+                self.matched.append(found[0].uuid)
+                return found[0].uuid, "key"
+        for near in prepared.similar.get(text, []):
+            stored = state.node(self.ctx.conn, self.session, near.uuid)
+            if (
+                stored is not None
+                and stored.node_kind == "concept"
+                and stored.concept_type == concept_type
+                and stored.uuid not in against
+                and not digit_words_differ(content, stored.content)  # ADR 0025's guard
+            ):
+                self.semantic_merged += 1
+                self._reinforce(stored.uuid)
+                self.matched.append(stored.uuid)
+                if key:
+                    self.by_key[key] = stored.uuid
+                return stored.uuid, "semantic"
+        uuid = self.new_id()
+        embedding_text = prepared.embedding_texts.get(text)
+        self.nodes.append(
+            {
+                "uuid": uuid,
+                "node_kind": "concept",
+                "content": text,
+                "concept_type": concept_type,
+                "canonical_key": key,
+                "embedding_text": embedding_text,
+            }
+        )
+        if embedding_text:
+            self.embedded += 1
+        if key:
+            self.by_key[key] = uuid
+        self.created.append(uuid)
+        return uuid, "created"
+
+    def _reinforce(self, uuid: str) -> None:
+        self.reinforced.append(uuid)
+        self.reinforcements += 1
+
+    def edge(self, kind: str, source: str, target: str) -> bool:
+        """Add an edge; an existing one is reinforced. Returns whether it was new."""
+        if (kind, source, target) in self.edge_keys:
+            return False
+        self.edge_keys.add((kind, source, target))
+        existing = state.edge_uuid(self.ctx.conn, self.session, kind, source, target)
+        if existing is not None:
+            self.reinforcements += 1
+        self.edges.append(
+            {"uuid": existing or self.new_id(), "kind": kind, "source": source, "target": target}
+        )
+        return existing is None
+
+
+class ApplyRefused(DomainError):
+    """Why a write cannot be applied now (its receipt says failed)."""
+
+
+def apply_write(
+    ctx: WriteContext,
+    row: WriteRow,
+    prepared: Prepared,
+    new_id: Callable[[], str],
+    now: datetime,
+    *,
+    after_restart: bool,
+) -> tuple[str, dict[str, Any] | None]:
+    """Apply one intent: append its outcome (or its failure). Returns (state, outcome)."""
+    session = GroupId(row.group_id)
+    try:
+        if prepared.embedder_failure is not None:
+            raise ApplyRefused(prepared.embedder_failure)
+        outcome = _decide(ctx, row, prepared, new_id, now)
+    except DomainError as refused:
+        ctx.append(
+            session,
+            [MemoryWriteFailed(now, row.receipt, row.intent_seq, refused.message, after_restart)],
+        )
+        return "failed", None
+    ctx.append(
+        session, [MemoryWriteApplied(now, row.receipt, row.intent_seq, outcome, after_restart)]
+    )
+    return "applied", outcome
+
+
+def _check_fixed(lookup: SessionLookup, field_: str, resolved: Resolved) -> None:
+    why = still_names(resolved, lookup)
+    if why is not None:
+        raise ReferenceRefused(field_, resolved.ref, why)
+
+
+def _about_time(row: WriteRow) -> str:
+    """A write's about-time: its event_time, never later than when it was accepted."""
+    if row.event_time is None or row.event_time > row.accepted_at:
+        return row.accepted_at
+    return row.event_time
+
+
+def _decide(
+    ctx: WriteContext,
+    row: WriteRow,
+    prepared: Prepared,
+    new_id: Callable[[], str],
+    now: datetime,
+) -> dict[str, Any]:
+    session = GroupId(row.group_id)
+    out = _Outcome(ctx, row, new_id)
+    interaction = new_id()
+    request = row.request
+    if row.tool == DERIVE:
+        text = call_text([c["content"] for c in request["concepts"]])
+    else:
+        text = request["action"]
+    out.nodes.append(
+        {
+            "uuid": interaction,
+            "node_kind": "interaction",
+            "content": text,
+            "concept_type": None,
+            "canonical_key": None,
+            "embedding_text": None,
+        }
+    )
+    previous = state.latest_interaction(ctx.conn, session)
+    if previous is not None:
+        out.edge("precedes", previous, interaction)
+    action_node: str | None = None
+    if row.tool == DERIVE:
+        citations, contradictions = _apply_derive(out, request, prepared, interaction)
+    else:
+        action_node, citations, contradictions = _apply_action(out, request, prepared, interaction)
+    created = list(out.created)
+    matched = list(dict.fromkeys(out.matched))
+    summary = _summary(row, request, len(created), len(matched), out.embedded)
+    if citations:
+        summary += f"; {citations} citation(s) recorded"
+    if contradictions:
+        summary += f"; {contradictions} contradiction(s) recorded"
+    outcome: dict[str, Any] = {
+        "agent_id": row.agent_id,
+        "about_time": _about_time(row),
+        "interaction": interaction,
+        "nodes": out.nodes,
+        "reinforced_nodes": out.reinforced,
+        "edges": out.edges,
+        "created": created,
+        "matched": matched,
+        "created_count": len(created),
+        "matched_count": len(matched),
+        "semantic_merged": out.semantic_merged,
+        "reinforced": out.reinforcements,
+        "edges_count": sum(1 for e in out.edges if e["kind"] != "precedes"),
+        "embedded": out.embedded,
+        "summary": summary,
+    }
+    if action_node is not None:
+        outcome["action_node"] = action_node
+    return outcome
+
+
+def _apply_derive(
+    out: _Outcome, request: dict[str, Any], prepared: Prepared, interaction: str
+) -> tuple[int, int]:
+    """Concepts, their citations and contradictions, then parent_of. (citations, contradictions)"""
+    conn, session = out.ctx.conn, out.session
+    lookup = SessionLookup(conn, session)
+    citations = contradictions = 0
+    for i, concept in enumerate(request["concepts"]):
+        cited = [Resolved.from_json(c) for c in concept["depends_on"]]
+        against = [Resolved.from_json(c) for c in concept["against"]]
+        for j, ref in enumerate(cited):
+            _check_fixed(lookup, f"concepts[{i}].depends_on[{j}]", ref)
+        for j, ref in enumerate(against):
+            _check_fixed(lookup, f"concepts[{i}].against[{j}]", ref)
+        against_nodes = {a.node for a in against if a.node}
+        uuid, how = out.resolve(
+            concept["content"], concept["concept_type"], prepared, against_nodes
+        )
+        out.edge("semantic" if how == "semantic" else "derives", interaction, uuid)
+        for j, ref in enumerate(cited):
+            assert ref.node is not None
+            if ref.node == uuid:  # merged into what it cites: the merge already ties them
+                out.reinforcements += 1
+                continue
+            if state.reaches(conn, session, ref.node, uuid, ("depends_on",)):
+                raise ReferenceRefused(
+                    f"concepts[{i}].depends_on[{j}]", ref.ref, "would close a dependency loop"
+                )
+            out.edge("depends_on", uuid, ref.node)
+            citations += 1
+        for ref in against:
+            assert ref.node is not None
+            out.edge("contradicts", uuid, ref.node)
+            contradictions += 1
+    extra: dict[str, set[str]] = {}
+    for pair in request["parent_of"]:
+        parent = out.node(pair["parent"], END_TYPE, prepared, set())
+        child = out.node(pair["child"], END_TYPE, prepared, set())
+        if parent == child or _reaches(conn, session, extra, child, parent, ("parent_of",)):
+            raise CycleRefused(HIERARCHY_CYCLE, field="parent_of", rule="must stay acyclic")
+        extra.setdefault(parent, set()).add(child)
+        out.edge("parent_of", parent, child)
+    return citations, contradictions
+
+
+def _apply_action(
+    out: _Outcome, request: dict[str, Any], prepared: Prepared, interaction: str
+) -> tuple[str, int, int]:
+    """The action's concept, its targets and contradictions. (node, citations, contradictions)"""
+    conn, session = out.ctx.conn, out.session
+    lookup = SessionLookup(conn, session)
+    citations = contradictions = 0
+    action_node = out.node(request["action"], TARGET_TYPE, prepared, set())
+    out.edge("derives", interaction, action_node)
+    for kind in ("produces", "modifies", "depends_on"):
+        for j, entry in enumerate(request[kind]):
+            ref = Resolved.from_json(entry)
+            _check_fixed(lookup, f"{kind}[{j}]", ref)
+            target = ref.node or out.node(ref.ref, TARGET_TYPE, prepared, set())
+            if target == action_node or _reaches(conn, session, {}, target, action_node, CAUSAL):
+                raise CycleRefused(ACTION_CYCLE, field=kind, rule="must stay acyclic")
+            out.edge(kind, action_node, target)
+            if kind == "depends_on":
+                citations += 1
+    for j, entry in enumerate(request["against"]):
+        ref = Resolved.from_json(entry)
+        _check_fixed(lookup, f"against[{j}]", ref)
+        assert ref.node is not None
+        out.edge("contradicts", action_node, ref.node)
+        contradictions += 1
+    return action_node, citations, contradictions
+
+
+def _summary(
+    row: WriteRow, request: dict[str, Any], created: int, matched: int, embedded: int
+) -> str:
+    if row.tool == DERIVE:
+        count = len(request["concepts"])
+        return (
+            f"applied — derived {count} concept(s): {created} created ({embedded} embedded),"
+            f" {matched} matched existing"
+        )
+    return (
+        f"applied — recorded action '{request['action']}': {created} created"
+        f" ({embedded} embedded), {matched} matched existing"
+    )

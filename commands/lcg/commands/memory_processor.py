@@ -1,0 +1,259 @@
+"""The intent processor: applies acknowledged memory writes in stream order (ADR 0026).
+
+One thread per serving process. It reads the intents without an outcome from the memory
+projection (so the intents a previous process left are found the same way at start), and for
+each one: works out which items the write may create, embeds their framed texts in one
+batched call through the embedding cache, searches the session's concept index for close
+concepts (after the vector follower has caught up, so earlier writes are visible), then runs
+`memory.apply_write` in the writer's batch, which appends the outcome. Waiters
+(`lambo_stats` with `wait_ms`) are woken per settled receipt.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from lcg.commands import memory
+from lcg.commands.memory import Prepared, Similar
+from lcg.commands.writer import WriteContext, Writer
+from lcg.domain.ids import GroupId
+from lcg.domain.memory.calls import DERIVE
+from lcg.domain.memory.identity import canonical_key, matches_by_key
+from lcg.projections.embedding.port import Vectors
+from lcg.projections.memory import state
+from lcg.projections.memory.state import WriteRow
+
+log = logging.getLogger(__name__)
+
+Embed = Callable[[Sequence[str]], Vectors]
+Search = Callable[[GroupId, Vectors, int], list[tuple[str, float]]]
+SIMILAR_K = 8
+
+
+@dataclass
+class Counters:
+    """What lambo_stats reports about the write queue of this process."""
+
+    accepted: int = 0
+    applied: int = 0
+    failed: int = 0
+    replayed: int = 0  # a previous process's intents this one applied
+    replay_owed: int = 0  # a previous process's intents found at start, not yet applied
+    dropped: int = 0
+    dropped_closed: int = 0
+    deferred: int = 0  # left pending at a clean shutdown, for the next process
+    abandoned: int = 0
+    apply_ms: deque[float] = field(default_factory=lambda: deque(maxlen=256))
+
+
+class IntentProcessor:
+    """Applies pending intents on its own thread; `settled` wakes waiters per receipt."""
+
+    def __init__(
+        self,
+        writer: Writer,
+        reader: Callable[[], sqlite3.Connection],
+        embed: Embed,
+        search: Search,
+        settle_vectors: Callable[[], object],
+        clock: Callable[[], datetime],
+        new_id: Callable[[], str],
+        threshold: float,
+    ) -> None:
+        self.writer = writer
+        self._reader = reader
+        self._embed = embed
+        self._search = search
+        self._settle_vectors = settle_vectors
+        self._clock = clock
+        self._new_id = new_id
+        self.threshold = threshold
+        self.counters = Counters()
+        self._own: dict[str, float] = {}  # receipts this process accepted -> monotonic ack time
+        self._outstanding: dict[str, int] = {}  # per agent, this process's unsettled writes
+        self._lock = threading.Condition()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self.failure: str | None = None
+        self.listeners: list[Callable[[str, str, dict[str, Any] | None], None]] = []
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        conn = self._reader()
+        try:
+            self.counters.replay_owed = len(state.pending_writes(conn, limit=1_000_000))
+        finally:
+            conn.close()
+        self._thread = threading.Thread(target=self._run, name="lcg-intents", daemon=True)
+        self._thread.start()
+        self._wake.set()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Finish the write being applied and stop; what is still pending stays durable in the
+        log as intents for the next process (`deferred`)."""
+        with self._lock:
+            self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        with self._lock:
+            self.counters.deferred = sum(self._outstanding.values())
+
+    # -- admission ------------------------------------------------------------------------
+
+    def outstanding(self, agent_id: str | None = None) -> int:
+        with self._lock:
+            if agent_id is None:
+                return sum(self._outstanding.values())
+            return self._outstanding.get(agent_id, 0)
+
+    def admitted(self, receipt: str, agent_id: str) -> None:
+        """An intent of this process was appended: count it and wake the thread."""
+        with self._lock:
+            self._own[receipt] = time.monotonic()
+            self._outstanding[agent_id] = self._outstanding.get(agent_id, 0) + 1
+            self.counters.accepted += 1
+        self._wake.set()
+
+    def stopping(self) -> bool:
+        with self._lock:
+            return self._stopping
+
+    def wait(self, receipt: str, timeout: float) -> None:
+        """Block until `receipt` settles or `timeout` seconds pass."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while receipt in self._own:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._lock.wait(left)
+
+    def is_own(self, receipt: str) -> bool:
+        with self._lock:
+            return receipt in self._own
+
+    # -- the thread -----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        conn = self._reader()
+        try:
+            while True:
+                self._wake.wait(1.0)
+                self._wake.clear()
+                if self._stopping:
+                    return
+                try:
+                    self._drain(conn)
+                except Exception as error:  # logged; the intents stay pending and durable
+                    self.failure = f"{type(error).__name__}: {error}"
+                    log.exception("the intent processor could not apply pending writes")
+                    time.sleep(0.5)
+                    self._wake.set()
+        finally:
+            conn.close()
+
+    def _drain(self, conn: sqlite3.Connection) -> None:
+        while not self.stopping():
+            pending = state.pending_writes(conn, limit=64)
+            if not pending:
+                return
+            for row in pending:
+                if self.stopping():
+                    return
+                self._apply(conn, row)
+
+    def _apply(self, conn: sqlite3.Connection, row: WriteRow) -> None:
+        prepared = self._prepare(conn, row)
+        with self._lock:
+            own = row.receipt in self._own
+        after_restart = not own
+
+        def handler(ctx: WriteContext) -> tuple[str, dict[str, Any] | None]:
+            current = state.write(ctx.conn, row.receipt)
+            if current is None or current.state != "pending":  # settled meanwhile
+                return ("skipped", None)
+            return memory.apply_write(
+                ctx, row, prepared, self._new_id, self._clock(), after_restart=after_restart
+            )
+
+        outcome_state, outcome = self.writer.execute(handler)
+        self.failure = None
+        self._settled(row, outcome_state, outcome, own=own)
+
+    def _settled(
+        self, row: WriteRow, outcome_state: str, outcome: dict[str, Any] | None, *, own: bool
+    ) -> None:
+        with self._lock:
+            acked = self._own.pop(row.receipt, None)
+            if own:
+                left = self._outstanding.get(row.agent_id, 1) - 1
+                if left > 0:
+                    self._outstanding[row.agent_id] = left
+                else:
+                    self._outstanding.pop(row.agent_id, None)
+            else:
+                self.counters.replay_owed = max(0, self.counters.replay_owed - 1)
+            if outcome_state == "applied":
+                if own:
+                    self.counters.applied += 1
+                else:
+                    self.counters.replayed += 1
+            elif outcome_state == "failed":
+                self.counters.failed += 1
+            if acked is not None and outcome_state == "applied":
+                self.counters.apply_ms.append((time.monotonic() - acked) * 1000)
+            self._lock.notify_all()
+        for listener in self.listeners:
+            listener(row.receipt, outcome_state, outcome)
+
+    def _prepare(self, conn: sqlite3.Connection, row: WriteRow) -> Prepared:
+        """Embed what the write may create (one batched call) and find its close concepts."""
+        session = GroupId(row.group_id)
+        framed = memory.texts_to_embed(row)
+        types = _item_types(row)
+        todo = {
+            item: text
+            for item, text in framed.items()
+            if not (
+                matches_by_key(types.get(item, memory.END_TYPE))
+                and state.concepts_with_key(conn, session, canonical_key(item.strip()))
+            )
+        }
+        prepared = Prepared(embedding_texts=dict(framed))
+        if not todo:
+            return prepared
+        items = list(todo)
+        try:
+            vectors = self._embed([todo[item] for item in items])
+        except Exception as error:
+            log.exception("embedding the texts of write %s failed", row.receipt)
+            prepared.embedder_failure = (
+                f"store error: the embedder failed ({type(error).__name__}); the detail was "
+                "logged; nothing was written"
+            )
+            return prepared
+        self._settle_vectors()
+        for item, vector in zip(items, vectors, strict=True):
+            hits = self._search(session, vector, SIMILAR_K)
+            prepared.similar[item] = [
+                Similar(uuid, cosine) for uuid, cosine in hits if cosine >= self.threshold
+            ]
+        return prepared
+
+
+def _item_types(row: WriteRow) -> dict[str, str]:
+    """Each item's concept type (derive concepts as sent; ends and targets by their rule)."""
+    if row.tool == DERIVE:
+        return {c["content"]: c["concept_type"] for c in row.request["concepts"]}
+    return dict.fromkeys(memory.texts_to_embed(row), memory.TARGET_TYPE)
