@@ -100,12 +100,20 @@ class RpcClient:
 
 
 class ServiceProcess:
-    """`lcg serve --workspace W` as a child; its stderr goes to a file beside the workspace."""
+    """`lcg serve --workspace W` as a child; its stderr goes to a file beside the workspace
+    (appended to by every service of that workspace: `own_log` is this one's part)."""
 
-    def __init__(self, workspace: Path, *, socket_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        socket_path: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.workspace = workspace
         self.socket_path = socket_path or workspace / ".lcg" / "service.sock"
         self.log_path = workspace.parent / f"{workspace.name}-serve.log"
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         args = [str(LCG), "serve", "--workspace", str(workspace)]
         if socket_path is not None:
             args += ["--socket", str(socket_path)]
@@ -115,12 +123,19 @@ class ServiceProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log,
-                env=clean_env(),
+                env=clean_env(**(env or {})),
             )
 
     @property
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    @property
+    def own_log(self) -> str:
+        """What this process wrote to the log (not the services before it)."""
+        with self.log_path.open("rb") as log:
+            log.seek(self._log_start)
+            return log.read().decode("utf-8", errors="replace")
 
     def connect(self) -> RpcClient:
         """A connection once the socket is bound (which is not readiness, K-RDY-005)."""

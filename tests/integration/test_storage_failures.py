@@ -232,3 +232,55 @@ def test_a_read_only_wal_refuses_writes_as_a_storage_failure_and_recovers(
     add(call, "g", "e3")
     assert names(call, "g") == ["e1", "e3"]
     assert call("knowledge_status")["degraded"] is False
+
+
+READ_ONLY_WAL_WRITES: list[tuple[str, dict[str, Any]]] = [
+    ("knowledge_add_episode", {"name": "e2", "episode_body": "refused", "group_id": "g"}),
+    ("knowledge_assert_entity", {"name": "Refused", "group_id": "g"}),
+    (
+        "knowledge_assert_relationship",
+        {"source_name": "Ada", "target_name": "Babbage", "predicate": "no", "group_id": "g"},
+    ),
+    ("knowledge_delete_episode", {}),  # the uuid of e1, filled in by the test
+    ("knowledge_delete_by_group", {"group_ids": ["g"], "confirm": True}),
+    ("knowledge_clear_all", {"confirm": True}),
+    ("knowledge_clear_all", {"confirm": True, "preserve_wal": True}),
+    # a full rebuild only reads the WAL (the live read-only disk, tests/e2e, refuses it)
+    ("knowledge_rebuild_from_wal", {"group_id": "g", "to_seq": 1, "force_clear": True}),
+]
+
+
+@pytest.mark.parametrize(("method", "params"), READ_ONLY_WAL_WRITES)
+def test_every_write_on_a_read_only_wal_is_a_storage_failure_reflected_in_health(
+    workspace: Workspace, method: str, params: dict[str, Any]
+) -> None:
+    """Each write alone, on a fresh workspace: refused as a storage failure naming a file of
+    the workspace (never `internal error`), health degraded, nothing changed, and writes work
+    again once the WAL does (no transaction left open on it)."""
+    call = make_call(App(workspace))
+    uuid = add(call, "g", "e1")
+    for entity in ("Ada", "Babbage"):
+        call("knowledge_assert_entity", name=entity, group_id="g")
+    if method == "knowledge_delete_episode":
+        params = {"episode_uuid": uuid}
+    workspace.log._conn.execute("PRAGMA query_only=1")
+    with pytest.raises(Exception) as failed:  # noqa: PT011 (what it is, is the point)
+        call(method, **params)
+    rpc = error_from_exception(failed.value)
+    assert (rpc.code, rpc.data["kind"]) == (STORAGE_ERROR, "storage_failure"), rpc.message
+    files = {str(workspace.settings.wal_path), str(workspace.settings.graph_path)}
+    assert rpc.data["file"] in files, rpc.message
+    status = call("knowledge_status")
+    assert status["degraded"] is True, method
+    assert rpc.data["file"] in str(status["reason"])
+    assert names(call, "g") == ["e1"]
+    assert ws_entities(call) == ["Ada", "Babbage"]
+    workspace.log._conn.execute("PRAGMA query_only=0")
+    add(call, "g", "e3")
+    assert names(call, "g") == ["e1", "e3"]
+    assert call("knowledge_status")["degraded"] is False
+
+
+def ws_entities(call: Call) -> list[str]:
+    nodes = call("knowledge_list_entities", group_ids=["g"])["nodes"]
+    return sorted(node["name"] for node in nodes)

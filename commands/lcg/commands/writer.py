@@ -220,6 +220,9 @@ class Writer:
         with self._batch_lock:
             try:
                 yield
+            except StorageFailure as failure:  # health says so until a write commits
+                self.storage_failure = str(failure)
+                raise
             finally:
                 self._forget()
 

@@ -6,6 +6,7 @@ The MCP SDK is imported only when --mcp-stdio is given, so the other commands st
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sys
@@ -19,7 +20,13 @@ from lcg.domain.errors import InvalidParams
 from lcg.interfaces.attached import AttachedClient, AttachedUnavailable
 from lcg.interfaces.backends import Backend, LocalBackend
 from lcg.interfaces.config import Settings, attached_call_timeout_ms
-from lcg.interfaces.exit_codes import EXIT_BUSY, EXIT_FAILURE, EXIT_INVALID, EXIT_UNREACHABLE
+from lcg.interfaces.exit_codes import (
+    EXIT_BUSY,
+    EXIT_FAILURE,
+    EXIT_INVALID,
+    EXIT_STORAGE,
+    EXIT_UNREACHABLE,
+)
 from lcg.interfaces.scopes import ScopeError, Visibility, parse_scopes
 from lcg.interfaces.service import Service
 from lcg.interfaces.socket_server import SocketInUse, serve_socket
@@ -117,8 +124,9 @@ def _serve_socket(settings: Settings, path: Path) -> None:
         serve_socket(service, path)
     except SocketInUse as error:
         _fail(f"{error}; attach with `lcg serve --mcp-stdio --connect {path}`", EXIT_BUSY)
-    except OSError as error:
-        _fail(f"cannot listen at {path}: {error}", EXIT_FAILURE)
+    except OSError as error:  # a read-only or full disk: the socket is a file that cannot be made
+        storage = error.errno in (errno.EROFS, errno.ENOSPC, errno.EDQUOT)
+        _fail(f"cannot listen at {path}: {error}", EXIT_STORAGE if storage else EXIT_FAILURE)
 
 
 def _serve_standalone(visibility: Visibility, settings: Settings) -> None:

@@ -179,8 +179,10 @@ class SocketService:
             log.exception("releasing the workspace failed; the socket is removed anyway")
         finally:
             self._executor.shutdown(wait=False)
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
+            try:
+                self.path.unlink(missing_ok=True)
+            except OSError as error:  # a read-only directory: the next start replaces it
+                log.warning("could not remove the socket %s: %s", self.path, error.strerror)
 
     async def _serve_connection(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter

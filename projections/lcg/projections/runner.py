@@ -20,6 +20,7 @@ from typing import Protocol
 
 from lcg.domain.events import DomainEvent
 from lcg.domain.ids import GroupId
+from lcg.projections.damage import is_corruption
 from lcg.projections.faults import StorageFailure, is_storage_error
 from lcg.projections.positions import GroupPosition, read_position, read_positions
 from lcg.projections.wal.store import EventLog, RecordedEvent
@@ -238,9 +239,11 @@ class ProjectionRunner:
             self.log.set_pins({group_id: pin})
         try:
             return self._rebuild(group_id, from_seq, upto, pin, progress)
-        except BaseException:
+        except BaseException as error:
             if before != pin:
                 self.log.set_pins({group_id: before})
+            if is_storage_error(error) and not is_corruption(error):  # read-only, full, I/O
+                raise StorageFailure(self.path, f"rebuild group {group_id!r} in", error) from error
             raise
 
     def _rebuild(

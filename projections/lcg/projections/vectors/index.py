@@ -28,6 +28,7 @@ import numpy as np
 from lcg.projections.damage import Repair
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.port import Vectors
+from lcg.projections.faults import StorageFailure
 from lcg.projections.text.scorer import generation
 from lcg.projections.vectors import files
 from lcg.projections.vectors.catalog import (
@@ -162,10 +163,13 @@ class VectorIndex:
                 if not entry.dirty:
                     continue
                 path = self._path(group, kind)
-                if entry.index.ntotal == 0:
-                    path.unlink(missing_ok=True)
-                else:
-                    files.store(path, self.generation, entry.index)
+                try:
+                    if entry.index.ntotal == 0:
+                        path.unlink(missing_ok=True)
+                    else:
+                        files.store(path, self.generation, entry.index)
+                except OSError as error:  # a read-only or full disk: named, never "internal"
+                    raise StorageFailure(path, "write the vector index", error) from error
                 entry.dirty = False
                 written += 1
             self._changes = 0

@@ -243,12 +243,19 @@ class EventLog:
     def truncate_all(self) -> None:
         """Erase every stream (knowledge_clear_all without preserve_wal), and every pin."""
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.execute("DELETE FROM stored_events")
-            self._conn.execute("DELETE FROM lcg_groups")
-            if self._has_pins_table():
-                self._conn.execute("DELETE FROM lcg_pins")
-            self._conn.execute("COMMIT")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.execute("DELETE FROM stored_events")
+                self._conn.execute("DELETE FROM lcg_groups")
+                if self._has_pins_table():
+                    self._conn.execute("DELETE FROM lcg_pins")
+                self._conn.execute("COMMIT")
+            except BaseException as error:  # nothing is erased; no transaction is left open
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if isinstance(error, sqlite3.Error) and is_storage_error(error):
+                    raise StorageFailure(self.path, "erase the WAL", error) from error
+                raise
         self._known_groups.clear()
 
     def pins(self) -> dict[GroupId, int] | None:
