@@ -511,13 +511,19 @@ def _apply_action(
 def _summary(
     row: WriteRow, request: dict[str, Any], created: int, matched: int, embedded: int
 ) -> str:
+    """The receipt's detail: `receipt <id>: applied — <this>` (M-DER-096)."""
     if row.tool == DERIVE:
         count = len(request["concepts"])
         return (
-            f"applied — derived {count} concept(s): {created} created ({embedded} embedded),"
+            f"derived {count} concept(s): {created} created ({embedded} embedded),"
             f" {matched} matched existing"
         )
     return (
-        f"applied — recorded action '{request['action']}': {created} created"
+        f"recorded action '{_one_line(request['action'])}': {created} created"
         f" ({embedded} embedded), {matched} matched existing"
     )
+
+
+def _one_line(text: str) -> str:
+    """An action quoted in a one-line summary: its line breaks escaped."""
+    return text.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")

@@ -16,7 +16,8 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -81,6 +82,8 @@ class IntentProcessor:
         self._outstanding: dict[str, int] = {}  # per agent, this process's unsettled writes
         self._lock = threading.Condition()
         self._wake = threading.Event()
+        self._running = threading.Event()  # cleared while paused
+        self._running.set()
         self._stopping = False
         self._thread: threading.Thread | None = None
         self.failure: str | None = None
@@ -103,6 +106,7 @@ class IntentProcessor:
         log as intents for the next process (`deferred`)."""
         with self._lock:
             self._stopping = True
+        self._running.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
@@ -125,23 +129,30 @@ class IntentProcessor:
             self.counters.accepted += 1
         self._wake.set()
 
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Hold the thread between writes (tests, and work that must see no apply)."""
+        self._running.clear()
+        try:
+            yield
+        finally:
+            self._running.set()
+            self._wake.set()
+
     def stopping(self) -> bool:
         with self._lock:
             return self._stopping
 
-    def wait(self, receipt: str, timeout: float) -> None:
-        """Block until `receipt` settles or `timeout` seconds pass."""
+    def wait(self, done: Callable[[], bool], timeout: float) -> None:
+        """Block until `done()` (checked after every write this thread settles) or `timeout`
+        seconds pass."""
         deadline = time.monotonic() + timeout
         with self._lock:
-            while receipt in self._own:
+            while not done():
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return
-                self._lock.wait(left)
-
-    def is_own(self, receipt: str) -> bool:
-        with self._lock:
-            return receipt in self._own
+                self._lock.wait(min(left, 1.0))
 
     # -- the thread -----------------------------------------------------------------------
 
@@ -169,6 +180,7 @@ class IntentProcessor:
             if not pending:
                 return
             for row in pending:
+                self._running.wait()
                 if self.stopping():
                     return
                 self._apply(conn, row)
@@ -194,6 +206,8 @@ class IntentProcessor:
     def _settled(
         self, row: WriteRow, outcome_state: str, outcome: dict[str, Any] | None, *, own: bool
     ) -> None:
+        for listener in self.listeners:  # receipts settle before any waiter wakes
+            listener(row.receipt, outcome_state, outcome)
         with self._lock:
             acked = self._own.pop(row.receipt, None)
             if own:
@@ -214,8 +228,6 @@ class IntentProcessor:
             if acked is not None and outcome_state == "applied":
                 self.counters.apply_ms.append((time.monotonic() - acked) * 1000)
             self._lock.notify_all()
-        for listener in self.listeners:
-            listener(row.receipt, outcome_state, outcome)
 
     def _prepare(self, conn: sqlite3.Connection, row: WriteRow) -> Prepared:
         """Embed what the write may create (one batched call) and find its close concepts."""

@@ -24,7 +24,7 @@ from mcp.shared.message import SessionMessage
 from lcg.interfaces.attached import ProgressSink
 from lcg.interfaces.backends import Backend
 from lcg.interfaces.jsonrpc import INVALID_PARAMS, JsonObject, RpcError, valid_id
-from lcg.interfaces.operations import AnyOperation
+from lcg.interfaces.operations import AnyOperation, Scope
 from lcg.interfaces.scopes import CLOSE, Visibility
 from lcg.interfaces.stdio_pipe import read_lines, write_all
 
@@ -58,6 +58,30 @@ def _result(payload: JsonObject, *, is_error: bool = False) -> types.CallToolRes
         structured_content=orjson.loads(text),
         is_error=is_error,
     )
+
+
+def _memory_result(payload: JsonObject) -> types.CallToolResult:
+    """A lambo tool's answer as the seed shows it: the text first, the structured content."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=str(payload["text"]))],
+        structured_content=payload["structuredContent"],
+        is_error=False,
+    )
+
+
+def _memory_error(error: RpcError) -> types.CallToolResult:
+    """A lambo tool's refusal: a short reason, never internal detail (M-ERR-001..003)."""
+    kind = (error.data or {}).get("kind")
+    if kind == "internal":
+        text = (
+            "internal error: the call had no effect beyond anything already written; the "
+            "detail was logged"
+        )
+    elif kind == "storage_failure":
+        text = "store error: the store refused the write; the detail was logged"
+    else:
+        text = error.message
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
 class LcgMcpServer:
@@ -106,13 +130,14 @@ class LcgMcpServer:
             return _result(error.to_json(), is_error=True)
         token = (params.meta or {}).get("progress_token")
         sink = None if token is None else _progress_sink(ctx)
+        memory = self._operations[name].scope is Scope.MEMORY
         try:
             payload = await self.backend.call(name, arguments, sink)
         except RpcError as error:
-            return _result(error.to_json(), is_error=True)
+            return _memory_error(error) if memory else _result(error.to_json(), is_error=True)
         if name == CLOSE and self.exit_on_close:
             self.close_request_id = ctx.request_id
-        return _result(payload)
+        return _memory_result(payload) if memory else _result(payload)
 
     async def serve_stdio(self, wire_in: int, wire_out: int) -> None:
         """Serve over the claimed stdio fds (stdio_pipe.claimed_stdio) until end of input, or

@@ -32,6 +32,7 @@ from lcg.domain.memory.receipts import (
     ReceiptId,
     ReceiptState,
 )
+from lcg.projections.embedding.port import EmbeddingContract
 from lcg.projections.memory import state
 from lcg.projections.memory.state import WriteRow
 
@@ -114,6 +115,9 @@ class MemoryService:
         with self._lock:
             dropped = self._over_bound(agent_id)
             if dropped is not None:
+                self.processor.counters.dropped += 1
+                if dropped is DropCause.CLOSED:
+                    self.processor.counters.dropped_closed += 1
                 return Admitted(self.book.drop(agent_id, self.session, dropped, now), dropped)
             receipt = self.book.issue(agent_id, self.session, now)
         try:
@@ -176,12 +180,26 @@ class MemoryService:
     def lookup(self, receipt: str, agent_id: str, wait_ms: int) -> ReceiptAnswer:
         """lambo_stats's receipt object, after waiting up to `wait_ms` for it to settle."""
         asked = ReceiptId.parse(receipt)
-        if wait_ms > 0 and self.processor.is_own(str(asked)):
+        if wait_ms > 0 and self._pending(str(asked)):
             with self._wait_slot(agent_id) as granted:
                 if granted:
-                    self.processor.wait(str(asked), wait_ms / 1000)
+                    self.processor.wait(lambda: not self._pending(str(asked)), wait_ms / 1000)
         with self._lock:
             return self.book.lookup(asked, agent_id, self.session, self.clock())
+
+    def _pending(self, receipt: str) -> bool:
+        """Whether the write is still owed: this process's receipt not yet settled in the
+        book, or an earlier process's intent without an outcome in the log."""
+        asked = ReceiptId.parse(receipt)
+        if asked.epoch == self.book.epoch:
+            with self._lock:
+                return asked in self.book.outstanding()
+        conn = self._reader()
+        try:
+            row = state.write(conn, receipt)
+        finally:
+            conn.close()
+        return row is not None and row.state == "pending"
 
     @contextmanager
     def _wait_slot(self, agent_id: str) -> Iterator[bool]:
@@ -215,6 +233,97 @@ class MemoryService:
         with self._lock:
             return self.book.retained(self.clock())
 
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the service's lock (the soft locks are not thread-safe on their own)."""
+        with self._lock:
+            yield
+
+    def stats(self, contract: EmbeddingContract) -> dict[str, Any]:
+        """lambo_stats's session payload (M-STA; ADR 0026 for what each figure means here)."""
+        conn = self._reader()
+        try:
+            counts = state.counts(conn, self.session)
+            (log_depth,) = conn.execute(
+                "SELECT COUNT(*) FROM memory_writes WHERE group_id=? AND state='pending'",
+                (self.session,),
+            ).fetchone()
+        finally:
+            conn.close()
+        counters = self.processor.counters
+        samples = sorted(counters.apply_ms)
+        outstanding = self.processor.outstanding()
+        degraded = self.processor.failure is not None or bool(self._writer().faults())
+        payload: dict[str, Any] = {
+            "session": self.session,
+            "flush_lag_ms": 0,
+            "log_depth": int(log_depth),
+            "write_queue_depth": outstanding,
+            **counts,
+            "canonization_cycles": 0,
+            "canonical_count": 0,
+            "dead_lettered": 0,
+            "degraded": degraded,
+            "promotion_policy": "Swarm",
+            "embedding_contract": {
+                "kind": contract.kind,
+                "model": contract.model,
+                "dim": contract.dim,
+            },
+            "embedding_modalities": ["text"],
+            "gc": {"last_gc_at": None, "last_gc_epoch": 0, "last_sweep": None},
+            "write_queue_bound": limits.WRITE_QUEUE_BOUND,
+            "write_queue_lane_bound": limits.WRITE_QUEUE_LANE_BOUND,
+            "write_queue_measured": bool(samples),
+            "write_queue_bound_source": "observed" if samples else "unmeasured",
+            "write_queue_items_per_sec": None,
+            "write_queue_serial_items_per_sec": None,
+            "write_queue_probe_serial_items_per_sec": None,
+            "write_queue_probe_optimism": None,
+            "write_queue_apply_samples": len(samples),
+            "write_queue_apply_ms_p50": _percentile(samples, 0.5),
+            "write_queue_apply_ms_p90": _percentile(samples, 0.9),
+            "write_queue_apply_ms_max": samples[-1] if samples else None,
+            "write_queue_outstanding": outstanding,
+            "write_queue_accepted": counters.accepted,
+            "write_queue_applied": counters.applied,
+            "write_queue_failed": counters.failed,
+            "write_queue_abandoned": counters.abandoned,
+            "write_queue_deferred": counters.deferred,
+            "write_queue_replayed": counters.replayed,
+            "write_queue_replay_owed": counters.replay_owed,
+            "write_queue_dropped": counters.dropped,
+            "write_queue_dropped_closed": counters.dropped_closed,
+            "receipts_retained": self.retained(),
+        }
+        return payload
+
+    @staticmethod
+    def stats_text(payload: dict[str, Any]) -> str:
+        """The text summary; it ends with the embedding: line (M-STA-056)."""
+        contract = payload["embedding_contract"]
+        gc = payload["gc"]
+        return "\n".join(
+            [
+                f"session {payload['session']}: {payload['node_count']} nodes "
+                f"({payload['concept_count']} concepts, {payload['interaction_count']} "
+                f"interactions), {payload['edge_count']} edges",
+                f"flush_lag_ms {payload['flush_lag_ms']}; log depth {payload['log_depth']}; "
+                f"write queue {payload['write_queue_outstanding']} outstanding "
+                f"(bound {payload['write_queue_bound']}, lane {payload['write_queue_lane_bound']}),"
+                f" {payload['write_queue_applied']} applied, {payload['write_queue_failed']} "
+                f"failed, {payload['write_queue_dropped']} dropped, "
+                f"{payload['write_queue_replay_owed']} owed from a previous server",
+                f"degraded: {'yes' if payload['degraded'] else 'no'}; promotion_policy: "
+                f"{payload['promotion_policy']}; canonical {payload['canonical_count']} after "
+                f"{payload['canonization_cycles']} canonization cycle(s)",
+                f"gc: last_gc_at {gc['last_gc_at'] or 'never'}, last_gc_epoch "
+                f"{gc['last_gc_epoch']}, last sweep none",
+                f"embedding: {contract['kind']} {contract['model']} {contract['dim']}-d; "
+                f"modalities {', '.join(payload['embedding_modalities'])}",
+            ]
+        )
+
     def close(self) -> None:
         """Stop the processor; writes still pending stay durable intents for the next start."""
         self.processor.stop()
@@ -222,3 +331,9 @@ class MemoryService:
         with self._lock:
             for receipt in self.book.outstanding():
                 self.book.settle(receipt, ReceiptState.INTENT_DURABLE, now)
+
+
+def _percentile(samples: list[float], fraction: float) -> float | None:
+    if not samples:
+        return None
+    return round(samples[min(len(samples) - 1, int(fraction * len(samples)))], 3)

@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar, cast
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.app import App
 from lcg.interfaces.params import NoParams, P, Params, parse
-from lcg.interfaces.tools import admin, episodes, graph, search
+from lcg.interfaces.tools import admin, episodes, graph, memory, search
 from lcg.projections.damage import is_corruption
 from lcg.projections.runner import Progress, ProjectionError
 
@@ -31,7 +31,7 @@ class Scope(StrEnum):
     WRITE = "write"
     CYPHER = "cypher"
     ADMIN = "admin"
-    MEMORY = "memory"  # reserved for the agent-memory tools to come; advertises nothing yet
+    MEMORY = "memory"  # the lambo_* agent-memory tools (seed 001)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +78,7 @@ def _row(name: str, scope: Scope, params: type[P], run: Callable[[App, P], R]) -
     return cast(AnyOperation, Operation(name, scope, params, run))
 
 
-READ, WRITE, ADMIN = Scope.READ, Scope.WRITE, Scope.ADMIN
+READ, WRITE, ADMIN, MEMORY = Scope.READ, Scope.WRITE, Scope.ADMIN, Scope.MEMORY
 
 OPERATIONS: tuple[AnyOperation, ...] = (
     _row("knowledge_status", READ, NoParams, admin.status),
@@ -123,6 +123,10 @@ OPERATIONS: tuple[AnyOperation, ...] = (
         admin.backfill_summary_embeddings,
     ),
     _row("knowledge_build_indices", ADMIN, NoParams, admin.build_indices),
+    _row("lambo_derive", MEMORY, memory.DeriveParams, memory.lambo_derive),
+    _row("lambo_record_action", MEMORY, memory.RecordActionParams, memory.lambo_record_action),
+    _row("lambo_reserve", MEMORY, memory.ReserveParams, memory.lambo_reserve),
+    _row("lambo_stats", MEMORY, memory.StatsParams, memory.lambo_stats),
 )
 
 BY_NAME: dict[str, AnyOperation] = {op.name: op for op in OPERATIONS}

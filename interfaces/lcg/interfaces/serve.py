@@ -6,6 +6,7 @@ The MCP SDK is imported only when --mcp-stdio is given, so the other commands st
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import os
@@ -19,7 +20,7 @@ import typer
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.attached import AttachedClient, AttachedUnavailable
 from lcg.interfaces.backends import Backend, LocalBackend
-from lcg.interfaces.config import Settings, attached_call_timeout_ms
+from lcg.interfaces.config import Settings, attached_call_timeout_ms, session_name
 from lcg.interfaces.exit_codes import (
     EXIT_BUSY,
     EXIT_FAILURE,
@@ -37,7 +38,9 @@ if TYPE_CHECKING:
 
 # The flags that select `serve`, so that `liminis-context-graph --mcp-stdio ...` works as in
 # the seed's example client configs (K-EXC-001, K-EXC-004).
-SERVE_FLAGS = frozenset({"--mcp-stdio", "--connect", "--scope", "--allow-remote-close", "--socket"})
+SERVE_FLAGS = frozenset(
+    {"--mcp-stdio", "--connect", "--scope", "--allow-remote-close", "--socket", "--session"}
+)
 
 log = logging.getLogger("lcg.serve")
 
@@ -88,6 +91,14 @@ def serve(
             help="Directory holding .lcg/ (default: LCG_WORKSPACE or the current directory).",
         ),
     ] = None,
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            help="The session (a group) the lambo_* memory tools serve (default: LCG_SESSION "
+            "or liminis).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the operations: JSON-RPC on a Unix socket, or MCP over stdio (--mcp-stdio).
 
@@ -100,10 +111,10 @@ def serve(
             _serve_attached(visibility, connect)
         elif mcp_stdio:
             visibility = _visibility(scope, attached=False, allow_close=False)
-            _serve_standalone(visibility, _settings(workspace))
+            _serve_standalone(visibility, _settings(workspace, session))
         else:
             _refuse_mcp_only_flags(connect, allow_remote_close)
-            settings = _settings(workspace)
+            settings = _settings(workspace, session)
             _serve_socket(settings, socket or settings.socket_path)
     except InvalidParams as error:
         _fail(error.message, EXIT_INVALID)
@@ -177,8 +188,11 @@ def _visibility(scope: str, *, attached: bool, allow_close: bool) -> Visibility:
     return Visibility(scopes, attached=attached, allow_remote_close=allow_close)
 
 
-def _settings(workspace: Path | None) -> Settings:
-    return Settings.load(os.environ, Path.cwd(), workspace)
+def _settings(workspace: Path | None, session: str | None = None) -> Settings:
+    settings = Settings.load(os.environ, Path.cwd(), workspace)
+    if session is None:
+        return settings
+    return dataclasses.replace(settings, session=session_name(session))
 
 
 def _log_to_stderr() -> None:

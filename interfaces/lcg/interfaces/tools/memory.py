@@ -1,0 +1,388 @@
+"""Agent memory, write side (seed 001): lambo_derive, lambo_record_action, lambo_reserve,
+lambo_stats.
+
+Each tool answers the way the seed's MCP results read: `text` (the first text content) and
+`structuredContent`; over MCP they become exactly those, over the socket and the CLI the two
+keys are the result. Every argument rule is checked before anything is written; a write is
+acknowledged once its intent is durable in the session's stream (ADR 0026). Every response
+carries the caller's settled receipts (at most 8), as the `write receipts:` block and
+`structuredContent.write_receipts`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Annotated, Any, TypedDict
+
+from pydantic import Field, model_validator
+
+from lcg.commands import memory as memory_commands
+from lcg.domain.errors import DomainError
+from lcg.domain.ids import GroupId
+from lcg.domain.memory import limits, text
+from lcg.domain.memory.calls import ConceptIn, Derive, RecordAction
+from lcg.domain.memory.locks import (
+    check_ttl_seconds,
+    release_content,
+    release_text,
+    reservation_content,
+    reservation_text,
+)
+from lcg.domain.memory.receipts import action_ack, derive_ack
+from lcg.domain.memory.text import ConceptType, MemoryArgumentError
+from lcg.interfaces.app import App
+from lcg.interfaces.memory_service import MemoryService
+from lcg.interfaces.params import Params
+from lcg.projections.memory import state
+
+AgentId = Annotated[
+    str,
+    Field(
+        max_length=limits.MAX_AGENT_ID_CHARS,
+        description="Your stable agent id (model or client id), one line, at most 256 "
+        "characters. Every write is recorded under it and locks are held under it.",
+    ),
+]
+MemoryText = Annotated[str, Field(max_length=limits.MAX_STRING_BYTES)]
+EventTime = Annotated[
+    str,
+    Field(
+        max_length=64,
+        description="RFC3339 historical about-time (a commit or document date); omit for a "
+        "live fact, which is about now.",
+    ),
+]
+Scope = Annotated[
+    str,
+    Field(
+        max_length=limits.MAX_STRING_BYTES,
+        description="The session to write to: omit it or send this session's name.",
+    ),
+]
+RepoScope = Annotated[
+    str,
+    Field(
+        max_length=limits.MAX_REPO_SCOPE_BYTES,
+        description="Repository-scoped paths are not supported by this server yet: a call "
+        "with repo_scope is refused (issue 11 notes).",
+    ),
+]
+CONCEPT_TYPES = [kind.value for kind in ConceptType]
+
+
+class MemoryParams(Params):
+    """Lambo's argument rules before the generic ones: a timestamp argument other than
+    `event_time` is refused by name (M-ARG-003/004)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_client_timestamps(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            accepted = "event_time" in cls.model_fields
+            text.check_no_timestamp_arguments(
+                [str(key) for key in data if key not in cls.model_fields],
+                event_time_accepted=accepted,
+            )
+            if not accepted and "event_time" in data:
+                text.check_no_timestamp_arguments(["event_time"], event_time_accepted=False)
+        return data
+
+
+class ConceptParams(Params):
+    content: MemoryText
+    concept_type: str = Field(
+        json_schema_extra={"enum": list[Any](CONCEPT_TYPES)},
+        description="entity, logic, constraint, resource or observation (lower case).",
+    )
+    depends_on: list[MemoryText] | None = Field(
+        None,
+        max_length=limits.MAX_DEPENDS_ON_PER_CONCEPT,
+        description="Existing concepts this one rests on: recall's 8-hex id, the full node id "
+        "or the exact content. Each must name exactly one concept of the session.",
+    )
+    against: list[MemoryText] | None = Field(
+        None,
+        max_length=limits.MAX_AGAINST_PER_CONCEPT,
+        description="Existing concepts this one contradicts, named like depends_on.",
+    )
+
+
+class PairParams(Params):
+    parent: MemoryText
+    child: MemoryText
+
+
+class DeriveParams(MemoryParams):
+    agent_id: AgentId
+    concepts: list[ConceptParams] = Field(
+        min_length=1,
+        max_length=limits.MAX_CONCEPTS_PER_DERIVE,
+        description="One fact each, stated atomically and short.",
+    )
+    event_time: EventTime | None = None
+    parent_of: list[PairParams] | None = Field(
+        None,
+        max_length=limits.MAX_PARENT_OF_PAIRS,
+        description="Hierarchy links {parent, child}; either end may be created; acyclic.",
+    )
+    scope: Scope | None = None
+    repo_scope: RepoScope | None = None
+
+
+class RecordActionParams(MemoryParams):
+    agent_id: AgentId
+    action: MemoryText = Field(description="The act, in a short line (merged PR #52).")
+    event_time: EventTime | None = None
+    against: list[MemoryText] | None = Field(
+        None,
+        max_length=limits.MAX_ACTION_AGAINST,
+        description="Existing concepts this action shows to be wrong.",
+    )
+    produces: list[MemoryText] | None = Field(None, max_length=limits.MAX_ACTION_TARGETS)
+    modifies: list[MemoryText] | None = Field(None, max_length=limits.MAX_ACTION_TARGETS)
+    depends_on: list[MemoryText] | None = Field(
+        None,
+        max_length=limits.MAX_ACTION_TARGETS,
+        description="What the action relied on: an id cites that concept; text names a "
+        "concept by its canonical text and creates it if new. At most 64 entries across "
+        "produces, modifies and depends_on.",
+    )
+    scope: Scope | None = None
+    repo_scope: RepoScope | None = None
+
+
+class ReserveParams(MemoryParams):
+    agent_id: AgentId
+    node_id: str = Field(max_length=64, description="A node id from lambo_recall/inspect.")
+    ttl_seconds: int | None = Field(None, ge=1, le=3600, description="1 to 3600; default 30.")
+    release: bool | None = Field(None, description="Release instead of reserve.")
+    scope: Scope | None = None
+
+
+class StatsParams(MemoryParams):
+    agent_id: AgentId
+    receipt: str | None = Field(
+        None, max_length=128, description="A receipt id from a write's ack."
+    )
+    wait_ms: int | None = Field(
+        None,
+        ge=0,
+        le=2**31 - 1,
+        description="With receipt: wait up to this long (0..34000; larger is clamped).",
+    )
+
+
+class MemoryResult(TypedDict):
+    """A lambo tool's answer: the text models read, and the structured content."""
+
+    text: str
+    structuredContent: dict[str, Any]
+
+
+# -- shared checks ---------------------------------------------------------------------------
+
+
+def _service(app: App, agent_id: str, scope: str | None) -> MemoryService:
+    text.check_agent_id(agent_id)
+    service = app.workspace.memory
+    if scope is not None and scope != service.session:
+        raise MemoryArgumentError(
+            f"scope must name this session or one of its layers: {service.session}",
+            field="scope",
+            rule="this session",
+        )
+    return service
+
+
+def _refuse_repo_scope(repo_scope: str | None) -> None:
+    if repo_scope is not None:
+        raise MemoryArgumentError(
+            "repo_scope: repository-scoped paths are not supported by this server yet; send "
+            "the call without repo_scope (paths are then plain text); nothing was written",
+            field="repo_scope",
+            rule="not supported",
+        )
+
+
+def _answer(
+    service: MemoryService, agent_id: str, body: str, content: dict[str, Any]
+) -> MemoryResult:
+    """The response, with the caller's settled receipts piggybacked on it."""
+    piggyback = service.piggyback(agent_id)
+    if piggyback.receipts:
+        body = f"{body}\n\n{piggyback.text()}"
+        content = {**content, "write_receipts": piggyback.structured()}
+    return MemoryResult(text=body, structuredContent=content)
+
+
+def _check_refs(field: str, refs: list[str] | None) -> tuple[str, ...]:
+    for j, ref in enumerate(refs or []):
+        text.check_text(f"{field}[{j}]", ref)
+    return tuple(refs or [])
+
+
+# -- the tools -------------------------------------------------------------------------------
+
+
+def lambo_derive(app: App, params: DeriveParams) -> MemoryResult:
+    """Store new concepts learned from the current interaction: one fact each, stated
+    atomically and short (a decision with its reason). Returns before the write is applied,
+    with a receipt; the outcome arrives on your next tool response, or ask lambo_stats with
+    the receipt (add wait_ms to block). Cite what a concept rests on in depends_on and what it
+    shows to be wrong in against, by its 8-hex id."""
+    service = _service(app, params.agent_id, params.scope)
+    _refuse_repo_scope(params.repo_scope)
+    concepts: list[ConceptIn] = []
+    cited = contradicted = 0
+    for i, concept in enumerate(params.concepts):
+        where = f"concepts[{i}]"
+        text.check_text(f"{where}.content", concept.content)
+        text.check_no_image_suffix(f"{where}.content", concept.content)
+        kind = text.check_concept_type(concept.concept_type, field=f"{where}.concept_type")
+        depends_on = _check_refs(f"{where}.depends_on", concept.depends_on)
+        against = _check_refs(f"{where}.against", concept.against)
+        cited += len(depends_on)
+        contradicted += len(against)
+        concepts.append(ConceptIn(concept.content, kind.value, depends_on, against))
+    if cited > limits.MAX_DEPENDS_ON_PER_CALL:
+        raise MemoryArgumentError(
+            f"depends_on: at most {limits.MAX_DEPENDS_ON_PER_CALL} references per call "
+            f"({cited} given)",
+            field="depends_on",
+            rule="per-call limit",
+        )
+    if contradicted > limits.MAX_AGAINST_PER_CALL:
+        raise MemoryArgumentError(
+            f"against: at most {limits.MAX_AGAINST_PER_CALL} references per call "
+            f"({contradicted} given)",
+            field="against",
+            rule="per-call limit",
+        )
+    pairs = params.parent_of or []
+    for j, pair in enumerate(pairs):
+        text.check_text(f"parent_of[{j}].parent", pair.parent)
+        text.check_text(f"parent_of[{j}].child", pair.child)
+    if len(concepts) + len(pairs) > limits.MAX_CONCEPTS_AND_PAIRS:
+        raise MemoryArgumentError(
+            f"concepts and parent_of: at most {limits.MAX_CONCEPTS_AND_PAIRS} combined "
+            f"({len(concepts) + len(pairs)} given)",
+            field="parent_of",
+            rule="combined limit",
+        )
+    text.check_embedding_text_limit(
+        [c.content for c in concepts], [(p.parent, p.child) for p in pairs]
+    )
+    event_time = None if params.event_time is None else text.parse_event_time(params.event_time)
+    call = Derive(
+        GroupId(service.session),
+        params.agent_id,
+        tuple(concepts),
+        tuple((p.parent, p.child) for p in pairs),
+        event_time,
+        receipt="",
+        now=app.now(),
+    )
+    admitted = service.admit(
+        params.agent_id,
+        lambda ctx, receipt: memory_commands.accept_derive(ctx, replace(call, receipt=receipt)),
+    )
+    ack = derive_ack(len(concepts), admitted.receipt, params.agent_id, dropped=admitted.dropped)
+    return _answer(service, params.agent_id, ack.text, dict(ack.structured()))
+
+
+def lambo_record_action(app: App, params: RecordActionParams) -> MemoryResult:
+    """Record something the agent did (a short line such as `merged PR #52`), with what it
+    produces, modifies and depends on. The action becomes a Resource concept; produces and
+    modifies become causal edges, depends_on dependency edges. Returns before the write is
+    applied, with a receipt, exactly as lambo_derive does; both write tools feed one ordered
+    queue per agent."""
+    service = _service(app, params.agent_id, params.scope)
+    _refuse_repo_scope(params.repo_scope)
+    text.check_text("action", params.action)
+    text.check_no_image_suffix("action", params.action)
+    produces = _check_refs("produces", params.produces)
+    modifies = _check_refs("modifies", params.modifies)
+    depends_on = _check_refs("depends_on", params.depends_on)
+    against = _check_refs("against", params.against)
+    targets = len(produces) + len(modifies) + len(depends_on)
+    if targets > limits.MAX_ACTION_TARGETS:
+        raise MemoryArgumentError(
+            f"produces, modifies and depends_on: at most {limits.MAX_ACTION_TARGETS} entries "
+            f"combined ({targets} given)",
+            field="depends_on",
+            rule="combined limit",
+        )
+    event_time = None if params.event_time is None else text.parse_event_time(params.event_time)
+    call = RecordAction(
+        GroupId(service.session),
+        params.agent_id,
+        params.action,
+        produces,
+        modifies,
+        depends_on,
+        against,
+        event_time,
+        receipt="",
+        now=app.now(),
+    )
+    admitted = service.admit(
+        params.agent_id,
+        lambda ctx, receipt: memory_commands.accept_action(ctx, replace(call, receipt=receipt)),
+    )
+    ack = action_ack(params.action, admitted.receipt, params.agent_id, dropped=admitted.dropped)
+    return _answer(service, params.agent_id, ack.text, dict(ack.structured()))
+
+
+def lambo_reserve(app: App, params: ReserveParams) -> MemoryResult:
+    """Take an advisory soft lock on a memory node before you edit it, so two agents do not
+    edit one concept at once; release: true releases it. Locks live in memory only and do not
+    survive a restart; callers sending the same agent_id share a lock."""
+    service = _service(app, params.agent_id, params.scope)
+    text.check_text("node_id", params.node_id)
+    node_id = params.node_id.strip().lower()
+    found = state.node(app.workspace.reader(), service.session, node_id)
+    if found is None:
+        raise DomainError(
+            f"node_id: {node_id} names no node of session '{service.session}'; nothing was "
+            "reserved or released",
+            field="node_id",
+            rule="must name a node of this session",
+        )
+    now = app.now()
+    with service.locked():
+        if params.release:
+            released = service.locks.release(params.agent_id, node_id, now)
+            return _answer(
+                service,
+                params.agent_id,
+                release_text(node_id, released),
+                dict(release_content(params.agent_id, node_id, released)),
+            )
+        reservation = service.locks.reserve(
+            params.agent_id, node_id, check_ttl_seconds(params.ttl_seconds), now
+        )
+    return _answer(
+        service,
+        params.agent_id,
+        reservation_text(reservation),
+        dict(reservation_content(reservation)),
+    )
+
+
+def lambo_stats(app: App, params: StatsParams) -> MemoryResult:
+    """Session health: flush lag, log and write-queue depth, node, edge and concept counts,
+    canonization progress, degraded, the promotion policy and the embedding contract. With
+    receipt, what happened to that one write; add wait_ms (0..34000, clamped) to wait for it
+    to be applied (read-your-writes)."""
+    service = _service(app, params.agent_id, None)
+    answer = None
+    if params.receipt is not None:
+        text.check_text("receipt", params.receipt)
+        wait_ms = 0 if params.wait_ms is None else text.clamp_wait_ms(params.wait_ms)
+        answer = service.lookup(params.receipt, params.agent_id, wait_ms)
+    payload = service.stats(app.workspace.embedder.contract)
+    lines = [service.stats_text(payload)]
+    if answer is not None:
+        payload["receipt"] = answer.structured()
+        lines.insert(0, answer.text())
+    return _answer(service, params.agent_id, "\n".join(lines), payload)
