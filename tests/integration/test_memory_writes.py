@@ -477,3 +477,20 @@ def test_m_sta_103_111_intents_left_pending_are_applied_by_the_next_process(
         assert stats["write_queue_replayed"] == 1
         assert stats["write_queue_replay_owed"] == 0
         node_by_content(ws, "owed across the restart")
+
+
+def test_an_intent_in_a_pinned_session_waits_for_the_pins_release(
+    app: App, workspace: Workspace
+) -> None:
+    """A bounded replay pins the session: its pending intents are not applied (the writer
+    refuses the pinned group) and the processor does not spin on them; releasing the pin lets
+    them apply."""
+    with workspace.memory.processor.paused():
+        receipt = derive(app, concept("written while the session gets pinned"))
+        seq = head(workspace)
+        call(app, "knowledge_rebuild_from_wal", group_id=SESSION, to_seq=seq, force_clear=True)
+    asked = call(app, "lambo_stats", agent_id=AGENT, receipt=receipt, wait_ms=1500)
+    assert asked["structuredContent"]["receipt"]["state"] == "pending"
+    assert workspace.memory.processor.failure is None
+    call(app, "knowledge_rebuild_from_wal", group_id=SESSION, from_seq=seq + 1)
+    assert settled(app, receipt)["state"] == "applied"

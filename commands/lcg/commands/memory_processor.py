@@ -158,19 +158,22 @@ class IntentProcessor:
 
     def _run(self) -> None:
         conn = self._reader()
+        backoff = 0.0
         try:
             while True:
-                self._wake.wait(1.0)
+                self._wake.wait(max(1.0, backoff))
                 self._wake.clear()
-                if self._stopping:
+                if self.stopping():
                     return
                 try:
                     self._drain(conn)
-                except Exception as error:  # logged; the intents stay pending and durable
-                    self.failure = f"{type(error).__name__}: {error}"
-                    log.exception("the intent processor could not apply pending writes")
-                    time.sleep(0.5)
-                    self._wake.set()
+                    backoff = 0.0
+                except Exception as error:  # the intents stay pending and durable: retried
+                    failure = f"{type(error).__name__}: {error}"
+                    if failure != self.failure:  # logged once per distinct failure
+                        log.exception("the intent processor could not apply pending writes")
+                    self.failure = failure
+                    backoff = min(30.0, max(0.5, backoff * 2))
         finally:
             conn.close()
 
@@ -195,12 +198,16 @@ class IntentProcessor:
             current = state.write(ctx.conn, row.receipt)
             if current is None or current.state != "pending":  # settled meanwhile
                 return ("skipped", None)
+            if ctx.is_pinned(GroupId(row.group_id)):  # pinned since it was read: it waits
+                return ("skipped", None)
             return memory.apply_write(
                 ctx, row, prepared, self._new_id, self._clock(), after_restart=after_restart
             )
 
         outcome_state, outcome = self.writer.execute(handler)
         self.failure = None
+        if outcome_state == "skipped":
+            return
         self._settled(row, outcome_state, outcome, own=own)
 
     def _settled(

@@ -58,6 +58,14 @@ class WriteContext:
         self.conn = writer.conn
         self.recorded: list[RecordedEvent] = []
 
+    def is_pinned(self, group_id: GroupId) -> bool:
+        """Whether a bounded replay holds the group (its writes are refused)."""
+        try:
+            self._writer.refuse_if_pinned(group_id)
+        except GroupPinned:
+            return True
+        return False
+
     def append(self, group_id: GroupId, events: Sequence[DomainEvent]) -> list[RecordedEvent]:
         """Give the events the group's next seqs and apply them to the projections."""
         if not events:

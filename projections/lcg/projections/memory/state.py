@@ -127,9 +127,13 @@ def write(conn: sqlite3.Connection, receipt: str) -> WriteRow | None:
 
 
 def pending_writes(conn: sqlite3.Connection, limit: int = 256) -> list[WriteRow]:
-    """Intents without an outcome, oldest first per session (their stream order)."""
+    """Intents without an outcome, oldest first per session (their stream order), except in
+    a session a bounded replay pins (its intents wait for the pin's release)."""
     rows = conn.execute(
-        f"{_WRITE} WHERE state='pending' ORDER BY intent_seq, group_id LIMIT ?", (limit,)
+        f"{_WRITE} WHERE state='pending' AND group_id NOT IN (SELECT group_id FROM"
+        " projection_positions WHERE pinned_to IS NOT NULL) ORDER BY intent_seq, group_id"
+        " LIMIT ?",
+        (limit,),
     ).fetchall()
     return [_write(row) for row in rows]
 
