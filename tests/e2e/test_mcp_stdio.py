@@ -141,7 +141,7 @@ COMBINATIONS: list[tuple[str, ...]] = [
 def test_tools_list_under_each_scope_combination(tmp_path: Path) -> None:
     """K-SCP-001..010/014, K-MCP-007..009/012/014, P-012: tools/list is exactly the union of
     the seed's scope sets (restricted to operations that exist); cypher is never implied;
-    the default is all; memory advertises nothing yet; --allow-remote-close changes nothing
+    the default is all; memory advertises the lambo tools (issue 11); --allow-remote-close changes nothing
     standalone. Also K-EXC-001..003/006: the seed's standalone config
     (`liminis-context-graph --mcp-stdio --scope=read,write`, cwd = the workspace) lists
     read ∪ write and keeps its state in cwd/.lcg."""
@@ -182,7 +182,8 @@ def test_tools_list_under_each_scope_combination(tmp_path: Path) -> None:
         assert listed[scopes] == expected_tools(*(scopes or ("all",))), scopes
     assert listed[("read", "write")] == expected_tools("read", "write")
     assert "knowledge_query_cypher" not in listed[("read", "write", "admin")]
-    assert listed[("memory",)] == set()
+    assert listed[("memory",)] == expected_tools("memory")
+    assert listed[("memory",)] >= {"lambo_derive", "lambo_record_action", "lambo_stats"}
     assert "knowledge_close" in listed[("admin",)]
     assert listed[()] == listed[("all",)] == set(BY_NAME)
 

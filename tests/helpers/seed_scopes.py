@@ -1,4 +1,5 @@
-"""Seed 000's scope table (§Scopes), verbatim, and the advertised sets it implies.
+"""Seed 000's scope table (§Scopes), verbatim, plus our `memory` scope for seed 001's lambo
+tools (issue 11; seed 000 has no such scope), and the advertised sets they imply.
 
 Tests compare tools/list against this table restricted to the operations that exist, so a
 tool added by a later issue is checked without editing the tests.
@@ -57,6 +58,16 @@ SEED_SCOPES: dict[str, tuple[str, ...]] = {
         "knowledge_rebind_pointers",
         "knowledge_delete_by_group",
         "knowledge_backfill_summary_embeddings",
+    ),
+    "memory": (  # ours, not seed 000's: the agent-memory tools of seed 001
+        "lambo_recall",
+        "lambo_derive",
+        "lambo_record_action",
+        "lambo_reserve",
+        "lambo_inspect",
+        "lambo_stale",
+        "lambo_saints",
+        "lambo_stats",
     ),
 }
 SEED_SCOPE_OF: dict[str, str] = {

@@ -21,6 +21,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
+from lcg.domain.ids import DEFAULT_GROUP
 from lcg.interfaces.attached import ProgressSink
 from lcg.interfaces.backends import Backend
 from lcg.interfaces.jsonrpc import INVALID_PARAMS, JsonObject, RpcError, valid_id
@@ -32,6 +33,32 @@ NAME = "liminis-context-graph"
 INSTRUCTIONS = (
     "lcg is an event-sourced knowledge graph: assert entities and relationships, add "
     "episodes, read them back by group, and rebuild a group from its write-ahead log."
+)
+MEMORY_INSTRUCTIONS = (  # seed 001, "How the server introduces itself" (M-INSTR-003)
+    "Lambo agentic graph memory for session '{session}'. Call lambo_recall before acting on a "
+    "task\nto load relevant prior memory, lambo_derive and lambo_record_action to write what "
+    "you\nlearned and did, lambo_reserve before editing a shared concept, and lambo_inspect /"
+    "\nlambo_saints / lambo_stats to look around. A concept is one fact, stated atomically "
+    "and\nshort, such as a decision with its reason; it is not a log line or a paragraph, and"
+    "\nactivity goes to lambo_record_action. When a write rests on a ruling or decision "
+    "recall\nshowed you, cite it by its id (the 8 hex characters recall shows) in depends_on:"
+    "\nlambo_record_action's, or the concept's on lambo_derive. When a write shows an existing"
+    "\nconcept to be wrong, name it the same way in against. Every tool takes your agent_id:"
+    "\nuse one stable id for as long as you run, never one per call, task or topic: your "
+    "model or client id\n(<your-model-id>), with a stable instance suffix if several of you "
+    "run at once. It is\ncaller-asserted and unverified. Work is recorded under it, so a "
+    "stable id keeps\nattribution whole. Soft locks are held under it: distinct ids contend "
+    "for a node, and\ncallers sharing an id share its locks and can release each other's, "
+    "so concurrent agents\nthat must keep out of each other's edits need distinct stable "
+    "ids. created_at is\nserver-stamped: do not send a client flush timestamp. lambo_derive "
+    "and lambo_record_action\nmay take optional RFC3339 event_time for historical "
+    "about-time, such as a commit or\ndocument date; omit it for a live fact, which is about "
+    "now. Ordering is yours to manage,\nand writes are applied in the BACKGROUND: "
+    "lambo_derive and lambo_record_action return once\nyour input is validated and ordered, "
+    "and their ack carries a receipt id. Their outcome\narrives on your next tool response. "
+    "If you need a write visible to the very next read,\ncall lambo_stats with that receipt "
+    "and a wait_ms first; otherwise carry on — writes you\nsend one after another are "
+    "applied in that order (two you fire at once have no order to\nkeep)."
 )
 DRAIN_SECONDS = 30.0  # at end of input, how long calls in flight may still finish
 
@@ -84,11 +111,29 @@ def _memory_error(error: RpcError) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
+def instructions_for(visibility: Visibility, session: str) -> str:
+    """What the server tells the model at initialize: the seed 001 text naming the session
+    when the memory tools are served (alone, exactly that text: M-INSTR-003), followed by the
+    knowledge graph's sentence when knowledge tools are served too."""
+    tools = visibility.tools()
+    parts = []
+    if any(op.scope is Scope.MEMORY for op in tools):
+        parts.append(MEMORY_INSTRUCTIONS.format(session=session))
+    if not parts or any(op.scope is not Scope.MEMORY for op in tools):
+        parts.append(INSTRUCTIONS)
+    return "\n\n".join(parts)
+
+
 class LcgMcpServer:
     """The tools of one MCP server process and what each call does."""
 
     def __init__(
-        self, backend: Backend, visibility: Visibility, *, exit_on_close: bool = False
+        self,
+        backend: Backend,
+        visibility: Visibility,
+        *,
+        exit_on_close: bool = False,
+        session: str = DEFAULT_GROUP,
     ) -> None:
         self.backend = backend
         self.visibility = visibility
@@ -103,7 +148,7 @@ class LcgMcpServer:
         self.server: Server[Any] = Server(
             NAME,
             version=_version(),
-            instructions=INSTRUCTIONS,
+            instructions=instructions_for(visibility, session),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
         )

@@ -18,6 +18,7 @@ import anyio
 import typer
 
 from lcg.domain.errors import InvalidParams
+from lcg.domain.ids import DEFAULT_GROUP
 from lcg.interfaces.attached import AttachedClient, AttachedUnavailable
 from lcg.interfaces.backends import Backend, LocalBackend
 from lcg.interfaces.config import Settings, attached_call_timeout_ms, session_name
@@ -108,7 +109,8 @@ def serve(
     try:
         if mcp_stdio and connect is not None:
             visibility = _visibility(scope, attached=True, allow_close=allow_remote_close)
-            _serve_attached(visibility, connect)
+            attached_session = session or os.environ.get("LCG_SESSION", "").strip()
+            _serve_attached(visibility, connect, session_name(attached_session or DEFAULT_GROUP))
         elif mcp_stdio:
             visibility = _visibility(scope, attached=False, allow_close=False)
             _serve_standalone(visibility, _settings(workspace, session))
@@ -148,13 +150,15 @@ def _serve_standalone(visibility: Visibility, settings: Settings) -> None:
         if service.start() != "healthy":
             log.warning("every call will fail until restarted: %s", service.reason)
         try:
-            server = _mcp_server(LocalBackend(service), visibility, exit_on_close=True)
+            server = _mcp_server(
+                LocalBackend(service), visibility, exit_on_close=True, session=settings.session
+            )
             anyio.run(server.serve_stdio, wire_in, wire_out)
         finally:
             service.close()
 
 
-def _serve_attached(visibility: Visibility, path: Path) -> None:
+def _serve_attached(visibility: Visibility, path: Path, session: str) -> None:
     """Forward every call to the socket service; never open the workspace (K-DBM-005)."""
     client = AttachedClient(path, attached_call_timeout_ms(os.environ))
 
@@ -162,7 +166,7 @@ def _serve_attached(visibility: Visibility, path: Path) -> None:
         health = await client.start()
         log.info("attached to %s (%s)", path, health.get("state"))
         try:
-            server = _mcp_server(client, visibility, exit_on_close=False)
+            server = _mcp_server(client, visibility, exit_on_close=False, session=session)
             await server.serve_stdio(wire_in, wire_out)
         finally:
             await client.aclose()
@@ -174,10 +178,12 @@ def _serve_attached(visibility: Visibility, path: Path) -> None:
         _fail(str(error), EXIT_UNREACHABLE)
 
 
-def _mcp_server(backend: Backend, visibility: Visibility, *, exit_on_close: bool) -> LcgMcpServer:
+def _mcp_server(
+    backend: Backend, visibility: Visibility, *, exit_on_close: bool, session: str
+) -> LcgMcpServer:
     from lcg.interfaces.mcp_server import LcgMcpServer  # noqa: PLC0415 (a 0.6 s import)
 
-    return LcgMcpServer(backend, visibility, exit_on_close=exit_on_close)
+    return LcgMcpServer(backend, visibility, exit_on_close=exit_on_close, session=session)
 
 
 def _visibility(scope: str, *, attached: bool, allow_close: bool) -> Visibility:
