@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import random
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +94,9 @@ def by_fts5_and_by_memory(ws: Workspace, kind: str, query: str, groups: Any) -> 
     for key, score in expected.items():
         assert got[key] == pytest.approx(score, rel=1e-9, abs=1e-12), (kind, query, key)
     assert [h.score for h in memory] == sorted((h.score for h in memory), reverse=True)
+    by_doc = reader.coverage(conn, kind, query, fts5)
+    assert reader.coverage(conn, kind, query, memory, ws.text_scorer) == pytest.approx(by_doc)
+    assert all(0.0 < share <= 1.0 for share in by_doc.values()), (kind, query)
 
 
 def assert_same_as_fts5(ws: Workspace) -> None:
@@ -111,6 +116,35 @@ def test_memory_bm25_equals_fts5_bm25_for_every_kind_and_group_filter(
     hits = reader.search(workspace.reader(), "passage", "guitar lesson", None, 5)
     assert hits
     assert all(h.score > 0 for h in hits)
+
+
+def test_coverage_weighs_query_words_by_idf_and_a_word_no_document_holds_most(
+    workspace: Workspace, call: Call
+) -> None:
+    """ADR 0024: the share of the query's weight a document matches, each word weighing
+    ln(1 + (N - n + 0.5) / (n + 0.5)), from the scorer and from FTS5 alike."""
+    for name, summary in (("Alpha", "red"), ("Beta", "red blue"), ("Gamma", "green")):
+        call("knowledge_assert_entity", name=name, summary=summary, group_id="g")
+
+    def weight(holding: int) -> float:
+        return math.log(1 + (3 - holding + 0.5) / (holding + 0.5))
+
+    conn = workspace.reader()
+    for scorer in (None, workspace.text_scorer):
+        for query, expected in (
+            ("blue red", {"Beta": 1.0, "Alpha": weight(2) / (weight(1) + weight(2))}),
+            ("red zebra", dict.fromkeys(("Alpha", "Beta"), weight(2) / (weight(2) + weight(0)))),
+        ):
+            hits = reader.search(conn, "entity", query, None, 10, scorer)
+            shares = reader.coverage(conn, "entity", query, hits, scorer)
+            names = {h.doc_id: _name(conn, h) for h in hits}
+            assert {names[doc]: share for doc, share in shares.items()} == pytest.approx(expected)
+
+
+def _name(conn: sqlite3.Connection, hit: reader.TextHit) -> str:
+    return str(
+        conn.execute("SELECT name FROM entities WHERE uuid=?", (hit.owner_uuid,)).fetchone()[0]
+    )
 
 
 def test_the_scorer_follows_deletes_revisions_chat_context_and_purges(

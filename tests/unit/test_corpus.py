@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lcg.fixtures import corpus
+from lcg.fixtures import corpus, labels
 from lcg.fixtures.corpus import CorpusError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,3 +103,42 @@ def test_a_transcript_citing_a_later_concept_or_an_unknown_agent_is_refused() ->
     del skipped["turns"][1]
     with pytest.raises(CorpusError, match=r"turns\[1\]\.turn: must be 2"):
         corpus.parse_transcript(skipped)
+
+
+def test_the_held_out_household_corpus_is_another_domain_of_the_same_size() -> None:
+    home = corpus.knowledge(corpus.HOUSEHOLD)
+    assert home.group_id == "home"
+    assert (len(home.entities), len(home.relationships)) == (16, 14)
+    assert home.entity("Biscuit").labels == ("Pet",)
+
+
+def test_the_find_labels_hold_about_half_answerable_queries_naming_their_corpora() -> None:
+    calibration, held_out = labels.find_labels()
+    assert (calibration.name, held_out.name) == ("calibration", "held-out")
+    assert calibration.corpora == (corpus.PROJECT, corpus.DEMO)
+    assert held_out.corpora == (corpus.HOUSEHOLD,)
+    for label_set in (calibration, held_out):
+        answerable = sum(q.answerable for q in label_set.queries)
+        assert len(label_set.queries) >= 35
+        assert 0.4 <= answerable / len(label_set.queries) <= 0.65
+        assert {q.kind for q in label_set.queries} == set(labels.KINDS)
+    zebra = next(q for q in calibration.queries if q.query == "zebra")
+    assert (zebra.entities, zebra.edges) == ((), ())
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("entities", ["Nobody"], r"queries\[0\]\.entities: must name entities"),
+        ("edges", ["Kestrel USES Nobody"], r"queries\[0\]\.edges: must name relationships"),
+        ("kind", "vague", r"queries\[0\]\.kind: must be one of"),
+        ("entities", [], r"queries\[0\]\.entities: empty exactly for an off-topic"),
+    ],
+)
+def test_a_label_naming_what_its_corpora_lack_is_refused(
+    field: str, value: object, message: str
+) -> None:
+    data = raw(labels.FIND_LABELS)["sets"][0]
+    data["queries"][0][field] = value
+    with pytest.raises(CorpusError, match=message):
+        labels.parse_label_set(data, "sets[0]")

@@ -19,8 +19,10 @@ from lcg.projections.text import reader as text
 from lcg.projections.text.scorer import TextScorer
 from lcg.projections.vectors import catalog
 from lcg.projections.vectors.index import VectorIndex
+from lcg.queries import relevance
 from lcg.queries.fusion import Fused, Fusion, K, best_per_key, fuse, fused_order
 from lcg.queries.graph_reads import collapsing_groups, exact_groups
+from lcg.queries.relevance import Floors
 
 GRAPH_DECAY = 0.5  # a neighbour found through a hit scores half of that hit, per hop
 EXPAND_FROM = 3  # strong hits whose neighbours are added
@@ -153,25 +155,42 @@ def _owner_ranking(
     groups: Sequence[str] | None,
     limit: int,
     neighbours: Callable[[list[str]], dict[str, str]],
+    floors: Floors | None,
 ) -> list[Fused[str]]:
     """BM25 over the kind's documents plus one vector leg per embedding, fused, then expanded.
 
-    `vector_legs` maps a leg name to the embedding it ranks (e.g. name_vector -> NAME).
+    `vector_legs` maps a leg name to the embedding it ranks (e.g. name_vector -> NAME). With
+    `floors`, only candidates with evidence clearing a floor are kept (their ranking is the
+    fused one), and only they are expanded from.
     """
-    text_hits = _text_leg(ctx, kind, query, groups, limit)
+    text_leg = _text_leg(ctx, kind, query, groups, limit)
     vector = _vector_leg(ctx, kind, query, groups, limit)
-    legs = {"text": [(h.owner_uuid, h.score) for h in text_hits()]}
+    text_hits = text_leg()
+    legs = {"text": [(h.owner_uuid, h.score) for h in text_hits]}
+    by_embedding: dict[str, list[tuple[str, float]]] = {}
     for leg, embedding in vector_legs.items():
         hits = vector.get(embedding, [])
-        legs[leg] = best_per_key([(owner, score) for (owner, _), score in hits])
+        legs[leg] = by_embedding[embedding] = best_per_key(
+            [(owner, score) for (owner, _), score in hits]
+        )
     fused = fuse(legs, ctx.fusion)
+    if floors is not None:
+        share = text.coverage(ctx.conn, kind, query, text_hits, ctx.text_scorer)
+        covered = [(h.owner_uuid, share.get(h.doc_id, 0.0)) for h in text_hits]
+        kept = relevance.relevant(floors, covered, by_embedding)
+        fused = [entry for entry in fused if entry.key in kept]
     return _expand(ctx, fused, neighbours) if ctx.expand_depth else fused
 
 
 def find_entities(
-    ctx: SearchContext, query: str, group_ids: Sequence[str] | None, num_results: int = 10
+    ctx: SearchContext,
+    query: str,
+    group_ids: Sequence[str] | None,
+    num_results: int = 10,
+    floors: Floors | None = None,
 ) -> EntitySearchResult:
-    """Name vector + summary vector + FTS over [name, summary], fused; [] matches nothing."""
+    """Name vector + summary vector + FTS over [name, summary], fused; [] matches nothing.
+    With `floors`, candidates with no evidence clearing a floor are dropped (ADR 0024)."""
     groups = exact_groups(group_ids)
     if groups is not None and not groups:
         return EntitySearchResult(nodes=[], count=0)
@@ -183,6 +202,7 @@ def find_entities(
         groups,
         _candidates(num_results),
         lambda keys: reader.neighbor_ids(ctx.conn, keys, groups),
+        floors,
     )[:num_results]
     rows = {row["uuid"]: row for row in reader.entities_by_uuids(ctx.conn, [e.key for e in fused])}
     nodes = [
@@ -192,9 +212,14 @@ def find_entities(
 
 
 def find_relationships(
-    ctx: SearchContext, query: str, group_ids: Sequence[str] | None, num_results: int = 10
+    ctx: SearchContext,
+    query: str,
+    group_ids: Sequence[str] | None,
+    num_results: int = 10,
+    floors: Floors | None = None,
 ) -> EdgeSearchResult:
-    """Fact vector + FTS over [name, fact], fused; [] matches nothing; invalidated edges skipped."""
+    """Fact vector + FTS over [name, fact], fused; [] matches nothing; invalidated edges
+    skipped. With `floors`, candidates with no evidence clearing a floor are dropped."""
     groups = exact_groups(group_ids)
     if groups is not None and not groups:
         return EdgeSearchResult(edges=[], count=0)
@@ -206,6 +231,7 @@ def find_relationships(
         groups,
         _candidates(num_results),
         lambda keys: _edge_neighbours(ctx, keys, groups),
+        floors,
     )
     rows = {
         row["uuid"]: row

@@ -7,13 +7,23 @@ from pydantic import Field
 from lcg.domain import rules
 from lcg.interfaces.app import App
 from lcg.interfaces.params import GroupIdsField, NumResults, Params, required_text
-from lcg.queries import graph_reads, search
+from lcg.queries import graph_reads, relevance, search
 
 
 class FindParams(Params):
     query: str = required_text(rules.MAX_FACT, "What to look for, in words.")
     group_ids: GroupIdsField = None
     num_results: NumResults = 10
+    relevance_floor: bool = Field(
+        True,
+        description=(
+            "true (default): only hits with evidence of relevance, with the bundled embedding"
+            " model: a name, summary or fact vector whose cosine clears the floor calibrated"
+            " for it, or a keyword match of query words carrying at least 40% of the query's"
+            " weight (idf); plus graph neighbours of those. A query nothing matches returns"
+            " nothing. false: the nearest candidates, however weak."
+        ),
+    )
 
 
 class SearchPassagesParams(Params):
@@ -43,16 +53,28 @@ def search_context(app: App) -> search.SearchContext:
     )
 
 
+def _floors(app: App, q: FindParams) -> relevance.Floors | None:
+    """The relevance floors of this workspace's embedding model, unless the call waived them."""
+    if not q.relevance_floor:
+        return None
+    return relevance.for_model(app.workspace.embedder.contract.model)
+
+
 def find_entities(app: App, q: FindParams) -> search.EntitySearchResult:
     """Hybrid entity search: BM25 over [name, summary] + name and summary vectors, fused,
-    plus graph neighbours of strong hits. Omitted/null group_ids: all; [] matches nothing."""
-    return search.find_entities(search_context(app), q.query, q.group_ids, q.num_results)
+    plus graph neighbours of strong hits; only relevant hits unless relevance_floor is false.
+    Omitted/null group_ids: all; [] matches nothing."""
+    return search.find_entities(
+        search_context(app), q.query, q.group_ids, q.num_results, _floors(app, q)
+    )
 
 
 def find_relationships(app: App, q: FindParams) -> search.EdgeSearchResult:
-    """Hybrid edge search: BM25 over [name, fact] + fact vectors, fused. Omitted/null
-    group_ids: all groups; [] matches nothing."""
-    return search.find_relationships(search_context(app), q.query, q.group_ids, q.num_results)
+    """Hybrid edge search: BM25 over [name, fact] + fact vectors, fused; only relevant hits
+    unless relevance_floor is false. Omitted/null group_ids: all groups; [] matches nothing."""
+    return search.find_relationships(
+        search_context(app), q.query, q.group_ids, q.num_results, _floors(app, q)
+    )
 
 
 def search_passages(app: App, q: SearchPassagesParams) -> search.PassageSearchResult:

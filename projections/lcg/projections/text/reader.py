@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lcg.projections.text.scorer import TextScorer
+from lcg.projections.text.scorer import TextScorer, coverage_weight
 from lcg.projections.text.tables import FTS_TABLES, TEXT_TABLES
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -77,12 +77,14 @@ _COLUMN_WEIGHTS = {t.kind: ", ".join(str(w) for w in t.weights) for t in TEXT_TA
 
 @dataclass(frozen=True, slots=True)
 class TextHit:
-    """A document matched by BM25: its owner, part, group, and a score where higher is better."""
+    """A document matched by BM25: its owner, part, group, a score where higher is better, and
+    its row in the kind's FTS5 table."""
 
     owner_uuid: str
     part: int
     group_id: str
     score: float
+    doc_id: int
 
 
 def query_words(query: str) -> list[str]:
@@ -141,12 +143,12 @@ def search(
         where = f" AND d.group_id IN ({','.join('?' * len(groups))})"
         params = list(groups)
     rows = conn.execute(
-        f"SELECT d.owner_uuid, d.part, d.group_id, bm25({table}, {_COLUMN_WEIGHTS[kind]}) AS rank"
-        f" FROM {table} JOIN text_docs d ON d.doc_id = {table}.rowid"
+        f"SELECT d.owner_uuid, d.part, d.group_id, bm25({table}, {_COLUMN_WEIGHTS[kind]}) AS rank,"
+        f" d.doc_id FROM {table} JOIN text_docs d ON d.doc_id = {table}.rowid"
         f" WHERE {table} MATCH ?{where} ORDER BY rank LIMIT ?",
         [expression, *params, limit],
     ).fetchall()
-    return [TextHit(row[0], int(row[1]), row[2], -float(row[3])) for row in rows]
+    return [TextHit(row[0], int(row[1]), row[2], -float(row[3]), int(row[4])) for row in rows]
 
 
 def hits(conn: sqlite3.Connection, scored: list[tuple[int, float]]) -> list[TextHit]:
@@ -162,10 +164,54 @@ def hits(conn: sqlite3.Connection, scored: list[tuple[int, float]]) -> list[Text
         )
     }
     return [
-        TextHit(str(rows[doc][1]), int(rows[doc][2]), str(rows[doc][3]), score)
+        TextHit(str(rows[doc][1]), int(rows[doc][2]), str(rows[doc][3]), score, doc)
         for doc, score in scored
         if doc in rows
     ]
+
+
+def coverage(
+    conn: sqlite3.Connection,
+    kind: str,
+    query: str,
+    found: Sequence[TextHit],
+    scorer: TextScorer | None = None,
+) -> dict[int, float]:
+    """doc_id -> the share of the query's weight its document matches (0..1).
+
+    A hit's bm25 over the best hit's says how it ranks, not whether it matches the question:
+    the best hit of "job interview tips" matches "job" alone and still scores 1.0. Coverage
+    weighs each query word by its idf over the whole table (`scorer.coverage_weight`); a word
+    no document holds weighs most, so a query about something the corpus lacks covers little
+    (docs/adr/0024-find-floor.md). The in-memory scorer answers when it can, FTS5 otherwise,
+    with the same numbers.
+    """
+    docs = [hit.doc_id for hit in found]
+    words = query_words(query)
+    if not docs or not words:
+        return {}
+    if scorer is not None:
+        terms = scorer.tokenizer.terms(" ".join(words))
+        if len(terms) == len(words):
+            return scorer.coverage(kind, terms, docs)
+    table = FTS_TABLES[kind]
+    (rows,) = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+    marks = ",".join("?" * len(docs))
+    matched = dict.fromkeys(docs, 0.0)
+    total = 0.0
+    for word in words:
+        phrase = f'"{word}"'
+        (holding,) = conn.execute(
+            f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (phrase,)
+        ).fetchone()
+        weight = coverage_weight(int(rows), int(holding))
+        total += weight
+        for (doc,) in conn.execute(
+            f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid IN ({marks})",
+            [phrase, *docs],
+        ):
+            matched[int(doc)] += weight
+    return {doc: value / total for doc, value in matched.items()} if total > 0.0 else matched
 
 
 def passage_texts(

@@ -184,6 +184,28 @@ class TextScorer:
                 (int(doc), float(score)) for doc, score in zip(docs, scores[found], strict=True)
             ]
 
+    def coverage(self, kind: str, phrases: Sequence[str], docs: Sequence[int]) -> dict[int, float]:
+        """Each of `docs`'s share of the phrases' weight (`reader.coverage`): the summed
+        `coverage_weight` of the phrases it holds over that of all of them; documents gone
+        since are left out."""
+        with self._lock:
+            postings = self._postings[kind]
+            present = [doc for doc in docs if doc in postings.doc_slot]
+            doc_slots = np.array([postings.doc_slot[doc] for doc in present], dtype=np.int32)
+            matched = np.zeros(len(present), dtype=np.float64)
+            total = 0.0
+            for phrase in phrases:
+                term = postings.term_ids.get(phrase)
+                slots = np.zeros(0, dtype=np.int32)
+                if term is not None:
+                    slots = copy(postings.slots[term], np.int32)
+                    slots = slots[take(postings.slot_alive, np.uint8, slots) == 1]
+                weight = coverage_weight(postings.live, len(slots))
+                total += weight
+                matched[np.isin(doc_slots, slots)] += weight
+            share = matched / total if total > 0.0 else matched
+            return {doc: float(value) for doc, value in zip(present, share, strict=True)}
+
     def count(self, kind: str) -> int:
         with self._lock:
             return self._postings[kind].live
@@ -313,6 +335,14 @@ class TextScorer:
     def _set_aside(self, problem: str) -> None:
         aside = set_aside(self.path, self.clock())
         self.repairs.append(report(self.path, problem, REBUILD, aside))
+
+
+def coverage_weight(rows: int, hits: int) -> float:
+    """A phrase's weight in a query's coverage: bm25's idf in its always-positive form,
+    ln(1 + (N - n + 0.5) / (n + 0.5)). FTS5's own idf floors a phrase most documents hold at
+    1e-6, so in a small table (two documents) every word would weigh nothing; this one keeps
+    the order (rarer weighs more; a phrase no document holds weighs most) without the zero."""
+    return math.log(1.0 + (rows - hits + 0.5) / (hits + 0.5))
 
 
 def _mismatch(error: BaseException) -> bool:
