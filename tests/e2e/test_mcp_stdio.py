@@ -141,8 +141,8 @@ COMBINATIONS: list[tuple[str, ...]] = [
 def test_tools_list_under_each_scope_combination(tmp_path: Path) -> None:
     """K-SCP-001..010/014, K-MCP-007..009/012/014, P-012: tools/list is exactly the union of
     the seed's scope sets (restricted to operations that exist); cypher is never implied;
-    the default is all; memory advertises the lambo tools (issue 11); --allow-remote-close changes nothing
-    standalone. Also K-EXC-001..003/006: the seed's standalone config
+    the default is all; memory advertises the lambo tools (issue 11); --allow-remote-close
+    changes nothing standalone. Also K-EXC-001..003/006: the seed's standalone config
     (`liminis-context-graph --mcp-stdio --scope=read,write`, cwd = the workspace) lists
     read ∪ write and keeps its state in cwd/.lcg."""
     listed: dict[tuple[str, ...], set[str]] = {}
