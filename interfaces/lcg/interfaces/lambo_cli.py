@@ -1,0 +1,64 @@
+"""`lambo`: the reference's command line, for MCP configs written for seed 001.
+
+`lambo serve --session S` serves the session's memory tools (the `memory` scope) over MCP
+stdio, exactly as `lcg serve --mcp-stdio --scope memory --session S` does, on the workspace
+named by `--workspace`, LCG_WORKSPACE or the current directory. The reference's other
+transports and commands are not provided; asking for one is refused with the lcg way.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lcg.domain.errors import InvalidParams
+from lcg.interfaces import serve as lcg_serve
+from lcg.interfaces.exit_codes import EXIT_INVALID
+from lcg.interfaces.private_files import PRIVATE_UMASK
+
+lambo = typer.Typer(
+    help="lambo (lcg's seed 001 compatibility): agentic graph memory over MCP stdio.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@lambo.callback()
+def _root() -> None:
+    """lambo (lcg's seed 001 compatibility): agentic graph memory over MCP stdio."""
+
+
+@lambo.command()
+def serve(
+    session: Annotated[str, typer.Option("--session", help="The session to serve.")],
+    transport: Annotated[
+        str, typer.Option("--transport", help="stdio (the only transport lcg serves).")
+    ] = "stdio",
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="Directory holding .lcg/ (default: LCG_WORKSPACE or the current directory).",
+        ),
+    ] = None,
+) -> None:
+    """Serve the session's lambo_* tools over MCP stdio (the reference's default transport)."""
+    if transport != "stdio":
+        refused = InvalidParams(
+            "--transport",
+            "must be stdio: lcg serves MCP over stdio (and JSON-RPC on its Unix socket, "
+            "`lcg serve`); HTTP is not provided",
+            f"got {transport!r}",
+        )
+        typer.echo(f"error: {refused.message}", err=True)
+        raise typer.Exit(EXIT_INVALID)
+    lcg_serve.serve(mcp_stdio=True, scope="memory", workspace=workspace, session=session)
+
+
+def main() -> None:
+    os.umask(PRIVATE_UMASK)
+    lambo()

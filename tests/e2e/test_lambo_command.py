@@ -1,0 +1,58 @@
+"""`lambo serve --session S`: the reference's command line serves the session's memory tools
+over MCP stdio, so an MCP config written for seed 001 works unchanged (issue 11)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import anyio
+
+from tests.helpers.mcp_session import CONSOLE_SCRIPTS, mcp_client, structured, tool_names
+from tests.helpers.service_process import clean_env
+
+WRITE_TOOLS = {"lambo_derive", "lambo_record_action", "lambo_reserve", "lambo_stats"}
+
+
+def test_m_instr_001_003_lambo_serve_names_the_session_and_lists_only_memory_tools(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        async with mcp_client(
+            "serve", "--session", "demo", command="lambo", env={"LCG_WORKSPACE": str(tmp_path)}
+        ) as client:
+            instructions = client.instructions or ""
+            assert instructions.startswith("Lambo agentic graph memory for session 'demo'.")
+            assert instructions.endswith("(two you fire at once have no order to\nkeep).")
+            listed = await tool_names(client)
+            assert WRITE_TOOLS <= listed
+            assert all(name.startswith("lambo_") for name in listed)
+            ack = await client.call_tool(
+                "lambo_derive",
+                {
+                    "agent_id": "agent-a",
+                    "concepts": [{"content": "user schema", "concept_type": "entity"}],
+                },
+            )
+            receipt = structured(ack)["receipt"]
+            stats = await client.call_tool(
+                "lambo_stats", {"agent_id": "agent-a", "receipt": receipt, "wait_ms": 20_000}
+            )
+            assert structured(stats)["receipt"]["state"] == "applied"
+            assert structured(stats)["session"] == "demo"
+
+    anyio.run(main)
+
+
+def test_lambo_serve_refuses_a_transport_it_does_not_serve(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(CONSOLE_SCRIPTS / "lambo"), "serve", "--session", "demo", "--transport", "http"],
+        capture_output=True,
+        text=True,
+        env=clean_env(LCG_WORKSPACE=str(tmp_path)),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--transport: must be stdio" in done.stderr
+    assert not (tmp_path / ".lcg").exists()
