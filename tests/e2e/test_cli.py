@@ -285,6 +285,12 @@ def test_demo_runs_the_main_job_and_replays_to_the_end(tmp_path: Path) -> None:
     assert "(hydrated)" in said(result.stdout)
     assert "project corpus 'kestrel': 15 entities" in said(result.stdout)
     assert "-> 'Kestrel Scheduler'" in said(result.stdout)
+    # issue 11: a derive, its receipt applied, and stats of the transcript's session
+    assert "accepted 1 concept(s) for background write" in said(result.stdout)
+    assert "applied — derived 1 concept(s): 1 created (1 embedded)" in said(result.stdout)
+    assert "session kestrel-issue-412: 44 nodes (22 concepts, 22 interactions)" in said(
+        result.stdout
+    )
     assert Settings(workspace).wal_path.exists()
     assert Settings(workspace).graph_path.exists()
 

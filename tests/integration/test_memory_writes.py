@@ -494,3 +494,11 @@ def test_an_intent_in_a_pinned_session_waits_for_the_pins_release(
     assert workspace.memory.processor.failure is None
     call(app, "knowledge_rebuild_from_wal", group_id=SESSION, from_seq=seq + 1)
     assert settled(app, receipt)["state"] == "applied"
+
+
+def test_delete_by_group_empties_a_session_that_holds_only_memory(
+    app: App, workspace: Workspace
+) -> None:
+    settled(app, derive(app, concept("only memory here")))
+    call(app, "knowledge_delete_by_group", group_ids=[SESSION], confirm=True)
+    assert state.counts(workspace.reader(), SESSION)["node_count"] == 0

@@ -14,6 +14,7 @@ from lcg.domain.commands import (
     PurgeGroup,
 )
 from lcg.projections.graph import state
+from lcg.projections.memory import state as memory_state
 from lcg.projections.vectors import catalog
 
 
@@ -132,8 +133,10 @@ def delete_episode(ctx: WriteContext, command: DeleteEpisode) -> DeleteEpisodeRe
 
 
 def purge_group(ctx: WriteContext, command: PurgeGroup) -> state.GroupCounts:
-    """Append the purge to the group's own stream; an empty group appends nothing."""
+    """Append the purge to the group's own stream; an empty group appends nothing. A session's
+    memory rows count too: the purge empties them (ADR 0026)."""
     counts = state.group_counts(ctx.conn, command.group_id)
-    rows = counts["entities"] + counts["episodes"] + counts["edges"]
+    memory = memory_state.counts(ctx.conn, command.group_id)
+    rows = counts["entities"] + counts["episodes"] + counts["edges"] + memory["node_count"]
     ctx.append(command.group_id, deciders.decide_purge_group(command, rows))
     return counts

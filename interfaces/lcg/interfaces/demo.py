@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +20,10 @@ PROJECT_QUESTION = "where does the scheduler keep its job queue?"
 
 def run_demo(settings: Settings, out: Console) -> None:
     """Write a few facts to a fresh group, search them by meaning and by words, replay to an
-    earlier seq and back, print status; then load a small project corpus and search it."""
+    earlier seq and back, print status; load a small project corpus and search it; then
+    replay a multi-agent transcript through the memory tools (a derive, its receipt, stats)."""
+    transcript = corpus.transcript(corpus.MEMORY)
+    settings = dataclasses.replace(settings, session=transcript.session)
     with Workspace(settings, command="lcg demo") as ws:
         app = App(ws)
 
@@ -64,6 +68,7 @@ def run_demo(settings: Settings, out: Console) -> None:
             f"{wal['applied_seq']} of {wal['max_seq']} ({wal['hydration_status']})"
         )
         project_tour(call, out, ws.settle)
+        memory_tour(call, out, transcript)
 
 
 def purge(call: corpus.Call, group: str, out: Console) -> None:
@@ -86,3 +91,26 @@ def project_tour(call: corpus.Call, out: Console, settle: Callable[[], object]) 
     found = call("knowledge_find_entities", query=PROJECT_QUESTION, group_ids=[project.group_id])
     best = found["nodes"][0]
     out.print(f"find_entities {PROJECT_QUESTION!r} -> {best['name']!r} (ranks {best['ranks']})")
+
+
+def memory_tour(call: corpus.Call, out: Console, transcript: corpus.Transcript) -> None:
+    """The agent-memory tools (seed 001) on the issue-412 transcript, in its own session."""
+    if call("lambo_stats", agent_id="demo")["structuredContent"]["node_count"]:
+        call("knowledge_delete_by_group", group_ids=[transcript.session], confirm=True)
+        out.print(f"(purged session {transcript.session!r} left by an earlier demo)")
+    first = transcript.turns[0]
+    concepts = [{"content": d.statement, "concept_type": "logic"} for d in first.derives]
+    ack = call("lambo_derive", agent_id=first.agent, concepts=concepts)
+    out.print(f"lambo_derive as {first.agent!r} ->", highlight=False)
+    out.print(ack["text"], highlight=False)
+    receipt = ack["structuredContent"]["receipt"]
+    settled = call("lambo_stats", agent_id=first.agent, receipt=receipt, wait_ms=20_000)
+    out.print(settled["text"].split("\n")[0], highlight=False)
+    written = corpus.write_transcript(call, transcript, first_turn=2)
+    stats = call("lambo_stats", agent_id=first.agent)["text"].split("\n")
+    out.print(
+        f"replayed {len(written) + 1} writes of {len(transcript.agents)} agents; lambo_stats:",
+        highlight=False,
+    )
+    for line in (stats[0], stats[-1]):
+        out.print(f"  {line}", highlight=False)
