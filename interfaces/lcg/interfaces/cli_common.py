@@ -180,3 +180,30 @@ def json_arg(field: str, text: str | None) -> Any:
         return json.loads(text)
     except ValueError as error:
         raise InvalidParams(field, "must be valid JSON", str(error)) from None
+
+
+def json_object_flag(flag: str, text: str | None) -> dict[str, Any] | None:
+    """A flag that takes a JSON object (`--attributes`); None when it was not given.
+
+    The seed stores a non-object `attributes` sent by a tool call as {} (K-AST-011); someone
+    typing `--attributes '[1,2]'` meant something, so the CLI refuses it, naming the flag."""
+    if text is None:
+        return None
+    rule = 'must be a JSON object, e.g. \'{"role": "lead"}\''
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise InvalidParams(flag, rule, f"not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise InvalidParams(flag, rule, f"got {_json_kind(value)}")
+    return value
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a string" if isinstance(value, str) else "an array"
