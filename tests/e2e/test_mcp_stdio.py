@@ -18,7 +18,9 @@ from mcp import Client, MCPError
 
 from lcg.interfaces.config import Settings
 from lcg.interfaces.operations import BY_NAME, OPERATIONS, Scope
+from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.wal.lease import WriterLease
+from tests.helpers.console_script import seed
 from tests.helpers.mcp_session import mcp_client, structured, tool_names
 from tests.helpers.seed_scopes import SEED_SCOPE_OF, expected_tools
 from tests.helpers.service_process import DEADLINE, LCG, clean_env
@@ -119,10 +121,37 @@ async def _progress_notifications_come_before_the_result(client: Client) -> None
     params = {"group_id": "pg", "force_clear": True}
     rebuilt = await client.call_tool("knowledge_rebuild_from_wal", params, None, on_progress)
     assert structured(rebuilt)["mutations_replayed"] == 3
-    assert seen, "no progress notification"
-    assert seen[-1][:2] == (3, 3)
+    # P-008: `progress` counts frames (one page of events here), `total` is the frame's.
+    assert seen == [(1, 3, "knowledge_rebuild_from_wal: 3 of 3")]
     quiet = await client.call_tool("knowledge_rebuild_from_wal", params)  # K-PRG-005
     assert structured(quiet)["mutations_replayed"] == 3
+
+
+def test_p_008_progress_counts_frames_and_carries_each_frames_total(
+    tmp_path: Path, minilm: MiniLmEmbedder
+) -> None:
+    """P-008, K-PRG-002/003: a summary backfill over 201 entities reads two pages (200, then
+    1), so it sends two frames, `processed` 200 and 201 of `total` 201; the MCP client sees
+    two notifications whose `progress` counts the frames (1, 2), with the frames' `total` and
+    `message`."""
+    workspace = tmp_path / "ws"
+    seed(minilm, workspace, *(("bf", f"E{index:03}") for index in range(201)))
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async def main() -> None:
+        async with mcp_client("serve", "--mcp-stdio", "--workspace", str(workspace)) as client:
+            params = {"group_id": "bf"}
+            backfilled = await client.call_tool(
+                "knowledge_backfill_summary_embeddings", params, None, on_progress
+            )
+            assert structured(backfilled)["total_entities"] == 201
+
+    anyio.run(main)
+    method = "knowledge_backfill_summary_embeddings"
+    assert seen == [(1, 201, f"{method}: 200 of 201"), (2, 201, f"{method}: 201 of 201")]
 
 
 COMBINATIONS: list[tuple[str, ...]] = [
