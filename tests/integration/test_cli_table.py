@@ -202,3 +202,17 @@ def test_issue_10_log_lists_a_groups_events_to_pick_a_replay_seq_from(tmp_path: 
     unknown = runner.invoke(cli, ["log", "--group", "nope", *workspace], env={"COLUMNS": "200"})
     assert unknown.exit_code == 3
     assert "no group 'nope' in this workspace (groups: g)" in " ".join(unknown.output.split())
+
+
+def test_issue_10_assert_help_says_clear_on_omit() -> None:
+    """The seed's clear-on-omit contract (K-AST-009/010) is said where people look first."""
+    runner = CliRunner()
+    for command, cleared in (
+        ("assert-entity", "summary, labels or attributes you leave out are cleared"),
+        ("assert-relationship", "attributes you leave out are reset"),
+    ):
+        helped = runner.invoke(cli, [command, "--help"], env={"COLUMNS": "200"})
+        assert helped.exit_code == 0, helped.output
+        text = " ".join(helped.output.replace("│", " ").split())
+        assert "clear-on-omit" in text.lower(), text
+        assert cleared in text, text
