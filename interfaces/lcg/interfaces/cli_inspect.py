@@ -14,7 +14,7 @@ from rich.text import Text
 from lcg.domain.errors import NotFound
 from lcg.domain.events import DomainEvent, EventCodec
 from lcg.domain.ids import GroupId
-from lcg.interfaces import operations
+from lcg.interfaces import operations, schema_text
 from lcg.interfaces.cli_common import (
     JsonOpt,
     WorkspaceOpt,
@@ -134,7 +134,7 @@ def describe(
     for field, spec in schema.get("properties", {}).items():
         table.add_row(
             Text(field),
-            Text(_type_of(spec)),
+            Text(schema_text.type_text(spec)),
             "yes" if field in required else "",
             Text("" if "default" not in spec else json.dumps(spec["default"])),
             Text(_rules_of(spec)),
@@ -143,35 +143,6 @@ def describe(
     out.print(Text(f"lcg call {name} '{{...}}'  (JSON object of these parameters)"))
 
 
-def _type_of(spec: dict[str, Any]) -> str:
-    if "anyOf" in spec:
-        return " or ".join(_type_of(option) for option in spec["anyOf"])
-    if "enum" in spec:
-        return " | ".join(json.dumps(value) for value in spec["enum"])
-    kind = str(spec.get("type", "any"))
-    if kind == "array" and isinstance(spec.get("items"), dict):
-        return f"array of {_type_of(spec['items'])}"
-    return kind
-
-
 def _rules_of(spec: dict[str, Any]) -> str:
-    parts = []
-    for key, word in (
-        ("minLength", "min length"),
-        ("maxLength", "max length"),
-        ("minimum", ">="),
-        ("maximum", "<="),
-        ("maxItems", "max items"),
-        ("minItems", "min items"),
-    ):
-        if key in spec:
-            parts.append(f"{word} {spec[key]}")
-    for option in spec.get("anyOf", []):
-        rules = _rules_of(option)
-        if rules:
-            parts.append(rules)
-    if "pattern" in spec:
-        parts.append(f"pattern {spec['pattern']}")
-    if "description" in spec:
-        parts.append(str(spec["description"]))
-    return "; ".join(parts)
+    parts = [schema_text.bounds_text(spec), str(spec.get("description", ""))]
+    return "; ".join(part for part in parts if part)

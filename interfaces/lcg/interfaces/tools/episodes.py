@@ -30,7 +30,9 @@ class AddEpisodeParams(Params):
         max_length=rules.MAX_SOURCE_DESCRIPTION,
         description="Where it came from (knowledge_get_entities_by_source matches it).",
     )
-    reference_time: Timestamp | None = Field(None, description="RFC 3339 time; default: now")
+    reference_time: Timestamp | None = Field(
+        None, description="RFC 3339 time, or a date (midnight UTC); default: now."
+    )
     group_id: GroupIdField = DEFAULT_GROUP
 
 

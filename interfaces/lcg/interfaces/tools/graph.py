@@ -65,7 +65,9 @@ class AssertRelationshipParams(Params):
     relation_type: str | None = Field(
         None, max_length=rules.MAX_RELATION_TYPE, description="A type name; omitted: none."
     )
-    valid_at: Timestamp | None = Field(None, description="RFC 3339 time the fact became true")
+    valid_at: Timestamp | None = Field(
+        None, description="When the fact became true: RFC 3339, or a date (midnight UTC)."
+    )
     group_id: GroupIdField = DEFAULT_GROUP
 
 
