@@ -216,3 +216,16 @@ def test_issue_10_assert_help_says_clear_on_omit() -> None:
         text = " ".join(helped.output.replace("│", " ").split())
         assert "clear-on-omit" in text.lower(), text
         assert cleared in text, text
+
+
+def test_issue_10_call_of_an_unknown_tool_suggests_the_closest_and_creates_no_workspace(
+    tmp_path: Path,
+) -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["call", "knowledge_add_epsiode", "{}", "--workspace", str(tmp_path)],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 2
+    assert "did you mean knowledge_add_episode" in " ".join(result.output.split())
+    assert not (tmp_path / ".lcg").exists()

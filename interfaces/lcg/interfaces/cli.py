@@ -286,12 +286,13 @@ def call(
 ) -> None:
     """Call any operation of the table with JSON parameters; prints the JSON result."""
     with errors():
+        operation = operations.BY_NAME.get(method)
+        if operation is None:  # refused before a workspace is opened (or created)
+            raise operations.UnknownMethod(method)
         raw = json_arg("params", params)
         if not isinstance(raw, dict):
             raise InvalidParams("params", "must be a JSON object")
-    operation = operations.BY_NAME.get(method)
-    reads = operation is not None and operation.read_only
-    with workspace_caller(workspace, f"lcg call {method}", reads=reads) as app:
+    with workspace_caller(workspace, f"lcg call {method}", reads=operation.read_only) as app:
         print_json(app.call(method, raw))
 
 
