@@ -30,6 +30,7 @@ from lcg.interfaces.exit_codes import (
 )
 from lcg.interfaces.graph_file import ForeignProjections
 from lcg.interfaces.jsonrpc import STORAGE_ERROR, UNAVAILABLE
+from lcg.interfaces.workspace import WorkspaceClosed
 from lcg.projections.faults import FAULTS
 from lcg.projections.runner import ProjectionError
 from lcg.projections.wal.lease import WorkspaceBusy
@@ -77,7 +78,7 @@ def workspace_caller(
                 field="workspace",
                 rule="must name an existing workspace for a read",
             )
-        with open_caller(settings, command, read_only=read_only, say=say) as caller:
+        with open_caller(settings, command, read_only=read_only, say=say, reads=reads) as caller:
             yield caller
 
 
@@ -87,7 +88,7 @@ def errors(flags: dict[str, str] | None = None) -> Iterator[None]:
     names to what the user typed (num_results -> --limit), so messages name the flag."""
     try:
         yield
-    except WorkspaceBusy as error:
+    except (WorkspaceBusy, WorkspaceClosed) as error:  # closed: read-only beside a holder
         complain("error", str(error))
         raise typer.Exit(EXIT_BUSY) from None
     except InvalidParams as error:
