@@ -229,3 +229,33 @@ def test_issue_10_call_of_an_unknown_tool_suggests_the_closest_and_creates_no_wo
     assert result.exit_code == 2
     assert "did you mean knowledge_add_episode" in " ".join(result.output.split())
     assert not (tmp_path / ".lcg").exists()
+
+
+def test_issue_10_log_never_cuts_a_uuid_even_in_a_narrow_terminal(tmp_path: Path) -> None:
+    """The log's summary is where a replay's seq is chosen from: the ids in it stay whole
+    (a field is dropped whole, never cut inside) in the table and in --json."""
+    runner = CliRunner()
+    workspace = ["--workspace", str(tmp_path)]
+    ada = json.loads(
+        runner.invoke(
+            cli, ["assert-entity", "Ada", "--summary", "x" * 90, "--json", *workspace]
+        ).output
+    )["entity_uuid"]
+    edge = json.loads(
+        runner.invoke(
+            cli, ["assert-relationship", "Ada", "KNOWS", "Ada", "--json", *workspace]
+        ).output
+    )["edge_uuid"]
+    shown = runner.invoke(cli, ["log", "--group", "liminis", *workspace], env={"COLUMNS": "80"})
+    assert shown.exit_code == 0, shown.output
+    assert f"entity_uuid={ada}" in shown.output
+    assert f"edge_uuid={edge}" in shown.output
+    logged = json.loads(
+        runner.invoke(cli, ["log", "--group", "liminis", "--json", *workspace]).output
+    )
+    for event in logged["events"]:
+        fields = event["summary"].removesuffix(" ...").split(" ")
+        for field in fields:
+            if field.split("=", 1)[0].endswith("uuid"):
+                assert len(field.split("=", 1)[1]) == 36, event["summary"]
+    assert f"source_uuid={ada}" in logged["events"][1]["summary"]

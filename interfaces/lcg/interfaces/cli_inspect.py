@@ -26,6 +26,8 @@ from lcg.interfaces.cli_common import (
 )
 from lcg.projections.wal.store import EventLog
 
+UUID_FIELD_WIDTH = len("entity_uuid=") + 36
+
 
 def log_(
     group: Annotated[str, typer.Option("--group", "-g", help="The group whose events to show.")],
@@ -71,7 +73,9 @@ def log_(
             }
         )
         return
-    table = Table("seq", "type", "time", "summary")
+    table = Table("seq", "type", "time")
+    # wide enough for `entity_uuid=<36 characters>`: a uuid is never cut (issue 10)
+    table.add_column("summary", min_width=UUID_FIELD_WIDTH, overflow="fold")
     for recorded in rows:
         table.add_row(
             str(recorded.seq),
@@ -84,8 +88,9 @@ def log_(
     out.print(Text(f"group {group!r}: seqs {shown} of {head}"))
 
 
-def _event_summary(event: DomainEvent, width: int = 100) -> str:
-    """The event's fields on one line (times and long texts shortened)."""
+def _event_summary(event: DomainEvent, width: int = 200) -> str:
+    """The event's fields on one line: long texts shortened, and past `width` the remaining
+    fields left out whole (" ..."), so an id is never cut inside."""
     parts = []
     for item in dataclasses.fields(event):
         if item.name == "occurred_at":
@@ -101,8 +106,13 @@ def _event_summary(event: DomainEvent, width: int = 100) -> str:
             text = str(value)
         text = " ".join(text.split())
         parts.append(f"{item.name}={text[:60] + '...' if len(text) > 60 else text}")
-    line = " ".join(parts)
-    return line if len(line) <= width else line[: width - 3] + "..."
+    line = ""
+    for part in parts:
+        longer = f"{line} {part}" if line else part
+        if len(longer) > width - len(" ..."):
+            return f"{line} ..."
+        line = longer
+    return line
 
 
 def tools() -> None:
