@@ -314,8 +314,9 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path) -> None:
 def test_issue_10_a_line_that_is_not_utf8_json_or_a_message_is_answered_not_ignored(
     tmp_path: Path,
 ) -> None:
-    """JSON-RPC 2.0: a parse error (-32700) or an invalid request (-32600) gets an answer with
-    id null, so a client that sent one never hangs; the session goes on."""
+    """JSON-RPC 2.0: a parse error (-32700) or an invalid request (-32600: an id that is not
+    a string, an integer or null, a "jsonrpc" that is not "2.0") gets an answer with id null,
+    so a client that sent one never hangs; nothing runs, and the session goes on."""
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -326,6 +327,15 @@ def test_issue_10_a_line_that_is_not_utf8_json_or_a_message_is_answered_not_igno
             "clientInfo": {"name": "raw", "version": "0"},
         },
     }
+    stored = {"name": "n", "episode_body": "must not be stored"}
+    add: dict[str, Any] = {
+        "method": "tools/call",
+        "params": {"name": "knowledge_add_episode", "arguments": stored},
+    }
+    episodes: dict[str, Any] = {
+        "method": "tools/call",
+        "params": {"name": "knowledge_get_episodes", "arguments": {}},
+    }
     lines = [
         json.dumps(initialize).encode(),
         json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode(),
@@ -333,6 +343,11 @@ def test_issue_10_a_line_that_is_not_utf8_json_or_a_message_is_answered_not_igno
         b"{not json",
         b'{"jsonrpc": "2.0", "id": {"x": 1}, "method": "tools/list"}',
         json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode(),
+        *(
+            json.dumps({"jsonrpc": version, "id": bad_id, **add}).encode()
+            for version, bad_id in (("2.0", True), ("2.0", 1.5), ("1.0", 7))
+        ),
+        json.dumps({"jsonrpc": "2.0", "id": 3, **episodes}).encode(),
     ]
     result = subprocess.run(
         [str(LCG), "serve", "--mcp-stdio", "-w", str(tmp_path / "ws")],
@@ -345,5 +360,8 @@ def test_issue_10_a_line_that_is_not_utf8_json_or_a_message_is_answered_not_igno
     assert result.returncode == 0, result.stderr.decode()
     frames = [json.loads(line) for line in result.stdout.splitlines()]
     errors = [frame["error"]["code"] for frame in frames if frame.get("id") is None]
-    assert errors == [-32700, -32700, -32600]
-    assert sorted(frame["id"] for frame in frames if frame.get("id") is not None) == [1, 2]
+    # an id that is an object, true or 1.5, or "jsonrpc": "1.0": -32600, and nothing runs
+    assert errors == [-32700, -32700, -32600, -32600, -32600, -32600]
+    answered = {frame["id"]: frame for frame in frames if frame.get("id") is not None}
+    assert sorted(answered) == [1, 2, 3]
+    assert answered[3]["result"]["structuredContent"]["count"] == 0
