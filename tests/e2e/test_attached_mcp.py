@@ -30,7 +30,8 @@ def scripted(request: Frame, connection: FakeConnection) -> None:
     if request["method"] == "knowledge_rebuild_from_wal":
         for done in range(1, 11):
             time.sleep(0.2)  # a slow service, not synchronisation: 2 s under a 1 s timeout
-            connection.send({"type": "progress", "processed": done, "total": 10})
+            frame = {"type": "progress", "processed": done * 7, "total": 70}
+            connection.send(frame | ({"message": f"step {done}"} if done % 2 else {}))
     connection.answer(request, {"forwarded": request["method"]})
 
 
@@ -97,18 +98,22 @@ def test_timeout_progress_and_remote_close_through_a_scripted_service(tmp_path: 
                 assert silent.is_error is True
                 assert "timed out after 1000ms" in structured(silent)["message"]
 
-                seen: list[float] = []
+                seen: list[tuple[float, float | None, str | None]] = []
 
                 async def on_progress(
                     progress: float, total: float | None, message: str | None
                 ) -> None:
-                    seen.append(progress)
+                    seen.append((progress, total, message))
 
                 rebuilt = await client.call_tool(
                     "knowledge_rebuild_from_wal", {"group_id": "g"}, None, on_progress
                 )
                 assert structured(rebuilt) == {"forwarded": "knowledge_rebuild_from_wal"}
-                assert seen == list(range(1, 11))
+                # P-008: one notification per frame, `progress` counting them, `total` and
+                # `message` copied from the frame when it has them.
+                assert seen == [
+                    (done, 70, f"step {done}" if done % 2 else None) for done in range(1, 11)
+                ]
                 request = fake.wait_for_request("knowledge_rebuild_from_wal")
                 assert request["params"]["_progress_token"] is True
 

@@ -156,7 +156,7 @@ def test_invalid_input_exits_2_names_the_field_and_changes_nothing(
     message = refused(
         lcg(tmp_path, "assert-entity", "X", "--group", "g", "--attributes", "{bad"), 2
     )
-    assert "attributes: must be valid JSON" in message
+    assert "--attributes: must be a JSON object" in message
     message = refused(
         lcg(
             tmp_path,

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
+import shlex
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -68,3 +72,77 @@ def test_issue_10_file_dash_reads_stdin_a_missing_file_is_one_line_and_dates_are
         tmp_path, "call", "knowledge_get_edges_by_uuids", json.dumps({"uuids": [edge["edge_uuid"]]})
     )
     assert edges["edges"][0]["valid_at"].startswith("2025-03-03")
+
+
+def test_issue_10_the_readme_recovery_commands_work_as_written_without_a_terminal(
+    tmp_path: Path, minilm: MiniLmEmbedder
+) -> None:
+    """Each command of the README's Recovery block, run as written by a script (no TTY, so
+    nothing can be asked), exits 0 and leaves the group hydrated and unpinned at the end."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("### Recovery", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    commands = [shlex.split(line.split("#", 1)[0]) for line in block.splitlines()]
+    assert [command[:2] for command in commands] == [
+        ["lcg", "status"],
+        ["lcg", "log"],
+        ["lcg", "replay"],
+        ["lcg", "replay"],
+    ]
+    seed(minilm, tmp_path, *(("liminis", f"e{index}") for index in range(45)))
+    for command in commands:
+        result = lcg(tmp_path, *command[1:])
+        assert result.returncode == 0, (command, said(result.stderr))
+    wal = lcg_json(tmp_path, "status", "--json")["wal_groups"]["liminis"]
+    assert (wal["applied_seq"], wal["max_seq"], wal["pinned_to"]) == (45, 45, None)
+
+
+def test_issue_10_a_no_at_the_replay_prompt_replays_nothing_and_draws_no_progress(
+    tmp_path: Path, minilm: MiniLmEmbedder
+) -> None:
+    """On a terminal `lcg replay` asks before replacing a non-empty group's rows; a "n"
+    leaves the group as it was, exits 3 and never starts the progress bar."""
+    seed(minilm, tmp_path, ("g", "Ada"), ("g", "Bob"))
+    before = lcg_json(tmp_path, "status", "--json")["wal_groups"]["g"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [str(LCG), "replay", "--group", "g", "--workspace", str(tmp_path)],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=env,
+    )
+    os.close(follower)
+    try:
+        seen = _read_until(leader, b"[y/N]")
+        os.write(leader, b"n\n")
+        seen += _read_until(leader, None)
+        assert process.wait(timeout=TIMEOUT) == 3
+    finally:
+        process.kill()
+        process.wait()
+        os.close(leader)
+    text = said(seen.decode(errors="replace"))
+    assert "left as it was; nothing replayed" in text
+    assert "replaying" not in text
+    assert b"\x1b[?25l" not in seen  # rich hides the cursor when a progress bar starts
+    assert lcg_json(tmp_path, "status", "--json")["wal_groups"]["g"] == before
+
+
+def _read_until(leader: int, marker: bytes | None) -> bytes:
+    """What the terminal shows until `marker` (None: until the process closes it)."""
+    seen, deadline = b"", time.monotonic() + TIMEOUT
+    while marker is None or marker not in seen:
+        assert time.monotonic() < deadline, seen
+        ready, _, _ = select.select([leader], [], [], deadline - time.monotonic())
+        if not ready:
+            continue
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: every writer of the terminal has closed it
+            chunk = b""
+        if not chunk:
+            assert marker is None, seen
+            return seen
+        seen += chunk
+    return seen

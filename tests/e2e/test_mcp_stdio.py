@@ -18,7 +18,9 @@ from mcp import Client, MCPError
 
 from lcg.interfaces.config import Settings
 from lcg.interfaces.operations import BY_NAME, OPERATIONS, Scope
+from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.wal.lease import WriterLease
+from tests.helpers.console_script import seed
 from tests.helpers.mcp_session import mcp_client, structured, tool_names
 from tests.helpers.seed_scopes import SEED_SCOPE_OF, expected_tools
 from tests.helpers.service_process import DEADLINE, LCG, clean_env
@@ -119,10 +121,37 @@ async def _progress_notifications_come_before_the_result(client: Client) -> None
     params = {"group_id": "pg", "force_clear": True}
     rebuilt = await client.call_tool("knowledge_rebuild_from_wal", params, None, on_progress)
     assert structured(rebuilt)["mutations_replayed"] == 3
-    assert seen, "no progress notification"
-    assert seen[-1][:2] == (3, 3)
+    # P-008: `progress` counts frames (one page of events here), `total` is the frame's.
+    assert seen == [(1, 3, "knowledge_rebuild_from_wal: 3 of 3")]
     quiet = await client.call_tool("knowledge_rebuild_from_wal", params)  # K-PRG-005
     assert structured(quiet)["mutations_replayed"] == 3
+
+
+def test_p_008_progress_counts_frames_and_carries_each_frames_total(
+    tmp_path: Path, minilm: MiniLmEmbedder
+) -> None:
+    """P-008, K-PRG-002/003: a summary backfill over 201 entities reads two pages (200, then
+    1), so it sends two frames, `processed` 200 and 201 of `total` 201; the MCP client sees
+    two notifications whose `progress` counts the frames (1, 2), with the frames' `total` and
+    `message`."""
+    workspace = tmp_path / "ws"
+    seed(minilm, workspace, *(("bf", f"E{index:03}") for index in range(201)))
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async def main() -> None:
+        async with mcp_client("serve", "--mcp-stdio", "--workspace", str(workspace)) as client:
+            params = {"group_id": "bf"}
+            backfilled = await client.call_tool(
+                "knowledge_backfill_summary_embeddings", params, None, on_progress
+            )
+            assert structured(backfilled)["total_entities"] == 201
+
+    anyio.run(main)
+    method = "knowledge_backfill_summary_embeddings"
+    assert seen == [(1, 201, f"{method}: 200 of 201"), (2, 201, f"{method}: 201 of 201")]
 
 
 COMBINATIONS: list[tuple[str, ...]] = [
@@ -286,8 +315,9 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path) -> None:
 def test_issue_10_a_line_that_is_not_utf8_json_or_a_message_is_answered_not_ignored(
     tmp_path: Path,
 ) -> None:
-    """JSON-RPC 2.0: a parse error (-32700) or an invalid request (-32600) gets an answer with
-    id null, so a client that sent one never hangs; the session goes on."""
+    """JSON-RPC 2.0: a parse error (-32700) or an invalid request (-32600: an id that is not
+    a string, an integer or null, a "jsonrpc" that is not "2.0") gets an answer with id null,
+    so a client that sent one never hangs; nothing runs, and the session goes on."""
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -298,6 +328,15 @@ def test_issue_10_a_line_that_is_not_utf8_json_or_a_message_is_answered_not_igno
             "clientInfo": {"name": "raw", "version": "0"},
         },
     }
+    stored = {"name": "n", "episode_body": "must not be stored"}
+    add: dict[str, Any] = {
+        "method": "tools/call",
+        "params": {"name": "knowledge_add_episode", "arguments": stored},
+    }
+    episodes: dict[str, Any] = {
+        "method": "tools/call",
+        "params": {"name": "knowledge_get_episodes", "arguments": {}},
+    }
     lines = [
         json.dumps(initialize).encode(),
         json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode(),
@@ -305,6 +344,11 @@ def test_issue_10_a_line_that_is_not_utf8_json_or_a_message_is_answered_not_igno
         b"{not json",
         b'{"jsonrpc": "2.0", "id": {"x": 1}, "method": "tools/list"}',
         json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode(),
+        *(
+            json.dumps({"jsonrpc": version, "id": bad_id, **add}).encode()
+            for version, bad_id in (("2.0", True), ("2.0", 1.5), ("1.0", 7))
+        ),
+        json.dumps({"jsonrpc": "2.0", "id": 3, **episodes}).encode(),
     ]
     result = subprocess.run(
         [str(LCG), "serve", "--mcp-stdio", "-w", str(tmp_path / "ws")],
@@ -317,5 +361,8 @@ def test_issue_10_a_line_that_is_not_utf8_json_or_a_message_is_answered_not_igno
     assert result.returncode == 0, result.stderr.decode()
     frames = [json.loads(line) for line in result.stdout.splitlines()]
     errors = [frame["error"]["code"] for frame in frames if frame.get("id") is None]
-    assert errors == [-32700, -32700, -32600]
-    assert sorted(frame["id"] for frame in frames if frame.get("id") is not None) == [1, 2]
+    # an id that is an object, true or 1.5, or "jsonrpc": "1.0": -32600, and nothing runs
+    assert errors == [-32700, -32700, -32600, -32600, -32600, -32600]
+    answered = {frame["id"]: frame for frame in frames if frame.get("id") is not None}
+    assert sorted(answered) == [1, 2, 3]
+    assert answered[3]["result"]["structuredContent"]["count"] == 0

@@ -202,3 +202,60 @@ def test_issue_10_log_lists_a_groups_events_to_pick_a_replay_seq_from(tmp_path: 
     unknown = runner.invoke(cli, ["log", "--group", "nope", *workspace], env={"COLUMNS": "200"})
     assert unknown.exit_code == 3
     assert "no group 'nope' in this workspace (groups: g)" in " ".join(unknown.output.split())
+
+
+def test_issue_10_assert_help_says_clear_on_omit() -> None:
+    """The seed's clear-on-omit contract (K-AST-009/010) is said where people look first."""
+    runner = CliRunner()
+    for command, cleared in (
+        ("assert-entity", "summary, labels or attributes you leave out are cleared"),
+        ("assert-relationship", "attributes you leave out are reset"),
+    ):
+        helped = runner.invoke(cli, [command, "--help"], env={"COLUMNS": "200"})
+        assert helped.exit_code == 0, helped.output
+        text = " ".join(helped.output.replace("│", " ").split())
+        assert "clear-on-omit" in text.lower(), text
+        assert cleared in text, text
+
+
+def test_issue_10_call_of_an_unknown_tool_suggests_the_closest_and_creates_no_workspace(
+    tmp_path: Path,
+) -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["call", "knowledge_add_epsiode", "{}", "--workspace", str(tmp_path)],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 2
+    assert "did you mean knowledge_add_episode" in " ".join(result.output.split())
+    assert not (tmp_path / ".lcg").exists()
+
+
+def test_issue_10_log_never_cuts_a_uuid_even_in_a_narrow_terminal(tmp_path: Path) -> None:
+    """The log's summary is where a replay's seq is chosen from: the ids in it stay whole
+    (a field is dropped whole, never cut inside) in the table and in --json."""
+    runner = CliRunner()
+    workspace = ["--workspace", str(tmp_path)]
+    ada = json.loads(
+        runner.invoke(
+            cli, ["assert-entity", "Ada", "--summary", "x" * 90, "--json", *workspace]
+        ).output
+    )["entity_uuid"]
+    edge = json.loads(
+        runner.invoke(
+            cli, ["assert-relationship", "Ada", "KNOWS", "Ada", "--json", *workspace]
+        ).output
+    )["edge_uuid"]
+    shown = runner.invoke(cli, ["log", "--group", "liminis", *workspace], env={"COLUMNS": "80"})
+    assert shown.exit_code == 0, shown.output
+    assert f"entity_uuid={ada}" in shown.output
+    assert f"edge_uuid={edge}" in shown.output
+    logged = json.loads(
+        runner.invoke(cli, ["log", "--group", "liminis", "--json", *workspace]).output
+    )
+    for event in logged["events"]:
+        fields = event["summary"].removesuffix(" ...").split(" ")
+        for field in fields:
+            if field.split("=", 1)[0].endswith("uuid"):
+                assert len(field.split("=", 1)[1]) == 36, event["summary"]
+    assert f"source_uuid={ada}" in logged["events"][1]["summary"]

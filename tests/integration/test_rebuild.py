@@ -109,6 +109,22 @@ def test_k_wal_022_rebuild_after_delete_by_group_needs_no_force_clear(call: Call
     assert node_count(call) == 5
 
 
+def test_issue_10_rebuild_refusals_name_commands_that_work_as_written(call: Call) -> None:
+    """A bounded replay's refusal keeps its --to-seq; a dry run's never advises deleting the
+    group (a replay after knowledge_delete_by_group re-applies the purge: it restores
+    nothing)."""
+    write_ten(call)
+    with pytest.raises(Conflict) as bounded:
+        call("knowledge_rebuild_from_wal", group_id="g", to_seq=5)
+    assert "`lcg replay --group g --to-seq 5 --force-clear`" in str(bounded.value)
+    with pytest.raises(Conflict) as dry:
+        call("knowledge_rebuild_from_wal", group_id="g", dry_run=True, to_seq=5)
+    message = str(dry.value)
+    assert "knowledge_delete_by_group" not in message
+    assert "`lcg log --group g`" in message
+    assert "`lcg replay --group g --to-seq 5 --force-clear`" in message
+
+
 @pytest.mark.parametrize("force_clear", [False, True])
 def test_k_wal_023_024_dry_run_on_non_empty_group_fails_and_clears_nothing(
     call: Call, workspace: Workspace, force_clear: bool

@@ -15,6 +15,7 @@ import pytest
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
+from lcg.interfaces.operations import BY_NAME
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.embedding.port import Embedder
@@ -174,12 +175,16 @@ def test_a_new_embedding_contract_gets_its_own_vectors(
     assert len(contracts) == 2  # two vector spaces, never mixed in one file
 
 
-@pytest.mark.parametrize("group_id", [None, ""])
+@pytest.mark.parametrize("group_id", [None, "", "   "])
 def test_k_sem_backfill_requires_a_group(call: Call, group_id: str | None) -> None:
+    """P-130, issue 10: a blank group_id is refused like a missing one, and the schema lists
+    group_id as required (P-010 checks that list before dispatching)."""
     params = {} if group_id is None else {"group_id": group_id}
     with pytest.raises(InvalidParams) as error:
         call("knowledge_backfill_summary_embeddings", **params)
     assert error.value.field == "group_id"
+    schema = BY_NAME["knowledge_backfill_summary_embeddings"].input_schema()
+    assert schema["required"] == ["group_id"]
 
 
 @pytest.mark.minilm  # ranking by meaning / the model's own contract

@@ -80,12 +80,18 @@ def rebuild_from_wal(
             )
         full = request.from_seq == 0
         if full and not group_is_empty(writer, request.group_id):
+            # Issue 10: advice names what works as written. Deleting the group first (the
+            # old dry-run advice) appends a purge that every later replay re-applies.
+            replay = f"lcg replay --group {request.group_id}" + (
+                "" if request.to_seq is None else f" --to-seq {request.to_seq}"
+            )
             if request.dry_run:
                 raise Conflict(
                     f"group_id: group {request.group_id!r} is not empty; a dry run never "
                     "mutates, so it cannot clear it (force_clear is ignored in a dry run). "
-                    "Clear it first with knowledge_delete_by_group, or run without dry_run "
-                    "and with force_clear: true",
+                    f"`lcg log --group {request.group_id}` lists the events a replay applies; "
+                    f"`{replay} --force-clear` (force_clear: true, without dry_run) replaces "
+                    "its rows with the WAL's replay",
                     field="group_id",
                     rule="dry run of a full rebuild needs an empty group",
                 )
@@ -93,8 +99,8 @@ def rebuild_from_wal(
                 raise Conflict(
                     f"force_clear: group {request.group_id!r} is not empty; a full rebuild "
                     "(from_seq 0) refuses to run over existing data. Pass force_clear: true "
-                    f"(`lcg replay --group {request.group_id} --force-clear`) to replace its "
-                    "rows with the WAL's replay (the WAL itself is untouched)",
+                    f"(`{replay} --force-clear`) to replace its rows with the WAL's replay "
+                    "(the WAL itself is untouched)",
                     field="force_clear",
                     rule="must be true to rebuild a non-empty group",
                 )

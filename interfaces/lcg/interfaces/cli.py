@@ -28,6 +28,7 @@ from lcg.interfaces.cli_common import (
     WorkspaceOpt,
     errors,
     json_arg,
+    json_object_flag,
     load_settings,
     out,
     print_json,
@@ -70,7 +71,9 @@ def assert_entity(
     name: str,
     summary: Annotated[str | None, typer.Option(help="Replaces the stored summary.")] = None,
     label: Annotated[list[str] | None, typer.Option(help="Repeat for several labels.")] = None,
-    attributes: Annotated[str | None, typer.Option(help="JSON object.")] = None,
+    attributes: Annotated[
+        str | None, typer.Option(help='A JSON object, e.g. \'{"role": "lead"}\'.')
+    ] = None,
     entity_uuid: Annotated[str | None, typer.Option("--uuid", help="Update this entity.")] = None,
     group: GroupOpt = "liminis",
     workspace: WorkspaceOpt = None,
@@ -89,13 +92,15 @@ def assert_entity(
         "entity_uuid": "--uuid",
         "group_id": "--group",
     }
+    with errors():
+        attribute_object = json_object_flag("--attributes", attributes)
     with workspace_caller(workspace, "lcg assert-entity", flags=flags) as app:
         params = {
             "name": name,
             "summary": summary,
             "labels": label,
             "entity_uuid": entity_uuid,
-            "attributes": json_arg("attributes", attributes),
+            "attributes": attribute_object,
             "group_id": group,
         }
         result = app.call("knowledge_assert_entity", params)
@@ -128,7 +133,9 @@ def assert_relationship(
     valid_at: Annotated[
         str | None, typer.Option(help="RFC 3339 time or date (2025-03-03: midnight UTC).")
     ] = None,
-    attributes: Annotated[str | None, typer.Option(help="JSON object.")] = None,
+    attributes: Annotated[
+        str | None, typer.Option(help='A JSON object, e.g. \'{"role": "lead"}\'.')
+    ] = None,
     group: GroupOpt = "liminis",
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
@@ -148,6 +155,8 @@ def assert_relationship(
         "attributes": "--attributes",
         "group_id": "--group",
     }
+    with errors():
+        attribute_object = json_object_flag("--attributes", attributes)
     with workspace_caller(workspace, "lcg assert-relationship", flags=flags) as app:
         params = {
             "source_name": source,
@@ -156,7 +165,7 @@ def assert_relationship(
             "fact": fact,
             "relation_type": relation_type,
             "valid_at": valid_at,
-            "attributes": json_arg("attributes", attributes),
+            "attributes": attribute_object,
             "group_id": group,
         }
         result = app.call("knowledge_assert_relationship", params)
@@ -277,12 +286,13 @@ def call(
 ) -> None:
     """Call any operation of the table with JSON parameters; prints the JSON result."""
     with errors():
+        operation = operations.BY_NAME.get(method)
+        if operation is None:  # refused before a workspace is opened (or created)
+            raise operations.UnknownMethod(method)
         raw = json_arg("params", params)
         if not isinstance(raw, dict):
             raise InvalidParams("params", "must be a JSON object")
-    operation = operations.BY_NAME.get(method)
-    reads = operation is not None and operation.read_only
-    with workspace_caller(workspace, f"lcg call {method}", reads=reads) as app:
+    with workspace_caller(workspace, f"lcg call {method}", reads=operation.read_only) as app:
         print_json(app.call(method, raw))
 
 

@@ -126,16 +126,29 @@ def _healthy_service(path: Path) -> SocketCaller | None:
 
 @contextmanager
 def open_caller(
-    settings: Settings, command: str, *, read_only: bool, say: Callable[[str], None]
+    settings: Settings,
+    command: str,
+    *,
+    read_only: bool,
+    say: Callable[[str], None],
+    reads: bool = False,
 ) -> Iterator[Caller]:
     """Open the workspace here, or, when another process holds it and serves its socket,
-    reach it through that service (and `say` so)."""
+    reach it through that service (and `say` so). A holder with no socket (an MCP server
+    started with --mcp-stdio) still lets a command that only `reads` read the workspace
+    directly, read-only; anything else is refused saying what works."""
     try:
         workspace = Workspace(settings, command=command, read_only=read_only).open()
-    except WorkspaceBusy:
-        remote = _healthy_service(settings.socket_path)
-        if remote is None:
-            raise
+    except WorkspaceBusy as busy:
+        holder = busy.holder
+    else:
+        try:
+            yield LocalCaller(App(workspace))
+        finally:
+            workspace.close()
+        return
+    remote = _healthy_service(settings.socket_path)
+    if remote is not None:
         say(
             f"the workspace is held by its socket service; this command goes through "
             f"{settings.socket_path}"
@@ -144,8 +157,22 @@ def open_caller(
             yield remote
         finally:
             remote.close()
-        return
-    try:
-        yield LocalCaller(App(workspace))
-    finally:
-        workspace.close()
+    elif reads:
+        say(
+            "the workspace is held by another process that serves no socket; reading it "
+            "directly, read-only (search needs the workspace open for writing)"
+        )
+        with Workspace(settings, command=command, read_only=True) as direct:
+            yield LocalCaller(App(direct))
+    else:
+        raise WorkspaceBusy(settings.lease_path, holder, _no_socket(settings))
+
+
+def _no_socket(settings: Settings) -> str:
+    """What works when the holder serves no socket this command could go through."""
+    return (
+        f"no socket service answers at {settings.socket_path}, so this command cannot go "
+        "through it: serve the workspace with `lcg serve` and start MCP servers with "
+        f"`--mcp-stdio --connect {settings.socket_path}`, and CLI commands go through the "
+        "service"
+    )

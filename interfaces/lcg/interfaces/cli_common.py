@@ -30,6 +30,7 @@ from lcg.interfaces.exit_codes import (
 )
 from lcg.interfaces.graph_file import ForeignProjections
 from lcg.interfaces.jsonrpc import STORAGE_ERROR, UNAVAILABLE
+from lcg.interfaces.workspace import WorkspaceClosed
 from lcg.projections.faults import FAULTS
 from lcg.projections.runner import ProjectionError
 from lcg.projections.wal.lease import WorkspaceBusy
@@ -77,7 +78,7 @@ def workspace_caller(
                 field="workspace",
                 rule="must name an existing workspace for a read",
             )
-        with open_caller(settings, command, read_only=read_only, say=say) as caller:
+        with open_caller(settings, command, read_only=read_only, say=say, reads=reads) as caller:
             yield caller
 
 
@@ -87,7 +88,7 @@ def errors(flags: dict[str, str] | None = None) -> Iterator[None]:
     names to what the user typed (num_results -> --limit), so messages name the flag."""
     try:
         yield
-    except WorkspaceBusy as error:
+    except (WorkspaceBusy, WorkspaceClosed) as error:  # closed: read-only beside a holder
         complain("error", str(error))
         raise typer.Exit(EXIT_BUSY) from None
     except InvalidParams as error:
@@ -180,3 +181,30 @@ def json_arg(field: str, text: str | None) -> Any:
         return json.loads(text)
     except ValueError as error:
         raise InvalidParams(field, "must be valid JSON", str(error)) from None
+
+
+def json_object_flag(flag: str, text: str | None) -> dict[str, Any] | None:
+    """A flag that takes a JSON object (`--attributes`); None when it was not given.
+
+    The seed stores a non-object `attributes` sent by a tool call as {} (K-AST-011); someone
+    typing `--attributes '[1,2]'` meant something, so the CLI refuses it, naming the flag."""
+    if text is None:
+        return None
+    rule = 'must be a JSON object, e.g. \'{"role": "lead"}\''
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise InvalidParams(flag, rule, f"not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise InvalidParams(flag, rule, f"got {_json_kind(value)}")
+    return value
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a string" if isinstance(value, str) else "an array"

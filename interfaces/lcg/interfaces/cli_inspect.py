@@ -14,7 +14,7 @@ from rich.text import Text
 from lcg.domain.errors import NotFound
 from lcg.domain.events import DomainEvent, EventCodec
 from lcg.domain.ids import GroupId
-from lcg.interfaces import operations
+from lcg.interfaces import operations, schema_text
 from lcg.interfaces.cli_common import (
     JsonOpt,
     WorkspaceOpt,
@@ -25,6 +25,8 @@ from lcg.interfaces.cli_common import (
     unknown_group,
 )
 from lcg.projections.wal.store import EventLog
+
+UUID_FIELD_WIDTH = len("entity_uuid=") + 36
 
 
 def log_(
@@ -71,7 +73,9 @@ def log_(
             }
         )
         return
-    table = Table("seq", "type", "time", "summary")
+    table = Table("seq", "type", "time")
+    # wide enough for `entity_uuid=<36 characters>`: a uuid is never cut (issue 10)
+    table.add_column("summary", min_width=UUID_FIELD_WIDTH, overflow="fold")
     for recorded in rows:
         table.add_row(
             str(recorded.seq),
@@ -84,8 +88,9 @@ def log_(
     out.print(Text(f"group {group!r}: seqs {shown} of {head}"))
 
 
-def _event_summary(event: DomainEvent, width: int = 100) -> str:
-    """The event's fields on one line (times and long texts shortened)."""
+def _event_summary(event: DomainEvent, width: int = 200) -> str:
+    """The event's fields on one line: long texts shortened, and past `width` the remaining
+    fields left out whole (" ..."), so an id is never cut inside."""
     parts = []
     for item in dataclasses.fields(event):
         if item.name == "occurred_at":
@@ -101,8 +106,13 @@ def _event_summary(event: DomainEvent, width: int = 100) -> str:
             text = str(value)
         text = " ".join(text.split())
         parts.append(f"{item.name}={text[:60] + '...' if len(text) > 60 else text}")
-    line = " ".join(parts)
-    return line if len(line) <= width else line[: width - 3] + "..."
+    line = ""
+    for part in parts:
+        longer = f"{line} {part}" if line else part
+        if len(longer) > width - len(" ..."):
+            return f"{line} ..."
+        line = longer
+    return line
 
 
 def tools() -> None:
@@ -134,7 +144,7 @@ def describe(
     for field, spec in schema.get("properties", {}).items():
         table.add_row(
             Text(field),
-            Text(_type_of(spec)),
+            Text(schema_text.type_text(spec)),
             "yes" if field in required else "",
             Text("" if "default" not in spec else json.dumps(spec["default"])),
             Text(_rules_of(spec)),
@@ -143,35 +153,6 @@ def describe(
     out.print(Text(f"lcg call {name} '{{...}}'  (JSON object of these parameters)"))
 
 
-def _type_of(spec: dict[str, Any]) -> str:
-    if "anyOf" in spec:
-        return " or ".join(_type_of(option) for option in spec["anyOf"])
-    if "enum" in spec:
-        return " | ".join(json.dumps(value) for value in spec["enum"])
-    kind = str(spec.get("type", "any"))
-    if kind == "array" and isinstance(spec.get("items"), dict):
-        return f"array of {_type_of(spec['items'])}"
-    return kind
-
-
 def _rules_of(spec: dict[str, Any]) -> str:
-    parts = []
-    for key, word in (
-        ("minLength", "min length"),
-        ("maxLength", "max length"),
-        ("minimum", ">="),
-        ("maximum", "<="),
-        ("maxItems", "max items"),
-        ("minItems", "min items"),
-    ):
-        if key in spec:
-            parts.append(f"{word} {spec[key]}")
-    for option in spec.get("anyOf", []):
-        rules = _rules_of(option)
-        if rules:
-            parts.append(rules)
-    if "pattern" in spec:
-        parts.append(f"pattern {spec['pattern']}")
-    if "description" in spec:
-        parts.append(str(spec["description"]))
-    return "; ".join(parts)
+    parts = [schema_text.bounds_text(spec), str(spec.get("description", ""))]
+    return "; ".join(part for part in parts if part)

@@ -259,18 +259,20 @@ class _Exchange:
 
 
 def _progress_sink(ctx: ServerRequestContext[Any]) -> ProgressSink:
-    """Socket-style progress frames as MCP progress notifications (K-PRG-002, P-008)."""
+    """Socket-style progress frames as MCP progress notifications (K-PRG-002, P-008): one
+    notification per frame, whose `progress` counts the frames (1, 2, ...), never the
+    frame's `processed`; `total` and `message` are the frame's when it has them."""
     count = 0
 
     async def sink(frame: JsonObject) -> None:
         nonlocal count
         count += 1
-        processed = frame.get("processed")
         total = frame.get("total")
+        message = frame.get("message")
         await ctx.session.report_progress(
-            processed if isinstance(processed, int) else count,
-            total if isinstance(total, int) else None,
-            frame.get("message") if isinstance(frame.get("message"), str) else None,
+            count,
+            total if isinstance(total, int | float) and not isinstance(total, bool) else None,
+            message if isinstance(message, str) else None,
         )
 
     return sink

@@ -17,22 +17,28 @@ from lcg.queries import status as status_query
 
 
 class DeleteByGroupParams(Params):
-    group_ids: list[GroupIdField] = Field(min_length=1, max_length=rules.MAX_GROUP_IDS)
-    confirm: bool = False
-    dry_run: bool = False
+    group_ids: list[GroupIdField] = Field(
+        min_length=1, max_length=rules.MAX_GROUP_IDS, description="The groups to purge."
+    )
+    confirm: bool = Field(False, description="Must be true to purge (or pass dry_run).")
+    dry_run: bool = Field(False, description="Count what would be deleted; delete nothing.")
 
 
 class ClearAllParams(Params):
-    confirm: bool
-    preserve_wal: bool = False
+    confirm: bool = Field(description="Must be true: the whole graph is dropped.")
+    preserve_wal: bool = Field(False, description="Keep the WAL (else it is erased too).")
 
 
 class RebuildFromWalParams(Params):
     group_id: GroupIdField = DEFAULT_GROUP
-    from_seq: int = Field(0, ge=0)
-    to_seq: int | None = Field(None, ge=0)
-    dry_run: bool = False
-    force_clear: bool = False
+    from_seq: int = Field(0, ge=0, description="0: full rebuild; N > 0: resume from seq N.")
+    to_seq: int | None = Field(
+        None, ge=0, description="Inclusive last seq; given, the group is pinned there."
+    )
+    dry_run: bool = Field(False, description="Count what would be replayed; change nothing.")
+    force_clear: bool = Field(
+        False, description="Replace a non-empty group's rows (a full rebuild needs it)."
+    )
 
 
 class BackfillSummaryParams(Params):
@@ -40,7 +46,7 @@ class BackfillSummaryParams(Params):
         GroupIdField,
         Field(description="Required: the one group (never database-wide or the default)."),
     ]
-    dry_run: bool = False
+    dry_run: bool = Field(False, description="Count the candidates; embed nothing.")
 
 
 class CloseResult(TypedDict):

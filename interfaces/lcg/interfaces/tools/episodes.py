@@ -22,21 +22,27 @@ from lcg.queries import graph_reads
 
 
 class AddEpisodeParams(Params):
-    name: str = required_text(rules.MAX_EPISODE_NAME)
-    episode_body: str = required_text(rules.MAX_EPISODE_BODY)
-    source: EpisodeSource = "text"
-    source_description: str = Field("", max_length=rules.MAX_SOURCE_DESCRIPTION)
-    reference_time: Timestamp | None = Field(None, description="RFC 3339 time; default: now")
+    name: str = required_text(rules.MAX_EPISODE_NAME, "The episode's name.")
+    episode_body: str = required_text(rules.MAX_EPISODE_BODY, "The content, stored as given.")
+    source: EpisodeSource = Field("text", description="What the content is.")
+    source_description: str = Field(
+        "",
+        max_length=rules.MAX_SOURCE_DESCRIPTION,
+        description="Where it came from (knowledge_get_entities_by_source matches it).",
+    )
+    reference_time: Timestamp | None = Field(
+        None, description="RFC 3339 time, or a date (midnight UTC); default: now."
+    )
     group_id: GroupIdField = DEFAULT_GROUP
 
 
 class GetEpisodesParams(Params):
     group_id: GroupIdField = DEFAULT_GROUP
-    last_n: NumResults = 50
+    last_n: NumResults = Field(50, description="How many of the newest episodes.")
 
 
 class DeleteEpisodeParams(Params):
-    episode_uuid: UuidField
+    episode_uuid: UuidField = Field(description="The episode to delete; unknown: a no-op.")
 
 
 def add_episode(app: App, q: AddEpisodeParams) -> handlers.AddEpisodeResult:

@@ -28,10 +28,18 @@ Label = Annotated[
 
 
 class AssertEntityParams(Params):
-    name: str = required_text(rules.MAX_NAME)
-    entity_uuid: UuidField | None = None
-    labels: list[Label] | None = Field(None, max_length=rules.MAX_LABELS)
-    summary: str | None = Field(None, max_length=rules.MAX_SUMMARY)
+    name: str = required_text(
+        rules.MAX_NAME, "The entity's name; with group_id, its identity unless entity_uuid."
+    )
+    entity_uuid: UuidField | None = Field(
+        None, description="Update this entity of group_id (strict: it must exist there)."
+    )
+    labels: list[Label] | None = Field(
+        None, max_length=rules.MAX_LABELS, description='Replace the labels; omitted: ["Entity"].'
+    )
+    summary: str | None = Field(
+        None, max_length=rules.MAX_SUMMARY, description='Replace the summary; omitted: "".'
+    )
     attributes: Any = Field(
         None,
         description="JSON object; anything else is stored as {} (K-AST-011)",
@@ -41,27 +49,35 @@ class AssertEntityParams(Params):
 
 
 class AssertRelationshipParams(Params):
-    source_name: str = required_text(rules.MAX_NAME)
-    target_name: str = required_text(rules.MAX_NAME)
-    predicate: str = required_text(rules.MAX_PREDICATE)
-    fact: str | None = Field(None, max_length=rules.MAX_FACT)
+    source_name: str = required_text(rules.MAX_NAME, "Name of an entity already in group_id.")
+    target_name: str = required_text(rules.MAX_NAME, "Name of an entity already in group_id.")
+    predicate: str = required_text(rules.MAX_PREDICATE, "What the source does to the target.")
+    fact: str | None = Field(
+        None,
+        max_length=rules.MAX_FACT,
+        description="The sentence the edge states; omitted: 'SOURCE PREDICATE TARGET'.",
+    )
     attributes: Any = Field(
         None,
         description="JSON object; anything else is stored as {} (K-AST-011)",
         json_schema_extra={"type": "object"},
     )
-    relation_type: str | None = Field(None, max_length=rules.MAX_RELATION_TYPE)
-    valid_at: Timestamp | None = Field(None, description="RFC 3339 time the fact became true")
+    relation_type: str | None = Field(
+        None, max_length=rules.MAX_RELATION_TYPE, description="A type name; omitted: none."
+    )
+    valid_at: Timestamp | None = Field(
+        None, description="When the fact became true: RFC 3339, or a date (midnight UTC)."
+    )
     group_id: GroupIdField = DEFAULT_GROUP
 
 
 class ListEntitiesParams(Params):
-    num_results: NumResults = 500
+    num_results: NumResults = Field(500, description="How many entities at most.")
     group_ids: GroupIdsField = None
 
 
 class ListRelationshipsParams(Params):
-    num_results: NumResults = 1000
+    num_results: NumResults = Field(1000, description="How many edges at most.")
     group_ids: GroupIdsField = None
 
 
@@ -71,13 +87,13 @@ class ByGroupParams(Params):
 
 class EdgesByUuidsParams(Params):
     uuids: list[Annotated[str, Field(max_length=rules.MAX_UUID)]] = Field(
-        max_length=rules.MAX_NUM_RESULTS
+        max_length=rules.MAX_NUM_RESULTS, description="Edge uuids; unknown ones are skipped."
     )
 
 
 class NeighborsParams(Params):
-    entity_uuid: UuidField
-    num_results: NumResults = 50
+    entity_uuid: UuidField = Field(description="The entity whose edges and neighbours to read.")
+    num_results: NumResults = Field(50, description="How many edges at most.")
     group_ids: GroupIdsField = None
 
 
@@ -98,8 +114,9 @@ def assert_entity(app: App, q: AssertEntityParams) -> handlers.AssertEntityResul
 
 
 def assert_relationship(app: App, q: AssertRelationshipParams) -> handlers.AssertRelationshipResult:
-    """Create or replace the active edge (source, predicate, target) of a group; endpoints
-    resolve only inside group_id (use knowledge_add_cross_group_edge across groups)."""
+    """Create or replace the active edge (source, predicate, target) of a group. Endpoints
+    resolve only inside group_id; knowledge_add_cross_group_edge (not in this version yet)
+    will link groups. Omitted fact/attributes/relation_type/valid_at are reset."""
     command = AssertRelationship(
         group_id=GroupId(q.group_id),
         source_name=q.source_name,

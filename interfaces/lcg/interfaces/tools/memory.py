@@ -97,8 +97,8 @@ class ConceptParams(Params):
     depends_on: list[MemoryText] | None = Field(
         None,
         max_length=limits.MAX_DEPENDS_ON_PER_CONCEPT,
-        description="Existing concepts this one rests on: recall's 8-hex id, the full node id "
-        "or the exact content. Each must name exactly one concept of the session.",
+        description="Existing concepts this one rests on: the 8-hex short id, the full node "
+        "id or the exact content. Each must name exactly one concept of the session.",
     )
     against: list[MemoryText] | None = Field(
         None,
@@ -138,8 +138,16 @@ class RecordActionParams(MemoryParams):
         max_length=limits.MAX_ACTION_AGAINST,
         description="Existing concepts this action shows to be wrong.",
     )
-    produces: list[MemoryText] | None = Field(None, max_length=limits.MAX_ACTION_TARGETS)
-    modifies: list[MemoryText] | None = Field(None, max_length=limits.MAX_ACTION_TARGETS)
+    produces: list[MemoryText] | None = Field(
+        None,
+        max_length=limits.MAX_ACTION_TARGETS,
+        description="What the action produced: concepts by id or text (created if new).",
+    )
+    modifies: list[MemoryText] | None = Field(
+        None,
+        max_length=limits.MAX_ACTION_TARGETS,
+        description="What the action changed: concepts by id or text (created if new).",
+    )
     depends_on: list[MemoryText] | None = Field(
         None,
         max_length=limits.MAX_ACTION_TARGETS,
@@ -153,7 +161,10 @@ class RecordActionParams(MemoryParams):
 
 class ReserveParams(MemoryParams):
     agent_id: AgentId
-    node_id: str = Field(max_length=64, description="A node id from lambo_recall/inspect.")
+    node_id: str = Field(
+        max_length=64,
+        description="The node's full id, as a write's receipt (created, matched) gives it.",
+    )
     ttl_seconds: int | None = Field(None, ge=1, le=3600, description="1 to 3600; default 30.")
     release: bool | None = Field(None, description="Release instead of reserve.")
     scope: Scope | None = None

@@ -13,7 +13,7 @@ from lcg.queries import graph_reads, relevance, search
 class FindParams(Params):
     query: str = required_text(rules.MAX_FACT, "What to look for, in words.")
     group_ids: GroupIdsField = None
-    num_results: NumResults = 10
+    num_results: NumResults = Field(10, description="How many results at most.")
     relevance_floor: bool = Field(
         True,
         description=(
@@ -34,8 +34,12 @@ class SearchPassagesParams(Params):
 
 
 class EntitiesBySourceParams(Params):
-    source: str = Field(min_length=1, max_length=rules.MAX_SOURCE_DESCRIPTION)
-    num_results: NumResults = 100
+    source: str = Field(
+        min_length=1,
+        max_length=rules.MAX_SOURCE_DESCRIPTION,
+        description="An episode's source_file or source_description.",
+    )
+    num_results: NumResults = Field(100, description="How many entities at most.")
     group_ids: GroupIdsField = None
 
 

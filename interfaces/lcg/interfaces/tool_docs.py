@@ -1,0 +1,360 @@
+"""Writes docs/tools/<family>.md, a page per tool family, from the operation table.
+
+`python -m lcg.interfaces.tool_docs [DIR]` writes the pages (DIR defaults to docs/tools);
+`--check` writes nothing and exits 1 naming the pages that differ. A family is the module of
+`lcg.interfaces.tools` a tool function lives in (graph, episodes, search, admin, memory). Each tool
+gets its description, a parameter table from its params model's schema, an example call and
+the result that call really returns: run in a fresh temporary workspace holding a small
+story, with the deterministic hashing embedder the tests use, ids minted by a counter and a
+clock that starts at 2026-01-01 and moves one second per reading, so the pages come out the
+same on every run. Nothing imports this module; it is not on any command's import path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import textwrap
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from lcg.interfaces import operations, schema_text
+from lcg.interfaces.app import App
+from lcg.interfaces.config import Settings
+from lcg.interfaces.operations import AnyOperation
+from lcg.interfaces.workspace import Workspace
+from lcg.projections.embedding.hashing import HashingEmbedder
+
+Params = dict[str, Any]
+
+DEFAULT_DIR = Path("docs/tools")
+WORKSPACE = "<workspace>"  # the temporary workspace's path, in results that show it
+VARIES = "<varies>"  # a value that differs from one run or machine to the next
+VARYING_KEYS = frozenset(  # an SQLite file's size depends on its library; timings vary
+    {
+        "byte_size",
+        "write_queue_apply_ms_p50",
+        "write_queue_apply_ms_p90",
+        "write_queue_apply_ms_max",
+    }
+)
+RECEIPT = re.compile(r"lwr1\.[0-9a-f]{16}\.[0-9a-f]+\.")  # random epoch, issue time: varies
+NODE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+MEMORY_STORY = {
+    "content": "user schema",
+    "concept_type": "entity",
+}  # derived before memory examples
+SCORE_PLACES = 4  # scores are rounded: the last bits of a float sum vary across CPUs
+
+# What every example runs against: the same small story, written before the example call.
+STORY: tuple[tuple[str, Params], ...] = (
+    (
+        "knowledge_assert_entity",
+        {
+            "name": "Ada Lovelace",
+            "labels": ["Person"],
+            "summary": "Mathematician who wrote the first published program.",
+        },
+    ),
+    (
+        "knowledge_assert_entity",
+        {
+            "name": "Analytical Engine",
+            "labels": ["Machine"],
+            "summary": "Charles Babbage's design for a mechanical general-purpose computer.",
+        },
+    ),
+    (
+        "knowledge_assert_relationship",
+        {
+            "source_name": "Ada Lovelace",
+            "predicate": "WROTE_NOTES_ON",
+            "target_name": "Analytical Engine",
+            "fact": "Ada Lovelace wrote the notes on the Analytical Engine.",
+        },
+    ),
+    (
+        "knowledge_add_episode",
+        {
+            "name": "notes-1843",
+            "episode_body": "In 1843 Ada Lovelace published her notes on the Analytical "
+            "Engine; note G holds the first program, which computes Bernoulli numbers.",
+            "source_description": "letters/1843.txt",
+        },
+    ),
+)
+
+
+def _story_id(index: int) -> str:
+    """The id the `index`-th minted id gets (1-based): the counter's, as a v4-shaped uuid."""
+    return f"00000000-0000-4000-8000-{index:012d}"
+
+
+ADA, ENGINE, EDGE, EPISODE = (_story_id(index) for index in range(1, 5))
+
+# One example call per tool of the table, run after STORY.
+EXAMPLES: dict[str, Params] = {
+    "knowledge_status": {},
+    "knowledge_add_episode": {
+        "name": "meeting-2026-01-05",
+        "episode_body": "We chose SQLite for the event log because it is one file.",
+        "source": "text",
+        "source_description": "notes/meetings.md",
+        "group_id": "liminis",
+    },
+    "knowledge_assert_entity": {
+        "name": "Charles Babbage",
+        "labels": ["Person"],
+        "summary": "Designed the Analytical Engine.",
+        "attributes": {"born": 1791},
+    },
+    "knowledge_assert_relationship": {
+        "source_name": "Ada Lovelace",
+        "predicate": "DESCRIBED",
+        "target_name": "Analytical Engine",
+        "valid_at": "1843-09-01",
+        "attributes": {"source": "Sketch of the Analytical Engine"},
+    },
+    "knowledge_get_episodes": {"group_id": "liminis", "last_n": 5},
+    "knowledge_get_nodes_by_group": {"group_ids": ["liminis"]},
+    "knowledge_get_edges_by_group": {"group_ids": ["liminis"]},
+    "knowledge_get_edges_by_uuids": {"uuids": [EDGE]},
+    "knowledge_list_entities": {"num_results": 10},
+    "knowledge_list_relationships": {"num_results": 10},
+    "knowledge_get_entity_neighbors": {"entity_uuid": ADA},
+    "knowledge_delete_episode": {"episode_uuid": EPISODE},
+    "knowledge_delete_by_group": {"group_ids": ["liminis"], "dry_run": True},
+    "knowledge_clear_all": {"confirm": True, "preserve_wal": True},
+    "knowledge_rebuild_from_wal": {"group_id": "liminis", "to_seq": 2, "force_clear": True},
+    "knowledge_close": {},
+    "knowledge_find_entities": {"query": "first program", "num_results": 3},
+    "knowledge_find_relationships": {"query": "notes on the engine", "num_results": 3},
+    "knowledge_search_passages": {"query": "Bernoulli numbers", "num_results": 3},
+    "knowledge_get_entities_by_source": {"source": "letters/1843.txt"},
+    "knowledge_backfill_summary_embeddings": {"group_id": "liminis", "dry_run": True},
+    "knowledge_build_indices": {},
+    "lambo_derive": {
+        "agent_id": "agent-a",
+        "concepts": [
+            {
+                "content": "Lease TTL is 45s because it must exceed the 15s shutdown budget.",
+                "concept_type": "logic",
+                "depends_on": ["user schema"],
+            }
+        ],
+    },
+    "lambo_record_action": {
+        "agent_id": "agent-a",
+        "action": "created migrations/003.sql",
+        "produces": ["migrations/003.sql"],
+        "depends_on": ["user schema"],
+    },
+    "lambo_reserve": {"agent_id": "agent-a", "node_id": "<the id of user schema>"},
+    "lambo_stats": {"agent_id": "agent-a"},
+}
+
+
+class _Clock:
+    """2026-01-01T00:00:00Z, one second later at each reading."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(seconds=1)
+        return self.now
+
+
+class _Ids:
+    """Ids from a counter, so that the story's and the examples' ids are known in advance."""
+
+    def __init__(self) -> None:
+        self.minted = 0
+
+    def __call__(self) -> str:
+        self.minted += 1
+        return _story_id(self.minted)
+
+
+def run_example(operation: AnyOperation) -> Params:
+    """The example call's real result, in a fresh temporary workspace holding STORY."""
+    with tempfile.TemporaryDirectory(prefix="lcg-tool-docs-") as directory:
+        settings = Settings(workspace=Path(directory), vector_follow="sync")
+        workspace = Workspace(
+            settings, embedder=HashingEmbedder(), clock=_Clock(), command="lcg tool_docs"
+        )
+        with workspace as ws:
+            app = App(ws, new_id=_Ids())
+            for name, params in STORY:
+                operations.dispatch(app, name, params)
+            example = dict(EXAMPLES[operation.name])
+            if operation.name.startswith("lambo_"):
+                example = _memory_story(app, example)
+            result = operations.dispatch(app, operation.name, example)
+        stable: Params = _stable(result, directory)
+        return stable
+
+
+def _memory_story(app: App, example: Params) -> Params:
+    """Derive MEMORY_STORY and wait for it (its receipt is delivered by the wait), so that the
+    memory examples can cite it; a node_id placeholder becomes its id."""
+    ack = operations.dispatch(
+        app, "lambo_derive", {"agent_id": "agent-a", "concepts": [MEMORY_STORY]}
+    )
+    receipt = ack["structuredContent"]["receipt"]
+    settled = operations.dispatch(
+        app, "lambo_stats", {"agent_id": "agent-a", "receipt": receipt, "wait_ms": 30_000}
+    )
+    (node,) = settled["structuredContent"]["receipt"]["created"]
+    if example.get("node_id") == "<the id of user schema>":
+        example["node_id"] = node
+    return example
+
+
+def _stable(value: Any, directory: str, key: str = "") -> Any:
+    """`value` with the temporary path, the varying values and float noise made stable."""
+    if key in VARYING_KEYS:
+        return VARIES
+    if isinstance(value, Mapping):
+        return {k: _stable(v, directory, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_stable(item, directory) for item in value]
+    if isinstance(value, str):
+        value = RECEIPT.sub("lwr1.<epoch>.<issued>.", value.replace(directory, WORKSPACE))
+        return NODE_ID.sub("<node-id>", value)
+    if isinstance(value, float):
+        return round(value, SCORE_PLACES)
+    return value
+
+
+def families() -> dict[str, list[AnyOperation]]:
+    """The table's tools by the module of `lcg.interfaces.tools` they live in, table order."""
+    grouped: dict[str, list[AnyOperation]] = {}
+    for operation in operations.OPERATIONS:
+        grouped.setdefault(operation.run.__module__.rsplit(".", 1)[-1], []).append(operation)
+    return grouped
+
+
+def render_pages() -> dict[str, str]:
+    """Each family's page text by file name (`graph.md`, ...)."""
+    return {
+        f"{family}.md": _page(family, tools, [run_example(tool) for tool in tools])
+        for family, tools in families().items()
+    }
+
+
+def _page(family: str, tools: Sequence[AnyOperation], results: Sequence[Params]) -> str:
+    module = sys.modules[tools[0].run.__module__]
+    summary = (module.__doc__ or "").strip().splitlines()[0]
+    lines = [
+        f"# Tools: {family}",
+        "",
+        summary,
+        "",
+        "<!-- Generated by `python -m lcg.interfaces.tool_docs` from the operation table;",
+        "     edit the tool's params model or docstring, not this page. -->",
+        "",
+        textwrap.fill(
+            "Every example runs in a fresh workspace holding the same small story (two "
+            "entities, Ada Lovelace and the Analytical Engine, an edge between them and one "
+            "episode) and shows the result that call returned. Ids come from a counter "
+            f"(`{_story_id(1)}` is the first), times from a clock that starts at "
+            "2026-01-01T00:00:00Z, embeddings from the deterministic hashing embedder of the "
+            "tests (not MiniLM: search scores differ; they are rounded here to "
+            f"{SCORE_PLACES} places); `{WORKSPACE}` stands for the workspace's directory and "
+            f"`{VARIES}` for a value that differs between machines.",
+            width=100,
+            break_on_hyphens=False,
+        ),
+        *(
+            [
+                "",
+                "Each memory example first derives `user schema` (an entity) as `agent-a` and "
+                "waits for it; receipt ids show `<epoch>.<issued>` and node ids `<node-id>`, "
+                "which differ on every run.",
+            ]
+            if family == "memory"
+            else []
+        ),
+        "",
+        *(f"- [`{tool.name}`](#{tool.name}) ({tool.scope.value})" for tool in tools),
+        "",
+    ]
+    for tool, result in zip(tools, results, strict=True):
+        lines.extend(_tool_section(tool, result))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _tool_section(tool: AnyOperation, result: Params) -> list[str]:
+    schema = tool.input_schema()
+    lines = [f"## {tool.name}", "", f"Scope: `{tool.scope.value}`. {tool.description}", ""]
+    properties: dict[str, dict[str, Any]] = schema.get("properties", {})
+    if properties:
+        required = set(schema.get("required", []))
+        lines += [
+            "| parameter | type | required | default | bounds | description |",
+            "|---|---|---|---|---|---|",
+        ]
+        lines += [
+            _row(
+                name,
+                schema_text.type_text(spec),
+                "yes" if name in required else "",
+                json.dumps(spec["default"]) if "default" in spec else "",
+                schema_text.bounds_text(spec),
+                str(spec.get("description", "")),
+            )
+            for name, spec in properties.items()
+        ]
+    else:
+        lines.append("No parameters.")
+    call = {"method": tool.name, "params": EXAMPLES[tool.name]}
+    lines += ["", "Example call (the JSON-RPC request's method and params):", ""]
+    lines += _json_block(call)
+    lines += ["", "Result:", ""]
+    lines += _json_block(result)
+    lines.append("")
+    return lines
+
+
+def _row(name: str, kind: str, required: str, default: str, bounds: str, text: str) -> str:
+    cells = [f"`{name}`", kind, required, f"`{default}`" if default else "", bounds, text]
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+
+def _json_block(value: object) -> list[str]:
+    return ["```json", json.dumps(value, indent=2, ensure_ascii=False), "```"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m lcg.interfaces.tool_docs",
+        description="Write (or --check) the tool pages generated from the operation table.",
+    )
+    parser.add_argument("directory", nargs="?", type=Path, default=DEFAULT_DIR)
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
+    args = parser.parse_args(argv)
+    directory: Path = args.directory
+    pages = render_pages()
+    if args.check:
+        stale = [name for name, text in pages.items() if _read(directory / name) != text]
+        for name in stale:
+            sys.stderr.write(f"{directory / name} differs from the table; regenerate it\n")
+        return 1 if stale else 0
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in pages.items():
+        (directory / name).write_text(text, encoding="utf-8")
+    return 0
+
+
+def _read(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8") if path.exists() else None
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,39 @@
+"""README.md tells a new user what they need (issue 10, "Docs"): the words it uses, and MCP
+client configs that name the workspace instead of relying on the client's working directory."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from lcg.interfaces.serve import with_serve_default
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _configs() -> list[dict[str, Any]]:
+    blocks = re.findall(r"```json\n(.*?)```", README, flags=re.DOTALL)
+    configs = [json.loads(block) for block in blocks if '"mcpServers"' in block]
+    return [server for config in configs for server in config["mcpServers"].values()]
+
+
+def test_issue_10_the_readme_explains_the_words_it_uses_before_using_them() -> None:
+    words = README.split("## What works now", 1)[0]
+    for word in ("group", "episode", "entity", "relationship", "WAL", "seq", "hydrated", "pins"):
+        assert f"**{word}**" in words, word
+    assert "`knowledge_add_episode` stores text" in " ".join(words.split())
+    assert "`knowledge_process_chunk`, to come, will extract" in " ".join(words.split())
+
+
+def test_issue_10_mcp_client_configs_name_the_workspace_not_a_cwd() -> None:
+    servers = _configs()
+    assert len(servers) == 2
+    for server in servers:
+        assert "cwd" not in server
+        args = server["args"]
+        assert "--workspace" in args or "--connect" in args, args
+        assert with_serve_default(args)[0] == "serve"
+        assert server["command"] == "liminis-context-graph"
