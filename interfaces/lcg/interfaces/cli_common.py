@@ -3,6 +3,7 @@ workspace, and how failures become one line on stderr and an exit code (exit_cod
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -19,7 +20,7 @@ from rich.text import Text
 
 from lcg.domain.errors import DomainError, InvalidParams, NotFound
 from lcg.interfaces.cli_caller import Caller, ServiceError, open_caller
-from lcg.interfaces.config import Settings
+from lcg.interfaces.config import Settings, session_name
 from lcg.interfaces.exit_codes import (
     EXIT_BUSY,
     EXIT_FAILURE,
@@ -51,8 +52,11 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.
 GroupOpt = Annotated[str, typer.Option("--group", "-g", help="Group id.")]
 
 
-def load_settings(workspace: Path | None) -> Settings:
-    return Settings.load(os.environ, Path.cwd(), workspace)
+def load_settings(workspace: Path | None, session: str | None = None) -> Settings:
+    settings = Settings.load(os.environ, Path.cwd(), workspace)
+    if session is None:
+        return settings
+    return dataclasses.replace(settings, session=session_name(session))
 
 
 @contextmanager
@@ -63,14 +67,16 @@ def workspace_caller(
     read_only: bool = False,
     reads: bool = False,
     flags: dict[str, str] | None = None,
+    session: str | None = None,
 ) -> Iterator[Caller]:
     """The workspace, here or through the socket service that holds it (cli_caller).
 
     A command that only `reads` never creates a workspace: where there is none it says so.
+    `session` (the memory commands' --session) is the session a workspace opened here serves.
     """
-    settings = load_settings(workspace)
     say = partial(complain, "note")
     with errors(flags):
+        settings = load_settings(workspace, session)
         if reads and not settings.state_dir.exists():
             raise NotFound(
                 f"workspace: there is no workspace at {settings.workspace} (no .lcg/); pass "

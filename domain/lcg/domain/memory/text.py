@@ -13,7 +13,7 @@ from enum import StrEnum
 
 import snowballstemmer  # type: ignore[import-untyped, unused-ignore]
 
-from lcg.domain.errors import DomainError
+from lcg.domain.errors import DomainError, InvalidParams
 from lcg.domain.memory.limits import (
     MAX_AGENT_ID_CHARS,
     MAX_EMBEDDING_TEXT_BYTES,
@@ -23,11 +23,12 @@ from lcg.domain.memory.limits import (
 )
 
 
-class MemoryArgumentError(DomainError):
-    """An argument of a memory tool breaks a rule; nothing was written."""
+class MemoryArgumentError(InvalidParams):
+    """An argument of a memory tool breaks a rule; nothing was written. A parameter error
+    (invalid params on every surface) whose message is the seed's own sentence."""
 
     def __init__(self, message: str, *, field: str, rule: str) -> None:
-        super().__init__(message, field=field, rule=rule)
+        DomainError.__init__(self, message, field=field, rule=rule)
 
 
 # --- characters -------------------------------------------------------------------------------

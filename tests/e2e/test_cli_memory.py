@@ -1,0 +1,42 @@
+"""`lcg derive`, `lcg record-action`, `lcg stats`: the memory tools from the shell (issue 11)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers.console_script import lcg, lcg_json, refused, said
+
+
+def test_issue_11_derive_waits_for_its_receipt_and_stats_counts_it(tmp_path: Path) -> None:
+    first = lcg(tmp_path, "derive", "user schema", "--type", "entity", "--agent", "a1")
+    assert first.returncode == 0, first.stderr
+    assert "applied — derived 1 concept(s): 1 created (1 embedded)" in said(first.stdout)
+    cited = lcg_json(
+        tmp_path, "derive", "the lease is 45s", "--depends-on", "user schema", "--json"
+    )
+    assert cited["outcome"]["state"] == "applied"
+    assert cited["outcome"]["detail"].endswith("; 1 citation(s) recorded")
+    action = lcg_json(
+        tmp_path, "record-action", "ran the tests", "--produces", "report.xml", "--json"
+    )
+    assert action["outcome"]["action_node"]
+    stats = lcg_json(tmp_path, "stats", "--json")
+    assert stats["concept_count"] == 4  # two concepts, the action, report.xml
+    assert stats["session"] == "liminis"
+
+
+def test_issue_11_the_cli_refuses_as_the_tools_do(tmp_path: Path) -> None:
+    assert "unknown variant Entity" in refused(lcg(tmp_path, "derive", "x", "--type", "Entity"), 2)
+    assert "matches nothing" in refused(lcg(tmp_path, "derive", "x", "--depends-on", "y"), 3)
+    nowhere = tmp_path / "nowhere"
+    assert "there is no workspace" in refused(lcg(nowhere, "stats"), 3)
+    assert not nowhere.exists()
+
+
+def test_issue_11_an_ack_only_write_is_applied_by_the_next_process(tmp_path: Path) -> None:
+    acked = lcg_json(tmp_path, "derive", "left pending", "--wait-ms", "0", "--json")
+    assert acked["receipt_state"] == "pending"
+    asked = lcg_json(
+        tmp_path, "stats", "--receipt", acked["receipt"], "--wait-ms", "20000", "--json"
+    )
+    assert asked["receipt"]["state"] == "applied_after_restart"
