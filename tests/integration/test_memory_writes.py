@@ -502,3 +502,40 @@ def test_delete_by_group_empties_a_session_that_holds_only_memory(
     settled(app, derive(app, concept("only memory here")))
     call(app, "knowledge_delete_by_group", group_ids=[SESSION], confirm=True)
     assert state.counts(workspace.reader(), SESSION)["node_count"] == 0
+
+
+OLD_VERSION = "the release pins version 2.3 of the parser"
+NEW_VERSION = "the release pins version 2.4 of the parser"
+
+
+@pytest.mark.minilm
+def test_m_der_100_117_118_119_a_value_change_is_a_replacement_candidate_not_a_merge(
+    app: App, workspace: Workspace
+) -> None:
+    """Under MiniLM a sentence with one number changed clears the merge threshold; the digit
+    guard refuses the merge (ADR 0025), and the receipt lists the older concept instead."""
+    settled(app, derive(app, concept(OLD_VERSION)))  # cosine 0.988 with NEW_VERSION
+    older = node_by_content(workspace, OLD_VERSION)
+    receipt = derive(app, concept(NEW_VERSION))
+    body = settled(app, receipt)
+    assert body["created_count"] == 1
+    assert body["semantic_merged"] == 0
+    newer = node_by_content(workspace, NEW_VERSION)
+    (candidate,) = body["replacement_candidates"]["candidates"]
+    assert body["replacement_candidates"]["total"] == 1
+    assert candidate["id"] == older.uuid[:8]
+    assert candidate["node_id"] == older.uuid
+    assert candidate["new_id"] == newer.uuid[:8]
+    assert candidate["cosine"] >= 0.98
+    assert "merged" not in candidate and "newer" not in candidate
+    assert (
+        "; 1 replacement candidate(s): existing concepts this write may replace" in (body["detail"])
+    )
+    text = call(app, "lambo_stats", agent_id=AGENT, receipt=receipt)["text"]
+    assert f'  - {older.uuid[:8]} "{OLD_VERSION}" (cosine ' in text
+
+
+def test_m_der_121_a_receipt_without_candidates_has_no_key(app: App) -> None:
+    body = settled(app, derive(app, concept("nothing close to this one exists yet")))
+    assert "replacement_candidates" not in body
+    assert "replacement candidate" not in body["detail"]

@@ -11,6 +11,7 @@ appends `MemoryWriteApplied` with every decision, or `MemoryWriteFailed` with th
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -256,6 +257,7 @@ class _Outcome:
         self.semantic_merged = 0
         self.embedded = 0
         self.reinforcements = 0
+        self.candidates: list[dict[str, Any]] = []
 
     def node(self, text: str, concept_type: str, prepared: Prepared, against: set[str]) -> str:
         """The node this text names: matched by key, merged by similarity, or created."""
@@ -403,7 +405,9 @@ def _decide(
         out.edge("precedes", previous, interaction)
     action_node: str | None = None
     if row.tool == DERIVE:
-        citations, contradictions = _apply_derive(out, request, prepared, interaction)
+        citations, contradictions = _apply_derive(
+            out, request, prepared, interaction, _about_time(row)
+        )
     else:
         action_node, citations, contradictions = _apply_action(out, request, prepared, interaction)
     created = list(out.created)
@@ -413,6 +417,13 @@ def _decide(
         summary += f"; {citations} citation(s) recorded"
     if contradictions:
         summary += f"; {contradictions} contradiction(s) recorded"
+    candidates = out.candidates
+    if candidates:
+        summary += (
+            f"; {len(candidates)} replacement candidate(s): existing concepts this write may"
+            " replace (nothing recorded; cite one in against on a later call only if it really"
+            " is replaced)"
+        )
     outcome: dict[str, Any] = {
         "agent_id": row.agent_id,
         "about_time": _about_time(row),
@@ -432,11 +443,101 @@ def _decide(
     }
     if action_node is not None:
         outcome["action_node"] = action_node
+    if candidates:
+        outcome["replacement_candidates"] = {
+            "candidates": _bounded(candidates),
+            "total": len(candidates),
+        }
+        outcome["candidate_lines"] = [_candidate_line(c) for c in candidates]
     return outcome
 
 
+REPLACEABLE = ("logic", "constraint", "observation")  # M-DER-103
+CANDIDATES_PER_CONCEPT = 3  # M-DER-112
+CANDIDATE_BYTES = 2048  # M-DER-122: rows per receipt, counted as serialized JSON
+
+
+def _candidates(
+    out: _Outcome,
+    concept: dict[str, Any],
+    uuid: str,
+    prepared: Prepared,
+    refs: set[str],
+    about: str,
+) -> list[dict[str, Any]]:
+    """The existing concepts this concept may replace (M-DER-100..116): vector hits at or
+    above the merge threshold, of its type, not written by this call, with no citation or
+    contradiction between the two; the one it merged with is marked merged, one dated after
+    it newer. Nothing is recorded."""
+    written = {*out.created, *out.matched} - {uuid}
+    found: list[dict[str, Any]] = []
+    for near in prepared.similar.get(concept["content"], []):
+        stored = state.node(out.ctx.conn, out.session, near.uuid)
+        if (
+            stored is None
+            or stored.node_kind != "concept"
+            or stored.concept_type != concept["concept_type"]
+            or stored.uuid in written
+            or stored.uuid in refs
+            or _linked(out, uuid, stored.uuid)
+        ):
+            continue
+        row: dict[str, Any] = {
+            "id": stored.uuid[:8],
+            "node_id": stored.uuid,
+            "excerpt": _excerpt(stored.content),
+            "cosine": round(near.cosine, 4),
+            "new_id": uuid[:8],
+        }
+        if stored.uuid == uuid:
+            row["merged"] = True
+        if stored.about_time > about:
+            row["newer"] = True
+        found.append(row)
+    found.sort(key=lambda row: -float(row["cosine"]))
+    return found[:CANDIDATES_PER_CONCEPT]
+
+
+def _linked(out: _Outcome, first: str, second: str) -> bool:
+    return any(
+        state.edge_uuid(out.ctx.conn, out.session, kind, a, b) is not None
+        for kind in ("depends_on", "contradicts")
+        for a, b in ((first, second), (second, first))
+    )
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _bounded(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """As many rows as fit in CANDIDATE_BYTES of serialized JSON (the total stays true)."""
+    kept: list[dict[str, Any]] = []
+    used = 0
+    for row in rows:
+        size = len(json.dumps(row, ensure_ascii=False).encode("utf-8"))
+        if used + size > CANDIDATE_BYTES:
+            break
+        kept.append(row)
+        used += size
+    return kept
+
+
+def _candidate_line(row: dict[str, Any]) -> str:
+    """`  - 5e6f7a8b "excerpt" (cosine 0.8684, for 1a2b3c4d)` and its ending (M-DER-108/114)."""
+    line = f'  - {row["id"]} "{row["excerpt"]}" (cosine {row["cosine"]:.4f}, for {row["new_id"]})'
+    if row.get("merged"):
+        line += "; merged with this write, may be replaced"
+    if row.get("newer"):
+        line += (
+            "; newer: dated after this write, so it may replace this write, not the other way"
+            " round; do not cite it in against."
+        )
+    return line
+
+
 def _apply_derive(
-    out: _Outcome, request: dict[str, Any], prepared: Prepared, interaction: str
+    out: _Outcome, request: dict[str, Any], prepared: Prepared, interaction: str, about: str
 ) -> tuple[int, int]:
     """Concepts, their citations and contradictions, then parent_of. (citations, contradictions)"""
     conn, session = out.ctx.conn, out.session
@@ -454,6 +555,9 @@ def _apply_derive(
             concept["content"], concept["concept_type"], prepared, against_nodes
         )
         out.edge("semantic" if how == "semantic" else "derives", interaction, uuid)
+        if how != "key" and concept["concept_type"] in REPLACEABLE:
+            refs = {r.node for r in (*cited, *against) if r.node}
+            out.candidates.extend(_candidates(out, concept, uuid, prepared, refs, about))
         for j, ref in enumerate(cited):
             assert ref.node is not None
             if ref.node == uuid:  # merged into what it cites: the merge already ties them

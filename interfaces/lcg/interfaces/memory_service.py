@@ -61,7 +61,14 @@ def _settled_fields(outcome: dict[str, Any]) -> dict[str, JsonValue]:
     }
     if "action_node" in outcome:
         fields["action_node"] = outcome["action_node"]
+    if "replacement_candidates" in outcome:
+        fields["replacement_candidates"] = outcome["replacement_candidates"]
     return fields
+
+
+def _lines(outcome: dict[str, Any]) -> tuple[str, ...]:
+    """The receipt text's lines after its state line: one per replacement candidate."""
+    return tuple(outcome.get("candidate_lines", ()))
 
 
 def record_of(row: WriteRow, *, this_process: bool) -> IntentRecord:
@@ -78,7 +85,12 @@ def record_of(row: WriteRow, *, this_process: bool) -> IntentRecord:
         else ReceiptState.APPLIED_AFTER_RESTART
     )
     return IntentRecord(
-        applied, row.agent_id, row.group_id, detail=row.summary, fields=_settled_fields(row.outcome)
+        applied,
+        row.agent_id,
+        row.group_id,
+        detail=row.summary,
+        lines=_lines(row.outcome),
+        fields=_settled_fields(row.outcome),
     )
 
 
@@ -154,6 +166,7 @@ class MemoryService:
                     ReceiptState.APPLIED,
                     now,
                     detail=outcome["summary"],
+                    lines=_lines(outcome),
                     fields=_settled_fields(outcome),
                 )
             else:
