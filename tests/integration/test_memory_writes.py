@@ -527,7 +527,8 @@ def test_m_der_100_117_118_119_a_value_change_is_a_replacement_candidate_not_a_m
     assert candidate["node_id"] == older.uuid
     assert candidate["new_id"] == newer.uuid[:8]
     assert candidate["cosine"] >= 0.98
-    assert "merged" not in candidate and "newer" not in candidate
+    assert "merged" not in candidate
+    assert "newer" not in candidate
     assert (
         "; 1 replacement candidate(s): existing concepts this write may replace" in (body["detail"])
     )
