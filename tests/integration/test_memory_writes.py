@@ -23,6 +23,7 @@ from tests.conftest import make_workspace
 
 AGENT = "agent-a"
 SESSION = GroupId("liminis")
+PAIR = {"parent": "p", "child": "q"}
 
 
 def call(app: App, name: str, /, **params: Any) -> dict[str, Any]:
@@ -360,6 +361,25 @@ def test_m_act_031_032_035_action_refusals(app: App, workspace: Workspace) -> No
         ({"agent_id": AGENT, "concepts": [concept("x")] * 65}, "concepts"),
         ({"agent_id": AGENT, "concepts": [concept("x")], "scope": "other"}, "scope"),
         ({"agent_id": AGENT, "concepts": [concept("x")], "repo_scope": "g/a/b"}, "repo_scope"),
+        ({"agent_id": "a" * 257, "concepts": [concept("x")]}, "agent_id"),  # M-ARG-053
+        ({"agent_id": AGENT, "concepts": [concept("é" * 8193)]}, "concepts[0].content"),
+        ({"agent_id": AGENT, "concepts": [concept("x", depends_on=["r"] * 9)]}, "concepts"),
+        (
+            {
+                "agent_id": AGENT,
+                "concepts": [concept(f"c{n}", depends_on=["r"] * 8) for n in "abcde"],
+            },
+            "depends_on",
+        ),  # 40 > 32 per call (M-DER-021)
+        ({"agent_id": AGENT, "concepts": [concept("x", against=["r"] * 9)]}, "concepts"),
+        (
+            {"agent_id": AGENT, "concepts": [concept(f"c{n}", against=["r"] * 8) for n in "abcde"]},
+            "against",
+        ),  # M-DER-050
+        (
+            {"agent_id": AGENT, "concepts": [concept("x")], "parent_of": [PAIR] * 257},
+            "parent_of",
+        ),  # M-DER-071
     ],
 )
 def test_m_arg_m_der_every_argument_rule_refuses_before_the_ack(
@@ -540,3 +560,33 @@ def test_m_der_121_a_receipt_without_candidates_has_no_key(app: App) -> None:
     body = settled(app, derive(app, concept("nothing close to this one exists yet")))
     assert "replacement_candidates" not in body
     assert "replacement candidate" not in body["detail"]
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        (
+            {
+                "action": "x",
+                "produces": ["a"] * 30,
+                "modifies": ["b"] * 30,
+                "depends_on": ["c"] * 5,
+            },
+            "depends_on",
+        ),  # 65 combined (M-ACT-006)
+        ({"action": "x", "against": ["a"] * 9}, "against"),  # M-ACT-007
+        ({"action": "see [image:r17]"}, "action"),  # M-ACT-004
+        ({"action": "x", "created_at": "2026-01-01T00:00:00Z"}, "created_at"),
+        ({"action": "x", "event_time": "2026-13-01"}, "event_time"),
+        ({"action": "x", "depends_on": ["a\x1b[31m"]}, "depends_on[0]"),
+    ],
+)
+def test_m_act_every_argument_rule_refuses_before_the_ack(
+    app: App, workspace: Workspace, params: dict[str, Any], field: str
+) -> None:
+    before = head(workspace)
+    with pytest.raises(DomainError) as error:
+        call(app, "lambo_record_action", agent_id=AGENT, **params)
+    assert error.value.field is not None
+    assert error.value.field.startswith(field.split("[", maxsplit=1)[0])
+    assert head(workspace) == before
