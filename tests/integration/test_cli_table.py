@@ -28,6 +28,9 @@ NAMED_COMMANDS: dict[str, tuple[str, list[str]]] = {
     "assert-relationship": ("knowledge_assert_relationship", ["Ada", "knows", "Bob", "-g", "g"]),
     "add-episode": ("knowledge_add_episode", ["note", "body", "--group", "g"]),
     "list-entities": ("knowledge_list_entities", []),
+    "derive": ("lambo_derive", ["a fact", "--wait-ms", "0"]),
+    "record-action": ("lambo_record_action", ["did a thing", "--wait-ms", "0"]),
+    "stats": ("lambo_stats", []),
 }
 GENERIC_COMMANDS = {"call", "demo", "serve", "tools", "describe", "log"}
 

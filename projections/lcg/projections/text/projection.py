@@ -40,11 +40,8 @@ from lcg.projections.text.tables import (
 )
 from lcg.projections.wal.store import RecordedEvent
 
-# Summaries are indexed from entities; memory concepts get their keyword leg with recall.
-TABLE = EventTable(
-    "text",
-    ignores=(SummaryEmbedded, MemoryWriteAccepted, MemoryWriteApplied, MemoryWriteFailed),
-)
+# Summaries are indexed from entities; a memory write's concepts from its outcome.
+TABLE = EventTable("text", ignores=(SummaryEmbedded, MemoryWriteAccepted, MemoryWriteFailed))
 Run = Sequence[tuple[Seq, E]]
 
 
@@ -130,6 +127,23 @@ def _relationship_revised(
         put(conn, "edge", doc, (name, event.fact), replace=True)
 
 
+@TABLE.on(MemoryWriteApplied)
+def _memory_applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteApplied]) -> None:
+    """The concepts an outcome created (interactions are not searched by words)."""
+    created = [
+        (seq, node)
+        for seq, event in run
+        for node in event.outcome.get("nodes", [])
+        if node["node_kind"] == "concept"
+    ]
+    ids = new_docs(conn, "concept", [(group, node["uuid"], 0, seq, 0) for seq, node in created])
+    put_new(
+        conn,
+        "concept",
+        [(doc, node["content"], "") for doc, (_, node) in zip(ids, created, strict=True)],
+    )
+
+
 @TABLE.on(EpisodeAdded)
 def _episode_added(conn: sqlite3.Connection, group: GroupId, run: Run[EpisodeAdded]) -> None:
     """Passages of plain episodes go in together; a chat message reads its neighbours, so the
@@ -204,7 +218,7 @@ class TextProjection:
     """BM25-searchable documents, updated in the projection's transaction."""
 
     name = "text"
-    version = 2  # 2: passages of chat messages carry their neighbours' words (context)
+    version = 3  # 2: chat passages carry their neighbours' words; 3: memory concepts
     handles = TABLE.handles
     ignores = TABLE.ignores
 
