@@ -37,6 +37,7 @@ def test_wire_names_are_stable() -> None:
         "memory_write_accepted",
         "memory_write_applied",
         "memory_write_failed",
+        "memory_accessed",
     ]
 
 

@@ -88,6 +88,7 @@ class IntentProcessor:
         self._thread: threading.Thread | None = None
         self.failure: str | None = None
         self.listeners: list[Callable[[str, str, dict[str, Any] | None], None]] = []
+        self.periodic: list[Callable[[], None]] = []  # run after each drain (access counts)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -167,6 +168,8 @@ class IntentProcessor:
                     return
                 try:
                     self._drain(conn)
+                    for work in self.periodic:
+                        work()
                     backoff = 0.0
                 except Exception as error:  # the intents stay pending and durable: retried
                     failure = f"{type(error).__name__}: {error}"

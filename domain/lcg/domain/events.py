@@ -166,6 +166,16 @@ class MemoryWriteFailed(DomainEvent):
     after_restart: bool
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryAccessed(DomainEvent):
+    """Recalls returned these concepts this many times since the last such event: access
+    counts, batched off the read path (ADR 0027)."""
+
+    wire_name: ClassVar[str] = "memory_accessed"
+
+    counts: dict[str, int]
+
+
 EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     EntityCreated,
     EntityRevised,
@@ -178,6 +188,7 @@ EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     MemoryWriteAccepted,
     MemoryWriteApplied,
     MemoryWriteFailed,
+    MemoryAccessed,
 )
 
 Upcaster: TypeAlias = Callable[[JsonDict], JsonDict]

@@ -10,8 +10,11 @@ answered from the memory projection, that is from the log.
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,6 +22,7 @@ from typing import Any
 
 from lcg.commands.memory_processor import IntentProcessor
 from lcg.commands.writer import WriteContext, Writer
+from lcg.domain.events import MemoryAccessed
 from lcg.domain.ids import GroupId
 from lcg.domain.memory import limits
 from lcg.domain.memory.locks import SoftLocks
@@ -37,6 +41,8 @@ from lcg.projections.memory import state
 from lcg.projections.memory.state import WriteRow
 
 Reader = Callable[[], Any]  # a fresh read connection of graph.sqlite
+ACCESS_FLUSH_SECONDS = 1.0  # how long recalls' access counts wait before one event
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +121,10 @@ class MemoryService:
         self.locks = SoftLocks()
         self._waits = 0
         self._waits_by_agent: dict[str, int] = {}
+        self._accessed: Counter[str] = Counter()  # recalls' access counts not yet in the log
+        self._accessed_since: float | None = None  # monotonic time of the oldest one
         processor.listeners.append(self._settled)
+        processor.periodic.append(self.flush_accesses)
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -177,6 +186,41 @@ class MemoryService:
                     conn.close()
                 reason = None if row is None else row.summary
                 self.book.settle(asked, ReceiptState.FAILED, now, detail=reason)
+
+    # -- access counts --------------------------------------------------------------------
+
+    def note_access(self, nodes: Iterable[str]) -> None:
+        """A recall returned these concepts: counted in memory, appended by the processor's
+        thread within about a second as one MemoryAccessed event (ADR 0027)."""
+        with self._lock:
+            before = len(self._accessed)
+            self._accessed.update(nodes)
+            if before == 0 and self._accessed:
+                self._accessed_since = time.monotonic()
+
+    def flush_accesses(self, min_age: float = ACCESS_FLUSH_SECONDS) -> None:
+        """Append the counts waiting for at least `min_age` seconds (none in a pinned session:
+        they are dropped, as a replay to a pin shows the session as it was)."""
+        with self._lock:
+            since = self._accessed_since
+            if not self._accessed or since is None or time.monotonic() - since < min_age:
+                return
+            counts, self._accessed = dict(self._accessed), Counter()
+            self._accessed_since = None
+        now = self.clock()
+
+        def append(ctx: WriteContext) -> None:
+            if not ctx.is_pinned(self.session):
+                ctx.append(self.session, [MemoryAccessed(now, counts)])
+
+        self._writer().execute(append)
+
+    def flush_lag_ms(self) -> int:
+        """How long the oldest access count has waited for the log (0: nothing waits); every
+        acknowledged write is in the log when it is acked (ADR 0026)."""
+        with self._lock:
+            since = self._accessed_since
+        return 0 if since is None else int((time.monotonic() - since) * 1000)
 
     # -- receipts -------------------------------------------------------------------------
 
@@ -267,13 +311,20 @@ class MemoryService:
         samples = sorted(counters.apply_ms)
         outstanding = self.processor.outstanding()
         degraded = self.processor.failure is not None or bool(self._writer().faults())
+        with self._lock:
+            flush_depth = len(self._accessed)
         payload: dict[str, Any] = {
             "session": self.session,
-            "flush_lag_ms": 0,
+            "agent": "lcg",  # the serving process; callers' ids are their own (ADR 0026)
+            "epoch": f"{self.book.epoch:016x}",  # this process's receipt epoch
+            "flush_lag_ms": self.flush_lag_ms(),
+            "flush_depth": flush_depth,
             "log_depth": int(log_depth),
             "write_queue_depth": outstanding,
             **counts,
+            "daemon_cycles": 0,  # the daemon and canonization come with issue 13
             "canonization_cycles": 0,
+            "canonization_failures": 0,
             "canonical_count": 0,
             "dead_lettered": 0,
             "degraded": degraded,
@@ -338,8 +389,13 @@ class MemoryService:
         )
 
     def close(self) -> None:
-        """Stop the processor; writes still pending stay durable intents for the next start."""
+        """Stop the processor; writes still pending stay durable intents for the next start.
+        Access counts waiting are appended first (a failure to is logged: they are counts)."""
         self.processor.stop()
+        try:
+            self.flush_accesses(min_age=0.0)
+        except Exception:
+            log.exception("the access counts of session %r could not be appended", self.session)
         now = self.clock()
         with self._lock:
             for receipt in self.book.outstanding():

@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar, cast
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.app import App
 from lcg.interfaces.params import NoParams, P, Params, parse
-from lcg.interfaces.tools import admin, episodes, graph, memory, search
+from lcg.interfaces.tools import admin, episodes, graph, memory, memory_read, search
 from lcg.projections.damage import is_corruption
 from lcg.projections.runner import Progress, ProjectionError
 
@@ -127,6 +127,8 @@ OPERATIONS: tuple[AnyOperation, ...] = (
     _row("lambo_record_action", MEMORY, memory.RecordActionParams, memory.lambo_record_action),
     _row("lambo_reserve", MEMORY, memory.ReserveParams, memory.lambo_reserve),
     _row("lambo_stats", MEMORY, memory.StatsParams, memory.lambo_stats),
+    _row("lambo_inspect", MEMORY, memory_read.InspectParams, memory_read.lambo_inspect),
+    _row("lambo_saints", MEMORY, memory_read.SaintsParams, memory_read.lambo_saints),
 )
 
 BY_NAME: dict[str, AnyOperation] = {op.name: op for op in OPERATIONS}

@@ -38,18 +38,20 @@ VARIES = "<varies>"  # a value that differs from one run or machine to the next
 VARYING_KEYS = frozenset(  # an SQLite file's size depends on its library; timings vary
     {
         "byte_size",
+        "epoch",
         "write_queue_apply_ms_p50",
         "write_queue_apply_ms_p90",
         "write_queue_apply_ms_max",
     }
 )
 RECEIPT = re.compile(r"lwr1\.[0-9a-f]{16}\.[0-9a-f]+\.")  # random epoch, issue time: varies
-NODE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 MEMORY_STORY = {
     "content": "user schema",
     "concept_type": "entity",
 }  # derived before memory examples
 SCORE_PLACES = 4  # scores are rounded: the last bits of a float sum vary across CPUs
+
+FAMILY_OF = {"memory_read": "memory"}  # a family split over two modules
 
 # What every example runs against: the same small story, written before the example call.
 STORY: tuple[tuple[str, Params], ...] = (
@@ -156,6 +158,8 @@ EXAMPLES: dict[str, Params] = {
     },
     "lambo_reserve": {"agent_id": "agent-a", "node_id": "<the id of user schema>"},
     "lambo_stats": {"agent_id": "agent-a"},
+    "lambo_inspect": {"agent_id": "agent-a", "focus": "user schema", "depth": 1},
+    "lambo_saints": {"agent_id": "agent-a"},
 }
 
 
@@ -173,8 +177,8 @@ class _Clock:
 class _Ids:
     """Ids from a counter, so that the story's and the examples' ids are known in advance."""
 
-    def __init__(self) -> None:
-        self.minted = 0
+    def __init__(self, first: int = 1) -> None:
+        self.minted = first - 1
 
     def __call__(self) -> str:
         self.minted += 1
@@ -186,7 +190,11 @@ def run_example(operation: AnyOperation) -> Params:
     with tempfile.TemporaryDirectory(prefix="lcg-tool-docs-") as directory:
         settings = Settings(workspace=Path(directory), vector_follow="sync")
         workspace = Workspace(
-            settings, embedder=HashingEmbedder(), clock=_Clock(), command="lcg tool_docs"
+            settings,
+            embedder=HashingEmbedder(),
+            clock=_Clock(),
+            command="lcg tool_docs",
+            memory_ids=_Ids(first=1000),
         )
         with workspace as ws:
             app = App(ws, new_id=_Ids())
@@ -225,8 +233,7 @@ def _stable(value: Any, directory: str, key: str = "") -> Any:
     if isinstance(value, list | tuple):
         return [_stable(item, directory) for item in value]
     if isinstance(value, str):
-        value = RECEIPT.sub("lwr1.<epoch>.<issued>.", value.replace(directory, WORKSPACE))
-        return NODE_ID.sub("<node-id>", value)
+        return RECEIPT.sub("lwr1.<epoch>.<issued>.", value.replace(directory, WORKSPACE))
     if isinstance(value, float):
         return round(value, SCORE_PLACES)
     return value
@@ -236,7 +243,8 @@ def families() -> dict[str, list[AnyOperation]]:
     """The table's tools by the module of `lcg.interfaces.tools` they live in, table order."""
     grouped: dict[str, list[AnyOperation]] = {}
     for operation in operations.OPERATIONS:
-        grouped.setdefault(operation.run.__module__.rsplit(".", 1)[-1], []).append(operation)
+        module = operation.run.__module__.rsplit(".", 1)[-1]
+        grouped.setdefault(FAMILY_OF.get(module, module), []).append(operation)
     return grouped
 
 
@@ -275,8 +283,8 @@ def _page(family: str, tools: Sequence[AnyOperation], results: Sequence[Params])
             [
                 "",
                 "Each memory example first derives `user schema` (an entity) as `agent-a` and "
-                "waits for it; receipt ids show `<epoch>.<issued>` and node ids `<node-id>`, "
-                "which differ on every run.",
+                "waits for it; memory ids count from 1000, and receipt ids show "
+                "`<epoch>.<issued>`, which differ on every run.",
             ]
             if family == "memory"
             else []

@@ -68,10 +68,14 @@ class Workspace:
         command: str = "lcg",
         clock: Clock = utc_now,
         read_only: bool = False,
+        memory_ids: Callable[[], str] | None = None,
         embedder: Embedder | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
+        # the ids the intent processor gives new concepts and interactions (uuid4; tool_docs
+        # passes a counter so that its pages come out the same)
+        self.memory_ids = memory_ids or (lambda: str(uuid.uuid4()))
         self.read_only = read_only
         self._command = command
         self._local = threading.local()
@@ -239,7 +243,7 @@ class Workspace:
             search,
             self.settle,
             self.clock,
-            lambda: str(uuid.uuid4()),
+            self.memory_ids,
             MINILM_MERGE_THRESHOLD,
         )
         self._memory = MemoryService(

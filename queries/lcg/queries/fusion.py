@@ -35,13 +35,22 @@ def normalise_leg(leg: str, hits: Sequence[tuple[K, float]]) -> list[tuple[K, fl
 
 
 def fuse(
-    legs: Mapping[str, Sequence[tuple[K, float]]], fusion: Fusion, rrf_k: int = RRF_K
+    legs: Mapping[str, Sequence[tuple[K, float]]],
+    fusion: Fusion,
+    rrf_k: int = RRF_K,
+    *,
+    raw: bool = False,
 ) -> list[Fused[K]]:
     """Reciprocal rank fusion (normalised so first in every leg is 1.0) or max of leg scores.
 
-    Each leg is a best-first list of (key, raw score); a key appears once per leg.
+    Each leg is a best-first list of (key, raw score); a key appears once per leg. With `raw`,
+    max takes the legs' raw scores (bm25 is then not capped at 1: lambo_recall, M-REC-026).
     """
-    live = {name: normalise_leg(name, by_score(hits)) for name, hits in legs.items() if hits}
+    live = {
+        name: by_score(hits) if raw else normalise_leg(name, by_score(hits))
+        for name, hits in legs.items()
+        if hits
+    }
     by_key: dict[K, Fused[K]] = {}
     for name, hits in live.items():
         for rank, (key, score) in enumerate(hits, start=1):

@@ -89,7 +89,7 @@ def _candidates(num_results: int) -> int:
     return max(50, num_results * 4)
 
 
-def _text_leg(
+def text_leg(
     ctx: SearchContext, kind: str, query: str, groups: Sequence[str] | None, limit: int
 ) -> Callable[[], list[text.TextHit]]:
     """Start the BM25 leg; the returned function waits for it. Only the in-memory scorer
@@ -109,7 +109,7 @@ def _text_leg(
     return finish
 
 
-def _vector_leg(
+def vector_leg(
     ctx: SearchContext, kind: str, query: str, groups: Sequence[str] | None, limit: int
 ) -> dict[str, list[tuple[tuple[str, int], float]]]:
     """Vector hits of a kind, split by embedding, as best-first (owner, part) lists."""
@@ -163,9 +163,9 @@ def _owner_ranking(
     `floors`, only candidates with evidence clearing a floor are kept (their ranking is the
     fused one), and only they are expanded from.
     """
-    text_leg = _text_leg(ctx, kind, query, groups, limit)
-    vector = _vector_leg(ctx, kind, query, groups, limit)
-    text_hits = text_leg()
+    finish_text = text_leg(ctx, kind, query, groups, limit)
+    vector = vector_leg(ctx, kind, query, groups, limit)
+    text_hits = finish_text()
     legs = {"text": [(h.owner_uuid, h.score) for h in text_hits]}
     by_embedding: dict[str, list[tuple[str, float]]] = {}
     for leg, embedding in vector_legs.items():
@@ -273,8 +273,8 @@ def search_passages(
     min_score = min(max(min_score, 0.0), 1.0)
     groups = collapsing_groups(group_ids)
     limit = _candidates(num_results)
-    text_hits = _text_leg(ctx, "passage", query, groups, limit)
-    vector = _vector_leg(ctx, "passage", query, groups, limit)
+    text_hits = text_leg(ctx, "passage", query, groups, limit)
+    vector = vector_leg(ctx, "passage", query, groups, limit)
     legs: dict[str, list[tuple[tuple[str, int], float]]] = {
         "text": [((h.owner_uuid, h.part), h.score) for h in text_hits()],
         "passage_vector": vector.get(catalog.PASSAGE, []),

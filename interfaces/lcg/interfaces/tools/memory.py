@@ -193,7 +193,7 @@ class MemoryResult(TypedDict):
 # -- shared checks ---------------------------------------------------------------------------
 
 
-def _service(app: App, agent_id: str, scope: str | None) -> MemoryService:
+def service_of(app: App, agent_id: str, scope: str | None) -> MemoryService:
     text.check_agent_id(agent_id)
     service = app.workspace.memory
     if scope is not None and scope != service.session:
@@ -215,7 +215,7 @@ def _refuse_repo_scope(repo_scope: str | None) -> None:
         )
 
 
-def _answer(
+def answer(
     service: MemoryService, agent_id: str, body: str, content: dict[str, Any]
 ) -> MemoryResult:
     """The response, with the caller's settled receipts piggybacked on it."""
@@ -241,7 +241,7 @@ def lambo_derive(app: App, params: DeriveParams) -> MemoryResult:
     with a receipt; the outcome arrives on your next tool response, or ask lambo_stats with
     the receipt (add wait_ms to block). Cite what a concept rests on in depends_on and what it
     shows to be wrong in against, by its 8-hex id."""
-    service = _service(app, params.agent_id, params.scope)
+    service = service_of(app, params.agent_id, params.scope)
     _refuse_repo_scope(params.repo_scope)
     concepts: list[ConceptIn] = []
     cited = contradicted = 0
@@ -298,7 +298,7 @@ def lambo_derive(app: App, params: DeriveParams) -> MemoryResult:
         lambda ctx, receipt: memory_commands.accept_derive(ctx, replace(call, receipt=receipt)),
     )
     ack = derive_ack(len(concepts), admitted.receipt, params.agent_id, dropped=admitted.dropped)
-    return _answer(service, params.agent_id, ack.text, dict(ack.structured()))
+    return answer(service, params.agent_id, ack.text, dict(ack.structured()))
 
 
 def lambo_record_action(app: App, params: RecordActionParams) -> MemoryResult:
@@ -307,7 +307,7 @@ def lambo_record_action(app: App, params: RecordActionParams) -> MemoryResult:
     modifies become causal edges, depends_on dependency edges. Returns before the write is
     applied, with a receipt, exactly as lambo_derive does; both write tools feed one ordered
     queue per agent."""
-    service = _service(app, params.agent_id, params.scope)
+    service = service_of(app, params.agent_id, params.scope)
     _refuse_repo_scope(params.repo_scope)
     text.check_text("action", params.action)
     text.check_no_image_suffix("action", params.action)
@@ -341,14 +341,14 @@ def lambo_record_action(app: App, params: RecordActionParams) -> MemoryResult:
         lambda ctx, receipt: memory_commands.accept_action(ctx, replace(call, receipt=receipt)),
     )
     ack = action_ack(params.action, admitted.receipt, params.agent_id, dropped=admitted.dropped)
-    return _answer(service, params.agent_id, ack.text, dict(ack.structured()))
+    return answer(service, params.agent_id, ack.text, dict(ack.structured()))
 
 
 def lambo_reserve(app: App, params: ReserveParams) -> MemoryResult:
     """Take an advisory soft lock on a memory node before you edit it, so two agents do not
     edit one concept at once; release: true releases it. Locks live in memory only and do not
     survive a restart; callers sending the same agent_id share a lock."""
-    service = _service(app, params.agent_id, params.scope)
+    service = service_of(app, params.agent_id, params.scope)
     text.check_text("node_id", params.node_id)
     node_id = params.node_id.strip().lower()
     found = state.node(app.workspace.reader(), service.session, node_id)
@@ -363,7 +363,7 @@ def lambo_reserve(app: App, params: ReserveParams) -> MemoryResult:
     with service.locked():
         if params.release:
             released = service.locks.release(params.agent_id, node_id, now)
-            return _answer(
+            return answer(
                 service,
                 params.agent_id,
                 release_text(node_id, released),
@@ -372,7 +372,7 @@ def lambo_reserve(app: App, params: ReserveParams) -> MemoryResult:
         reservation = service.locks.reserve(
             params.agent_id, node_id, check_ttl_seconds(params.ttl_seconds), now
         )
-    return _answer(
+    return answer(
         service,
         params.agent_id,
         reservation_text(reservation),
@@ -385,15 +385,15 @@ def lambo_stats(app: App, params: StatsParams) -> MemoryResult:
     canonization progress, degraded, the promotion policy and the embedding contract. With
     receipt, what happened to that one write; add wait_ms (0..34000, clamped) to wait for it
     to be applied (read-your-writes)."""
-    service = _service(app, params.agent_id, None)
-    answer = None
+    service = service_of(app, params.agent_id, None)
+    asked = None
     if params.receipt is not None:
         text.check_text("receipt", params.receipt)
         wait_ms = 0 if params.wait_ms is None else text.clamp_wait_ms(params.wait_ms)
-        answer = service.lookup(params.receipt, params.agent_id, wait_ms)
+        asked = service.lookup(params.receipt, params.agent_id, wait_ms)
     payload = service.stats(app.workspace.embedder.contract)
     lines = [service.stats_text(payload)]
-    if answer is not None:
-        payload["receipt"] = answer.structured()
-        lines.insert(0, answer.text())
-    return _answer(service, params.agent_id, "\n".join(lines), payload)
+    if asked is not None:
+        payload["receipt"] = asked.structured()
+        lines.insert(0, asked.text())
+    return answer(service, params.agent_id, "\n".join(lines), payload)

@@ -15,6 +15,7 @@ from lcg.domain.events import (
     EpisodeAdded,
     EpisodeDeleted,
     GroupPurged,
+    MemoryAccessed,
     MemoryWriteAccepted,
     MemoryWriteApplied,
     MemoryWriteFailed,
@@ -31,7 +32,13 @@ from lcg.projections.wal.store import RecordedEvent
 # SummaryEmbedded: vectors only; memory events: the memory projection (ADR 0026)
 TABLE = EventTable(
     "graph",
-    ignores=(SummaryEmbedded, MemoryWriteAccepted, MemoryWriteApplied, MemoryWriteFailed),
+    ignores=(
+        SummaryEmbedded,
+        MemoryWriteAccepted,
+        MemoryWriteApplied,
+        MemoryWriteFailed,
+        MemoryAccessed,
+    ),
 )
 Run = Sequence[tuple[Seq, E]]
 

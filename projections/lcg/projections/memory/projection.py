@@ -21,6 +21,7 @@ from lcg.domain.events import (
     EpisodeAdded,
     EpisodeDeleted,
     GroupPurged,
+    MemoryAccessed,
     MemoryWriteAccepted,
     MemoryWriteApplied,
     MemoryWriteFailed,
@@ -54,7 +55,7 @@ _SCHEMA = (
     " node_kind TEXT NOT NULL, content TEXT NOT NULL, concept_type TEXT, canonical_key TEXT,"
     " agent_id TEXT NOT NULL, created_at TEXT NOT NULL, about_time TEXT NOT NULL,"
     " last_written_at TEXT NOT NULL, seq INTEGER NOT NULL,"
-    " reinforced INTEGER NOT NULL DEFAULT 0)",
+    " reinforced INTEGER NOT NULL DEFAULT 0, access_count INTEGER NOT NULL DEFAULT 0)",
     "CREATE INDEX IF NOT EXISTS memory_nodes_key ON memory_nodes (group_id, canonical_key)",
     "CREATE INDEX IF NOT EXISTS memory_nodes_content ON memory_nodes (group_id, content)",
     "CREATE INDEX IF NOT EXISTS memory_nodes_kind ON memory_nodes (group_id, node_kind, seq)",
@@ -216,6 +217,14 @@ def _settle(
     )
 
 
+@TABLE.on(MemoryAccessed)
+def _accessed(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryAccessed]) -> None:
+    conn.executemany(
+        "UPDATE memory_nodes SET access_count = access_count + ? WHERE uuid=? AND group_id=?",
+        [(count, node, group) for _, event in run for node, count in event.counts.items()],
+    )
+
+
 @TABLE.on(GroupPurged)
 def _purged(conn: sqlite3.Connection, group: GroupId, run: Run[GroupPurged]) -> None:
     for table in TABLES:
@@ -226,7 +235,7 @@ class MemoryProjection:
     """Rows of every session's memory graph and its write receipts."""
 
     name = "memory"
-    version = 1
+    version = 2  # 2: access counts
     handles = TABLE.handles
     ignores = TABLE.ignores
 

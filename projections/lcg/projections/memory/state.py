@@ -205,3 +205,90 @@ class SessionLookup:
 
     def with_key(self, key: str) -> list[Node]:
         return concepts_with_key(self.conn, self.group, key)
+
+
+NEIGHBOUR_KINDS = ("depends_on", "parent_of", "contradicts", "produces", "modifies")
+
+
+def neighbours(conn: sqlite3.Connection, group: str, nodes: Sequence[str]) -> dict[str, str]:
+    """Concepts one edge away from `nodes` (either direction, interactions excluded):
+    neighbour -> the node it was reached from."""
+    if not nodes:
+        return {}
+    marks = ",".join("?" * len(nodes))
+    kinds = ",".join("?" * len(NEIGHBOUR_KINDS))
+    found: dict[str, str] = {}
+    for via, other in conn.execute(
+        f"SELECT source, target FROM memory_edges WHERE group_id=? AND kind IN ({kinds})"
+        f" AND source IN ({marks}) UNION ALL SELECT target, source FROM memory_edges"
+        f" WHERE group_id=? AND kind IN ({kinds}) AND target IN ({marks})",
+        (group, *NEIGHBOUR_KINDS, *nodes, group, *NEIGHBOUR_KINDS, *nodes),
+    ):
+        if other not in nodes:
+            found.setdefault(str(other), str(via))
+    return found
+
+
+def recent_concepts(conn: sqlite3.Connection, group: str, interactions: int) -> list[str]:
+    """The concepts the session's last `interactions` writes derived, newest first."""
+    rows = conn.execute(
+        "SELECT e.target FROM memory_edges e JOIN (SELECT uuid, seq FROM memory_nodes"
+        " WHERE group_id=? AND node_kind='interaction' ORDER BY seq DESC LIMIT ?) i"
+        " ON e.source = i.uuid WHERE e.kind IN ('derives', 'semantic') ORDER BY i.seq DESC",
+        (group, interactions),
+    ).fetchall()
+    return list(dict.fromkeys(str(row[0]) for row in rows))
+
+
+def nodes_by_uuid(conn: sqlite3.Connection, uuids: Sequence[str]) -> dict[str, Node]:
+    if not uuids:
+        return {}
+    marks = ",".join("?" * len(uuids))
+    rows = conn.execute(f"{_NODE} WHERE uuid IN ({marks})", list(uuids)).fetchall()
+    return {row[0]: Node(*row) for row in rows}
+
+
+def blast_radii(conn: sqlite3.Connection, uuids: Sequence[str]) -> dict[str, int]:
+    """Each node's blast radius (its depends_on dependents and parent_of children)."""
+    if not uuids:
+        return {}
+    marks = ",".join("?" * len(uuids))
+    found = dict.fromkeys(uuids, 0)
+    for node, count in conn.execute(
+        "SELECT node, COUNT(DISTINCT other) FROM (SELECT target AS node, source AS other FROM"
+        f" memory_edges WHERE kind='depends_on' AND target IN ({marks}) UNION SELECT source,"
+        f" target FROM memory_edges WHERE kind='parent_of' AND source IN ({marks}))"
+        " GROUP BY node",
+        (*uuids, *uuids),
+    ):
+        found[str(node)] = int(count)
+    return found
+
+
+def edges_of(conn: sqlite3.Connection, group: str, node: str) -> list[tuple[str, str, str]]:
+    """Every edge touching `node` (kind, source, target), interactions' edges excluded."""
+    rows = conn.execute(
+        "SELECT e.kind, e.source, e.target FROM memory_edges e WHERE e.group_id=? AND"
+        " (e.source=? OR e.target=?) AND e.kind NOT IN ('derives', 'semantic', 'precedes')"
+        " ORDER BY e.kind, e.source, e.target",
+        (group, node, node),
+    ).fetchall()
+    return [(str(kind), str(source), str(target)) for kind, source, target in rows]
+
+
+def concepts_containing(conn: sqlite3.Connection, group: str, text: str, limit: int) -> list[Node]:
+    """Concepts whose content contains `text` (case-insensitive), at most `limit`, from the
+    most recently written (the bounded scan of lambo_inspect's substring leg)."""
+    rows = conn.execute(
+        f"{_NODE} WHERE group_id=? AND node_kind='concept' AND instr(lower(content), lower(?))"
+        " ORDER BY seq DESC LIMIT ?",
+        (group, text, limit),
+    ).fetchall()
+    return [Node(*row) for row in rows]
+
+
+def concept_count(conn: sqlite3.Connection, group: str) -> int:
+    (count,) = conn.execute(
+        "SELECT COUNT(*) FROM memory_nodes WHERE group_id=? AND node_kind='concept'", (group,)
+    ).fetchone()
+    return int(count)

@@ -18,6 +18,7 @@ from lcg.domain.events import (
     EpisodeAdded,
     EpisodeDeleted,
     GroupPurged,
+    MemoryAccessed,
     MemoryWriteAccepted,
     MemoryWriteApplied,
     MemoryWriteFailed,
@@ -41,7 +42,9 @@ from lcg.projections.text.tables import (
 from lcg.projections.wal.store import RecordedEvent
 
 # Summaries are indexed from entities; a memory write's concepts from its outcome.
-TABLE = EventTable("text", ignores=(SummaryEmbedded, MemoryWriteAccepted, MemoryWriteFailed))
+TABLE = EventTable(
+    "text", ignores=(SummaryEmbedded, MemoryWriteAccepted, MemoryWriteFailed, MemoryAccessed)
+)
 Run = Sequence[tuple[Seq, E]]
 
 

@@ -21,6 +21,7 @@ from lcg.domain.events import (
     EpisodeAdded,
     EpisodeDeleted,
     GroupPurged,
+    MemoryAccessed,
     MemoryWriteAccepted,
     MemoryWriteApplied,
     MemoryWriteFailed,
@@ -43,7 +44,10 @@ CONCEPT = "concept_embedding"  # a memory concept, framed with its call's text (
 # Embeddings are write-once (K-AST-017/038): a revision embeds nothing. The one thing a
 # revision does here is drop the summary vector of a summary that became blank, so that an
 # entity is no longer found by what it no longer says (issue 10, K-SEM-019).
-TABLE = EventTable("vectors", ignores=(RelationshipRevised, MemoryWriteAccepted, MemoryWriteFailed))
+TABLE = EventTable(
+    "vectors",
+    ignores=(RelationshipRevised, MemoryWriteAccepted, MemoryWriteFailed, MemoryAccessed),
+)
 Run = Sequence[tuple[Seq, E]]
 _INSERT = (
     "INSERT INTO vector_catalog (group_id, embedding, owner_uuid, part, text, seq)"
@@ -142,7 +146,7 @@ def touched_owners(event: DomainEvent) -> tuple[str, ...] | None:
     """The owners whose vectors the event may change; None means the whole group."""
     if isinstance(event, MemoryWriteApplied):
         return tuple(n["uuid"] for n in event.outcome.get("nodes", []) if n.get("embedding_text"))
-    if isinstance(event, MemoryWriteAccepted | MemoryWriteFailed):
+    if isinstance(event, MemoryWriteAccepted | MemoryWriteFailed | MemoryAccessed):
         return ()
     for attribute in ("entity_uuid", "edge_uuid", "episode_uuid"):
         owner = getattr(event, attribute, None)

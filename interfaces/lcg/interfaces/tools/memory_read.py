@@ -1,0 +1,268 @@
+"""Agent memory, read side (seed 001): lambo_inspect and lambo_saints.
+
+Reads go to the memory projection through this thread's read connection; like the write
+tools they answer `text` plus `structuredContent` and carry the caller's settled receipts.
+Canonization arrives with issue 13: until then no concept is Canonical, saints lists none,
+and inspect's admission block names the policy and says that no cycle has run.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from pydantic import Field
+
+from lcg.domain.errors import DomainError
+from lcg.domain.memory import limits, text
+from lcg.domain.memory.identity import is_node_uuid, is_short_id
+from lcg.interfaces.app import App
+from lcg.interfaces.tools.memory import (
+    AgentId,
+    MemoryParams,
+    MemoryResult,
+    Scope,
+    answer,
+    service_of,
+)
+from lcg.projections.memory import state
+from lcg.projections.memory.state import Node
+
+SCAN_CAP = 2_000  # concepts the substring leg scans before it bounds itself (M-INS-008)
+DEPENDENTS_SHOWN = 50
+EDGE_TYPES = {  # the seed's edge classes
+    "depends_on": "Dependency",
+    "parent_of": "Hierarchical",
+    "produces": "Causal",
+    "modifies": "Causal",
+    "contradicts": "Contradicts",
+}
+POLICY = "Swarm"
+
+
+class InspectParams(MemoryParams):
+    agent_id: AgentId
+    focus: str = Field(
+        max_length=limits.MAX_STRING_BYTES,
+        description="Concept text, its 8-hex short id or its full node id.",
+    )
+    depth: int = Field(
+        limits.INSPECT_DEPTH.default or 2,
+        ge=limits.INSPECT_DEPTH.minimum,
+        le=limits.INSPECT_DEPTH.maximum,
+        description="Hops of neighbourhood to show (0..5).",
+    )
+    scope: Scope | None = None
+
+
+class SaintsParams(MemoryParams):
+    agent_id: AgentId
+    scope: Scope | None = None
+
+
+def _display(node: Node) -> str:
+    kind = node.concept_type or "interaction"
+    return kind.capitalize()  # ConceptType.display: Entity, Logic, ...
+
+
+def _excerpt(content: str, limit: int = 80) -> str:
+    return content if len(content) <= limit else content[: limit - 1] + "…"
+
+
+def _listing(nodes: list[Node]) -> str:
+    return "; ".join(f'{n.uuid} "{_excerpt(n.content, 60)}"' for n in nodes[:10])
+
+
+def _resolve(app: App, session: str, focus: str) -> tuple[Node, str | None]:
+    """(the concept, a note on how it was found when not exactly)."""
+    conn = app.workspace.reader()
+    wanted = focus.strip()
+    if is_node_uuid(wanted):
+        found = state.node(conn, session, wanted.lower())
+        if found is not None and found.node_kind == "concept":
+            return found, None
+    exact = state.concepts_with_content(conn, session, wanted)
+    if len(exact) == 1:
+        return exact[0], None
+    if len(exact) > 1:
+        raise _several(focus, exact)
+    if is_short_id(wanted):
+        prefixed = [
+            n
+            for n in state.nodes_with_prefix(conn, session, wanted.lower())
+            if n.node_kind == "concept"
+        ]
+        if len(prefixed) == 1:
+            return prefixed[0], None
+        if len(prefixed) > 1:
+            raise _several(focus, prefixed)
+    bounded = state.concept_count(conn, session) > SCAN_CAP
+    matches = state.concepts_containing(conn, session, wanted, SCAN_CAP if bounded else 11)
+    if len(matches) == 1:
+        note = f'resolved "{_excerpt(focus, 60)}" as a substring'
+        if bounded:
+            note += f" of the {SCAN_CAP:,} most recent concepts (past the scan cap)"
+        return matches[0], note
+    if len(matches) > 1:
+        raise _several(focus, matches)
+    closest = _closest(app, session, focus)
+    raise DomainError(
+        f"focus \"{_excerpt(focus, 60)}\" matches no concept of session '{session}'"
+        + (f"; closest: {_listing(closest)}" if closest else ""),
+        field="focus",
+        rule="must name a concept",
+    )
+
+
+def _closest(app: App, session: str, focus: str) -> list[Node]:
+    conn = app.workspace.reader()
+    words = [w for w in focus.split() if len(w) > 2][:5]
+    found: dict[str, Node] = {}
+    for word in words:
+        for node in state.concepts_containing(conn, session, word, 10):
+            found.setdefault(node.uuid, node)
+    return list(found.values())[:10]
+
+
+def _several(focus: str, nodes: list[Node]) -> DomainError:
+    return DomainError(
+        f'focus "{_excerpt(focus, 60)}" matches several concepts; name one by its id: '
+        + _listing(nodes)
+        + (f" (and {len(nodes) - 10} more)" if len(nodes) > 10 else ""),
+        field="focus",
+        rule="must name one concept",
+    )
+
+
+def lambo_inspect(app: App, params: InspectParams) -> MemoryResult:
+    """Look at the neighbourhood around a concept: its type, whether it is canonical, its blast
+    radius, its dependents, its contradictions and its edges both ways to depth hops; focus is
+    its text, its 8-hex short id or its node id (then a single substring match)."""
+    service = service_of(app, params.agent_id, params.scope)
+    text.check_text("focus", params.focus)
+    node, note = _resolve(app, service.session, params.focus)
+    conn = app.workspace.reader()
+    edges = state.edges_of(conn, service.session, node.uuid)
+    dependents = [
+        (source, kind)
+        for kind, source, target in edges
+        if kind == "depends_on" and target == node.uuid
+    ] + [
+        (target, kind)
+        for kind, source, target in edges
+        if kind == "parent_of" and source == node.uuid
+    ]
+    contradicted_by = [
+        source for kind, source, target in edges if kind == "contradicts" and target == node.uuid
+    ]
+    shown, truncated = _neighbourhood(conn, service.session, node.uuid, params.depth)
+    labels = state.nodes_by_uuid(
+        conn, [*(d for d, _ in dependents), *contradicted_by, *(x for e in shown for x in e[1:3])]
+    )
+    radius = len({d for d, _ in dependents})
+    lines = [f"{node.content} [{_display(node)}] (id {node.uuid[:8]}, blast radius {radius})"]
+    lines.append(f"node {node.uuid}, written by {node.agent_id} at {node.created_at}")
+    if note:
+        lines.append(note)
+    lines.append(f"dependents ({radius}):")
+    dependent_rows = []
+    for uuid, kind in dependents[:DEPENDENTS_SHOWN]:
+        label = _excerpt(labels[uuid].content) if uuid in labels else uuid
+        lines.append(f'  - {uuid[:8]} "{label}" ({EDGE_TYPES[kind]})')
+        dependent_rows.append({"node_id": uuid, "label": label, "edge_type": EDGE_TYPES[kind]})
+    if contradicted_by:
+        lines.append(f"contradicted by ({len(contradicted_by)}):")
+        for uuid in contradicted_by:
+            other = labels.get(uuid)
+            lines.append(
+                f'  - {uuid[:8]} "{_excerpt(other.content) if other else uuid}"'
+                + (f" ({other.agent_id}, {other.created_at})" if other else "")
+            )
+    lines.append(f"edges to depth {params.depth} ({len(shown)}):")
+    edge_rows = []
+    for hop, source, target, kind in shown:
+        lines.append(
+            f"  {source[:8]} -[{kind}]-> {target[:8]}" + (f"  (hop {hop})" if hop > 1 else "")
+        )
+        edge_rows.append(
+            {
+                "source": source,
+                "target": target,
+                "kind": kind,
+                "edge_type": EDGE_TYPES.get(kind, kind),
+                "hop": hop,
+            }
+        )
+    if truncated:
+        lines.append(f"(the neighbourhood stops at {limits.MAX_INSPECT_NEIGHBOURS} neighbours)")
+    lines.append(f"canonization ({POLICY}): None -> Candidate refused")
+    reason = "no canonization cycle has run yet"
+    lines.append(f"  - {reason}")
+    content: dict[str, Any] = {
+        "node_id": node.uuid,
+        "content": node.content,
+        "concept_type": _display(node),
+        "is_canonical": False,
+        "blast_radius": radius,
+        "dependents": dependent_rows,
+        "dependents_truncated": len(dependents) > DEPENDENTS_SHOWN,
+        "contradicted_by": contradicted_by,
+        "edges": edge_rows,
+        "neighbours_truncated": truncated,
+        "admission": {
+            "policy": POLICY,
+            "status": "None",
+            "next": "Candidate",
+            "eligible": False,
+            "checks": [],
+            "reasons": [reason],
+        },
+        "warnings": [],
+    }
+    if note:
+        content["resolved"] = note
+    return answer(service, params.agent_id, "\n".join(lines), content)
+
+
+def _neighbourhood(
+    conn: Any, session: str, start: str, depth: int
+) -> tuple[list[tuple[int, str, str, str]], bool]:
+    """Edges within `depth` hops of `start` (hop, source, target, kind), breadth first, each
+    once, at most 200 neighbours in total across every hop (M-INS-024); whether it stopped."""
+    seen = {start}
+    listed: set[tuple[str, str, str]] = set()
+    shown: list[tuple[int, str, str, str]] = []
+    frontier: deque[tuple[str, int]] = deque([(start, 0)])
+    while frontier:
+        here, hop = frontier.popleft()
+        if hop >= depth:
+            continue
+        for kind, source, target in state.edges_of(conn, session, here):
+            if (kind, source, target) in listed:
+                continue
+            other = target if source == here else source
+            if other not in seen:
+                if len(seen) - 1 >= limits.MAX_INSPECT_NEIGHBOURS:
+                    return shown, True
+                seen.add(other)
+                frontier.append((other, hop + 1))
+            listed.add((kind, source, target))
+            shown.append((hop + 1, source, target, kind))
+    return shown, False
+
+
+def lambo_saints(app: App, params: SaintsParams) -> MemoryResult:
+    """List the session's canonical memories, the concepts promoted to canonical facts: node
+    id, content, type, blast radius, access count and creation time of each."""
+    service = service_of(app, params.agent_id, params.scope)
+    saints: list[dict[str, Any]] = []  # no concept is Canonical before canonization runs
+    count = len(saints)
+    summary = (
+        f"{count} canonical memor{'y' if count == 1 else 'ies'} in session '{service.session}'"
+    )
+    return answer(
+        service,
+        params.agent_id,
+        summary,
+        {"summary": summary, "saints": saints, "warnings": []},
+    )

@@ -1,0 +1,80 @@
+"""lambo_recall's retrieval: keyword, vector and recent legs over a session's concepts, fused,
+then expanded through the memory graph (seed 001, M-REC 4.2).
+
+The legs are the search projections `knowledge_*` search reads (search.text_leg over the
+`concept` kind of the text projection, search.vector_leg over the concept FAISS index), so one
+retrieval core serves both families. Fusion is `max` of the legs' raw scores by default (a
+hit's relevance is the highest of its keyword, vector and recent scores, M-REC-026: bm25 is
+not capped at 1) or `rrf`. Graph expansion adds, hop by hop up to `traversal_depth`, concepts
+one edge away from the strongest hits at a decayed score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lcg.projections.memory import state
+from lcg.projections.vectors import catalog
+from lcg.queries.fusion import Fused, Fusion, best_per_key, fuse, fused_order
+from lcg.queries.search import GRAPH_DECAY, SearchContext, text_leg, vector_leg
+
+RECENT_SCORE = 0.25  # the recent leg's fixed score: below a real match by meaning (ADR 0027)
+RECENT_INTERACTIONS = 5  # how many of the session's last writes the recent leg reads
+EXPAND_FROM = 3  # strong hits whose neighbours are added per hop
+
+
+@dataclass
+class RecallHit:
+    """A concept recall returns: its score and how each leg (or graph hop) ranked it."""
+
+    node_id: str
+    score: float
+    ranks: dict[str, int] = field(default_factory=dict)
+
+
+def recall_concepts(
+    ctx: SearchContext,
+    session: str,
+    query: str,
+    top_k: int,
+    traversal_depth: int,
+    fusion: Fusion = "max",
+) -> list[RecallHit]:
+    """The session's best `top_k` concepts for `query`, best first (ties by node id)."""
+    limit = max(50, top_k * 4)
+    groups = [session]
+    finish_text = text_leg(ctx, "concept", query, groups, limit)
+    vectors = vector_leg(ctx, "concept", query, groups, limit).get(catalog.CONCEPT, [])
+    legs = {
+        "bm25": best_per_key([(hit.owner_uuid, hit.score) for hit in finish_text()]),
+        "vector": best_per_key([(owner, score) for (owner, _), score in vectors]),
+    }
+    if query.strip():
+        recent = state.recent_concepts(ctx.conn, session, RECENT_INTERACTIONS)
+        legs["recent"] = [(node, RECENT_SCORE) for node in recent]
+    fused = fuse(legs, fusion, raw=fusion == "max")
+    if traversal_depth:
+        fused = _expand(ctx, session, fused, traversal_depth)
+    return [RecallHit(e.key, e.score, e.ranks) for e in fused[:top_k]]
+
+
+def _expand(
+    ctx: SearchContext, session: str, fused: list[Fused[str]], depth: int
+) -> list[Fused[str]]:
+    known = {entry.key: entry for entry in fused}
+    frontier = [entry.key for entry in fused[:EXPAND_FROM]]
+    for hop in range(1, depth + 1):
+        found = state.neighbours(ctx.conn, session, frontier)
+        frontier = []
+        for neighbour, via in sorted(found.items()):
+            if neighbour in known:
+                continue
+            parent = known[via]
+            known[neighbour] = Fused(
+                neighbour,
+                parent.score * GRAPH_DECAY,
+                parent.relevance * GRAPH_DECAY,
+                {"graph": hop},
+            )
+            frontier.append(neighbour)
+    return sorted(known.values(), key=fused_order)

@@ -1,0 +1,105 @@
+"""lambo_inspect and lambo_saints on a real workspace (issue 12, seed 001 M-INS, M-SNT)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lcg.domain.errors import DomainError
+from lcg.interfaces.app import App
+from lcg.interfaces.workspace import Workspace
+from tests.integration.test_memory_writes import (
+    AGENT,
+    call,
+    concept,
+    derive,
+    node_by_content,
+    settled,
+)
+
+
+def _inspect(app: App, focus: str, **extra: Any) -> dict[str, Any]:
+    return call(app, "lambo_inspect", agent_id=AGENT, focus=focus, **extra)
+
+
+@pytest.fixture
+def story(app: App) -> None:
+    """A ruling, two concepts citing it, a child, a contradiction of the ruling."""
+    settled(app, derive(app, concept("user schema owns the account table", "entity")))
+    settled(
+        app,
+        derive(
+            app,
+            concept(
+                "logins read the account table", depends_on=["user schema owns the account table"]
+            ),
+            concept(
+                "exports read the account table", depends_on=["user schema owns the account table"]
+            ),
+            parent_of=[{"parent": "user schema owns the account table", "child": "audit columns"}],
+        ),
+    )
+    settled(
+        app,
+        derive(
+            app,
+            concept(
+                "accounts moved to the tenants table",
+                "observation",
+                against=["user schema owns the account table"],
+            ),
+        ),
+    )
+
+
+@pytest.mark.usefixtures("story")
+@pytest.mark.parametrize("form", ["content", "short_id", "node_id"])
+def test_m_ins_006_020_022_023_focus_forms_dependents_and_blast_radius(
+    app: App, workspace: Workspace, form: str
+) -> None:
+    ruling = node_by_content(workspace, "user schema owns the account table")
+    focus = {"content": ruling.content, "short_id": ruling.uuid[:8], "node_id": ruling.uuid}[form]
+    result = _inspect(app, focus)
+    content = result["structuredContent"]
+    assert content["node_id"] == ruling.uuid
+    assert content["blast_radius"] == 3  # two citations and one parent_of child (M-INS-021)
+    assert "dependents (3):" in result["text"].split("\n")
+    assert {d["edge_type"] for d in content["dependents"]} == {"Dependency", "Hierarchical"}
+    assert content["dependents_truncated"] is False
+    assert len(content["contradicted_by"]) == 1  # M-INS-025
+    assert content["admission"]["policy"] == "Swarm"
+    assert result["text"].split("\n")[-2] == "canonization (Swarm): None -> Candidate refused"
+
+
+@pytest.mark.usefixtures("story")
+def test_m_ins_007_009_010_substring_several_and_nothing(app: App) -> None:
+    found = _inspect(app, "tenants")
+    assert found["structuredContent"]["content"] == "accounts moved to the tenants table"
+    assert "as a substring" in found["text"]
+    with pytest.raises(DomainError, match="matches several concepts") as several:
+        _inspect(app, "account table")
+    assert several.value.field == "focus"
+    with pytest.raises(DomainError, match="matches no concept"):
+        _inspect(app, "zebra crossing")
+
+
+@pytest.mark.usefixtures("story")
+def test_m_ins_004_020_depth_bounds_the_neighbourhood(app: App, workspace: Workspace) -> None:
+    child = node_by_content(workspace, "audit columns")
+    near = _inspect(app, child.uuid, depth=1)["structuredContent"]["edges"]
+    far = _inspect(app, child.uuid, depth=2)["structuredContent"]["edges"]
+    assert {e["hop"] for e in near} == {1}
+    assert len(far) > len(near)
+    assert _inspect(app, child.uuid, depth=0)["structuredContent"]["edges"] == []
+    with pytest.raises(DomainError, match="depth"):
+        _inspect(app, child.uuid, depth=6)
+
+
+def test_m_snt_003_006_a_young_session_has_no_canonical_memories(app: App) -> None:
+    settled(app, derive(app, concept("not canonical yet")))
+    result = call(app, "lambo_saints", agent_id=AGENT)
+    assert result["structuredContent"]["saints"] == []
+    assert result["text"] == "0 canonical memories in session 'liminis'"
+    with pytest.raises(DomainError):
+        call(app, "lambo_saints", agent_id=AGENT, limit=5)  # M-SNT-002
