@@ -103,3 +103,25 @@ def test_m_snt_003_006_a_young_session_has_no_canonical_memories(app: App) -> No
     assert result["text"] == "0 canonical memories in session 'liminis'"
     with pytest.raises(DomainError):
         call(app, "lambo_saints", agent_id=AGENT, limit=5)  # M-SNT-002
+
+
+@pytest.mark.usefixtures("story")
+def test_m_stl_003_004_006_citations_of_a_contradicted_concept_are_stale(
+    app: App, workspace: Workspace
+) -> None:
+    ruling = node_by_content(workspace, "user schema owns the account table")
+    result = call(app, "lambo_stale", agent_id=AGENT)
+    content = result["structuredContent"]
+    assert content["total"] == 2  # the two citations; the parent_of child is not a row
+    assert {row["cited_id"] for row in content["rows"]} == {ruling.uuid}
+    citing = {
+        node_by_content(workspace, text).uuid
+        for text in ("logins read the account table", "exports read the account table")
+    }
+    assert {row["node_id"] for row in content["rows"]} == citing
+    assert result["text"].startswith("2 stale citation(s) in session 'liminis'; rows 1-2")
+    later = call(app, "lambo_stale", agent_id=AGENT, offset=50)["structuredContent"]
+    assert later["rows"] == []
+    assert later["total"] == 2
+    with pytest.raises(DomainError, match="offset"):
+        call(app, "lambo_stale", agent_id=AGENT, offset=-1)

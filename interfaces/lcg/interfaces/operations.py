@@ -128,6 +128,7 @@ OPERATIONS: tuple[AnyOperation, ...] = (
     _row("lambo_reserve", MEMORY, memory.ReserveParams, memory.lambo_reserve),
     _row("lambo_stats", MEMORY, memory.StatsParams, memory.lambo_stats),
     _row("lambo_inspect", MEMORY, memory_read.InspectParams, memory_read.lambo_inspect),
+    _row("lambo_stale", MEMORY, memory_read.StaleParams, memory_read.lambo_stale),
     _row("lambo_saints", MEMORY, memory_read.SaintsParams, memory_read.lambo_saints),
 )
 

@@ -159,6 +159,7 @@ EXAMPLES: dict[str, Params] = {
     "lambo_reserve": {"agent_id": "agent-a", "node_id": "<the id of user schema>"},
     "lambo_stats": {"agent_id": "agent-a"},
     "lambo_inspect": {"agent_id": "agent-a", "focus": "user schema", "depth": 1},
+    "lambo_stale": {"agent_id": "agent-a"},
     "lambo_saints": {"agent_id": "agent-a"},
 }
 

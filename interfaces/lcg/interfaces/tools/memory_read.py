@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from lcg.domain.errors import DomainError
-from lcg.domain.memory import limits, text
+from lcg.domain.memory import evidence, limits, text
 from lcg.domain.memory.identity import is_node_uuid, is_short_id
 from lcg.interfaces.app import App
 from lcg.interfaces.tools.memory import (
@@ -27,6 +27,7 @@ from lcg.interfaces.tools.memory import (
 )
 from lcg.projections.memory import state
 from lcg.projections.memory.state import Node
+from lcg.queries import memory_evidence
 
 SCAN_CAP = 2_000  # concepts the substring leg scans before it bounds itself (M-INS-008)
 DEPENDENTS_SHOWN = 50
@@ -53,6 +54,14 @@ class InspectParams(MemoryParams):
         description="Hops of neighbourhood to show (0..5).",
     )
     scope: Scope | None = None
+
+
+class StaleParams(MemoryParams):
+    agent_id: AgentId
+    scope: Scope | None = None
+    offset: int | None = Field(
+        None, ge=0, le=2**31 - 1, description="The next page: skip this many rows (pages of 50)."
+    )
 
 
 class SaintsParams(MemoryParams):
@@ -249,6 +258,46 @@ def _neighbourhood(
             listed.add((kind, source, target))
             shown.append((hop + 1, source, target, kind))
     return shown, False
+
+
+def lambo_stale(app: App, params: StaleParams) -> MemoryResult:
+    """List direct dependencies that rest on a contradicted concept in this session: each row
+    the dependent's id, a content snippet and the cited concept's id, at most 50 a page with
+    the total; offset gives the next page. Same contradiction rules as recall's warnings."""
+    service = service_of(app, params.agent_id, params.scope)
+    conn = app.workspace.reader()
+    targets = memory_evidence.contradicted_targets(conn, service.session)
+    found = memory_evidence.load(conn, service.session, targets)
+    rows = evidence.stale_rows(
+        found.concepts.values(), found.contradictions, found.support, app.now()
+    )
+    page = evidence.stale_page(rows, evidence.check_stale_offset(params.offset))
+    nodes = state.nodes_by_uuid(conn, [row.dependent for row in page.rows])
+    shown = [
+        {
+            "node_id": row.dependent,
+            "content": _excerpt(nodes[row.dependent].content) if row.dependent in nodes else "",
+            "cited_id": row.cited,
+            "contradicted_by": row.contradiction.source,
+        }
+        for row in page.rows
+    ]
+    first = page.offset + 1 if shown else page.offset
+    lines = [
+        f"{page.total} stale citation(s) in session '{service.session}'"
+        + (f"; rows {first}-{page.offset + len(shown)}" if shown else "")
+    ]
+    lines += [
+        f'  - {row["node_id"]} "{row["content"]}" rests on {row["cited_id"]}, contradicted by'
+        f" {str(row['contradicted_by'])[:8]}"
+        for row in shown
+    ]
+    return answer(
+        service,
+        params.agent_id,
+        "\n".join(lines),
+        {"rows": shown, "total": page.total, "offset": page.offset, "warnings": []},
+    )
 
 
 def lambo_saints(app: App, params: SaintsParams) -> MemoryResult:
