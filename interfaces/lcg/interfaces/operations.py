@@ -19,7 +19,15 @@ from typing import Any, Generic, TypeVar, cast
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.app import App
 from lcg.interfaces.params import NoParams, P, Params, parse
-from lcg.interfaces.tools import admin, episodes, graph, memory, memory_read, search
+from lcg.interfaces.tools import (
+    admin,
+    episodes,
+    graph,
+    memory,
+    memory_read,
+    memory_recall,
+    search,
+)
 from lcg.projections.damage import is_corruption
 from lcg.projections.runner import Progress, ProjectionError
 
@@ -123,6 +131,7 @@ OPERATIONS: tuple[AnyOperation, ...] = (
         admin.backfill_summary_embeddings,
     ),
     _row("knowledge_build_indices", ADMIN, NoParams, admin.build_indices),
+    _row("lambo_recall", MEMORY, memory_recall.RecallParams, memory_recall.lambo_recall),
     _row("lambo_derive", MEMORY, memory.DeriveParams, memory.lambo_derive),
     _row("lambo_record_action", MEMORY, memory.RecordActionParams, memory.lambo_record_action),
     _row("lambo_reserve", MEMORY, memory.ReserveParams, memory.lambo_reserve),

@@ -51,7 +51,7 @@ MEMORY_STORY = {
 }  # derived before memory examples
 SCORE_PLACES = 4  # scores are rounded: the last bits of a float sum vary across CPUs
 
-FAMILY_OF = {"memory_read": "memory"}  # a family split over two modules
+FAMILY_OF = {"memory_read": "memory", "memory_recall": "memory"}  # a family split over two modules
 
 # What every example runs against: the same small story, written before the example call.
 STORY: tuple[tuple[str, Params], ...] = (
@@ -158,6 +158,7 @@ EXAMPLES: dict[str, Params] = {
     },
     "lambo_reserve": {"agent_id": "agent-a", "node_id": "<the id of user schema>"},
     "lambo_stats": {"agent_id": "agent-a"},
+    "lambo_recall": {"agent_id": "agent-a", "query": "user schema"},
     "lambo_inspect": {"agent_id": "agent-a", "focus": "user schema", "depth": 1},
     "lambo_stale": {"agent_id": "agent-a"},
     "lambo_saints": {"agent_id": "agent-a"},

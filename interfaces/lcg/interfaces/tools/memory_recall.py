@@ -1,0 +1,300 @@
+"""lambo_recall (seed 001): the context block an agent reads before a task, and its hits.
+
+A dependency question ("what depends on X", ...) naming a concept with dependents is answered
+by graph traversal (lcg.domain.memory.questions); any other query by the retrieval core
+(lcg.queries.recall: keyword, vector and recent legs, fused, expanded through the graph). A
+contradicted hit gets its ⚠ line and the contradicting concept beside it, a hit citing a
+contradicted concept its rests-on lines (lcg.domain.memory.evidence). The block is rendered by
+lcg.domain.memory.context within max_tokens. The concepts returned are counted as accessed,
+off the read path (ADR 0027).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from lcg.domain.errors import InvalidParams
+from lcg.domain.memory import context, evidence, limits, questions, text
+from lcg.domain.memory.context import HitView, RestsOn
+from lcg.domain.memory.questions import NameCandidate
+from lcg.domain.memory.text import ConceptType, MemoryArgumentError
+from lcg.interfaces.app import App
+from lcg.interfaces.memory_service import MemoryService
+from lcg.interfaces.tools.memory import (
+    AgentId,
+    MemoryParams,
+    MemoryResult,
+    Scope,
+    answer,
+    service_of,
+)
+from lcg.interfaces.tools.search import search_context
+from lcg.projections.memory import state
+from lcg.projections.memory.state import Node
+from lcg.projections.text import reader as text_reader
+from lcg.queries import memory_evidence, recall
+from lcg.queries.recall import RecallHit
+
+NAME_CANDIDATES = 200  # concepts the keyword index proposes as a question's names
+
+
+class RecallParams(MemoryParams):
+    agent_id: AgentId
+    query: str | None = Field(
+        None,
+        max_length=limits.MAX_STRING_BYTES,
+        description="What the task is about, in words (required unless image or query_vector).",
+    )
+    top_k: int = Field(limits.TOP_K_DEFAULT, ge=1, le=100, description="How many hits (1..100).")
+    max_tokens: int = Field(
+        limits.MAX_TOKENS_DEFAULT,
+        ge=1,
+        le=100_000,
+        description="The context block's budget, in tokens of 3.5 bytes (1..100000).",
+    )
+    traversal_depth: int = Field(
+        limits.TRAVERSAL_DEPTH_DEFAULT,
+        ge=0,
+        le=5,
+        description="Graph expansion hops from the strongest hits (0..5).",
+    )
+    image: dict[str, Any] | None = Field(
+        None,
+        description="{mime, data}: recall by an image. Needs an embedder that embeds images; "
+        "this server's embeds text only, so it is refused as a configuration error.",
+        json_schema_extra={"type": "object", "maxProperties": 2},
+    )
+    query_vector: dict[str, Any] | None = Field(
+        None,
+        description="{values, contract}: recall by a vector you computed. Needs client vectors, "
+        "which this server does not accept, so it is refused as a configuration error.",
+        json_schema_extra={"type": "object", "maxProperties": 2},
+    )
+    scope: Scope | None = None
+
+
+def _display(concept_type: str | None) -> str:
+    return ConceptType(concept_type or "entity").display
+
+
+def lambo_recall(app: App, params: RecallParams) -> MemoryResult:
+    """Recall relevant memory for a query: the Lambo context block (hits in rank order with
+    markers for canonical facts, blast radius, contradictions) as text, the hits as structured
+    content. Call it before acting on a task; "what depends on X" is answered by graph
+    traversal."""
+    service = service_of(app, params.agent_id, params.scope)
+    _refuse_unconfigured(params)
+    query = params.query or ""
+    if not query.strip():
+        raise InvalidParams("query", "is required (blank text counts as none)")
+    text.check_text("query", query)
+    anchor = _anchor(app, service, query)
+    if anchor is not None:
+        result = _traversal(app, service, anchor, params)
+    else:
+        result = _ordinary(app, service, query, params)
+    service.note_access([hit["node_id"] for hit in result["structuredContent"]["hits"]])
+    return result
+
+
+def _refuse_unconfigured(params: RecallParams) -> None:
+    if params.image is not None:
+        raise MemoryArgumentError(
+            "configuration error: recall by image needs an embedder that embeds images; this "
+            "server's embedder (the bundled MiniLM) embeds text only. Recall by words instead",
+            field="image",
+            rule="configuration",
+        )
+    if params.query_vector is not None:
+        raise MemoryArgumentError(
+            "configuration error: recall by a client vector needs client vectors accepted "
+            "(the reference's [embedder] accept_client_vectors = true), which this server does "
+            "not offer. Recall by words instead",
+            field="query_vector",
+            rule="configuration",
+        )
+
+
+# -- dependency questions ----------------------------------------------------------------------
+
+
+def _anchor(app: App, service: MemoryService, query: str) -> questions.Anchor | None:
+    if not questions.is_dependency_question(query):
+        return None
+    conn = app.workspace.reader()
+    hits = text_reader.search(
+        conn, "concept", query, [service.session], NAME_CANDIDATES, app.workspace.text_scorer
+    )
+    nodes = state.nodes_by_uuid(conn, list(dict.fromkeys(hit.owner_uuid for hit in hits)))
+    radii = state.blast_radii(conn, list(nodes))
+    candidates = [
+        NameCandidate(node.content, ConceptType(node.concept_type or "entity"), radii[uuid], uuid)
+        for uuid, node in nodes.items()
+        if node.node_kind == "concept"
+    ]
+    return questions.find_anchor(query, candidates)
+
+
+def _traversal(
+    app: App, service: MemoryService, anchor: questions.Anchor, params: RecallParams
+) -> MemoryResult:
+    """X's direct dependents, best connected first; the context says where it came from."""
+    conn = app.workspace.reader()
+    subject = anchor.concept
+    edges = state.edges_of(conn, service.session, subject.node_id)
+    dependents = list(
+        dict.fromkeys(
+            [s for kind, s, t in edges if kind == "depends_on" and t == subject.node_id]
+            + [t for kind, s, t in edges if kind == "parent_of" and s == subject.node_id]
+        )
+    )
+    nodes = state.nodes_by_uuid(conn, dependents)
+    radii = state.blast_radii(conn, dependents)
+    ordered = sorted(
+        (nodes[uuid] for uuid in dependents if uuid in nodes),
+        key=lambda node: (-radii[node.uuid], node.uuid),
+    )[: params.top_k]
+    views = [HitView(n.uuid, n.content, _display(n.concept_type), 1.0) for n in ordered]
+    header = context.traversal_line(subject.text, subject.node_id, len(dependents))
+    rendered = context.render_context(views, params.max_tokens, header=header)
+    warning = (
+        f"recall: dependency question answered by graph traversal ({len(dependents)} dependents)"
+    )
+    return _result(service, params, views, rendered, [warning], {})
+
+
+# -- ordinary recall -------------------------------------------------------------------------
+
+
+def _ordinary(app: App, service: MemoryService, query: str, params: RecallParams) -> MemoryResult:
+    conn = app.workspace.reader()
+    settings = app.workspace.settings
+    found: list[RecallHit] = recall.recall_concepts(
+        search_context(app),
+        service.session,
+        query,
+        params.top_k,
+        params.traversal_depth,
+        "rrf" if settings.search_fusion == "rrf" else "max",
+    )
+    nodes = state.nodes_by_uuid(conn, [hit.node_id for hit in found])
+    found = [
+        hit for hit in found if hit.node_id in nodes and nodes[hit.node_id].node_kind == "concept"
+    ]
+    ids = [hit.node_id for hit in found]
+    cited = {uuid: state.targets(conn, service.session, uuid, ["depends_on"]) for uuid in ids}
+    asked = list(dict.fromkeys([*ids, *(c for targets in cited.values() for c in targets)]))
+    known = memory_evidence.load(conn, service.session, asked)
+    now = app.now()
+    contradicted = evidence.current_contradictions(
+        [known.concepts[u] for u in asked if u in known.concepts],
+        known.contradictions,
+        known.support,
+        now,
+    )
+    companions: dict[str, list[str]] = {}
+    lines: dict[str, list[str]] = {uuid: [] for uuid in ids}
+    warnings: list[str] = []
+    extra_nodes = state.nodes_by_uuid(
+        conn, [c.source for c in contradicted.values() if c.source not in nodes]
+    )
+    everything = {**nodes, **extra_nodes}
+    for uuid in ids:
+        hit_lines = lines[uuid]
+        contradiction = contradicted.get(evidence.ConceptId(uuid))
+        if contradiction is not None:
+            source = everything.get(contradiction.source)
+            line = context.contradicted_line(
+                contradiction.dated,
+                contradiction.agent_id,
+                None if source is None else source.content,
+                contradiction.source,
+            )
+            hit_lines.append(line)
+            warnings.append(line)
+            if source is not None:
+                companions.setdefault(contradiction.source, []).append(uuid)
+        rests = [
+            RestsOn(
+                target,
+                everything[target].content if target in everything else "",
+                contradicted[evidence.ConceptId(target)].source,
+                _content(everything, contradicted[evidence.ConceptId(target)].source),
+            )
+            for target in cited[uuid]
+            if evidence.ConceptId(target) in contradicted
+            and contradicted[evidence.ConceptId(target)].source != uuid
+        ]
+        for line in context.rests_on_lines(rests):
+            hit_lines.append(line)
+            warnings.append(line)
+    # The contradicting concept beside each contradicted hit (M-REC-130..135): right after it,
+    # past top_k when it did not rank in on its own (then with companion_of), and its own
+    # "Contradicts" line either way.
+    ranked = {hit.node_id for hit in found}
+    order: list[tuple[Node, float, dict[str, int]]] = []
+    added: dict[str, list[str]] = {}
+    for hit in found:
+        order.append((nodes[hit.node_id], hit.score, hit.ranks))
+        for companion, of in companions.items():
+            if hit.node_id in of and companion not in ranked and companion not in added:
+                added[companion] = of
+                order.append((everything[companion], 0.0, {}))
+    views: list[HitView] = []
+    structured_extra: dict[str, dict[str, Any]] = {}
+    for node, score, ranks in order:
+        contradicts = [
+            context.contradicts_line(everything[target].content, target)
+            for target in companions.get(node.uuid, [])
+            if target in everything
+        ]
+        warnings.extend(contradicts)
+        block = (*contradicts, *lines.get(node.uuid, []))
+        views.append(
+            HitView(
+                node.uuid, node.content, _display(node.concept_type), score, warning_lines=block
+            )
+        )
+        extra: dict[str, Any] = {"ranks": ranks}
+        if node.uuid in added:
+            extra["companion_of"] = added[node.uuid]
+        structured_extra[node.uuid] = extra
+    rendered = context.render_context(views, params.max_tokens)
+    return _result(service, params, views, rendered, warnings, structured_extra)
+
+
+def _content(nodes: dict[str, Node], uuid: str) -> str | None:
+    node = nodes.get(uuid)
+    return None if node is None else node.content
+
+
+def _result(
+    service: MemoryService,
+    params: RecallParams,
+    views: list[HitView],
+    rendered: context.RenderedContext,
+    warnings: list[str],
+    extra: dict[str, dict[str, Any]],
+) -> MemoryResult:
+    hits: list[dict[str, Any]] = []
+    for view in views:
+        hit: dict[str, Any] = {
+            "node_id": view.node_id,
+            "content": view.content,
+            "concept_type": view.concept_type,
+            "score": view.score,
+            "is_canonical": view.is_canonical,
+            "blast_radius": context.shown_blast_radius(view),
+            **extra.get(view.node_id, {}),
+        }
+        if rendered.truncated == view.node_id:
+            hit["truncated_in_context"] = True
+        hits.append(hit)
+    return answer(
+        service,
+        params.agent_id,
+        rendered.text,
+        {"context": rendered.text, "hits": hits, "warnings": warnings},
+    )
