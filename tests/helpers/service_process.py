@@ -100,8 +100,8 @@ class RpcClient:
 
 
 class ServiceProcess:
-    """`lcg serve --workspace W` as a child; its stderr goes to a file beside the workspace
-    (appended to by every service of that workspace: `own_log` is this one's part)."""
+    """`lcg serve --workspace W [ARGS]` as a child; its stderr goes to a file beside the
+    workspace (appended to by every service of that workspace: `own_log` is this one's part)."""
 
     def __init__(
         self,
@@ -109,17 +109,18 @@ class ServiceProcess:
         *,
         socket_path: Path | None = None,
         env: dict[str, str] | None = None,
+        args: tuple[str, ...] = (),
     ) -> None:
         self.workspace = workspace
         self.socket_path = socket_path or workspace / ".lcg" / "service.sock"
         self.log_path = workspace.parent / f"{workspace.name}-serve.log"
         self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
-        args = [str(LCG), "serve", "--workspace", str(workspace)]
+        command = [str(LCG), "serve", "--workspace", str(workspace), *args]
         if socket_path is not None:
-            args += ["--socket", str(socket_path)]
+            command += ["--socket", str(socket_path)]
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                args,
+                command,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log,

@@ -7,6 +7,8 @@ checked with the session's WAL head unchanged: nothing was written.
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -590,3 +592,57 @@ def test_m_act_every_argument_rule_refuses_before_the_ack(
     assert error.value.field is not None
     assert error.value.field.startswith(field.split("[", maxsplit=1)[0])
     assert head(workspace) == before
+
+
+def test_m_sta_007_a_wait_and_a_concurrent_admission_never_deadlock(
+    settings: Settings, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lambo_stats wait and another agent's write at the same time: the admission holds the
+    memory service's lock while it asks the processor for its bounds, so the waiter must not
+    hold the processor's lock while it asks the service whether its receipt settled (it did,
+    and the two deadlocked: every lambo call and the processor hung). Each admission is slowed
+    inside the service's lock here, so the waiter's checks land inside that window. On a
+    deadlock the workspace is left open (closing it would hang too) and the test fails."""
+    ws = make_workspace(settings, embedder).open()
+    app = App(ws)
+    processor = ws.memory.processor
+    bounds = processor.stopping
+
+    def slow_stopping() -> bool:  # called by admission under the memory service's lock
+        time.sleep(0.02)
+        return bounds()
+
+    answers: list[str] = []
+    finished = threading.Event()
+    admitted = threading.Event()
+
+    def wait(receipt: str) -> None:
+        answer = call(app, "lambo_stats", agent_id=AGENT, receipt=receipt, wait_ms=2_500)
+        answers.append(answer["structuredContent"]["receipt"]["state"])
+        finished.set()
+
+    def write() -> None:  # the lane fills, then each write is dropped: all are admissions
+        n = 0
+        while not finished.is_set():
+            derive(app, concept(f"busy fact b{n:04d}"), agent="agent-b")
+            admitted.set()
+            n += 1
+
+    with processor.paused():  # the waited-for write stays pending
+        receipt = derive(app, concept("waited for while others write"))
+        monkeypatch.setattr(processor, "stopping", slow_stopping)
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        assert admitted.wait(10)
+        waiter = threading.Thread(target=wait, args=(receipt,), daemon=True)
+        waiter.start()
+        waiter.join(10)
+        finished.set()
+        writer.join(10)
+        if waiter.is_alive() or writer.is_alive():
+            pytest.fail("a lambo_stats wait and a concurrent write deadlocked")
+    try:
+        assert answers == ["pending"]
+        assert settled(app, receipt)["state"] == "applied"
+    finally:
+        ws.close()

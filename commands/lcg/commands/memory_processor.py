@@ -81,6 +81,7 @@ class IntentProcessor:
         self._own: dict[str, float] = {}  # receipts this process accepted -> monotonic ack time
         self._outstanding: dict[str, int] = {}  # per agent, this process's unsettled writes
         self._lock = threading.Condition()
+        self._settles = 0  # writes settled so far, counted under _lock (see wait)
         self._wake = threading.Event()
         self._running = threading.Event()  # cleared while paused
         self._running.set()
@@ -146,14 +147,24 @@ class IntentProcessor:
 
     def wait(self, done: Callable[[], bool], timeout: float) -> None:
         """Block until `done()` (checked after every write this thread settles) or `timeout`
-        seconds pass."""
+        seconds pass.
+
+        `done()` runs without this processor's lock: it takes the caller's own lock, which
+        MemoryService.admit holds while it asks this processor for its bounds, so calling it
+        under ours would deadlock against a concurrent write. A settle between the check and
+        the wait is seen through `_settles`, so no wake-up is missed."""
         deadline = time.monotonic() + timeout
-        with self._lock:
-            while not done():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                self._lock.wait(min(left, 1.0))
+        while True:
+            with self._lock:
+                seen = self._settles
+            if done():
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            with self._lock:
+                if self._settles == seen:
+                    self._lock.wait(min(left, 1.0))
 
     # -- the thread -----------------------------------------------------------------------
 
@@ -237,6 +248,7 @@ class IntentProcessor:
                 self.counters.failed += 1
             if acked is not None and outcome_state == "applied":
                 self.counters.apply_ms.append((time.monotonic() - acked) * 1000)
+            self._settles += 1
             self._lock.notify_all()
 
     def _prepare(self, conn: sqlite3.Connection, row: WriteRow) -> Prepared:

@@ -165,6 +165,7 @@ class LcgMcpServer:
         if name not in self._operations:  # outside the scopes, or close when attached (P-011)
             raise MCPError(code=types.METHOD_NOT_FOUND, message=f"Unknown tool: '{name}'")
         arguments = dict(params.arguments or {})
+        memory = self._operations[name].scope is Scope.MEMORY
         missing = [field for field in self._required[name] if arguments.get(field) is None]
         if missing:  # P-010
             error = RpcError(
@@ -172,10 +173,9 @@ class LcgMcpServer:
                 f"Missing required argument(s) for '{name}': {', '.join(missing)}",
                 {"kind": "invalid_params", "field": missing[0], "rule": "is required"},
             )
-            return _result(error.to_json(), is_error=True)
+            return _memory_error(error) if memory else _result(error.to_json(), is_error=True)
         token = (params.meta or {}).get("progress_token")
         sink = None if token is None else _progress_sink(ctx)
-        memory = self._operations[name].scope is Scope.MEMORY
         try:
             payload = await self.backend.call(name, arguments, sink)
         except RpcError as error:
