@@ -125,3 +125,28 @@ def test_m_stl_003_004_006_citations_of_a_contradicted_concept_are_stale(
     assert later["total"] == 2
     with pytest.raises(DomainError, match="offset"):
         call(app, "lambo_stale", agent_id=AGENT, offset=-1)
+
+
+def test_m_stl_014_018_m_der_067_a_contradiction_settles_with_its_stale_report(
+    app: App, workspace: Workspace
+) -> None:
+    settled(app, derive(app, concept("the cache lives in redis", "entity")))
+    settled(
+        app, derive(app, concept("sessions use the cache", depends_on=["the cache lives in redis"]))
+    )
+    receipt = derive(
+        app,
+        concept(
+            "the cache moved to memcached", "observation", against=["the cache lives in redis"]
+        ),
+    )
+    body = settled(app, receipt)
+    report = body["stale_report"]
+    assert report["total"] == 1
+    (row,) = report["rows"]
+    assert row["node_id"] == node_by_content(workspace, "sessions use the cache").uuid
+    assert row["cited_id"] == node_by_content(workspace, "the cache lives in redis").uuid
+    text = call(app, "lambo_stats", agent_id=AGENT, receipt=receipt)["text"]
+    assert "stale report: 1 citation(s) rest on what this contradicted" in text
+    plain = settled(app, derive(app, concept("no contradiction here")))
+    assert "stale_report" not in plain

@@ -24,7 +24,7 @@ from lcg.commands.memory_processor import IntentProcessor
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.events import MemoryAccessed
 from lcg.domain.ids import GroupId
-from lcg.domain.memory import limits
+from lcg.domain.memory import evidence, limits
 from lcg.domain.memory.locks import SoftLocks
 from lcg.domain.memory.receipts import (
     DropCause,
@@ -39,8 +39,10 @@ from lcg.domain.memory.receipts import (
 from lcg.projections.embedding.port import EmbeddingContract
 from lcg.projections.memory import state
 from lcg.projections.memory.state import WriteRow
+from lcg.queries import memory_evidence
 
 Reader = Callable[[], Any]  # a fresh read connection of graph.sqlite
+STALE_REPORT_BYTES = 2048  # ids, cited ids and snippets of a receipt's stale rows (M-STL-016)
 ACCESS_FLUSH_SECONDS = 1.0  # how long recalls' access counts wait before one event
 log = logging.getLogger(__name__)
 
@@ -167,16 +169,22 @@ class MemoryService:
         if asked.epoch != self.book.epoch:
             return  # a previous process's: the log answers for it
         now = self.clock()
+        stale = None if outcome is None else self._stale_report(outcome, now)
         with self._lock:
             if outcome_state == "applied":
                 assert outcome is not None
+                fields = _settled_fields(outcome)
+                lines = _lines(outcome)
+                if stale is not None:
+                    fields["stale_report"] = stale[0]
+                    lines = (*lines, *stale[1])
                 self.book.settle(
                     asked,
                     ReceiptState.APPLIED,
                     now,
                     detail=outcome["summary"],
-                    lines=_lines(outcome),
-                    fields=_settled_fields(outcome),
+                    lines=lines,
+                    fields=fields,
                 )
             else:
                 conn = self._reader()
@@ -186,6 +194,41 @@ class MemoryService:
                     conn.close()
                 reason = None if row is None else row.summary
                 self.book.settle(asked, ReceiptState.FAILED, now, detail=reason)
+
+    def _stale_report(
+        self, outcome: dict[str, Any], now: datetime
+    ) -> tuple[dict[str, JsonValue], tuple[str, ...]] | None:
+        """A write carrying `against`: the direct citations of what it contradicted that are
+        stale as it settles (M-STL-014..018): at most 50 rows within 2,048 bytes of ids and
+        snippets, the true total, and a text line per row. None without a contradiction."""
+        targets = [e["target"] for e in outcome.get("edges", []) if e["kind"] == "contradicts"]
+        if not targets:
+            return None
+        conn = self._reader()
+        try:
+            found = memory_evidence.load(conn, self.session, targets)
+            rows = evidence.stale_rows(
+                found.concepts.values(),
+                found.contradictions,
+                found.support,
+                now,
+                targets=[evidence.ConceptId(t) for t in targets],
+            )
+            nodes = state.nodes_by_uuid(conn, [row.dependent for row in rows[:50]])
+        finally:
+            conn.close()
+        shown: list[JsonValue] = []
+        lines: list[str] = [f"stale report: {len(rows)} citation(s) rest on what this contradicted"]
+        used = 0
+        for row in rows[:50]:
+            snippet = nodes[row.dependent].content[:80] if row.dependent in nodes else ""
+            size = len(f"{row.dependent}{row.cited}{snippet}".encode())
+            if used + size > STALE_REPORT_BYTES:
+                break
+            used += size
+            shown.append({"node_id": row.dependent, "content": snippet, "cited_id": row.cited})
+            lines.append(f'  - {row.dependent} "{snippet}" rests on {row.cited}')
+        return {"rows": shown, "total": len(rows)}, tuple(lines)
 
     # -- access counts --------------------------------------------------------------------
 
