@@ -4,6 +4,7 @@ dependency questions, contradiction and rests-on warnings, budgets and refusals.
 from __future__ import annotations
 
 import math
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from lcg.domain.errors import DomainError
 from lcg.interfaces.app import App
 from lcg.interfaces.workspace import Workspace
+from tests.conftest import SteppingClock
 from tests.integration.test_memory_writes import (
     AGENT,
     call,
@@ -167,3 +169,31 @@ def test_m_rec_033_recall_leaves_access_counts_behind(app: App, workspace: Works
         .fetchone()
     )
     assert count == 1
+
+
+def test_m_rec_113_115_125_126_a_contradiction_lapses_once_newer_support_ages_in(
+    app: App, workspace: Workspace
+) -> None:
+    """Support newer than the contradiction counts once it is 60 s old (the clock is moved),
+    and support written by the agent that declared the contradiction never counts."""
+    settled(app, derive(app, concept(RULING, "entity")))
+    settled(app, derive(app, concept(CORRECTION, "observation", against=[RULING]), agent="agent-c"))
+
+    def contradicted() -> bool:
+        return any(
+            line.startswith("⚠ Contradicted at ")
+            for line in str(_recall(app, "users table")["text"]).split("\n")
+        )
+
+    assert contradicted()
+    settled(
+        app, derive(app, concept("agent-c cites it anyway", depends_on=[RULING]), agent="agent-c")
+    )
+    clock = workspace.clock
+    assert isinstance(clock, SteppingClock)
+    clock.now += timedelta(seconds=120)
+    assert contradicted()  # the declaring agent's own support does not count
+    settled(app, derive(app, concept(CITING, depends_on=[RULING])))
+    assert contradicted()  # newer support, but younger than the 60 s age floor
+    clock.now += timedelta(seconds=120)
+    assert not contradicted()  # aged in: the warning lapses by itself
