@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
+import faiss
 import pytest
 
 from lcg.interfaces.app import App
@@ -117,3 +118,21 @@ def test_adr_0022_a_failed_follow_is_reported_then_mended_by_the_next_commit(
     status = call("knowledge_status")
     assert status["index_error"] is None
     assert status["vector_count"] == 2  # the lost batch's vector is back too
+
+
+def test_a_search_from_any_thread_runs_faiss_on_one_openmp_thread(workspace: Workspace) -> None:
+    """`omp_set_num_threads` is per thread: a search from a thread other than the one that
+    built the index (a socket worker, the intent processor) once ran FAISS on one OpenMP
+    thread per core, 2.5-8 ms for a one-vector query of a tiny index on a busy box."""
+    call = make_call(App(workspace))
+    call("knowledge_add_episode", name="note", episode_body="the launch slipped a week")
+    seen: list[int] = []
+
+    def search() -> None:
+        call("knowledge_search_passages", query="launch slipped", min_score=0.0)
+        seen.append(faiss.omp_get_max_threads())
+
+    thread = threading.Thread(target=search)
+    thread.start()
+    thread.join()
+    assert seen == [1]

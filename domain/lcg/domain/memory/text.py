@@ -6,6 +6,7 @@ sees. A refusal names a character by its codepoint (U+XXXX) and never repeats th
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta, timezone
@@ -396,12 +397,18 @@ _IMAGE_SUFFIX = re.compile(r"\[image:[a-z0-9]{1,64}\]", re.ASCII)
 
 
 def porter_stems(words: Sequence[str]) -> list[str]:
-    """The Porter stems of `words` (the one stemmer of canonical keys and image suffixes).
+    """The Porter stems of `words` (the one stemmer of canonical keys and image suffixes)."""
+    return [_porter_stem(word) for word in words]
 
-    A snowballstemmer object keeps scratch state between calls, so one is made per call
-    (~0.3 us): safe from any thread."""
-    stems: list[str] = snowballstemmer.stemmer("porter").stemWords(list(words))
-    return stems
+
+@functools.lru_cache(maxsize=32_768)
+def _porter_stem(word: str) -> str:
+    """One word's stem, remembered: the pure-Python stemmer takes ~15 us a word, so a
+    60-byte fact's key cost ~150 us, as much as a whole in-process knowledge_status call, on
+    every derive's ack (bench/bench_memory.py). A snowballstemmer object keeps scratch state
+    between calls, so one is made per word stemmed (~0.3 us): safe from any thread."""
+    stem: str = snowballstemmer.stemmer("porter").stemWord(word)
+    return stem
 
 
 def _stem(word: str) -> str:

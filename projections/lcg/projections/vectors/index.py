@@ -48,6 +48,18 @@ EMBEDDINGS_OF_KIND = {
     "concept": (CONCEPT,),
 }
 _EMBED_CHUNK = 256
+_faiss_thread = threading.local()
+
+
+def _one_openmp_thread() -> None:
+    """FAISS on one OpenMP thread in the calling thread. `omp_set_num_threads` sets the
+    calling thread's count only: every other thread (the socket service's workers, the intent
+    processor, MCP's worker threads) starts with one OpenMP thread per core, and two made a
+    one-vector query of a 60-vector index take 2.5-8.5 ms instead of 0.05 ms on a busy 2-core
+    box (bench/bench_memory.py)."""
+    if not getattr(_faiss_thread, "single", False):
+        faiss.omp_set_num_threads(1)
+        _faiss_thread.single = True
 
 
 @dataclass
@@ -275,6 +287,7 @@ class VectorIndex:
         Equal scores rank by vec_id, and each index is asked for a margin beyond k, so that
         which of several tied vectors make the cut does not depend on the order FAISS holds
         them in (which differs between a rebuilt and an incrementally built index)."""
+        _one_openmp_thread()
         hits: list[Hit] = []
         wanted = 2 * k + 16
         with self._lock:
