@@ -124,11 +124,28 @@ class IntentProcessor:
             return self._outstanding.get(agent_id, 0)
 
     def admitted(self, receipt: str, agent_id: str) -> None:
-        """An intent of this process was appended: count it and wake the thread."""
+        """An intent of this process is about to be appended: count it first, so that the
+        thread, which may read it as soon as it commits, never takes it for an earlier
+        process's. `appended` wakes the thread once it is in; `withdrawn` undoes a refusal."""
         with self._lock:
             self._own[receipt] = time.monotonic()
             self._outstanding[agent_id] = self._outstanding.get(agent_id, 0) + 1
             self.counters.accepted += 1
+
+    def withdrawn(self, receipt: str, agent_id: str) -> None:
+        """The intent was not appended (refused): forget it."""
+        with self._lock:
+            if self._own.pop(receipt, None) is None:
+                return
+            left = self._outstanding.get(agent_id, 1) - 1
+            if left > 0:
+                self._outstanding[agent_id] = left
+            else:
+                self._outstanding.pop(agent_id, None)
+            self.counters.accepted -= 1
+
+    def appended(self) -> None:
+        """An admitted intent is durable: wake the thread to apply it."""
         self._wake.set()
 
     @contextmanager

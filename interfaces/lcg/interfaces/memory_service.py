@@ -143,13 +143,15 @@ class MemoryService:
                     self.processor.counters.dropped_closed += 1
                 return Admitted(self.book.drop(agent_id, self.session, dropped, now), dropped)
             receipt = self.book.issue(agent_id, self.session, now)
+            self.processor.admitted(str(receipt), agent_id)  # before the processor can see it
         try:
             self._writer().execute(lambda ctx: accept(ctx, str(receipt)))
         except BaseException:
             with self._lock:
+                self.processor.withdrawn(str(receipt), agent_id)
                 self.book.withdraw(receipt)
             raise
-        self.processor.admitted(str(receipt), agent_id)
+        self.processor.appended()
         return Admitted(receipt, None)
 
     def _over_bound(self, agent_id: str) -> DropCause | None:

@@ -4,7 +4,7 @@ A Lambo session is a group (ADR 0026). Its stream holds, per lambo_derive or
 lambo_record_action, an intent (`MemoryWriteAccepted`, the receipt's row turns `pending`) and
 later its outcome (`MemoryWriteApplied`: the nodes and edges it decided, folded here as they
 are, so a replay never calls the model; or `MemoryWriteFailed`). Knowledge events are ignored;
-`GroupPurged` empties the session.
+`GroupPurged` empties the session but for the intents still owed an outcome.
 """
 
 from __future__ import annotations
@@ -227,15 +227,18 @@ def _accessed(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryAccessed]
 
 @TABLE.on(GroupPurged)
 def _purged(conn: sqlite3.Connection, group: GroupId, run: Run[GroupPurged]) -> None:
-    for table in TABLES:
-        conn.execute(f"DELETE FROM {table} WHERE group_id=?", (group,))
+    """Empty the session, except the intents still owed an outcome: they were acknowledged,
+    so the processor applies them after the purge (their outcome follows it in the stream)."""
+    conn.execute("DELETE FROM memory_nodes WHERE group_id=?", (group,))
+    conn.execute("DELETE FROM memory_edges WHERE group_id=?", (group,))
+    conn.execute("DELETE FROM memory_writes WHERE group_id=? AND state != 'pending'", (group,))
 
 
 class MemoryProjection:
     """Rows of every session's memory graph and its write receipts."""
 
     name = "memory"
-    version = 2  # 2: access counts
+    version = 2  # 2: access counts; a purge keeps the session's pending intents
     handles = TABLE.handles
     ignores = TABLE.ignores
 
