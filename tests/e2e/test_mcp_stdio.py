@@ -17,7 +17,7 @@ import pytest
 from mcp import Client, MCPError
 
 from lcg.interfaces.config import Settings
-from lcg.interfaces.operations import BY_NAME, OPERATIONS, Scope
+from lcg.interfaces.operations import BY_NAME, OPERATIONS
 from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.wal.lease import WriterLease
 from tests.helpers.console_script import seed
@@ -59,7 +59,7 @@ def test_standalone_session_initialize_list_call_progress_close(tmp_path: Path) 
                 assert tool.input_schema == operation.input_schema()
                 assert tool.description == operation.description
                 assert tool.annotations is not None
-                assert tool.annotations.read_only_hint is (operation.scope is Scope.READ)
+                assert tool.annotations.read_only_hint is operation.read_only
             episode_schema = tools["knowledge_add_episode"].input_schema
             assert set(episode_schema["required"]) == {"name", "episode_body"}
             assert episode_schema["properties"]["name"]["maxLength"] == 512

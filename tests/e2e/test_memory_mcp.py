@@ -102,7 +102,7 @@ def test_m_arg_009_tools_list_shows_the_lambo_tools_with_bounded_schemas(
         assert schema == BY_NAME[name].input_schema(), name
         assert "agent_id" in schema["required"], name
         assert schema["additionalProperties"] is False, name
-        assert tools[name].annotations.read_only_hint is False, name
+        assert tools[name].annotations.read_only_hint is BY_NAME[name].read_only, name
         for path, prop in _properties(schema, ""):
             kinds = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
             if "string" in kinds:

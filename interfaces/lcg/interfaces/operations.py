@@ -50,6 +50,7 @@ class Operation(Generic[P, R]):
     scope: Scope
     params: type[P]
     run: Callable[[App, P], R]
+    reads: bool = False  # a memory-scope tool that changes nothing a caller wrote
 
     @property
     def description(self) -> str:
@@ -58,7 +59,9 @@ class Operation(Generic[P, R]):
 
     @property
     def read_only(self) -> bool:
-        return self.scope is Scope.READ
+        """Read scope, or a memory read (recall, inspect, stale, saints, stats): MCP's
+        readOnlyHint. Recall's access counts are bookkeeping, appended off its path."""
+        return self.scope is Scope.READ or self.reads
 
     def input_schema(self) -> dict[str, Any]:
         return self.params.model_json_schema()
@@ -81,9 +84,11 @@ class Operation(Generic[P, R]):
 AnyOperation = Operation[Params, Mapping[str, object]]
 
 
-def _row(name: str, scope: Scope, params: type[P], run: Callable[[App, P], R]) -> AnyOperation:
+def _row(
+    name: str, scope: Scope, params: type[P], run: Callable[[App, P], R], *, reads: bool = False
+) -> AnyOperation:
     """A typed row (params and function are checked against each other), stored untyped."""
-    return cast(AnyOperation, Operation(name, scope, params, run))
+    return cast(AnyOperation, Operation(name, scope, params, run, reads))
 
 
 READ, WRITE, ADMIN, MEMORY = Scope.READ, Scope.WRITE, Scope.ADMIN, Scope.MEMORY
@@ -131,14 +136,16 @@ OPERATIONS: tuple[AnyOperation, ...] = (
         admin.backfill_summary_embeddings,
     ),
     _row("knowledge_build_indices", ADMIN, NoParams, admin.build_indices),
-    _row("lambo_recall", MEMORY, memory_recall.RecallParams, memory_recall.lambo_recall),
+    _row(
+        "lambo_recall", MEMORY, memory_recall.RecallParams, memory_recall.lambo_recall, reads=True
+    ),
     _row("lambo_derive", MEMORY, memory.DeriveParams, memory.lambo_derive),
     _row("lambo_record_action", MEMORY, memory.RecordActionParams, memory.lambo_record_action),
     _row("lambo_reserve", MEMORY, memory.ReserveParams, memory.lambo_reserve),
-    _row("lambo_stats", MEMORY, memory.StatsParams, memory.lambo_stats),
-    _row("lambo_inspect", MEMORY, memory_read.InspectParams, memory_read.lambo_inspect),
-    _row("lambo_stale", MEMORY, memory_read.StaleParams, memory_read.lambo_stale),
-    _row("lambo_saints", MEMORY, memory_read.SaintsParams, memory_read.lambo_saints),
+    _row("lambo_stats", MEMORY, memory.StatsParams, memory.lambo_stats, reads=True),
+    _row("lambo_inspect", MEMORY, memory_read.InspectParams, memory_read.lambo_inspect, reads=True),
+    _row("lambo_stale", MEMORY, memory_read.StaleParams, memory_read.lambo_stale, reads=True),
+    _row("lambo_saints", MEMORY, memory_read.SaintsParams, memory_read.lambo_saints, reads=True),
 )
 
 BY_NAME: dict[str, AnyOperation] = {op.name: op for op in OPERATIONS}
