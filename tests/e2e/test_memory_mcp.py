@@ -22,21 +22,13 @@ from mcp import Client
 from lcg.interfaces.operations import BY_NAME, Scope
 from tests.helpers.mcp_session import mcp_client, structured
 from tests.helpers.memory_log import head
+from tests.helpers.seed_scopes import SEED_SCOPES
 
 pytestmark = pytest.mark.slow
 
 SESSION = "demo"
 AGENT = "agent-mcp"
-LAMBO_TOOLS = {
-    "lambo_recall",
-    "lambo_derive",
-    "lambo_record_action",
-    "lambo_reserve",
-    "lambo_inspect",
-    "lambo_stale",
-    "lambo_saints",
-    "lambo_stats",
-}
+LAMBO_TOOLS = set(SEED_SCOPES["memory"])
 RECEIPT = re.compile(r"^lwr1\.[0-9a-f]{16}\.[0-9a-f]+\.(\d+)$")
 WAIT_MS = 30_000
 
