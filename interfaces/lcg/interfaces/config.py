@@ -45,6 +45,9 @@ class Settings:
     # sync also waits for the write's vectors.
     vector_follow: VectorFollow = "async"  # LCG_BM25_ENGINE: memory | fts5 (ADR 0016: same scores)
     session: str = DEFAULT_GROUP  # LCG_SESSION / --session: the group the lambo_* tools serve
+    # LCG_CLOCK_FILE: a file holding seconds to add to the real clock, read at every reading
+    # (tests and demos move a serving process's time past the memory rules' age floors)
+    clock_file: Path | None = None
 
     @property
     def state_dir(self) -> Path:
@@ -101,6 +104,7 @@ class Settings:
             session=session_name(
                 env.get("LCG_SESSION", "").strip() or DEFAULT_GROUP, "LCG_SESSION"
             ),
+            clock_file=Path(env["LCG_CLOCK_FILE"]) if env.get("LCG_CLOCK_FILE") else None,
         )
 
 

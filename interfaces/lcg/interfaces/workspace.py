@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -46,6 +46,20 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def shifted_clock(path: Path) -> Clock:
+    """The real clock plus the seconds `path` holds (missing or unreadable: none), re-read at
+    every reading (LCG_CLOCK_FILE)."""
+
+    def now() -> datetime:
+        try:
+            shift = float(path.read_text(encoding="utf-8").strip() or 0)
+        except (OSError, ValueError):
+            shift = 0.0
+        return datetime.now(UTC) + timedelta(seconds=shift)
+
+    return now
+
+
 def attach_hint(settings: Settings) -> str:
     """What a refused second writer can do instead: attach to the holder's socket service."""
     return (
@@ -66,13 +80,15 @@ class Workspace:
         settings: Settings,
         *,
         command: str = "lcg",
-        clock: Clock = utc_now,
+        clock: Clock | None = None,
         read_only: bool = False,
         memory_ids: Callable[[], str] | None = None,
         embedder: Embedder | None = None,
     ) -> None:
         self.settings = settings
-        self.clock = clock
+        self.clock: Clock = clock or (
+            utc_now if settings.clock_file is None else shifted_clock(settings.clock_file)
+        )
         # the ids the intent processor gives new concepts and interactions (uuid4; tool_docs
         # passes a counter so that its pages come out the same)
         self.memory_ids = memory_ids or (lambda: str(uuid.uuid4()))
