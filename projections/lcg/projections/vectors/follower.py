@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from lcg.domain.ids import GroupId
+from lcg.projections.vectors.catalog import touched_owners
 from lcg.projections.vectors.index import VectorIndex
 from lcg.projections.wal.store import RecordedEvent
 
@@ -46,11 +47,13 @@ class VectorFollower:
     # -- CommitListener ---------------------------------------------------------------------
 
     def committed(self, conn: sqlite3.Connection, recorded: Sequence[RecordedEvent]) -> None:
-        """Queue the batch; the writer does not wait for the model."""
-        if not recorded:
+        """Queue the batch; the writer does not wait for the model. Events that touch no
+        vector (a memory write's intent, access counts) are not queued: nothing wakes."""
+        relevant = [item for item in recorded if touched_owners(item.event) != ()]
+        if not relevant:
             return
         with self._changed:
-            self._pending.extend(recorded)
+            self._pending.extend(relevant)
             self._changed.notify_all()
 
     def rebuilt(self, conn: sqlite3.Connection, groups: Sequence[GroupId] | None) -> None:
