@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 Embed = Callable[[Sequence[str]], Vectors]
 Search = Callable[[GroupId, Vectors, int], list[tuple[str, float]]]
 SIMILAR_K = 8
+ACK_HEAD_START = 0.002  # seconds an ack's response gets before its write is applied
 
 
 @dataclass
@@ -190,7 +191,10 @@ class IntentProcessor:
         backoff = 0.0
         try:
             while True:
-                self._wake.wait(max(1.0, backoff))
+                if self._wake.wait(max(1.0, backoff)):
+                    # Woken by an ack: let its caller's response go out before this thread
+                    # takes the GIL (the ack races the apply otherwise; bench_memory).
+                    time.sleep(ACK_HEAD_START)
                 self._wake.clear()
                 if self.stopping():
                     return
