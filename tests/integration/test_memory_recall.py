@@ -197,3 +197,24 @@ def test_m_rec_113_115_125_126_a_contradiction_lapses_once_newer_support_ages_in
     assert contradicted()  # newer support, but younger than the 60 s age floor
     clock.now += timedelta(seconds=120)
     assert not contradicted()  # aged in: the warning lapses by itself
+
+
+@pytest.mark.minilm
+def test_m_der_097_m_rec_190_a_changed_value_is_flagged_possibly_superseded(
+    app: App, workspace: Workspace
+) -> None:
+    older_text = "the release pins version 2.3 of the parser"
+    newer_text = "the release pins version 2.4 of the parser"
+    settled(app, derive(app, concept(older_text)))
+    body = settled(app, derive(app, concept(newer_text)))
+    assert "; 1 possible undeclared supersession(s) flagged" in body["detail"]
+    older = node_by_content(workspace, older_text)
+    newer = node_by_content(workspace, newer_text)
+    hits = _recall(app, "which parser version does the release pin?")["structuredContent"]["hits"]
+    by_id = {hit["node_id"]: hit for hit in hits}
+    assert by_id[older.uuid]["possibly_superseded_by"] == newer.uuid
+    assert "possibly_superseded_by" not in by_id[newer.uuid]
+    # declaring the relation removes the suspicion (the writer said what it is)
+    settled(app, derive(app, concept(newer_text, against=[older.uuid])))
+    hits = _recall(app, "which parser version does the release pin?")["structuredContent"]["hits"]
+    assert all("possibly_superseded_by" not in hit for hit in hits)

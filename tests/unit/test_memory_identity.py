@@ -18,6 +18,7 @@ from lcg.domain.memory.identity import (
     is_node_uuid,
     is_short_id,
     matches_by_key,
+    one_value_differs,
     short_id,
 )
 from lcg.projections.embedding.minilm import CONTRACT
@@ -174,3 +175,12 @@ def test_the_merge_pair_set_is_labelled_and_large_enough() -> None:
 
 def test_no_merge_pair_is_decided_by_the_key_before_similarity() -> None:
     assert [p["id"] for p in _pairs() if canonical_key(p["a"]) == canonical_key(p["b"])] == []
+
+
+def test_m_rec_191_one_value_after_the_predicate_is_a_possible_supersession() -> None:
+    assert one_value_differs(
+        "the embedder listens on port 8080", "the embedder listens on port 8081"
+    )
+    assert not one_value_differs("J1 round-1 verdict: pass", "J2 round-1 verdict: pass")
+    assert not one_value_differs("port 8080 on host a", "port 8081 on host b")  # two values
+    assert not one_value_differs("the port is 8080", "the listening port is 8080")

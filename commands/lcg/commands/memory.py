@@ -23,7 +23,12 @@ from lcg.domain.errors import DomainError
 from lcg.domain.events import MemoryWriteAccepted, MemoryWriteApplied, MemoryWriteFailed
 from lcg.domain.ids import GroupId
 from lcg.domain.memory.calls import DERIVE, RECORD_ACTION, Derive, RecordAction
-from lcg.domain.memory.identity import canonical_key, digit_words_differ, matches_by_key
+from lcg.domain.memory.identity import (
+    canonical_key,
+    digit_words_differ,
+    matches_by_key,
+    one_value_differs,
+)
 from lcg.domain.memory.references import (
     ACTION_CYCLE,
     HIERARCHY_CYCLE,
@@ -258,6 +263,7 @@ class _Outcome:
         self.embedded = 0
         self.reinforcements = 0
         self.candidates: list[dict[str, Any]] = []
+        self.superseded: list[dict[str, str]] = []  # possibly superseded: {older, newer}
 
     def node(self, text: str, concept_type: str, prepared: Prepared, against: set[str]) -> str:
         """The node this text names: matched by key, merged by similarity, or created."""
@@ -417,6 +423,8 @@ def _decide(
         summary += f"; {citations} citation(s) recorded"
     if contradictions:
         summary += f"; {contradictions} contradiction(s) recorded"
+    if out.superseded:
+        summary += f"; {len(out.superseded)} possible undeclared supersession(s) flagged"
     candidates = out.candidates
     if candidates:
         summary += (
@@ -443,6 +451,8 @@ def _decide(
     }
     if action_node is not None:
         outcome["action_node"] = action_node
+    if out.superseded:
+        outcome["possibly_superseded"] = out.superseded
     if candidates:
         outcome["replacement_candidates"] = {
             "candidates": _bounded(candidates),
@@ -496,6 +506,34 @@ def _candidates(
         found.append(row)
     found.sort(key=lambda row: -float(row["cosine"]))
     return found[:CANDIDATES_PER_CONCEPT]
+
+
+def _suspected(
+    out: _Outcome,
+    concept: dict[str, Any],
+    uuid: str,
+    prepared: Prepared,
+    refs: set[str],
+    about: str,
+) -> list[dict[str, str]]:
+    """Possibly superseded, not declared (#198): a near match of the same type at or above the
+    merge threshold whose merge the identifier guard refused, differing in one value after an
+    identical prefix, and dated before this write (equal dates are never flagged)."""
+    flagged: list[dict[str, str]] = []
+    for near in prepared.similar.get(concept["content"], []):
+        stored = state.node(out.ctx.conn, out.session, near.uuid)
+        if (
+            stored is not None
+            and stored.node_kind == "concept"
+            and stored.concept_type == concept["concept_type"]
+            and stored.uuid not in refs
+            and stored.about_time < about
+            and digit_words_differ(concept["content"], stored.content)
+            and one_value_differs(stored.content, concept["content"])
+            and not _linked(out, uuid, stored.uuid)
+        ):
+            flagged.append({"older": stored.uuid, "newer": uuid})
+    return flagged
 
 
 def _linked(out: _Outcome, first: str, second: str) -> bool:
@@ -558,6 +596,8 @@ def _apply_derive(
         if how != "key" and concept["concept_type"] in REPLACEABLE:
             refs = {r.node for r in (*cited, *against) if r.node}
             out.candidates.extend(_candidates(out, concept, uuid, prepared, refs, about))
+            if how == "created":
+                out.superseded.extend(_suspected(out, concept, uuid, prepared, refs, about))
         for j, ref in enumerate(cited):
             assert ref.node is not None
             if ref.node == uuid:  # merged into what it cites: the merge already ties them

@@ -96,6 +96,18 @@ def digit_words_differ(first: str, second: str) -> bool:
     return _digit_words(first) != _digit_words(second)
 
 
+def one_value_differs(older: str, newer: str) -> bool:
+    """Whether `newer` restates `older` with one value changed after an identical prefix (the
+    seed's "possibly superseded": "the embedder listens on port 8080" then "... 8081"). The
+    two have the same words but one, which is not the first (a change before the predicate,
+    "J1 verdict" against "J2 verdict", is a different thing); two changes are never one."""
+    first, second = _words(older), _words(newer)
+    if len(first) != len(second):
+        return False
+    changed = [i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a != b]
+    return len(changed) == 1 and changed[0] > 0
+
+
 def _digit_words(text: str) -> frozenset[str]:
     return frozenset(word for word in _words(text) if any(char.isdigit() for char in word))
 

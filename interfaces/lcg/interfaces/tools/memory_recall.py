@@ -261,6 +261,12 @@ def _ordinary(app: App, service: MemoryService, query: str, params: RecallParams
         if node.uuid in added:
             extra["companion_of"] = added[node.uuid]
         structured_extra[node.uuid] = extra
+    # Possibly superseded, not declared (#198): the structured field on the older hit. The line
+    # is shown only under a contract whose trigger precision was measured (BGE-M3); the bundled
+    # MiniLM's was not, so the pair is only in the field (M-REC-190..).
+    replaced = state.possibly_superseded_by(conn, service.session, [v.node_id for v in views])
+    for older, newer in replaced.items():
+        structured_extra.setdefault(older, {})["possibly_superseded_by"] = newer
     rendered = context.render_context(views, params.max_tokens)
     return _result(service, params, views, rendered, warnings, structured_extra)
 

@@ -47,7 +47,7 @@ TABLE = EventTable(
     ),
 )
 Run = Sequence[tuple[Seq, E]]
-TABLES = ("memory_nodes", "memory_edges", "memory_writes")
+TABLES = ("memory_nodes", "memory_edges", "memory_writes", "memory_superseded")
 
 _SCHEMA = (
     # A node is a concept or an interaction (one per derive / record_action call).
@@ -74,6 +74,9 @@ _SCHEMA = (
     " summary TEXT, outcome TEXT, after_restart INTEGER NOT NULL DEFAULT 0)",
     "CREATE INDEX IF NOT EXISTS memory_writes_pending ON memory_writes (state, group_id,"
     " intent_seq)",
+    # Possibly superseded, not declared (#198): the newer of a pair may replace the older.
+    "CREATE TABLE IF NOT EXISTS memory_superseded (group_id TEXT NOT NULL, older TEXT NOT NULL,"
+    " newer TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (older, newer))",
 )
 
 
@@ -156,6 +159,14 @@ def _applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteAppli
                     seq,
                 ),
             )
+        conn.executemany(
+            "INSERT OR IGNORE INTO memory_superseded (group_id, older, newer, seq)"
+            " VALUES (?,?,?,?)",
+            [
+                (group, pair["older"], pair["newer"], seq)
+                for pair in outcome.get("possibly_superseded", [])
+            ],
+        )
         conn.executemany(  # a contradiction is a fresh write to the contradicted concept
             "UPDATE memory_nodes SET last_written_at=? WHERE uuid=?",
             [
@@ -231,6 +242,7 @@ def _purged(conn: sqlite3.Connection, group: GroupId, run: Run[GroupPurged]) -> 
     so the processor applies them after the purge (their outcome follows it in the stream)."""
     conn.execute("DELETE FROM memory_nodes WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_edges WHERE group_id=?", (group,))
+    conn.execute("DELETE FROM memory_superseded WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_writes WHERE group_id=? AND state != 'pending'", (group,))
 
 
@@ -238,7 +250,7 @@ class MemoryProjection:
     """Rows of every session's memory graph and its write receipts."""
 
     name = "memory"
-    version = 2  # 2: access counts; a purge keeps the session's pending intents
+    version = 3  # 2: access counts, a purge keeps pending intents; 3: possibly superseded
     handles = TABLE.handles
     ignores = TABLE.ignores
 

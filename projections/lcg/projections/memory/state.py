@@ -292,3 +292,24 @@ def concept_count(conn: sqlite3.Connection, group: str) -> int:
         "SELECT COUNT(*) FROM memory_nodes WHERE group_id=? AND node_kind='concept'", (group,)
     ).fetchone()
     return int(count)
+
+
+def possibly_superseded_by(
+    conn: sqlite3.Connection, group: str, older: Sequence[str]
+) -> dict[str, str]:
+    """For each concept of `older`, the newest concept flagged as possibly replacing it that
+    still exists and with no against or depends_on written between the two since (#198)."""
+    if not older:
+        return {}
+    marks = ",".join("?" * len(older))
+    found: dict[str, str] = {}
+    for old, new in conn.execute(
+        "SELECT s.older, s.newer FROM memory_superseded s JOIN memory_nodes n ON n.uuid = s.newer"
+        f" WHERE s.group_id=? AND s.older IN ({marks}) AND NOT EXISTS (SELECT 1 FROM"
+        " memory_edges e WHERE e.kind IN ('contradicts', 'depends_on') AND ((e.source = s.older"
+        " AND e.target = s.newer) OR (e.source = s.newer AND e.target = s.older)))"
+        " ORDER BY s.seq DESC, s.newer",
+        (group, *older),
+    ):
+        found.setdefault(str(old), str(new))
+    return found
