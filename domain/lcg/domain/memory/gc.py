@@ -1,0 +1,745 @@
+"""Garbage collection's pure rules: when a sweep is due, and what one sweep collects and bumps.
+
+Seed 001 and canonization.md §8 (upstream daemon/gc.rs): a sweep runs after `gc_interval`
+mutations, or after `gc_max_interval` with at least `gc_idle_floor` mutations; it collects
+orphans, concepts unreachable from every interaction, and Entities and Resources whose eviction
+score is under their type's bar, at most `collection_cap` of them, and bumps every other
+concept's `gc_survived`. Venerable, Canonical and root-goal concepts are protected, and so are
+the two contradiction protections of §7 (P1 follows the contradicted concept's status, P2, #197,
+follows the contradiction warning). The caller loads the facts, passes the clock in and appends
+what `plan_sweep` returns as events; nothing here reads a clock or a store.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from fractions import Fraction
+from typing import Final
+
+from lcg.domain.memory.evidence import (
+    EDGE_MIN_AGE,
+    Concept,
+    ConceptId,
+    Contradiction,
+    Support,
+    current_contradictions,
+)
+from lcg.domain.memory.text import ConceptType
+
+GC_SURVIVED_MAX: Final = 2**31 - 1
+"""`gc_survived` saturates here (upstream's i32)."""
+
+
+class Trigger(StrEnum):
+    """Why a sweep ran: its wire name in lambo_stats' `gc.last_sweep.trigger`."""
+
+    MUTATIONS = "mutations"
+    ELAPSED = "elapsed"
+
+
+class CanonizationStatus(StrEnum):
+    """A concept's rung on the canonization ladder, spelled as canonization events spell it."""
+
+    NONE = "None"
+    CANDIDATE = "Candidate"
+    VENERABLE = "Venerable"
+    CANONICAL = "Canonical"
+
+
+class EdgeKind(StrEnum):
+    """The memory store's edge kinds (memory_edges.kind)."""
+
+    PRECEDES = "precedes"
+    DERIVES = "derives"
+    SEMANTIC = "semantic"
+    DEPENDS_ON = "depends_on"
+    PARENT_OF = "parent_of"
+    PRODUCES = "produces"
+    MODIFIES = "modifies"
+    CONTRADICTS = "contradicts"
+
+
+PROVENANCE_KINDS: Final = frozenset({EdgeKind.DERIVES, EdgeKind.SEMANTIC})
+"""An interaction's edge to a concept it wrote (a semantic merge is a derivation too)."""
+
+STRUCTURAL_KINDS: Final = frozenset(
+    {EdgeKind.DEPENDS_ON, EdgeKind.PARENT_OF, EdgeKind.PRODUCES, EdgeKind.MODIFIES}
+)
+"""Upstream's Dependency, Hierarchical and Causal edges: concept to concept."""
+
+EDGE_BONUS: Final[Mapping[EdgeKind, float]] = {
+    EdgeKind.DEPENDS_ON: 0.02,
+    EdgeKind.PRODUCES: 0.02,
+    EdgeKind.MODIFIES: 0.02,
+    EdgeKind.PARENT_OF: 0.015,
+}
+"""The score's per-edge bonus (upstream: Dependency and Causal 0.02, Hierarchical 0.015;
+provenance and temporal edges 0). This store writes no CoOccurrence or weighted Semantic edges."""
+
+MAX_EDGE_BONUS: Final = 0.25
+MAX_SCORE: Final = 1.40
+
+TYPE_MODIFIER: Final[Mapping[ConceptType, float]] = {
+    ConceptType.CONSTRAINT: 0.15,
+    ConceptType.ENTITY: 0.05,
+    ConceptType.LOGIC: 0.05,
+    ConceptType.RESOURCE: 0.0,
+    ConceptType.OBSERVATION: -0.10,
+}
+
+EVICTION_RESISTANCE: Final[Mapping[ConceptType, float]] = {
+    ConceptType.CONSTRAINT: 1.5,
+    ConceptType.ENTITY: 1.2,
+    ConceptType.LOGIC: 1.1,
+    ConceptType.RESOURCE: 1.0,
+    ConceptType.OBSERVATION: 0.7,
+}
+"""A type's bar is `min_concept_score / resistance`: Entity 0.10, Resource 0.12."""
+
+
+# --- knobs ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GcKnobs:
+    """Every knob garbage collection reads (canonization.md §10), with upstream's defaults.
+
+    Only `gc_interval`, `gc_max_interval` and `gc_idle_floor` are settable (`[daemon]` in the
+    settings file); the rest are fixed constants kept here so a test can state them.
+    """
+
+    gc_interval: int = 10_000
+    gc_max_interval: timedelta = timedelta(seconds=86_400)
+    gc_idle_floor: int = 100
+    min_concept_score: float = 0.12
+    score_cut_types: frozenset[ConceptType] = frozenset({ConceptType.ENTITY, ConceptType.RESOURCE})
+    recency_window: timedelta = timedelta(days=365)
+    collect_fraction: float = 0.05
+    collect_floor: int = 32
+    bump_chunk: int = 500
+    advisory_ceiling: int = 10_000
+    clock_skew: timedelta = timedelta(minutes=5)
+    max_canonical_nodes: int = 1000
+    edge_min_age: timedelta = EDGE_MIN_AGE
+    weight_recency: float = 0.25
+    weight_frequency: float = 0.20
+    weight_activity: float = 0.20
+    weight_density: float = 0.35
+
+    def __post_init__(self) -> None:
+        if self.gc_interval < 1:
+            raise ValueError("gc_interval must be at least 1")
+        if self.gc_max_interval <= timedelta(0):
+            raise ValueError("gc_max_interval_secs must be more than 0")
+        if self.gc_idle_floor < 0:
+            raise ValueError("gc_idle_floor must be 0 or more")
+        if self.bump_chunk < 1:
+            raise ValueError("bump_chunk must be at least 1")
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Settings that are accepted but say something odd (upstream warns, never refuses)."""
+        if self.gc_idle_floor >= self.gc_interval:
+            return (
+                f"gc_idle_floor {self.gc_idle_floor} is not below gc_interval "
+                f"{self.gc_interval}: the elapsed trigger can never fire first",
+            )
+        return ()
+
+    def bar(self, concept_type: ConceptType) -> float | None:
+        """The score cut's bar for a type, or None for a type exempt from the cut."""
+        if concept_type not in self.score_cut_types:
+            return None
+        return self.min_concept_score / EVICTION_RESISTANCE[concept_type]
+
+
+# --- triggers ---------------------------------------------------------------------------------
+
+
+def anchor_gc_clock(last_gc_at: datetime | None, now: datetime, knobs: GcKnobs) -> datetime | None:
+    """The `last_gc_at` to persist before checking triggers, or None when it stands.
+
+    An unset clock starts at the first daemon cycle; one more than `clock_skew` in the future
+    (a wall-clock jump) is re-anchored at now. The mutation count is not touched.
+    """
+    _check_aware(now)
+    if last_gc_at is None or last_gc_at - now > knobs.clock_skew:
+        return now
+    return None
+
+
+def should_sweep(
+    mutations_since: int,
+    last_gc_at: datetime | None,
+    now: datetime,
+    knobs: GcKnobs,
+    *,
+    bumps_pending: int = 0,
+) -> Trigger | None:
+    """Whether a sweep is due, and why.
+
+    `mutations_since` is `epoch - last_gc_epoch` (GC's own writes excluded). The mutation
+    trigger needs no clock; the elapsed one needs `gc_idle_floor` mutations and a clock that
+    has started, and measures from one stored instant, so a long outage still gives one sweep.
+    Nothing is due while the last sweep's survivor bumps are still draining.
+    """
+    _check_aware(now)
+    if bumps_pending > 0:
+        return None
+    since = max(0, mutations_since)
+    if since >= knobs.gc_interval:
+        return Trigger.MUTATIONS
+    if since < knobs.gc_idle_floor or last_gc_at is None:
+        return None
+    if now - last_gc_at >= knobs.gc_max_interval:
+        return Trigger.ELAPSED
+    return None
+
+
+# --- what a sweep reads -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConceptFacts:
+    """What a sweep needs to know about one concept of the session.
+
+    `created_at` is when it was first written (write time, not its about-time: a backdated
+    event_time does not age a concept out); `last_accessed` is its last recall, if any.
+    """
+
+    node_id: ConceptId
+    concept_type: ConceptType
+    status: CanonizationStatus
+    created_at: datetime
+    last_accessed: datetime | None = None
+    access_count: int = 0
+    gc_survived: int = 0
+    root_goal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GcEdge:
+    """One stored edge. Provenance edges run from an interaction; precedes edges join two
+    interactions; every other kind joins two concepts."""
+
+    kind: EdgeKind
+    source: str
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFacts:
+    """The whole session as one sweep sees it.
+
+    `concepts` must hold every concept of the session (an edge into a concept not listed is
+    ignored); `interaction_count` is the number of interaction nodes; `epoch` is the mutation
+    count before the sweep, which rotates the survivor bump order.
+    """
+
+    concepts: Sequence[ConceptFacts]
+    edges: Sequence[GcEdge]
+    interaction_count: int
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceInputs:
+    """The contradiction records (§7) and what the evidence rule needs about contradicted
+    concepts. `concepts` need only the targets of `contradictions`."""
+
+    concepts: Sequence[Concept] = ()
+    contradictions: Sequence[Contradiction] = ()
+    support: Sequence[Support] = ()
+
+
+# --- what a sweep decides ---------------------------------------------------------------------
+
+
+class CollectReason(StrEnum):
+    """Which clause collected a concept."""
+
+    ORPHAN = "orphan"
+    DISCONNECTED = "disconnected"
+    UNDER_BAR = "under_bar"
+    CASCADE = "cascade"
+
+
+class KeptReason(StrEnum):
+    """Why a concept is protected from this sweep."""
+
+    STATUS = "status"
+    ROOT_GOAL = "root_goal"
+    CONTRADICTS_HELD_STATUS = "contradicts_venerable_or_canonical"
+    SHOWN_CORRECTION = "shown_correction"
+
+
+@dataclass(frozen=True, slots=True)
+class Collection:
+    """One collected concept and the clause that collected it."""
+
+    node_id: ConceptId
+    reason: CollectReason
+
+
+@dataclass(frozen=True, slots=True)
+class LastSweep:
+    """lambo_stats' `gc.last_sweep`, field for field."""
+
+    trigger: Trigger
+    collected: int
+    deferred: int
+    collection_cap: int
+    cap_bound: bool
+    resources_spared_by_dependents: int
+    survivors_deferred: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """One sweep's decisions. Id tuples are in id order, except the bumps (drain order)."""
+
+    trigger: Trigger
+    collected: tuple[Collection, ...]
+    deferred: tuple[ConceptId, ...]
+    collection_cap: int
+    resources_spared: tuple[ConceptId, ...]
+    protected: Mapping[ConceptId, KeptReason]
+    bumps: tuple[ConceptId, ...]
+    pending_bumps: tuple[ConceptId, ...]
+    canonical_count: int
+    canonical_over_budget: bool
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def collected_ids(self) -> tuple[ConceptId, ...]:
+        """The collected concepts' ids, in id order."""
+        return tuple(c.node_id for c in self.collected)
+
+    @property
+    def cap_bound(self) -> bool:
+        """Whether the per-sweep cap held anything back."""
+        return bool(self.deferred)
+
+    @property
+    def survivors_deferred(self) -> int:
+        """Survivor bumps left to drain after this sweep's first chunk."""
+        return len(self.pending_bumps)
+
+    def last_sweep(self) -> LastSweep:
+        """The figures lambo_stats reports for this sweep."""
+        return LastSweep(
+            trigger=self.trigger,
+            collected=len(self.collected),
+            deferred=len(self.deferred),
+            collection_cap=self.collection_cap,
+            cap_bound=self.cap_bound,
+            resources_spared_by_dependents=len(self.resources_spared),
+            survivors_deferred=self.survivors_deferred,
+        )
+
+
+# --- the graph a sweep walks ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Graph:
+    """The session's concepts and their edges, indexed once per sweep.
+
+    Contradicts edges are left out of everything here: a contradiction keeps nothing connected
+    and changes no score (M-CAN-014, M-CAN-045); its two protections read `EvidenceInputs`.
+    """
+
+    concepts: Mapping[ConceptId, ConceptFacts]
+    neighbours: Mapping[ConceptId, frozenset[ConceptId]]
+    anchored: frozenset[ConceptId]
+    incident: Mapping[ConceptId, int]
+    bonus: Mapping[ConceptId, float]
+    derived_by: Mapping[ConceptId, int]
+    dependents: frozenset[ConceptId]
+    most_incident: int
+
+
+def _index_concepts(concepts: Iterable[ConceptFacts]) -> dict[ConceptId, ConceptFacts]:
+    indexed: dict[ConceptId, ConceptFacts] = {}
+    for concept in concepts:
+        if concept.node_id in indexed:
+            raise ValueError(f"concept {concept.node_id} is listed twice")
+        indexed[concept.node_id] = concept
+    return indexed
+
+
+def _build(facts: SessionFacts) -> _Graph:
+    concepts = _index_concepts(facts.concepts)
+    neighbours: dict[ConceptId, set[ConceptId]] = {c: set() for c in concepts}
+    incident = dict.fromkeys(concepts, 0)
+    bonus = dict.fromkeys(concepts, 0.0)
+    derivers: dict[ConceptId, set[str]] = {c: set() for c in concepts}
+    sources: dict[ConceptId, set[ConceptId]] = {c: set() for c in concepts}
+    parents: set[ConceptId] = set()
+    # A re-sent edge is one edge; a fixed order keeps the float sums independent of input order.
+    for edge in sorted(set(facts.edges), key=lambda e: (e.kind, e.source, e.target)):
+        target, source = ConceptId(edge.target), ConceptId(edge.source)
+        if edge.kind in PROVENANCE_KINDS:
+            if target in concepts:
+                incident[target] += 1
+                derivers[target].add(edge.source)
+            continue
+        if edge.kind in (EdgeKind.PRECEDES, EdgeKind.CONTRADICTS):
+            continue
+        if source not in concepts or target not in concepts or source == target:
+            continue
+        for end, other in ((source, target), (target, source)):
+            incident[end] += 1
+            bonus[end] += EDGE_BONUS.get(edge.kind, 0.0)
+            neighbours[end].add(other)
+        sources[target].add(source)
+        if edge.kind is EdgeKind.PARENT_OF:
+            parents.add(source)
+    return _Graph(
+        concepts=concepts,
+        neighbours={c: frozenset(n) for c, n in neighbours.items()},
+        anchored=frozenset(c for c, d in derivers.items() if d),
+        incident=incident,
+        bonus=bonus,
+        derived_by={c: len(d) for c, d in derivers.items()},
+        dependents=_with_dependents(sources, parents),
+        most_incident=max(incident.values(), default=0),
+    )
+
+
+def _with_dependents(
+    sources: Mapping[ConceptId, set[ConceptId]], parents: set[ConceptId]
+) -> frozenset[ConceptId]:
+    """Concepts others depend on: another concept has a structural edge into it (it is cited,
+    a parent_of child, or an action's target), it has parent_of children (the seed's dependents),
+    or it is some concept's only structural source (upstream's blast radius)."""
+    found = {target for target, into in sources.items() if into} | parents
+    found.update(next(iter(into)) for into in sources.values() if len(into) == 1)
+    return frozenset(found)
+
+
+def _reachable(graph: _Graph, removed: frozenset[ConceptId]) -> set[ConceptId]:
+    """Concepts reachable from any interaction, edges followed either way, without `removed`."""
+    seen = {c for c in graph.anchored if c not in removed}
+    stack = list(seen)
+    while stack:
+        for other in graph.neighbours[stack.pop()]:
+            if other not in seen and other not in removed:
+                seen.add(other)
+                stack.append(other)
+    return seen
+
+
+# --- the score cut ----------------------------------------------------------------------------
+
+
+def _unit(value: float) -> float:
+    return min(1.0, max(0.0, value)) if math.isfinite(value) else 0.0
+
+
+def eviction_recency(concept: ConceptFacts, now: datetime, window: timedelta) -> float:
+    """1 at the last touch (the later of creation and last recall), falling to 0 over
+    `window`; a touch in the future counts as now."""
+    touched = concept.created_at
+    if concept.last_accessed is not None:
+        touched = max(touched, concept.last_accessed)
+    if window <= timedelta(0):
+        return 0.0
+    age = max(timedelta(0), now - touched)
+    return _unit(1 - age / window)
+
+
+def _score(
+    graph: _Graph, concept: ConceptFacts, facts: SessionFacts, knobs: GcKnobs, now: datetime
+) -> float:
+    """The eviction score: the live dimensions renormalised, plus the concept's own frequency,
+    its edge bonus and its type modifier, clamped to [0, 1.40]."""
+    node = concept.node_id
+    most = graph.most_incident
+    activity = graph.derived_by[node] / facts.interaction_count if facts.interaction_count else 0
+    density = graph.incident[node] / most if most else 0.0
+    live = knobs.weight_recency + knobs.weight_activity + knobs.weight_density
+    weighted = (
+        knobs.weight_recency * eviction_recency(concept, now, knobs.recency_window)
+        + knobs.weight_activity * _unit(activity)
+        + knobs.weight_density * _unit(density)
+    )
+    total = (
+        (weighted / live if live > 0 else 0.0)
+        + min(MAX_EDGE_BONUS, graph.bonus[node])
+        + TYPE_MODIFIER[concept.concept_type]
+        + knobs.weight_frequency * _unit(concept.access_count / 10)
+    )
+    return min(MAX_SCORE, max(0.0, total)) if math.isfinite(total) else 0.0
+
+
+# --- protections ------------------------------------------------------------------------------
+
+_HELD_STATUSES: Final = frozenset({CanonizationStatus.VENERABLE, CanonizationStatus.CANONICAL})
+
+
+def _protected(
+    graph: _Graph, evidence: EvidenceInputs, now: datetime
+) -> dict[ConceptId, KeptReason]:
+    """Protection by status, root goal, and P1: contradicting a concept that is Venerable or
+    Canonical right now (it follows the status, not the warning)."""
+    kept: dict[ConceptId, KeptReason] = {}
+    for node, concept in sorted(graph.concepts.items()):
+        if concept.status in _HELD_STATUSES:
+            kept[node] = KeptReason.STATUS
+        elif concept.root_goal:
+            kept[node] = KeptReason.ROOT_GOAL
+    for edge in evidence.contradictions:
+        target = graph.concepts.get(edge.target)
+        if (
+            edge.written_at <= now
+            and edge.source in graph.concepts
+            and edge.source != edge.target
+            and target is not None
+            and target.status in _HELD_STATUSES
+        ):
+            kept.setdefault(edge.source, KeptReason.CONTRADICTS_HELD_STATUS)
+    return kept
+
+
+def _corrections(
+    graph: _Graph, evidence: EvidenceInputs, knobs: GcKnobs, now: datetime
+) -> dict[ConceptId, ConceptId]:
+    """For each contradicted concept in memory, the correction recall shows for it now."""
+    concepts = [c for c in evidence.concepts if c.node_id in graph.concepts]
+    edges = [e for e in evidence.contradictions if e.source in graph.concepts]
+    current = current_contradictions(concepts, edges, evidence.support, now, knobs.edge_min_age)
+    return {target: edge.source for target, edge in current.items()}
+
+
+def _shown_corrections(
+    graph: _Graph, doomed: set[ConceptId], corrections: Mapping[ConceptId, ConceptId]
+) -> set[ConceptId]:
+    """P2 (#197): a correction is kept while the concept it corrects stays in memory.
+
+    Only a concept that survives on other grounds counts, so the least fixpoint is taken: two
+    concepts that only contradict each other keep neither alive (M-CAN-049).
+    """
+    kept: set[ConceptId] = set()
+    changed = True
+    while changed:
+        changed = False
+        for target, source in sorted(corrections.items()):
+            if target in graph.concepts and target not in doomed and source in doomed:
+                doomed.discard(source)
+                kept.add(source)
+                changed = True
+    return kept
+
+
+def _keep_corrections_of(
+    held: list[ConceptId],
+    collected: dict[ConceptId, CollectReason],
+    corrections: Mapping[ConceptId, ConceptId],
+) -> None:
+    """A deferred concept stays in memory, so its shown correction must too: move it from the
+    collected to the deferred (it was collectable, so it takes no survivor bump)."""
+    pending = list(held)
+    while pending:
+        source = corrections.get(pending.pop())
+        if source is not None and source in collected:
+            del collected[source]
+            held.append(source)
+            pending.append(source)
+
+
+# --- one sweep --------------------------------------------------------------------------------
+
+
+def collection_cap(unprotected: int, knobs: GcKnobs) -> int:
+    """`max(collect_floor, ceil(collect_fraction x unprotected))`, in exact decimal arithmetic."""
+    fraction = knobs.collect_fraction
+    share = Fraction(str(fraction)) if math.isfinite(fraction) and fraction > 0 else Fraction(0)
+    return max(knobs.collect_floor, math.ceil(min(share, Fraction(1)) * max(0, unprotected)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidates:
+    orphans: list[ConceptId]
+    disconnected: list[ConceptId]
+    under_bar: list[tuple[float, ConceptId]]
+    spared: list[ConceptId]
+
+    def ids(self) -> set[ConceptId]:
+        return {*self.orphans, *self.disconnected, *(node for _, node in self.under_bar)}
+
+    def without(self, kept: set[ConceptId]) -> _Candidates:
+        return _Candidates(
+            [n for n in self.orphans if n not in kept],
+            [n for n in self.disconnected if n not in kept],
+            [(r, n) for r, n in self.under_bar if n not in kept],
+            self.spared,
+        )
+
+    def ordered(self) -> list[tuple[ConceptId, CollectReason]]:
+        """Orphans by id, disconnected by id, then furthest under the bar first, then id."""
+        return [
+            *((n, CollectReason.ORPHAN) for n in sorted(self.orphans)),
+            *((n, CollectReason.DISCONNECTED) for n in sorted(self.disconnected)),
+            *((n, CollectReason.UNDER_BAR) for _, n in sorted(self.under_bar)),
+        ]
+
+
+def _candidates(
+    graph: _Graph,
+    protected: Mapping[ConceptId, KeptReason],
+    facts: SessionFacts,
+    knobs: GcKnobs,
+    now: datetime,
+) -> _Candidates:
+    reachable = _reachable(graph, frozenset())
+    found = _Candidates([], [], [], [])
+    for node, concept in graph.concepts.items():
+        if node in protected:
+            continue
+        if graph.incident[node] == 0:
+            found.orphans.append(node)
+        elif node not in reachable:
+            found.disconnected.append(node)
+        elif (bar := knobs.bar(concept.concept_type)) is not None:
+            score = _score(graph, concept, facts, knobs, now)
+            if score >= bar:
+                continue
+            if concept.concept_type is ConceptType.RESOURCE and node in graph.dependents:
+                found.spared.append(node)
+            else:
+                found.under_bar.append((score / bar, node))
+    return found
+
+
+def plan_sweep(
+    facts: SessionFacts,
+    evidence: EvidenceInputs,
+    knobs: GcKnobs,
+    now: datetime,
+    trigger: Trigger,
+) -> Sweep:
+    """Decide one sweep at `now`: what it collects, defers, spares, protects and bumps.
+
+    Pure and deterministic: the input order of concepts, edges and evidence changes nothing.
+    The caller appends the result as events (collections, bumps, the new `last_gc_at` and
+    `last_gc_epoch`) and drains `pending_bumps` with `drain_bumps` on later ticks.
+    """
+    _check_aware(now)
+    graph = _build(facts)
+    protected = _protected(graph, evidence, now)
+    found = _candidates(graph, protected, facts, knobs, now)
+    corrections = _corrections(graph, evidence, knobs, now)
+    for node in _shown_corrections(graph, found.ids(), corrections):
+        protected[node] = KeptReason.SHOWN_CORRECTION
+    found = found.without(set(protected))
+    cap = collection_cap(len(graph.concepts) - len(protected), knobs)
+    ordered = found.ordered()
+    collected = dict(ordered[:cap])
+    held = [node for node, _ in ordered[cap:]]
+    _keep_corrections_of(held, collected, corrections)
+    reachable = _reachable(graph, frozenset(collected))
+    cascade = sorted(
+        node
+        for node in graph.concepts
+        if node not in reachable and node not in protected and node not in collected
+        if node not in held
+    )
+    room = max(0, cap - len(collected))
+    collected.update((node, CollectReason.CASCADE) for node in cascade[:room])
+    held.extend(cascade[room:])
+    _keep_corrections_of(held, collected, corrections)
+    return _sweep(graph, facts, knobs, trigger, collected, held, cap, found, protected)
+
+
+def _sweep(
+    graph: _Graph,
+    facts: SessionFacts,
+    knobs: GcKnobs,
+    trigger: Trigger,
+    collected: Mapping[ConceptId, CollectReason],
+    held: Sequence[ConceptId],
+    cap: int,
+    found: _Candidates,
+    protected: Mapping[ConceptId, KeptReason],
+) -> Sweep:
+    deferred = set(held)
+    survivors = sorted(n for n in graph.concepts if n not in collected and n not in deferred)
+    order = survivor_drain_order(survivors, facts.epoch)
+    canonical = sum(
+        1 for n in survivors if graph.concepts[n].status is CanonizationStatus.CANONICAL
+    )
+    remaining = len(graph.concepts) - len(collected)
+    warnings: list[str] = []
+    if deferred:
+        warnings.append(
+            f"GC collection cap bound: collected {len(collected)} of "
+            f"{len(collected) + len(deferred)} candidates (cap {cap}); "
+            f"{len(deferred)} deferred to the next sweep"
+        )
+    if canonical > knobs.max_canonical_nodes:
+        warnings.append(
+            f"canonical concept count {canonical} exceeds max_canonical_nodes "
+            f"{knobs.max_canonical_nodes}; garbage collection does not demote"
+        )
+    if remaining > knobs.advisory_ceiling:
+        warnings.append(
+            f"concept count {remaining} exceeds the advisory {knobs.advisory_ceiling}; "
+            "nothing evicted for it"
+        )
+    return Sweep(
+        trigger=trigger,
+        collected=tuple(Collection(n, collected[n]) for n in sorted(collected)),
+        deferred=tuple(sorted(deferred)),
+        collection_cap=cap,
+        resources_spared=tuple(sorted(found.spared)),
+        protected={n: protected[n] for n in sorted(protected)},
+        bumps=tuple(order[: knobs.bump_chunk]),
+        pending_bumps=tuple(order[knobs.bump_chunk :]),
+        canonical_count=canonical,
+        canonical_over_budget=canonical > knobs.max_canonical_nodes,
+        warnings=tuple(warnings),
+    )
+
+
+# --- survivor bumps ---------------------------------------------------------------------------
+
+_U64: Final = 2**64 - 1
+
+
+def _splitmix64(seed: int) -> int:
+    z = (seed + 0x9E37_79B9_7F4A_7C15) & _U64
+    z = ((z ^ (z >> 30)) * 0xBF58_476D_1CE4_E5B9) & _U64
+    z = ((z ^ (z >> 27)) * 0x94D0_49BB_1331_11EB) & _U64
+    return z ^ (z >> 31)
+
+
+def survivor_drain_order(survivors: Sequence[ConceptId], epoch: int) -> list[ConceptId]:
+    """Survivors in id order, rotated by an offset mixed from the pre-sweep epoch, so the bumps
+    a restart loses (pending bumps live in memory) are not always the same ids'."""
+    order = sorted(survivors)
+    if len(order) > 1:
+        offset = _splitmix64(epoch & _U64) % len(order)
+        order = order[offset:] + order[:offset]
+    return order
+
+
+def drain_bumps(
+    pending: Sequence[ConceptId], knobs: GcKnobs
+) -> tuple[tuple[ConceptId, ...], tuple[ConceptId, ...]]:
+    """One tick's drain: the bumps to apply now (at most `bump_chunk`) and those still pending."""
+    return tuple(pending[: knobs.bump_chunk]), tuple(pending[knobs.bump_chunk :])
+
+
+def bumped(gc_survived: int) -> int:
+    """`gc_survived` after one more survived sweep, saturating."""
+    return min(GC_SURVIVED_MAX, max(0, gc_survived) + 1)
+
+
+def _check_aware(now: datetime) -> None:
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError("now must be a timezone-aware datetime")
