@@ -20,6 +20,7 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Final
 
+from lcg.domain.memory.canonization import Status
 from lcg.domain.memory.evidence import (
     EDGE_MIN_AGE,
     Concept,
@@ -41,13 +42,7 @@ class Trigger(StrEnum):
     ELAPSED = "elapsed"
 
 
-class CanonizationStatus(StrEnum):
-    """A concept's rung on the canonization ladder, spelled as canonization events spell it."""
-
-    NONE = "None"
-    CANDIDATE = "Candidate"
-    VENERABLE = "Venerable"
-    CANONICAL = "Canonical"
+CanonizationStatus = Status  # one ladder: lcg.domain.memory.canonization
 
 
 class EdgeKind(StrEnum):
