@@ -218,3 +218,35 @@ def test_m_der_097_m_rec_190_a_changed_value_is_flagged_possibly_superseded(
     settled(app, derive(app, concept(newer_text, against=[older.uuid])))
     hits = _recall(app, "which parser version does the release pin?")["structuredContent"]["hits"]
     assert all("possibly_superseded_by" not in hit for hit in hits)
+
+
+def test_m_rec_160_the_rests_on_line_quotes_a_cited_concept_that_is_not_a_hit(
+    app: App, workspace: Workspace
+) -> None:
+    settled(app, derive(app, concept("the quarterly report uses the ledger", "entity")))
+    settled(
+        app,
+        derive(
+            app,
+            concept(
+                "zebra crossings are painted white",
+                depends_on=["the quarterly report uses the ledger"],
+            ),
+        ),
+    )
+    settled(
+        app,
+        derive(
+            app,
+            concept(
+                "the ledger was retired",
+                "observation",
+                against=["the quarterly report uses the ledger"],
+            ),
+            agent="agent-c",
+        ),
+    )
+    result = _recall(app, "zebra crossings painted", top_k=1, traversal_depth=0)
+    (line,) = [row for row in str(result["text"]).split("\n") if row.startswith("⚠ Rests on")]
+    assert '"the quarterly report uses the ledger"' in line
+    assert 'contradicted by "the ledger was retired"' in line

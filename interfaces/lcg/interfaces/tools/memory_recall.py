@@ -197,8 +197,13 @@ def _ordinary(app: App, service: MemoryService, query: str, params: RecallParams
     companions: dict[str, list[str]] = {}
     lines: dict[str, list[str]] = {uuid: [] for uuid in ids}
     warnings: list[str] = []
-    extra_nodes = state.nodes_by_uuid(
-        conn, [c.source for c in contradicted.values() if c.source not in nodes]
+    extra_nodes = state.nodes_by_uuid(  # contradicting concepts and cited ones not among hits
+        conn,
+        [
+            uuid
+            for uuid in (*(c.source for c in contradicted.values()), *asked)
+            if uuid not in nodes
+        ],
     )
     everything = {**nodes, **extra_nodes}
     for uuid in ids:
