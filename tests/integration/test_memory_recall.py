@@ -250,3 +250,12 @@ def test_m_rec_160_the_rests_on_line_quotes_a_cited_concept_that_is_not_a_hit(
     (line,) = [row for row in str(result["text"]).split("\n") if row.startswith("⚠ Rests on")]
     assert '"the quarterly report uses the ledger"' in line
     assert 'contradicted by "the ledger was retired"' in line
+
+
+def test_m_rec_031_a_query_text_is_embedded_once(app: App, workspace: Workspace) -> None:
+    settled(app, derive(app, concept("the cache keeps query embeddings")))
+    workspace.settle()
+    before = workspace.embedder.calls
+    _recall(app, "what does the cache keep?")
+    _recall(app, "what does the cache keep?")
+    assert workspace.embedder.calls - before == 1

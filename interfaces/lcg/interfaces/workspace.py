@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 import threading
@@ -40,6 +41,7 @@ from lcg.projections.wal.store import EventLog
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
+QUERY_CACHE = 1024  # query embeddings kept per process
 
 
 def utc_now() -> datetime:
@@ -114,6 +116,11 @@ class Workspace:
         self.last_index_time: datetime | None = None  # set by knowledge_build_indices (P-102)
         self._stack = ExitStack()
         self.embedder = CountingEmbedder(embedder or MiniLmEmbedder(threads=settings.embed_threads))
+        # Query embeddings, per process: an agent that recalls the same text again does not
+        # wait for the model (M-REC-031); stored texts go through the persistent cache instead.
+        self.embed_query: Callable[[str], Vectors] = functools.lru_cache(maxsize=QUERY_CACHE)(
+            self._embed_query
+        )
         self.caught_up = 0
         self.set_aside: list[Path] = []  # projection files of another WAL, renamed at open
         self.catch_up_failures: dict[GroupId, Exception] = {}
@@ -278,6 +285,11 @@ class Workspace:
         if self._memory is None:
             raise WorkspaceClosed("agent memory needs the workspace open for writing")
         return self._memory
+
+    def _embed_query(self, text: str) -> Vectors:
+        vector: Vectors = self.embedder.embed([text])[0]
+        vector.setflags(write=False)  # shared by every caller of the cache
+        return vector
 
     def settle(self, timeout: float | None = None) -> bool:
         """Wait until the vector indexes hold every acknowledged write (ADR 0022)."""

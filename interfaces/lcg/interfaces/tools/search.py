@@ -49,7 +49,7 @@ def search_context(app: App) -> search.SearchContext:
     return search.SearchContext(
         conn=ws.reader(),
         vectors=ws.vectors,
-        embed_query=lambda text: ws.embedder.embed([text])[0],
+        embed_query=ws.embed_query,
         fusion=ws.settings.search_fusion,
         expand_depth=ws.settings.search_expand_depth,
         text_scorer=ws.text_scorer if ws.settings.bm25_engine == "memory" else None,
