@@ -118,9 +118,8 @@ class Workspace:
         self.embedder = CountingEmbedder(embedder or MiniLmEmbedder(threads=settings.embed_threads))
         # Query embeddings, per process: an agent that recalls the same text again does not
         # wait for the model (M-REC-031); stored texts go through the persistent cache instead.
-        self.embed_query: Callable[[str], Vectors] = functools.lru_cache(maxsize=QUERY_CACHE)(
-            self._embed_query
-        )
+        self._query_cache = functools.lru_cache(maxsize=QUERY_CACHE)(self._embed_query)
+        self.embed_query: Callable[[str], Vectors] = self._query_cache
         self.caught_up = 0
         self.set_aside: list[Path] = []  # projection files of another WAL, renamed at open
         self.catch_up_failures: dict[GroupId, Exception] = {}
@@ -285,6 +284,10 @@ class Workspace:
         if self._memory is None:
             raise WorkspaceClosed("agent memory needs the workspace open for writing")
         return self._memory
+
+    def forget_query_embeddings(self) -> None:
+        """Empty the query-embedding cache (benchmarks measure a query asked the first time)."""
+        self._query_cache.cache_clear()
 
     def _embed_query(self, text: str) -> Vectors:
         vector: Vectors = self.embedder.embed([text])[0]
