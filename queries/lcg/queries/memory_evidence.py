@@ -46,7 +46,11 @@ def contradicted_targets(conn: sqlite3.Connection, session: str) -> list[str]:
 
 
 def load(conn: sqlite3.Connection, session: str, targets: Sequence[str]) -> Evidence:
-    """The evidence about `targets` (concepts of `session`)."""
+    """The evidence about `targets` (concepts of `session`).
+
+    `+group_id` keeps SQLite off the session-wide indexes: without statistics it would read
+    every node, or every contradicts / depends_on edge, of the session to find a few targets,
+    where the primary key and `memory_edges_target` find them directly."""
     if not targets:
         return Evidence({}, [], [])
     marks = ",".join("?" * len(targets))
@@ -60,7 +64,7 @@ def load(conn: sqlite3.Connection, session: str, targets: Sequence[str]) -> Evid
         )
         for uuid, created, about, agent, seq in conn.execute(
             "SELECT uuid, created_at, about_time, agent_id, seq FROM memory_nodes"
-            f" WHERE group_id=? AND uuid IN ({marks})",
+            f" WHERE +group_id=? AND uuid IN ({marks})",
             (session, *targets),
         )
     }
@@ -76,7 +80,7 @@ def load(conn: sqlite3.Connection, session: str, targets: Sequence[str]) -> Evid
         for target, source, key, agent, created, about in conn.execute(
             "SELECT e.target, e.source, n.canonical_key, e.agent_id, e.created_at, e.about_time"
             " FROM memory_edges e JOIN memory_nodes n ON n.uuid = e.source"
-            f" WHERE e.group_id=? AND e.kind='contradicts' AND e.target IN ({marks})",
+            f" WHERE +e.group_id=? AND e.kind='contradicts' AND e.target IN ({marks})",
             (session, *targets),
         )
     ]
@@ -92,7 +96,7 @@ def load(conn: sqlite3.Connection, session: str, targets: Sequence[str]) -> Evid
         )
         for target, concept, kind, agent, created, about, seq in conn.execute(
             "SELECT target, source, kind, agent_id, created_at, about_time, seq FROM memory_edges"
-            f" WHERE group_id=? AND kind='depends_on' AND target IN ({marks}) UNION ALL"
+            f" WHERE +group_id=? AND kind='depends_on' AND target IN ({marks}) UNION ALL"
             " SELECT source, target, kind, agent_id, created_at, about_time, seq FROM"
             f" memory_edges WHERE group_id=? AND kind='parent_of' AND source IN ({marks})",
             (session, *targets, session, *targets),

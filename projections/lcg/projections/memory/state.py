@@ -221,7 +221,7 @@ def neighbours(conn: sqlite3.Connection, group: str, nodes: Sequence[str]) -> di
     for via, other in conn.execute(
         f"SELECT source, target FROM memory_edges WHERE group_id=? AND kind IN ({kinds})"
         f" AND source IN ({marks}) UNION ALL SELECT target, source FROM memory_edges"
-        f" WHERE group_id=? AND kind IN ({kinds}) AND target IN ({marks})",
+        f" WHERE +group_id=? AND kind IN ({kinds}) AND target IN ({marks})",  # by target index
         (group, *NEIGHBOUR_KINDS, *nodes, group, *NEIGHBOUR_KINDS, *nodes),
     ):
         if other not in nodes:
