@@ -646,3 +646,18 @@ def test_m_sta_007_a_wait_and_a_concurrent_admission_never_deadlock(
         assert settled(app, receipt)["state"] == "applied"
     finally:
         ws.close()
+
+
+def test_m_sta_040_stats_and_inspect_report_the_configured_policy(
+    settings: Settings, embedder: Embedder
+) -> None:
+    solo = Settings(workspace=settings.workspace, promotion_policy="Solo")
+    with make_workspace(solo, embedder) as ws:
+        app = App(ws)
+        assert (
+            call(app, "lambo_stats", agent_id=AGENT)["structuredContent"]["promotion_policy"]
+            == "Solo"
+        )
+        settled(app, derive(app, concept("a solo session's fact")))
+        inspected = call(app, "lambo_inspect", agent_id=AGENT, focus="a solo session's fact")
+        assert inspected["structuredContent"]["admission"]["policy"] == "Solo"

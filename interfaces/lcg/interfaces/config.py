@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from lcg.domain import rules
-from lcg.domain.errors import InvalidParams
+from lcg.domain.errors import DomainError, InvalidParams
 from lcg.domain.ids import DEFAULT_GROUP
+from lcg.domain.memory.canonization import Policy, parse_policy
 from lcg.projections.wal.store import Durability
 from lcg.queries.fusion import Fusion
 
@@ -48,6 +49,9 @@ class Settings:
     # LCG_CLOCK_FILE: a file holding seconds to add to the real clock, read at every reading
     # (tests and demos move a serving process's time past the memory rules' age floors)
     clock_file: Path | None = None
+    # LCG_PROMOTION_POLICY: Swarm (default) | Solo, the canonization policy lambo_stats reports;
+    # a bad value refuses start-up, naming the value and the choices (M-STA-040/041)
+    promotion_policy: str = "Swarm"
 
     @property
     def state_dir(self) -> Path:
@@ -105,10 +109,23 @@ class Settings:
                 env.get("LCG_SESSION", "").strip() or DEFAULT_GROUP, "LCG_SESSION"
             ),
             clock_file=Path(env["LCG_CLOCK_FILE"]) if env.get("LCG_CLOCK_FILE") else None,
+            promotion_policy=_policy(env),
         )
 
 
 C = TypeVar("C", bound=str)
+
+
+def _policy(env: Mapping[str, str]) -> str:
+    raw = env.get("LCG_PROMOTION_POLICY", "").strip()
+    if not raw:
+        return Policy.SWARM.value
+    try:
+        return parse_policy(raw).value
+    except DomainError as error:
+        raise InvalidParams(
+            "LCG_PROMOTION_POLICY", "must be Swarm or Solo", f"got {raw!r}"
+        ) from error
 
 
 def session_name(value: str, name: str = "--session") -> str:

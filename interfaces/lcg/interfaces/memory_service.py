@@ -112,12 +112,14 @@ class MemoryService:
         reader: Reader,
         processor: IntentProcessor,
         clock: Callable[[], datetime],
+        promotion_policy: str = "Swarm",
     ) -> None:
         self.session = session
         self._writer = writer
         self._reader = reader
         self.processor = processor
         self.clock = clock
+        self.promotion_policy = promotion_policy
         self._lock = threading.RLock()
         self.book = ReceiptBook(intents=self._from_log)
         self.locks = SoftLocks()
@@ -373,7 +375,7 @@ class MemoryService:
             "canonical_count": 0,
             "dead_lettered": 0,
             "degraded": degraded,
-            "promotion_policy": "Swarm",
+            "promotion_policy": self.promotion_policy,
             "embedding_contract": {
                 "kind": contract.kind,
                 "model": contract.model,

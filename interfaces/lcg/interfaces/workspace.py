@@ -274,6 +274,7 @@ class Workspace:
             lambda: schema.connect(graph_path, read_only=True),
             processor,
             self.clock,
+            self.settings.promotion_policy,
         )
         self._stack.callback(self._release, "_memory", self._memory.close)
         processor.start()

@@ -38,7 +38,6 @@ EDGE_TYPES = {  # the seed's edge classes
     "modifies": "Causal",
     "contradicts": "Contradicts",
 }
-POLICY = "Swarm"
 
 
 class InspectParams(MemoryParams):
@@ -204,7 +203,8 @@ def lambo_inspect(app: App, params: InspectParams) -> MemoryResult:
         )
     if truncated:
         lines.append(f"(the neighbourhood stops at {limits.MAX_INSPECT_NEIGHBOURS} neighbours)")
-    lines.append(f"canonization ({POLICY}): None -> Candidate refused")
+    policy = service.promotion_policy
+    lines.append(f"canonization ({policy}): None -> Candidate refused")
     reason = "no canonization cycle has run yet"
     lines.append(f"  - {reason}")
     content: dict[str, Any] = {
@@ -219,7 +219,7 @@ def lambo_inspect(app: App, params: InspectParams) -> MemoryResult:
         "edges": edge_rows,
         "neighbours_truncated": truncated,
         "admission": {
-            "policy": POLICY,
+            "policy": policy,
             "status": "None",
             "next": "Candidate",
             "eligible": False,
