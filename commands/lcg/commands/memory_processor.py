@@ -5,7 +5,7 @@ projection (so the intents a previous process left are found the same way at sta
 each one: works out which items the write may create, embeds their framed texts in one
 batched call through the embedding cache, searches the session's concept index for close
 concepts (after the vector follower has caught up, so earlier writes are visible), then runs
-`memory.apply_write` in the writer's batch, which appends the outcome. Waiters
+`memory_apply.apply_write` in the writer's batch, which appends the outcome. Waiters
 (`lambo_stats` with `wait_ms`) are woken per settled receipt.
 """
 
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from lcg.commands import memory
-from lcg.commands.memory import Prepared, Similar
+from lcg.commands import memory, memory_apply
+from lcg.commands.memory_apply import Prepared, Similar
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.ids import GroupId
 from lcg.domain.memory.calls import DERIVE
@@ -235,7 +235,7 @@ class IntentProcessor:
                 return ("skipped", None)
             if ctx.is_pinned(GroupId(row.group_id)):  # pinned since it was read: it waits
                 return ("skipped", None)
-            return memory.apply_write(
+            return memory_apply.apply_write(
                 ctx, row, prepared, self._new_id, self._clock(), after_restart=after_restart
             )
 
@@ -275,7 +275,7 @@ class IntentProcessor:
     def _prepare(self, conn: sqlite3.Connection, row: WriteRow) -> Prepared:
         """Embed what the write may create (one batched call) and find its close concepts."""
         session = GroupId(row.group_id)
-        framed = memory.texts_to_embed(row)
+        framed = memory_apply.texts_to_embed(row)
         types = _item_types(row)
         todo = {
             item: text
@@ -311,4 +311,4 @@ def _item_types(row: WriteRow) -> dict[str, str]:
     """Each item's concept type (derive concepts as sent; ends and targets by their rule)."""
     if row.tool == DERIVE:
         return {c["content"]: c["concept_type"] for c in row.request["concepts"]}
-    return dict.fromkeys(memory.texts_to_embed(row), memory.TARGET_TYPE)
+    return dict.fromkeys(memory_apply.texts_to_embed(row), memory.TARGET_TYPE)

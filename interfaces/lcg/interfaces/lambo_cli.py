@@ -9,13 +9,13 @@ transports and commands are not provided; asking for one is refused with the lcg
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces import serve as lcg_serve
+from lcg.interfaces.cli_common import WorkspaceOpt
 from lcg.interfaces.exit_codes import EXIT_INVALID
 from lcg.interfaces.private_files import PRIVATE_UMASK
 
@@ -37,14 +37,7 @@ def serve(
     transport: Annotated[
         str, typer.Option("--transport", help="stdio (the only transport lcg serves).")
     ] = "stdio",
-    workspace: Annotated[
-        Path | None,
-        typer.Option(
-            "--workspace",
-            "-w",
-            help="Directory holding .lcg/ (default: LCG_WORKSPACE or the current directory).",
-        ),
-    ] = None,
+    workspace: WorkspaceOpt = None,
 ) -> None:
     """Serve the session's lambo_* tools over MCP stdio (the reference's default transport)."""
     if transport != "stdio":

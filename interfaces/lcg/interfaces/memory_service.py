@@ -25,6 +25,7 @@ from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.events import MemoryAccessed
 from lcg.domain.ids import GroupId
 from lcg.domain.memory import evidence, limits
+from lcg.domain.memory.context import quote
 from lcg.domain.memory.locks import SoftLocks
 from lcg.domain.memory.receipts import (
     DropCause,
@@ -41,7 +42,7 @@ from lcg.projections.memory import state
 from lcg.projections.memory.state import WriteRow
 from lcg.queries import memory_evidence
 
-Reader = Callable[[], Any]  # a fresh read connection of graph.sqlite
+Reader = Callable[[], Any]  # this thread's read connection of graph.sqlite (Workspace.reader)
 STALE_REPORT_BYTES = 2048  # ids, cited ids and snippets of a receipt's stale rows (M-STL-016)
 ACCESS_FLUSH_SECONDS = 1.0  # how long recalls' access counts wait before one event
 log = logging.getLogger(__name__)
@@ -173,7 +174,11 @@ class MemoryService:
         if asked.epoch != self.book.epoch:
             return  # a previous process's: the log answers for it
         now = self.clock()
-        stale = None if outcome is None else self._stale_report(outcome, now)
+        stale = (
+            None
+            if outcome_state != "applied" or outcome is None
+            else self._stale_report(outcome, now)
+        )
         with self._lock:
             if outcome_state == "applied":
                 assert outcome is not None
@@ -191,12 +196,7 @@ class MemoryService:
                     fields=fields,
                 )
             else:
-                conn = self._reader()
-                try:
-                    row = state.write(conn, receipt)
-                finally:
-                    conn.close()
-                reason = None if row is None else row.summary
+                reason = None if outcome is None else outcome.get("summary")
                 self.book.settle(asked, ReceiptState.FAILED, now, detail=reason)
 
     def _stale_report(
@@ -209,23 +209,20 @@ class MemoryService:
         if not targets:
             return None
         conn = self._reader()
-        try:
-            found = memory_evidence.load(conn, self.session, targets)
-            rows = evidence.stale_rows(
-                found.concepts.values(),
-                found.contradictions,
-                found.support,
-                now,
-                targets=[evidence.ConceptId(t) for t in targets],
-            )
-            nodes = state.nodes_by_uuid(conn, [row.dependent for row in rows[:50]])
-        finally:
-            conn.close()
+        found = memory_evidence.load(conn, self.session, targets)
+        rows = evidence.stale_rows(
+            found.concepts.values(),
+            found.contradictions,
+            found.support,
+            now,
+            targets=[evidence.ConceptId(t) for t in targets],
+        )
+        nodes = state.nodes_by_uuid(conn, [row.dependent for row in rows[:50]])
         shown: list[JsonValue] = []
         lines: list[str] = [f"stale report: {len(rows)} citation(s) rest on what this contradicted"]
         used = 0
         for row in rows[:50]:
-            snippet = nodes[row.dependent].content[:80] if row.dependent in nodes else ""
+            snippet = quote(nodes[row.dependent].content) if row.dependent in nodes else ""
             size = len(f"{row.dependent}{row.cited}{snippet}".encode())
             if used + size > STALE_REPORT_BYTES:
                 break
@@ -273,10 +270,7 @@ class MemoryService:
 
     def _from_log(self, asked: ReceiptId) -> IntentRecord | None:
         conn = self._reader()
-        try:
-            row = state.write(conn, str(asked))
-        finally:
-            conn.close()
+        row = state.write(conn, str(asked))
         if row is None:
             return None
         return record_of(row, this_process=asked.epoch == self.book.epoch)
@@ -299,10 +293,7 @@ class MemoryService:
             with self._lock:
                 return asked in self.book.outstanding()
         conn = self._reader()
-        try:
-            row = state.write(conn, receipt)
-        finally:
-            conn.close()
+        row = state.write(conn, receipt)
         return row is not None and row.state == "pending"
 
     @contextmanager
@@ -346,14 +337,11 @@ class MemoryService:
     def stats(self, contract: EmbeddingContract) -> dict[str, Any]:
         """lambo_stats's session payload (M-STA; ADR 0026 for what each figure means here)."""
         conn = self._reader()
-        try:
-            counts = state.counts(conn, self.session)
-            (log_depth,) = conn.execute(
-                "SELECT COUNT(*) FROM memory_writes WHERE group_id=? AND state='pending'",
-                (self.session,),
-            ).fetchone()
-        finally:
-            conn.close()
+        counts = state.counts(conn, self.session)
+        (log_depth,) = conn.execute(
+            "SELECT COUNT(*) FROM memory_writes WHERE group_id=? AND state='pending'",
+            (self.session,),
+        ).fetchone()
         counters = self.processor.counters
         samples = sorted(counters.apply_ms)
         outstanding = self.processor.outstanding()

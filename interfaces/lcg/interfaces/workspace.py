@@ -271,7 +271,7 @@ class Workspace:
         self._memory = MemoryService(
             GroupId(self.settings.session),
             lambda: self.writer,
-            lambda: schema.connect(graph_path, read_only=True),
+            self.reader,
             processor,
             self.clock,
             self.settings.promotion_policy,

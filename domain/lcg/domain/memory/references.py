@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from lcg.domain.errors import DomainError
+from lcg.domain.memory.context import quote
 from lcg.domain.memory.identity import canonical_key, is_node_uuid, is_short_id, short_id
 
 
@@ -86,13 +87,12 @@ class Resolved:
         return Resolved(str(data["ref"]), data["node"], by)
 
 
-def _quote(text: str, limit: int = 80) -> str:
-    cut = text if len(text) <= limit else text[: limit - 1] + "…"
-    return '"' + cut.replace('"', '\\"') + '"'
+def _quote(text: str) -> str:
+    return '"' + quote(text).replace('"', '\\"') + '"'
 
 
 def _listing(nodes: Sequence[NodeView]) -> str:
-    shown = ", ".join(f"{short_id(n.uuid)} {_quote(n.content, 40)}" for n in nodes[:10])
+    shown = ", ".join(f"{short_id(n.uuid)} {_quote(n.content)}" for n in nodes[:10])
     more = f" and {len(nodes) - 10} more" if len(nodes) > 10 else ""
     return f"matches several concepts ({shown}{more}); name one by its id"
 

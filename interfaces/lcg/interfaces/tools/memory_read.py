@@ -15,6 +15,7 @@ from pydantic import Field
 
 from lcg.domain.errors import DomainError
 from lcg.domain.memory import evidence, limits, text
+from lcg.domain.memory.context import quote
 from lcg.domain.memory.identity import is_node_uuid, is_short_id
 from lcg.interfaces.app import App
 from lcg.interfaces.tools.memory import (
@@ -23,6 +24,7 @@ from lcg.interfaces.tools.memory import (
     MemoryResult,
     Scope,
     answer,
+    display_type,
     service_of,
 )
 from lcg.projections.memory import state
@@ -68,17 +70,8 @@ class SaintsParams(MemoryParams):
     scope: Scope | None = None
 
 
-def _display(node: Node) -> str:
-    kind = node.concept_type or "interaction"
-    return kind.capitalize()  # ConceptType.display: Entity, Logic, ...
-
-
-def _excerpt(content: str, limit: int = 80) -> str:
-    return content if len(content) <= limit else content[: limit - 1] + "…"
-
-
 def _listing(nodes: list[Node]) -> str:
-    return "; ".join(f'{n.uuid} "{_excerpt(n.content, 60)}"' for n in nodes[:10])
+    return "; ".join(f'{n.uuid} "{quote(n.content)}"' for n in nodes[:10])
 
 
 def _resolve(app: App, session: str, focus: str) -> tuple[Node, str | None]:
@@ -107,7 +100,7 @@ def _resolve(app: App, session: str, focus: str) -> tuple[Node, str | None]:
     bounded = state.concept_count(conn, session) > SCAN_CAP
     matches = state.concepts_containing(conn, session, wanted, SCAN_CAP if bounded else 11)
     if len(matches) == 1:
-        note = f'resolved "{_excerpt(focus, 60)}" as a substring'
+        note = f'resolved "{quote(focus)}" as a substring'
         if bounded:
             note += f" of the {SCAN_CAP:,} most recent concepts (past the scan cap)"
         return matches[0], note
@@ -115,7 +108,7 @@ def _resolve(app: App, session: str, focus: str) -> tuple[Node, str | None]:
         raise _several(focus, matches)
     closest = _closest(app, session, focus)
     raise DomainError(
-        f"focus \"{_excerpt(focus, 60)}\" matches no concept of session '{session}'"
+        f"focus \"{quote(focus)}\" matches no concept of session '{session}'"
         + (f"; closest: {_listing(closest)}" if closest else ""),
         field="focus",
         rule="must name a concept",
@@ -134,7 +127,7 @@ def _closest(app: App, session: str, focus: str) -> list[Node]:
 
 def _several(focus: str, nodes: list[Node]) -> DomainError:
     return DomainError(
-        f'focus "{_excerpt(focus, 60)}" matches several concepts; name one by its id: '
+        f'focus "{quote(focus)}" matches several concepts; name one by its id: '
         + _listing(nodes)
         + (f" (and {len(nodes) - 10} more)" if len(nodes) > 10 else ""),
         field="focus",
@@ -168,14 +161,15 @@ def lambo_inspect(app: App, params: InspectParams) -> MemoryResult:
         conn, [*(d for d, _ in dependents), *contradicted_by, *(x for e in shown for x in e[1:3])]
     )
     radius = len({d for d, _ in dependents})
-    lines = [f"{node.content} [{_display(node)}] (id {node.uuid[:8]}, blast radius {radius})"]
+    kind = display_type(node.concept_type)
+    lines = [f"{node.content} [{kind}] (id {node.uuid[:8]}, blast radius {radius})"]
     lines.append(f"node {node.uuid}, written by {node.agent_id} at {node.created_at}")
     if note:
         lines.append(note)
     lines.append(f"dependents ({radius}):")
     dependent_rows = []
     for uuid, kind in dependents[:DEPENDENTS_SHOWN]:
-        label = _excerpt(labels[uuid].content) if uuid in labels else uuid
+        label = quote(labels[uuid].content) if uuid in labels else uuid
         lines.append(f'  - {uuid[:8]} "{label}" ({EDGE_TYPES[kind]})')
         dependent_rows.append({"node_id": uuid, "label": label, "edge_type": EDGE_TYPES[kind]})
     if contradicted_by:
@@ -183,7 +177,7 @@ def lambo_inspect(app: App, params: InspectParams) -> MemoryResult:
         for uuid in contradicted_by:
             other = labels.get(uuid)
             lines.append(
-                f'  - {uuid[:8]} "{_excerpt(other.content) if other else uuid}"'
+                f'  - {uuid[:8]} "{quote(other.content) if other else uuid}"'
                 + (f" ({other.agent_id}, {other.created_at})" if other else "")
             )
     lines.append(f"edges to depth {params.depth} ({len(shown)}):")
@@ -210,7 +204,7 @@ def lambo_inspect(app: App, params: InspectParams) -> MemoryResult:
     content: dict[str, Any] = {
         "node_id": node.uuid,
         "content": node.content,
-        "concept_type": _display(node),
+        "concept_type": kind,
         "is_canonical": False,
         "blast_radius": radius,
         "dependents": dependent_rows,
@@ -276,7 +270,7 @@ def lambo_stale(app: App, params: StaleParams) -> MemoryResult:
     shown = [
         {
             "node_id": row.dependent,
-            "content": _excerpt(nodes[row.dependent].content) if row.dependent in nodes else "",
+            "content": quote(nodes[row.dependent].content) if row.dependent in nodes else "",
             "cited_id": row.cited,
             "contradicted_by": row.contradiction.source,
         }

@@ -28,6 +28,7 @@ from lcg.interfaces.tools.memory import (
     MemoryResult,
     Scope,
     answer,
+    display_type,
     service_of,
 )
 from lcg.interfaces.tools.search import search_context
@@ -73,10 +74,6 @@ class RecallParams(MemoryParams):
         json_schema_extra={"type": "object", "maxProperties": 2},
     )
     scope: Scope | None = None
-
-
-def _display(concept_type: str | None) -> str:
-    return ConceptType(concept_type or "entity").display
 
 
 def lambo_recall(app: App, params: RecallParams) -> MemoryResult:
@@ -156,7 +153,7 @@ def _traversal(
         (nodes[uuid] for uuid in dependents if uuid in nodes),
         key=lambda node: (-radii[node.uuid], node.uuid),
     )[: params.top_k]
-    views = [HitView(n.uuid, n.content, _display(n.concept_type), 1.0) for n in ordered]
+    views = [HitView(n.uuid, n.content, display_type(n.concept_type), 1.0) for n in ordered]
     header = context.traversal_line(subject.text, subject.node_id, len(dependents))
     rendered = context.render_context(views, params.max_tokens, header=header)
     warning = (
@@ -259,7 +256,7 @@ def _ordinary(app: App, service: MemoryService, query: str, params: RecallParams
         block = (*contradicts, *lines.get(node.uuid, []))
         views.append(
             HitView(
-                node.uuid, node.content, _display(node.concept_type), score, warning_lines=block
+                node.uuid, node.content, display_type(node.concept_type), score, warning_lines=block
             )
         )
         extra: dict[str, Any] = {"ranks": ranks}

@@ -158,13 +158,7 @@ def counts(conn: sqlite3.Connection, group: str) -> dict[str, int]:
 
 def blast_radius(conn: sqlite3.Connection, uuid: str) -> int:
     """The concepts that depend on this one: depends_on edges to it and its parent_of children."""
-    (count,) = conn.execute(
-        "SELECT COUNT(DISTINCT other) FROM (SELECT source AS other FROM memory_edges"
-        " WHERE target=? AND kind='depends_on' UNION SELECT target AS other FROM memory_edges"
-        " WHERE source=? AND kind='parent_of')",
-        (uuid, uuid),
-    ).fetchone()
-    return int(count)
+    return blast_radii(conn, [uuid])[uuid]
 
 
 def targets(conn: sqlite3.Connection, group: str, source: str, kinds: Iterable[str]) -> list[str]:

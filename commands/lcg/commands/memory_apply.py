@@ -1,0 +1,497 @@
+"""Memory writes (seed 001), the applying half (ADR 0026): an intent's outcome.
+
+`apply_write` runs in the intent processor's batch: it checks the references fixed at
+acceptance again, matches concepts by canonical key, merges by similarity (the vectors were
+embedded and searched before the batch, `Prepared`), adds the edges and appends
+`MemoryWriteApplied` with every decision (and the replacement candidates and suspected
+supersessions a receipt reports), or `MemoryWriteFailed` with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from lcg.commands.memory import CAUSAL, END_TYPE, TARGET_TYPE, reaches
+from lcg.commands.writer import WriteContext
+from lcg.domain.errors import DomainError
+from lcg.domain.events import MemoryWriteApplied, MemoryWriteFailed
+from lcg.domain.ids import GroupId
+from lcg.domain.memory.calls import DERIVE
+from lcg.domain.memory.context import quote
+from lcg.domain.memory.identity import (
+    canonical_key,
+    digit_words_differ,
+    matches_by_key,
+    one_value_differs,
+)
+from lcg.domain.memory.references import (
+    ACTION_CYCLE,
+    HIERARCHY_CYCLE,
+    CycleRefused,
+    ReferenceRefused,
+    Resolved,
+    still_names,
+)
+from lcg.domain.memory.text import call_text
+from lcg.domain.memory.text import embedding_text as framed
+from lcg.projections.memory import state
+from lcg.projections.memory.state import SessionLookup, WriteRow
+
+
+@dataclass(frozen=True, slots=True)
+class Similar:
+    """A stored concept close to a text the write may create."""
+
+    uuid: str
+    cosine: float
+
+
+@dataclass
+class Prepared:
+    """What the processor computed before the batch: the framed text each item that may be
+    created is embedded as, and the stored concepts closest to it (by item text)."""
+
+    embedding_texts: dict[str, str] = field(default_factory=dict)
+    similar: dict[str, list[Similar]] = field(default_factory=dict)
+    embedder_failure: str | None = None
+
+
+def texts_to_embed(row: WriteRow) -> dict[str, str]:
+    """item text -> framed text, for every item the write might create (M-DER-140..148)."""
+    request = row.request
+    if row.tool == DERIVE:
+        contents = [c["content"] for c in request["concepts"]]
+        whole = call_text(contents)
+        items = contents + [e for p in request["parent_of"] for e in (p["parent"], p["child"])]
+        return {item: framed(item, whole) for item in items}
+    action = request["action"]
+    targets = [
+        entry["ref"]
+        for kind in ("produces", "modifies", "depends_on")
+        for entry in request[kind]
+        if entry["node"] is None
+    ]
+    return {action: framed(action, action)} | {t: framed(t, action) for t in targets}
+
+
+class _Outcome:
+    """The nodes, edges and counts an apply decides, in the event's JSON shape."""
+
+    def __init__(self, ctx: WriteContext, row: WriteRow, new_id: Callable[[], str]) -> None:
+        self.ctx = ctx
+        self.session = GroupId(row.group_id)
+        self.new_id = new_id
+        self.nodes: list[dict[str, Any]] = []
+        self.by_key: dict[str, str] = {}  # keys created or matched by this write
+        self.reinforced: list[str] = []
+        self.edges: list[dict[str, str]] = []
+        self.edge_keys: set[tuple[str, str, str]] = set()
+        self.created: list[str] = []
+        self.matched: list[str] = []
+        self.semantic_merged = 0
+        self.embedded = 0
+        self.reinforcements = 0
+        self.candidates: list[dict[str, Any]] = []
+        self.superseded: list[dict[str, str]] = []  # possibly superseded: {older, newer}
+
+    def node(self, text: str, concept_type: str, prepared: Prepared, against: set[str]) -> str:
+        """The node this text names: matched by key, merged by similarity, or created."""
+        uuid, _ = self.resolve(text, concept_type, prepared, against)
+        return uuid
+
+    def resolve(
+        self, text: str, concept_type: str, prepared: Prepared, against: set[str]
+    ) -> tuple[str, str]:
+        """(node, how): how is `key` (matched), `semantic` (merged) or `created`."""
+        content = text.strip()
+        key = canonical_key(content) if matches_by_key(concept_type) else None
+        if key:
+            if key in self.by_key:
+                return self.by_key[key], "key"
+            found = state.concepts_with_key(self.ctx.conn, self.session, key)
+            if found:
+                self.by_key[key] = found[0].uuid
+                self._reinforce(found[0].uuid)
+                self.matched.append(found[0].uuid)
+                return found[0].uuid, "key"
+        for near in prepared.similar.get(text, []):
+            stored = state.node(self.ctx.conn, self.session, near.uuid)
+            if (
+                stored is not None
+                and stored.node_kind == "concept"
+                and stored.concept_type == concept_type
+                and stored.uuid not in against
+                and not digit_words_differ(content, stored.content)  # ADR 0025's guard
+            ):
+                self.semantic_merged += 1
+                self._reinforce(stored.uuid)
+                self.matched.append(stored.uuid)
+                if key:
+                    self.by_key[key] = stored.uuid
+                return stored.uuid, "semantic"
+        uuid = self.new_id()
+        embedding_text = prepared.embedding_texts.get(text)
+        self.nodes.append(
+            {
+                "uuid": uuid,
+                "node_kind": "concept",
+                "content": text,
+                "concept_type": concept_type,
+                "canonical_key": key,
+                "embedding_text": embedding_text,
+            }
+        )
+        if embedding_text:
+            self.embedded += 1
+        if key:
+            self.by_key[key] = uuid
+        self.created.append(uuid)
+        return uuid, "created"
+
+    def _reinforce(self, uuid: str) -> None:
+        self.reinforced.append(uuid)
+        self.reinforcements += 1
+
+    def edge(self, kind: str, source: str, target: str) -> bool:
+        """Add an edge; an existing one is reinforced. Returns whether it was new."""
+        if (kind, source, target) in self.edge_keys:
+            return False
+        self.edge_keys.add((kind, source, target))
+        existing = state.edge_uuid(self.ctx.conn, self.session, kind, source, target)
+        if existing is not None:
+            self.reinforcements += 1
+        self.edges.append(
+            {"uuid": existing or self.new_id(), "kind": kind, "source": source, "target": target}
+        )
+        return existing is None
+
+
+class ApplyRefused(DomainError):
+    """Why a write cannot be applied now (its receipt says failed)."""
+
+
+def apply_write(
+    ctx: WriteContext,
+    row: WriteRow,
+    prepared: Prepared,
+    new_id: Callable[[], str],
+    now: datetime,
+    *,
+    after_restart: bool,
+) -> tuple[str, dict[str, Any] | None]:
+    """Apply one intent: append its outcome (or its failure). Returns (state, outcome); a
+    failure's outcome holds only its `summary`, the reason."""
+    session = GroupId(row.group_id)
+    try:
+        if prepared.embedder_failure is not None:
+            raise ApplyRefused(prepared.embedder_failure)
+        outcome = _decide(ctx, row, prepared, new_id, now)
+    except DomainError as refused:
+        ctx.append(
+            session,
+            [MemoryWriteFailed(now, row.receipt, row.intent_seq, refused.message, after_restart)],
+        )
+        return "failed", {"summary": refused.message}
+    ctx.append(
+        session, [MemoryWriteApplied(now, row.receipt, row.intent_seq, outcome, after_restart)]
+    )
+    return "applied", outcome
+
+
+def _check_fixed(lookup: SessionLookup, field_: str, resolved: Resolved) -> None:
+    why = still_names(resolved, lookup)
+    if why is not None:
+        raise ReferenceRefused(field_, resolved.ref, why)
+
+
+def _about_time(row: WriteRow) -> str:
+    """A write's about-time: its event_time, never later than when it was accepted."""
+    if row.event_time is None or row.event_time > row.accepted_at:
+        return row.accepted_at
+    return row.event_time
+
+
+def _decide(
+    ctx: WriteContext,
+    row: WriteRow,
+    prepared: Prepared,
+    new_id: Callable[[], str],
+    now: datetime,
+) -> dict[str, Any]:
+    session = GroupId(row.group_id)
+    out = _Outcome(ctx, row, new_id)
+    interaction = new_id()
+    request = row.request
+    if row.tool == DERIVE:
+        text = call_text([c["content"] for c in request["concepts"]])
+    else:
+        text = request["action"]
+    out.nodes.append(
+        {
+            "uuid": interaction,
+            "node_kind": "interaction",
+            "content": text,
+            "concept_type": None,
+            "canonical_key": None,
+            "embedding_text": None,
+        }
+    )
+    previous = state.latest_interaction(ctx.conn, session)
+    if previous is not None:
+        out.edge("precedes", previous, interaction)
+    action_node: str | None = None
+    if row.tool == DERIVE:
+        citations, contradictions = _apply_derive(
+            out, request, prepared, interaction, _about_time(row)
+        )
+    else:
+        action_node, citations, contradictions = _apply_action(out, request, prepared, interaction)
+    created = list(out.created)
+    matched = list(dict.fromkeys(out.matched))
+    summary = _summary(row, request, len(created), len(matched), out.embedded)
+    if citations:
+        summary += f"; {citations} citation(s) recorded"
+    if contradictions:
+        summary += f"; {contradictions} contradiction(s) recorded"
+    if out.superseded:
+        summary += f"; {len(out.superseded)} possible undeclared supersession(s) flagged"
+    candidates = out.candidates
+    if candidates:
+        summary += (
+            f"; {len(candidates)} replacement candidate(s): existing concepts this write may"
+            " replace (nothing recorded; cite one in against on a later call only if it really"
+            " is replaced)"
+        )
+    outcome: dict[str, Any] = {
+        "agent_id": row.agent_id,
+        "about_time": _about_time(row),
+        "interaction": interaction,
+        "nodes": out.nodes,
+        "reinforced_nodes": out.reinforced,
+        "edges": out.edges,
+        "created": created,
+        "matched": matched,
+        "created_count": len(created),
+        "matched_count": len(matched),
+        "semantic_merged": out.semantic_merged,
+        "reinforced": out.reinforcements,
+        "edges_count": sum(1 for e in out.edges if e["kind"] != "precedes"),
+        "embedded": out.embedded,
+        "summary": summary,
+    }
+    if action_node is not None:
+        outcome["action_node"] = action_node
+    if out.superseded:
+        outcome["possibly_superseded"] = out.superseded
+    if candidates:
+        outcome["replacement_candidates"] = {
+            "candidates": _bounded(candidates),
+            "total": len(candidates),
+        }
+        outcome["candidate_lines"] = [_candidate_line(c) for c in candidates]
+    return outcome
+
+
+REPLACEABLE = ("logic", "constraint", "observation")  # M-DER-103
+CANDIDATES_PER_CONCEPT = 3  # M-DER-112
+CANDIDATE_BYTES = 2048  # M-DER-122: rows per receipt, counted as serialized JSON
+
+
+def _near(
+    out: _Outcome, concept: dict[str, Any], uuid: str, prepared: Prepared, refs: set[str]
+) -> list[tuple[Similar, state.Node]]:
+    """The stored concepts of this concept's type at or above the merge threshold (read once
+    for candidates and suspected supersessions), with no reference of this concept to them
+    and no citation or contradiction between the two."""
+    found: list[tuple[Similar, state.Node]] = []
+    for near in prepared.similar.get(concept["content"], []):
+        stored = state.node(out.ctx.conn, out.session, near.uuid)
+        if (
+            stored is not None
+            and stored.node_kind == "concept"
+            and stored.concept_type == concept["concept_type"]
+            and stored.uuid not in refs
+            and not _linked(out, uuid, stored.uuid)
+        ):
+            found.append((near, stored))
+    return found
+
+
+def _candidates(
+    out: _Outcome, near: list[tuple[Similar, state.Node]], uuid: str, about: str
+) -> list[dict[str, Any]]:
+    """The existing concepts this concept may replace (M-DER-100..116): the near ones not
+    written by this call; the one it merged with is marked merged, one dated after it newer.
+    Nothing is recorded."""
+    written = {*out.created, *out.matched} - {uuid}
+    found: list[dict[str, Any]] = []
+    for similar, stored in near:
+        if stored.uuid in written:
+            continue
+        row: dict[str, Any] = {
+            "id": stored.uuid[:8],
+            "node_id": stored.uuid,
+            "excerpt": quote(stored.content),
+            "cosine": round(similar.cosine, 4),
+            "new_id": uuid[:8],
+        }
+        if stored.uuid == uuid:
+            row["merged"] = True
+        if stored.about_time > about:
+            row["newer"] = True
+        found.append(row)
+    found.sort(key=lambda row: -float(row["cosine"]))
+    return found[:CANDIDATES_PER_CONCEPT]
+
+
+def _suspected(
+    content: str, near: list[tuple[Similar, state.Node]], uuid: str, about: str
+) -> list[dict[str, str]]:
+    """Possibly superseded, not declared (#198): a near concept whose merge the identifier
+    guard refused, differing in one value after an identical prefix, and dated before this
+    write (equal dates are never flagged)."""
+    return [
+        {"older": stored.uuid, "newer": uuid}
+        for _, stored in near
+        if stored.about_time < about
+        and digit_words_differ(content, stored.content)
+        and one_value_differs(stored.content, content)
+    ]
+
+
+def _linked(out: _Outcome, first: str, second: str) -> bool:
+    return any(
+        state.edge_uuid(out.ctx.conn, out.session, kind, a, b) is not None
+        for kind in ("depends_on", "contradicts")
+        for a, b in ((first, second), (second, first))
+    )
+
+
+def _bounded(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """As many rows as fit in CANDIDATE_BYTES of serialized JSON (the total stays true)."""
+    kept: list[dict[str, Any]] = []
+    used = 0
+    for row in rows:
+        size = len(json.dumps(row, ensure_ascii=False).encode("utf-8"))
+        if used + size > CANDIDATE_BYTES:
+            break
+        kept.append(row)
+        used += size
+    return kept
+
+
+def _candidate_line(row: dict[str, Any]) -> str:
+    """`  - 5e6f7a8b "excerpt" (cosine 0.8684, for 1a2b3c4d)` and its ending (M-DER-108/114)."""
+    line = f'  - {row["id"]} "{row["excerpt"]}" (cosine {row["cosine"]:.4f}, for {row["new_id"]})'
+    if row.get("merged"):
+        line += "; merged with this write, may be replaced"
+    if row.get("newer"):
+        line += (
+            "; newer: dated after this write, so it may replace this write, not the other way"
+            " round; do not cite it in against."
+        )
+    return line
+
+
+def _apply_derive(
+    out: _Outcome, request: dict[str, Any], prepared: Prepared, interaction: str, about: str
+) -> tuple[int, int]:
+    """Concepts, their citations and contradictions, then parent_of. (citations, contradictions)"""
+    conn, session = out.ctx.conn, out.session
+    lookup = SessionLookup(conn, session)
+    citations = contradictions = 0
+    for i, concept in enumerate(request["concepts"]):
+        cited = [Resolved.from_json(c) for c in concept["depends_on"]]
+        against = [Resolved.from_json(c) for c in concept["against"]]
+        for j, ref in enumerate(cited):
+            _check_fixed(lookup, f"concepts[{i}].depends_on[{j}]", ref)
+        for j, ref in enumerate(against):
+            _check_fixed(lookup, f"concepts[{i}].against[{j}]", ref)
+        against_nodes = {a.node for a in against if a.node}
+        uuid, how = out.resolve(
+            concept["content"], concept["concept_type"], prepared, against_nodes
+        )
+        out.edge("semantic" if how == "semantic" else "derives", interaction, uuid)
+        if how != "key" and concept["concept_type"] in REPLACEABLE:
+            refs = {r.node for r in (*cited, *against) if r.node}
+            near = _near(out, concept, uuid, prepared, refs)
+            out.candidates.extend(_candidates(out, near, uuid, about))
+            if how == "created":
+                out.superseded.extend(_suspected(concept["content"], near, uuid, about))
+        for j, ref in enumerate(cited):
+            assert ref.node is not None
+            if ref.node == uuid:  # merged into what it cites: the merge already ties them
+                out.reinforcements += 1
+                continue
+            if state.reaches(conn, session, ref.node, uuid, ("depends_on",)):
+                raise ReferenceRefused(
+                    f"concepts[{i}].depends_on[{j}]", ref.ref, "would close a dependency loop"
+                )
+            out.edge("depends_on", uuid, ref.node)
+            citations += 1
+        for ref in against:
+            assert ref.node is not None
+            out.edge("contradicts", uuid, ref.node)
+            contradictions += 1
+    extra: dict[str, set[str]] = {}
+    for pair in request["parent_of"]:
+        parent = out.node(pair["parent"], END_TYPE, prepared, set())
+        child = out.node(pair["child"], END_TYPE, prepared, set())
+        if parent == child or reaches(conn, session, extra, child, parent, ("parent_of",)):
+            raise CycleRefused(HIERARCHY_CYCLE, field="parent_of", rule="must stay acyclic")
+        extra.setdefault(parent, set()).add(child)
+        out.edge("parent_of", parent, child)
+    return citations, contradictions
+
+
+def _apply_action(
+    out: _Outcome, request: dict[str, Any], prepared: Prepared, interaction: str
+) -> tuple[str, int, int]:
+    """The action's concept, its targets and contradictions. (node, citations, contradictions)"""
+    conn, session = out.ctx.conn, out.session
+    lookup = SessionLookup(conn, session)
+    citations = contradictions = 0
+    action_node = out.node(request["action"], TARGET_TYPE, prepared, set())
+    out.edge("derives", interaction, action_node)
+    for kind in ("produces", "modifies", "depends_on"):
+        for j, entry in enumerate(request[kind]):
+            ref = Resolved.from_json(entry)
+            _check_fixed(lookup, f"{kind}[{j}]", ref)
+            target = ref.node or out.node(ref.ref, TARGET_TYPE, prepared, set())
+            if target == action_node or reaches(conn, session, {}, target, action_node, CAUSAL):
+                raise CycleRefused(ACTION_CYCLE, field=kind, rule="must stay acyclic")
+            out.edge(kind, action_node, target)
+            if kind == "depends_on":
+                citations += 1
+    for j, entry in enumerate(request["against"]):
+        ref = Resolved.from_json(entry)
+        _check_fixed(lookup, f"against[{j}]", ref)
+        assert ref.node is not None
+        out.edge("contradicts", action_node, ref.node)
+        contradictions += 1
+    return action_node, citations, contradictions
+
+
+def _summary(
+    row: WriteRow, request: dict[str, Any], created: int, matched: int, embedded: int
+) -> str:
+    """The receipt's detail: `receipt <id>: applied — <this>` (M-DER-096)."""
+    if row.tool == DERIVE:
+        count = len(request["concepts"])
+        return (
+            f"derived {count} concept(s): {created} created ({embedded} embedded),"
+            f" {matched} matched existing"
+        )
+    return (
+        f"recorded action '{_one_line(request['action'])}': {created} created"
+        f" ({embedded} embedded), {matched} matched existing"
+    )
+
+
+def _one_line(text: str) -> str:
+    """An action quoted in a one-line summary: its line breaks escaped."""
+    return text.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
