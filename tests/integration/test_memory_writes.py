@@ -18,6 +18,7 @@ from lcg.domain.ids import GroupId
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
+from lcg.interfaces.settings_file import Tuning
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.port import Embedder
 from lcg.projections.memory import state
@@ -651,7 +652,9 @@ def test_m_sta_007_a_wait_and_a_concurrent_admission_never_deadlock(
 def test_m_sta_040_stats_and_inspect_report_the_configured_policy(
     settings: Settings, embedder: Embedder
 ) -> None:
-    solo = Settings(workspace=settings.workspace, promotion_policy="Solo")
+    solo = Settings(
+        workspace=settings.workspace, tuning=Tuning().with_values(__promotion_policy="Solo")
+    )
     with make_workspace(solo, embedder) as ws:
         app = App(ws)
         assert (

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 
 from lcg.domain import rules
-from lcg.domain.errors import DomainError, InvalidParams
+from lcg.domain.errors import InvalidParams
 from lcg.domain.ids import DEFAULT_GROUP
-from lcg.domain.memory.canonization import Policy, parse_policy
+from lcg.interfaces.settings_file import Tuning, load_tuning
 from lcg.projections.wal.store import Durability
 from lcg.queries.fusion import Fusion
 
@@ -49,9 +49,15 @@ class Settings:
     # LCG_CLOCK_FILE: a file holding seconds to add to the real clock, read at every reading
     # (tests and demos move a serving process's time past the memory rules' age floors)
     clock_file: Path | None = None
-    # LCG_PROMOTION_POLICY: Swarm (default) | Solo, the canonization policy lambo_stats reports;
-    # a bad value refuses start-up, naming the value and the choices (M-STA-040/041)
-    promotion_policy: str = "Swarm"
+    # The settings file lcg.toml and its LCG_<SECTION>_<KEY> variables (ADR 0030): the
+    # canonization, daemon, GC and recall-selection knobs
+    tuning: Tuning = field(default_factory=Tuning)
+
+    @property
+    def promotion_policy(self) -> str:
+        """Swarm (default) | Solo: lcg.toml's promotion_policy or LCG_PROMOTION_POLICY (which
+        wins); a bad value refuses start-up, naming the value and the choices (M-STA-040/041)."""
+        return self.tuning.policy.value
 
     @property
     def state_dir(self) -> Path:
@@ -90,11 +96,13 @@ class Settings:
         """`workspace` (the --workspace flag) wins over LCG_WORKSPACE, which wins over cwd."""
         chosen = workspace or (Path(env["LCG_WORKSPACE"]) if env.get("LCG_WORKSPACE") else cwd)
         durability: Durability = _choice(env, "LCG_DURABILITY", ("normal", "full"))
-        fusion: Fusion = _choice(env, "LCG_SEARCH_FUSION", ("max", "rrf"))
+        resolved = chosen.resolve()
+        tuning = load_tuning(resolved, env)
+        fusion: Fusion = _choice(env, "LCG_SEARCH_FUSION", ("max", "rrf"), tuning.fusion)
         engine: Bm25Engine = _choice(env, "LCG_BM25_ENGINE", ("memory", "fts5"))
         follow: VectorFollow = _choice(env, "LCG_VECTOR_FOLLOW", ("async", "sync"))
         return cls(
-            workspace=chosen.resolve(),
+            workspace=resolved,
             durability=durability,
             embed_threads=_int(env, "LCG_EMBED_THREADS", 1, 1, 64),
             search_fusion=fusion,
@@ -109,23 +117,11 @@ class Settings:
                 env.get("LCG_SESSION", "").strip() or DEFAULT_GROUP, "LCG_SESSION"
             ),
             clock_file=Path(env["LCG_CLOCK_FILE"]) if env.get("LCG_CLOCK_FILE") else None,
-            promotion_policy=_policy(env),
+            tuning=tuning,
         )
 
 
 C = TypeVar("C", bound=str)
-
-
-def _policy(env: Mapping[str, str]) -> str:
-    raw = env.get("LCG_PROMOTION_POLICY", "").strip()
-    if not raw:
-        return Policy.SWARM.value
-    try:
-        return parse_policy(raw).value
-    except DomainError as error:
-        raise InvalidParams(
-            "LCG_PROMOTION_POLICY", "must be Swarm or Solo", f"got {raw!r}"
-        ) from error
 
 
 def session_name(value: str, name: str = "--session") -> str:
@@ -135,9 +131,11 @@ def session_name(value: str, name: str = "--session") -> str:
     return value
 
 
-def _choice(env: Mapping[str, str], name: str, choices: tuple[C, ...]) -> C:
-    """One of `choices` (case-insensitive; the first is the default)."""
-    raw = env.get(name, "").strip().lower() or choices[0]
+def _choice(
+    env: Mapping[str, str], name: str, choices: tuple[C, ...], default: str | None = None
+) -> C:
+    """One of `choices` (case-insensitive; `default`, else the first, when unset)."""
+    raw = env.get(name, "").strip().lower() or default or choices[0]
     for choice in choices:
         if raw == choice:
             return choice

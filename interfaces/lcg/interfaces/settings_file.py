@@ -1,0 +1,303 @@
+"""The workspace's settings file, `lcg.toml`, and the environment variables that override it.
+
+One table of keys (ADR 0030). Each key is `[section] name` in the file and
+`LCG_<SECTION>_<NAME>` in the environment (upper case; the top-level `promotion_policy` is
+`LCG_PROMOTION_POLICY`); the environment wins over the file, the file over the default. An
+unknown section or key, a value of the wrong type or out of range refuses start-up, naming the
+key, the rule and what was given.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Final
+
+from lcg.domain.errors import DomainError, InvalidParams
+from lcg.domain.memory.canonization import Knobs, Policy, parse_policy
+from lcg.domain.memory.gc import GcKnobs
+
+SETTINGS_FILE: Final = "lcg.toml"
+TOP: Final = ""  # the section of top-level keys
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    section: str
+    name: str
+    kind: type  # bool, int, float or str
+    default: object
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    meaning: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name if self.section == TOP else f"[{self.section}] {self.name}"
+
+    @property
+    def env(self) -> str:
+        if self.section == TOP:
+            return f"LCG_{self.name.upper()}"
+        return f"LCG_{self.section.upper()}_{self.name.upper()}"
+
+    @property
+    def rule(self) -> str:
+        if self.kind is bool:
+            return "must be true or false"
+        if self.choices:
+            return "must be " + " | ".join(self.choices)
+        kind = "an integer" if self.kind is int else "a number"
+        if self.high is None:
+            return f"must be {kind} of at least {_show(self.low)}"
+        return f"must be {kind} from {_show(self.low)} to {_show(self.high)}"
+
+
+def _show(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:g}"
+
+
+KEYS: Final[tuple[Key, ...]] = (
+    Key(TOP, "promotion_policy", str, "Swarm", choices=("Swarm", "Solo"),
+        meaning="the canonization policy (canonization.md §3, §4)"),
+    Key("daemon", "canonization_eval_interval_secs", float, 60.0, 0.1, 86_400,
+        meaning="seconds between canonization cycles"),
+    Key("daemon", "tick_interval_secs", float, 1.0, 0.05, 3_600,
+        meaning="seconds between daemon ticks (contradiction list, GC trigger, bumps)"),
+    Key("daemon", "gc_interval", int, 10_000, 1, 1_000_000_000,
+        meaning="mutations since the last sweep that trigger one"),
+    Key("daemon", "gc_max_interval_secs", float, 86_400.0, 1, 10 * 365 * 86_400,
+        meaning="seconds since the last sweep that trigger one (with gc_idle_floor)"),
+    Key("daemon", "gc_idle_floor", int, 100, 0, 1_000_000_000,
+        meaning="mutations the elapsed trigger needs since the last sweep"),
+    Key("canonization", "min_peer_count", int, 20, 1, 1_000_000,
+        meaning="non-Canonical concepts a session needs before Stage 1 admits any"),
+    Key("canonization", "edge_min_age_secs", float, 60.0, 0, 86_400,
+        meaning="age from write time before an edge counts as evidence"),
+    Key("canonization", "batch_size", int, 50, 1, 100_000,
+        meaning="concepts each stage evaluates per cycle"),
+    Key("canonization", "repromotion_cooldown_secs", float, 300.0, 0, 365 * 86_400,
+        meaning="seconds after a demotion before Stage 3 admits the concept again"),
+    Key("canonization", "max_canonical_nodes", int, 1000, 0, 10_000_000,
+        meaning="the Canonical budget"),
+    Key("canonization", "supersede", bool, False,
+        meaning="a contradicting concept with newer support demotes a Canonical one"),
+    Key("selection", "skip_redundant", bool, False,
+        meaning="recall skips a hit that repeats one it already took"),
+    Key("selection", "similar_signals", bool, False,
+        meaning="skip_redundant also treats semantic matches as repeats"),
+    Key("fusion", "strategy", str, "max", choices=("max", "rrf"),
+        meaning="how recall and search fuse their legs' scores"),
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """The values of every key, after the file and the environment."""
+
+    values: Mapping[str, object] = field(default_factory=lambda: {k.label: k.default for k in KEYS})
+    source: Mapping[str, str] = field(default_factory=dict)  # label -> "file" | "env"
+
+    def get(self, section: str, name: str) -> object:
+        return self.values[Key(section, name, str, None).label]
+
+    def _float(self, section: str, name: str) -> float:
+        value = self.get(section, name)
+        assert isinstance(value, int | float)
+        return float(value)
+
+    def _int(self, section: str, name: str) -> int:
+        value = self.get(section, name)
+        assert isinstance(value, int)
+        return value
+
+    def _bool(self, section: str, name: str) -> bool:
+        return bool(self.get(section, name))
+
+    def _secs(self, section: str, name: str) -> timedelta:
+        return timedelta(seconds=self._float(section, name))
+
+    @property
+    def policy(self) -> Policy:
+        return parse_policy(str(self.get(TOP, "promotion_policy")))
+
+    @property
+    def fusion(self) -> str:
+        return str(self.get("fusion", "strategy"))
+
+    @property
+    def skip_redundant(self) -> bool:
+        return self._bool("selection", "skip_redundant")
+
+    @property
+    def similar_signals(self) -> bool:
+        return self._bool("selection", "similar_signals")
+
+    @property
+    def tick_interval(self) -> timedelta:
+        return self._secs("daemon", "tick_interval_secs")
+
+    def knobs(self) -> Knobs:
+        return Knobs(
+            promotion_policy=self.policy,
+            min_peer_count=self._int("canonization", "min_peer_count"),
+            edge_min_age=self._secs("canonization", "edge_min_age_secs"),
+            eval_interval=self._secs("daemon", "canonization_eval_interval_secs"),
+            batch_size=self._int("canonization", "batch_size"),
+            repromotion_cooldown=self._secs("canonization", "repromotion_cooldown_secs"),
+            max_canonical_nodes=self._int("canonization", "max_canonical_nodes"),
+            supersede=self._bool("canonization", "supersede"),
+        )
+
+    def gc_knobs(self) -> GcKnobs:
+        return GcKnobs(
+            gc_interval=self._int("daemon", "gc_interval"),
+            gc_max_interval=self._secs("daemon", "gc_max_interval_secs"),
+            gc_idle_floor=self._int("daemon", "gc_idle_floor"),
+            max_canonical_nodes=self._int("canonization", "max_canonical_nodes"),
+            edge_min_age=self._secs("canonization", "edge_min_age_secs"),
+        )
+
+    def with_values(self, **changes: object) -> Tuning:
+        """A copy with `section__name=value` changes (tests and the demo)."""
+        values = dict(self.values)
+        for dunder, value in changes.items():
+            section, _, name = dunder.rpartition("__")
+            values[_key(section, name).label] = value
+        return Tuning(values=values, source=self.source)
+
+
+def _key(section: str, name: str) -> Key:
+    found = _lookup(section, name)
+    if found is None:
+        raise KeyError(f"{section}.{name}")
+    return found
+
+
+def _lookup(section: str, name: str) -> Key | None:
+    return next((k for k in KEYS if k.section == section and k.name == name), None)
+
+
+def load_tuning(workspace: Path, env: Mapping[str, str]) -> Tuning:
+    """The file `workspace/lcg.toml` (if there is one), then the environment."""
+    path = workspace / SETTINGS_FILE
+    values: dict[str, object] = {key.label: key.default for key in KEYS}
+    source: dict[str, str] = {}
+    if path.exists():
+        for key, raw in _file_entries(path):
+            values[key.label] = _checked(key, raw, f"{SETTINGS_FILE} {key.label}")
+            source[key.label] = "file"
+    for key in KEYS:
+        text = env.get(key.env, "").strip()
+        if text:
+            values[key.label] = _checked(key, _from_env(key, text), key.env)
+            source[key.label] = "env"
+    return Tuning(values=values, source=source)
+
+
+def _file_entries(path: Path) -> list[tuple[Key, object]]:
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise InvalidParams(SETTINGS_FILE, "must be a readable UTF-8 file", str(error)) from None
+    except tomllib.TOMLDecodeError as error:
+        raise InvalidParams(SETTINGS_FILE, "must be valid TOML", str(error)) from None
+    sections = sorted({key.section for key in KEYS} - {TOP})
+    entries: list[tuple[Key, object]] = []
+    for name, value in document.items():
+        if isinstance(value, dict):
+            if name not in sections:
+                raise InvalidParams(
+                    f"{SETTINGS_FILE} [{name}]",
+                    "unknown section; known: " + ", ".join(f"[{s}]" for s in sections),
+                )
+            entries.extend(_section_entries(name, value))
+        else:
+            entries.append((_known(TOP, name), value))
+    return entries
+
+
+def _section_entries(section: str, table: Mapping[str, object]) -> list[tuple[Key, object]]:
+    return [(_known(section, name), value) for name, value in table.items()]
+
+
+def _known(section: str, name: str) -> Key:
+    found = _lookup(section, name)
+    if found is not None:
+        return found
+    names = ", ".join(key.name for key in KEYS if key.section == section)
+    where = "top level" if section == TOP else f"[{section}]"
+    label = name if section == TOP else f"[{section}] {name}"
+    raise InvalidParams(f"{SETTINGS_FILE} {label}", f"unknown key; known at {where}: {names}")
+
+
+_TRUTH: Final = {"1": True, "true": True, "yes": True, "on": True} | {
+    "0": False, "false": False, "no": False, "off": False
+}  # fmt: skip
+
+
+def _from_env(key: Key, text: str) -> object:
+    """The environment's text as the key's type where it parses; else the text, for the error."""
+    if key.kind is bool:
+        return _TRUTH.get(text.lower(), text)
+    if key.kind in (int, float):
+        for parse in (int, float):
+            try:
+                return parse(text)
+            except ValueError:
+                continue
+    return text
+
+
+def _checked(key: Key, value: object, where: str) -> object:
+    """`value` as the key's type, or InvalidParams naming `where`, the rule and the value."""
+    bad = InvalidParams(where, key.rule, f"got {value!r}")
+    if key.kind is bool:
+        if not isinstance(value, bool):
+            raise bad
+        return value
+    if key.kind is str:
+        if not isinstance(value, str):
+            raise bad
+        return _choice(key, value, where)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise bad
+    if key.kind is int and not isinstance(value, int):
+        raise bad
+    low = key.low if key.low is not None else float("-inf")
+    high = key.high if key.high is not None else float("inf")
+    if not low <= value <= high:
+        raise bad
+    return value if key.kind is int else float(value)
+
+
+def _choice(key: Key, value: str, where: str) -> str:
+    if key.name == "promotion_policy":
+        try:
+            return parse_policy(value).value
+        except DomainError:
+            raise InvalidParams(where, key.rule, f"got {value!r}") from None
+    for choice in key.choices:
+        if value.strip().lower() == choice.lower():
+            return choice
+    raise InvalidParams(where, key.rule, f"got {value!r}")
+
+
+def describe() -> list[dict[str, object]]:
+    """Every key with its default, environment variable and meaning (docs and `lcg settings`)."""
+    return [
+        {
+            "key": key.label,
+            "env": key.env,
+            "default": key.default,
+            "rule": key.rule,
+            "meaning": key.meaning,
+        }
+        for key in KEYS
+    ]
