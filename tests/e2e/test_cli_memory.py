@@ -40,3 +40,31 @@ def test_issue_11_an_ack_only_write_is_applied_by_the_next_process(tmp_path: Pat
         tmp_path, "stats", "--receipt", acked["receipt"], "--wait-ms", "20000", "--json"
     )
     assert asked["receipt"]["state"] == "applied_after_restart"
+
+
+def test_issue_13_canon_and_gc_commands_run_the_jobs_and_show_what_they_appended(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "lcg.toml").write_text("[daemon]\ngc_interval = 1\n", encoding="utf-8")
+    assert lcg(tmp_path, "derive", "user schema", "--type", "entity").returncode == 0
+    status = lcg_json(tmp_path, "canon", "status", "--json")
+    assert status["promotion_policy"] == "Swarm"
+    assert status["knobs"]["gc_interval"] == 1  # the settings file reached the jobs
+    assert status["statuses"] == {"Candidate": 0, "Venerable": 0, "Canonical": 0}
+    assert status["gc"]["sweeps"] == 0
+    dry = lcg_json(tmp_path, "gc", "run", "--dry-run", "--json")
+    assert (dry["dry_run"], dry["collected"], dry["collection_cap"]) == (True, 0, 32)
+    assert lcg_json(tmp_path, "canon", "status", "--json")["gc"]["sweeps"] == 0
+    swept = lcg(tmp_path, "gc", "run")
+    assert swept.returncode == 0, swept.stderr
+    assert said(swept.stdout).startswith("collected 0 concept(s), deferred 0 (cap 32)")
+    after = lcg_json(tmp_path, "canon", "status", "--json")["gc"]
+    assert (after["sweeps"], after["last_gc_epoch"]) == (1, after["epoch"])
+    assert lcg_json(tmp_path, "canon", "run", "--json")["transitions"] == []
+    assert lcg_json(tmp_path, "canon", "history", "--json")["rows"] == []
+
+
+def test_issue_13_a_bad_settings_file_refuses_the_command_naming_the_key(tmp_path: Path) -> None:
+    (tmp_path / "lcg.toml").write_text("[daemon]\ngc_intervl = 1\n", encoding="utf-8")
+    message = refused(lcg(tmp_path, "canon", "status"), 2)
+    assert "lcg.toml [daemon] gc_intervl: unknown key" in message

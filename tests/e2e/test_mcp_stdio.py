@@ -17,7 +17,7 @@ import pytest
 from mcp import Client, MCPError
 
 from lcg.interfaces.config import Settings
-from lcg.interfaces.operations import BY_NAME, OPERATIONS
+from lcg.interfaces.operations import BY_NAME, OPERATIONS, OPERATOR_OPERATIONS
 from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.wal.lease import WriterLease
 from tests.helpers.console_script import seed
@@ -53,7 +53,9 @@ def test_standalone_session_initialize_list_call_progress_close(tmp_path: Path) 
             assert client.server_info is not None
             assert client.server_info.name == "liminis-context-graph"
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            assert set(tools) == expected_tools("all") == set(BY_NAME)
+            # every tool of the table, and not the operator's lcg_* job handles (issue 13)
+            assert set(tools) == expected_tools("all") == {op.name for op in OPERATIONS}
+            assert not set(tools) & {op.name for op in OPERATOR_OPERATIONS}
             for name, tool in tools.items():
                 operation = BY_NAME[name]
                 assert tool.input_schema == operation.input_schema()
@@ -214,7 +216,7 @@ def test_tools_list_under_each_scope_combination(tmp_path: Path) -> None:
     assert listed[("memory",)] == expected_tools("memory")
     assert listed[("memory",)] >= {"lambo_derive", "lambo_record_action", "lambo_stats"}
     assert "knowledge_close" in listed[("admin",)]
-    assert listed[()] == listed[("all",)] == set(BY_NAME)
+    assert listed[()] == listed[("all",)] == {op.name for op in OPERATIONS}
 
 
 def test_an_unknown_or_empty_scope_is_a_start_up_error(tmp_path: Path) -> None:

@@ -69,7 +69,14 @@ def test_m_ins_006_020_022_023_focus_forms_dependents_and_blast_radius(
     assert content["dependents_truncated"] is False
     assert len(content["contradicted_by"]) == 1  # M-INS-025
     assert content["admission"]["policy"] == "Swarm"
-    assert result["text"].split("\n")[-2] == "canonization (Swarm): None -> Candidate refused"
+    lines = result["text"].split("\n")
+    canonization = lines[lines.index("canonization (Swarm): None -> Candidate refused") :]
+    assert canonization[1:] == [  # M-INS-031: one line per failing gate of the next hop
+        "  - stage 1: 5 peer concepts in the session, needs at least 20",
+        "  - stage 1: survived 0 garbage collections, needs at least 3",
+        # the best connected of five: with so few peers the 90th percentile is its own score
+        "  - stage 1: score 0.522 not above the session's 90th percentile 0.522",
+    ]
 
 
 @pytest.mark.usefixtures("story")

@@ -25,6 +25,7 @@ import contextlib
 import tempfile
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,9 @@ from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.graph_file import open_graph
+from lcg.interfaces.settings_file import Tuning
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.canonization.projection import TABLES as CANON_TABLES
 from lcg.projections.embedding.hashing import HashingEmbedder
 from lcg.projections.embedding.port import Embedder
 from lcg.projections.memory.projection import TABLES as MEMORY_TABLES
@@ -50,6 +53,20 @@ from tests.helpers.projection_state import assert_scorer_agrees_with_fts5, dump
 from tests.integration.test_property_rebuild import command as knowledge_command
 from tests.integration.test_property_rebuild import run as run_knowledge
 
+# Small sessions promote and collect: no peer floor, no age floor, no survival needed twice.
+JOBS_MOVE = Tuning().with_values(
+    canonization__min_peer_count=1,
+    canonization__edge_min_age_secs=0,
+    daemon__gc_interval=1,
+    daemon__gc_idle_floor=0,
+)
+# Every example ends with jobs, so that each has their events (and a year for the GC bars).
+FINALLY: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("gc_sweep", {}),
+    ("canon_cycle", {}),
+    ("later", {"days": 400}),
+    ("gc_sweep", {}),
+)
 SESSION = GroupId("g1")  # also one of the knowledge commands' groups: the streams interleave
 AGENT = "agent-a"
 WAIT_MS = 10_000
@@ -154,7 +171,14 @@ purge = st.builds(
     st.sampled_from(TYPES),
     st.lists(memory_write, max_size=1),
 )
-operation = st.one_of(single, single, burst, loop, purge)
+# Issue 13: the scheduled jobs' events interleave with the writes (a cycle, a sweep, and time
+# passing so that sweeps collect under-bar concepts and the cooldown and age floors pass).
+job: st.SearchStrategy[tuple[str, dict[str, Any]]] = st.one_of(
+    st.just(("canon_cycle", {})),
+    st.just(("gc_sweep", {})),
+    st.builds(lambda days: ("later", {"days": days}), st.sampled_from([1, 30, 400])),
+)
+operation = st.one_of(single, single, burst, loop, purge, job, job)
 
 
 CONCEPT_TEXTS = (
@@ -168,8 +192,8 @@ def dump_all(conn: Any) -> dict[str, list[tuple[Any, ...]]]:
     and the memory tables."""
     tables = dump(conn)
     tables["concept_texts"] = sorted(tuple(row) for row in conn.execute(CONCEPT_TEXTS))
-    for table in MEMORY_TABLES:
-        tables[table] = [tuple(row) for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1")]
+    for table in (*MEMORY_TABLES, *CANON_TABLES):
+        tables[table] = sorted(tuple(row) for row in conn.execute(f"SELECT * FROM {table}"))
     return tables
 
 
@@ -250,6 +274,17 @@ class Session:
             with self.ws.memory.processor.paused():
                 for inner, inner_spec in spec["ops"]:
                     self.run(inner, inner_spec)
+        elif name == "canon_cycle":
+            hops = self.ws.memory.jobs_or_fail().run_cycle()
+            event(f"a cycle moved {min(len(hops), 2)}{'+' if len(hops) >= 2 else ''} concepts")
+        elif name == "gc_sweep":
+            self.settle()  # a sweep decides on applied writes only
+            sweep = self.ws.memory.jobs_or_fail().sweep()
+            event(f"a sweep collected {'some' if sweep.collected else 'none'}")
+        elif name == "later":
+            clock = self.ws.clock
+            assert isinstance(clock, SteppingClock)
+            clock.now += timedelta(days=spec["days"])
         elif name.startswith("lambo_"):
             self.write(name, spec)
         else:
@@ -343,10 +378,19 @@ def test_i11_rebuild_equals_incremental_and_a_random_to_seq_shows_the_session_as
 ) -> None:
     with (
         tempfile.TemporaryDirectory() as tmp,
-        make_workspace(Settings(workspace=Path(tmp), session=SESSION), HashingEmbedder()) as ws,
+        make_workspace(
+            Settings(
+                workspace=Path(tmp),
+                session=SESSION,
+                tuning=JOBS_MOVE.with_values(
+                    __promotion_policy=data.draw(st.sampled_from(["Swarm", "Solo"]), "policy")
+                ),
+            ),
+            HashingEmbedder(),
+        ) as ws,
     ):
         session = Session(ws)
-        for name, spec in [first, *operations_]:
+        for name, spec in [first, *operations_, *FINALLY]:
             session.run(name, spec)
             session.settle()
         call = session.call

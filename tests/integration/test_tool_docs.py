@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lcg.interfaces import tool_docs
-from lcg.interfaces.operations import BY_NAME
+from lcg.interfaces.operations import OPERATIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / "docs" / "tools"
@@ -38,7 +38,7 @@ def test_issue_10_the_committed_tool_pages_are_what_the_generator_writes(
 def test_issue_10_every_tool_has_an_example_and_a_section_on_its_familys_page(
     pages: dict[str, str],
 ) -> None:
-    assert set(tool_docs.EXAMPLES) == set(BY_NAME)
+    assert set(tool_docs.EXAMPLES) == {op.name for op in OPERATIONS}
     for family, operations in tool_docs.families().items():
         for operation in operations:
             assert f"\n## {operation.name}\n" in pages[f"{family}.md"]

@@ -38,6 +38,10 @@ def test_wire_names_are_stable() -> None:
         "memory_write_applied",
         "memory_write_failed",
         "memory_accessed",
+        "concepts_canonized",
+        "gc_clock_started",
+        "gc_swept",
+        "gc_bumped",
     ]
 
 

@@ -176,6 +176,52 @@ class MemoryAccessed(DomainEvent):
     counts: dict[str, int]
 
 
+@dataclass(frozen=True, slots=True)
+class ConceptsCanonized(DomainEvent):
+    """One canonization cycle's transitions, in the order they apply (ADR 0031): each a dict
+    {node_id, from_status, to_status, blast_radius, cause, last_demotion_time, superseded_by}.
+    One event per cycle that moved anything, so a killed cycle leaves all of it or none; a
+    replay sets every status from these, never running the policy again."""
+
+    wire_name: ClassVar[str] = "concepts_canonized"
+
+    transitions: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class GcClockStarted(DomainEvent):
+    """The session's GC clock (`last_gc_at`) started, or was re-anchored from the future, at
+    `occurred_at` (canonization.md §8 "Clock start")."""
+
+    wire_name: ClassVar[str] = "gc_clock_started"
+
+
+@dataclass(frozen=True, slots=True)
+class GcSwept(DomainEvent):
+    """One garbage-collection sweep: the concepts it collected ({node_id, reason}), the ones
+    it deferred, the survivors whose gc_survived it bumped now (the rest drain by GcBumped),
+    its lambo_stats figures, and `epoch`, the session's mutation count it swept at (the new
+    `last_gc_epoch`; `last_gc_at` is `occurred_at`)."""
+
+    wire_name: ClassVar[str] = "gc_swept"
+
+    trigger: str
+    collected: list[dict[str, str]]
+    deferred: list[str]
+    bumped: list[str]
+    figures: dict[str, Any]
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class GcBumped(DomainEvent):
+    """A daemon tick drained these survivors' pending gc_survived bumps."""
+
+    wire_name: ClassVar[str] = "gc_bumped"
+
+    bumped: list[str]
+
+
 EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     EntityCreated,
     EntityRevised,
@@ -189,6 +235,10 @@ EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     MemoryWriteApplied,
     MemoryWriteFailed,
     MemoryAccessed,
+    ConceptsCanonized,
+    GcClockStarted,
+    GcSwept,
+    GcBumped,
 )
 
 Upcaster: TypeAlias = Callable[[JsonDict], JsonDict]

@@ -10,6 +10,7 @@ answered from the memory projection, that is from the log.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -17,9 +18,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
+
+from lcg.commands.memory_jobs import JobCounters, MemoryJobs
 from lcg.commands.memory_processor import IntentProcessor
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.events import MemoryAccessed
@@ -37,10 +41,11 @@ from lcg.domain.memory.receipts import (
     ReceiptId,
     ReceiptState,
 )
+from lcg.projections.canonization import state as canon
 from lcg.projections.embedding.port import EmbeddingContract
+from lcg.projections.memory import evidence as memory_evidence
 from lcg.projections.memory import state
 from lcg.projections.memory.state import WriteRow
-from lcg.queries import memory_evidence
 
 Reader = Callable[[], Any]  # this thread's read connection of graph.sqlite (Workspace.reader)
 STALE_REPORT_BYTES = 2048  # ids, cited ids and snippets of a receipt's stale rows (M-STL-016)
@@ -114,8 +119,11 @@ class MemoryService:
         processor: IntentProcessor,
         clock: Callable[[], datetime],
         promotion_policy: str = "Swarm",
+        jobs: MemoryJobs | None = None,
     ) -> None:
         self.session = session
+        self.jobs = jobs
+        self._scheduler: BackgroundScheduler | None = None
         self._writer = writer
         self._reader = reader
         self.processor = processor
@@ -130,6 +138,12 @@ class MemoryService:
         self._accessed_since: float | None = None  # monotonic time of the oldest one
         processor.listeners.append(self._settled)
         processor.periodic.append(self.flush_accesses)
+
+    def jobs_or_fail(self) -> MemoryJobs:
+        """The session's canonization and GC jobs (a writer-open workspace always has them)."""
+        if self.jobs is None:
+            raise RuntimeError("this memory service runs no jobs")
+        return self.jobs
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -343,6 +357,8 @@ class MemoryService:
             (self.session,),
         ).fetchone()
         counters = self.processor.counters
+        jobs = self.jobs.counters if self.jobs is not None else JobCounters()
+        clock = canon.clock(conn, self.session)
         samples = sorted(counters.apply_ms)
         outstanding = self.processor.outstanding()
         degraded = self.processor.failure is not None or bool(self._writer().faults())
@@ -357,10 +373,10 @@ class MemoryService:
             "log_depth": int(log_depth),
             "write_queue_depth": outstanding,
             **counts,
-            "daemon_cycles": 0,  # the daemon and canonization come with issue 13
-            "canonization_cycles": 0,
-            "canonization_failures": 0,
-            "canonical_count": 0,
+            "daemon_cycles": jobs.daemon_cycles,
+            "canonization_cycles": jobs.canonization_cycles,
+            "canonization_failures": jobs.canonization_failures,
+            "canonical_count": canon.canonical_count(conn, self.session),
             "dead_lettered": 0,
             "degraded": degraded,
             "promotion_policy": self.promotion_policy,
@@ -370,7 +386,13 @@ class MemoryService:
                 "dim": contract.dim,
             },
             "embedding_modalities": ["text"],
-            "gc": {"last_gc_at": None, "last_gc_epoch": 0, "last_sweep": None},
+            "gc": {
+                "last_gc_at": None if clock.last_gc_at is None else _rfc3339(clock.last_gc_at),
+                "last_gc_epoch": clock.last_gc_epoch,
+                "last_sweep": None
+                if jobs.last_sweep is None
+                else dataclasses.asdict(jobs.last_sweep),
+            },
             "write_queue_bound": limits.WRITE_QUEUE_BOUND,
             "write_queue_lane_bound": limits.WRITE_QUEUE_LANE_BOUND,
             "write_queue_measured": bool(samples),
@@ -417,15 +439,41 @@ class MemoryService:
                 f"{payload['promotion_policy']}; canonical {payload['canonical_count']} after "
                 f"{payload['canonization_cycles']} canonization cycle(s)",
                 f"gc: last_gc_at {gc['last_gc_at'] or 'never'}, last_gc_epoch "
-                f"{gc['last_gc_epoch']}, last sweep none",
+                f"{gc['last_gc_epoch']}, last sweep {_sweep_text(gc['last_sweep'])}",
                 f"embedding: {contract['kind']} {contract['model']} {contract['dim']}-d; "
                 f"modalities {', '.join(payload['embedding_modalities'])}",
             ]
         )
 
+    def schedule(self, tick: timedelta) -> None:
+        """Start the canonization cycle (every `eval_interval`, the first one interval after
+        start) and the daemon tick on apscheduler's thread pool: one instance of each at a
+        time, missed runs coalesced into one (ENGINEERING-NOTES: Scheduler)."""
+        if self.jobs is None or self._scheduler is not None:
+            return
+        jobs = self.jobs
+        scheduler = BackgroundScheduler(
+            job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
+        )
+        scheduler.add_job(
+            _logged(jobs.run_cycle, "canonization cycle"),
+            "interval",
+            seconds=jobs.knobs.eval_interval.total_seconds(),
+            id="canonization",
+        )
+        scheduler.add_job(
+            _logged(jobs.tick, "daemon tick"), "interval", seconds=tick.total_seconds(), id="tick"
+        )
+        scheduler.start()
+        self._scheduler = scheduler
+
     def close(self) -> None:
-        """Stop the processor; writes still pending stay durable intents for the next start.
+        """Stop the jobs (a running one finishes: each appends all of its events or none),
+        then the processor; writes still pending stay durable intents for the next start.
         Access counts waiting are appended first (a failure to is logged: they are counts)."""
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=True)
+            self._scheduler = None
         self.processor.stop()
         try:
             self.flush_accesses(min_age=0.0)
@@ -435,6 +483,37 @@ class MemoryService:
         with self._lock:
             for receipt in self.book.outstanding():
                 self.book.settle(receipt, ReceiptState.INTENT_DURABLE, now)
+
+
+def _rfc3339(at: datetime) -> str:
+    return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _sweep_text(sweep: dict[str, Any] | None) -> str:
+    if sweep is None:
+        return "none in this process"
+    return (
+        f"{sweep['trigger']}: {sweep['collected']} collected, {sweep['deferred']} deferred "
+        f"(cap {sweep['collection_cap']}), {sweep['resources_spared_by_dependents']} resources "
+        f"spared, {sweep['survivors_deferred']} survivor bumps pending"
+    )
+
+
+def _logged(job: Callable[[], object], name: str) -> Callable[[], None]:
+    """A job for the scheduler: a failure is logged once per distinct message and the next
+    run tries again (the cycle counts it in canonization_failures)."""
+    last: list[str] = []
+
+    def run() -> None:
+        try:
+            job()
+        except Exception as error:
+            text = f"{type(error).__name__}: {error}"
+            if last != [text]:
+                log.exception("the %s failed", name)
+                last[:] = [text]
+
+    return run
 
 
 def _percentile(samples: list[float], fraction: float) -> float | None:

@@ -24,6 +24,7 @@ from lcg.interfaces.tools import (
     episodes,
     graph,
     memory,
+    memory_jobs,
     memory_read,
     memory_recall,
     search,
@@ -148,7 +149,16 @@ OPERATIONS: tuple[AnyOperation, ...] = (
     _row("lambo_saints", MEMORY, memory_read.SaintsParams, memory_read.lambo_saints, reads=True),
 )
 
-BY_NAME: dict[str, AnyOperation] = {op.name: op for op in OPERATIONS}
+# The operator's handles on the memory jobs (`lcg canon ...`, `lcg gc run`): dispatched here
+# and by the socket service, never advertised over MCP (agents see the seeds' tools only).
+OPERATOR_OPERATIONS: tuple[AnyOperation, ...] = (
+    _row("lcg_canon_status", ADMIN, memory_jobs.CanonParams, memory_jobs.canon_status),
+    _row("lcg_canon_run", ADMIN, memory_jobs.CanonParams, memory_jobs.canon_run),
+    _row("lcg_canon_history", ADMIN, memory_jobs.HistoryParams, memory_jobs.canon_history),
+    _row("lcg_gc_run", ADMIN, memory_jobs.GcParams, memory_jobs.gc_run),
+)
+
+BY_NAME: dict[str, AnyOperation] = {op.name: op for op in (*OPERATIONS, *OPERATOR_OPERATIONS)}
 
 
 class UnknownMethod(InvalidParams):

@@ -53,6 +53,7 @@ class Service:
         """Open the workspace (lease, WAL, projections, catch-up); degraded if that fails."""
         try:
             workspace = Workspace(self.settings, command=self.command).open()
+            workspace.start_memory_jobs()  # the session's canonization cycle and daemon tick
         except Exception as error:  # noqa: BLE001 (any failure to open is the degraded state)
             self.reason = str(error)
             self.recovery = recovery_for(self.settings, error)

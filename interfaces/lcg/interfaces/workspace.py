@@ -15,6 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from lcg.commands.memory_jobs import MemoryJobs
 from lcg.commands.memory_processor import IntentProcessor
 from lcg.commands.writer import CommitListener, Writer
 from lcg.domain.events import EventCodec
@@ -268,6 +269,15 @@ class Workspace:
             self.memory_ids,
             MINILM_MERGE_THRESHOLD,
         )
+        tuning = self.settings.tuning
+        jobs = MemoryJobs(
+            self.writer,
+            lambda: schema.connect(graph_path, read_only=True),
+            GroupId(self.settings.session),
+            tuning.knobs(),
+            tuning.gc_knobs(),
+            self.clock,
+        )
         self._memory = MemoryService(
             GroupId(self.settings.session),
             lambda: self.writer,
@@ -275,9 +285,16 @@ class Workspace:
             processor,
             self.clock,
             self.settings.promotion_policy,
+            jobs,
         )
         self._stack.callback(self._release, "_memory", self._memory.close)
         processor.start()
+
+    def start_memory_jobs(self) -> None:
+        """Run the session's canonization cycle and daemon tick on a schedule (serving
+        processes; one-shot commands and tests run the jobs when they choose). Stopped first
+        at close, with the memory service."""
+        self.memory.schedule(self.settings.tuning.tick_interval)
 
     @property
     def memory(self) -> MemoryService:

@@ -472,6 +472,43 @@ def _score(
     return min(MAX_SCORE, max(0.0, total)) if math.isfinite(total) else 0.0
 
 
+def daemon_scores(
+    facts: SessionFacts, span: tuple[datetime, datetime] | None, knobs: GcKnobs
+) -> dict[ConceptId, float]:
+    """The daemon score S(c) of every concept (canonization.md §3), which Stage 1 ranks.
+
+    S = 0.25R + 0.20F + 0.20A + 0.35D + edge bonus + type modifier, each dimension in [0, 1]
+    and the total in [0, 1.40]. R places the concept's last touch (its last recall, else its
+    creation) within the session's interaction span `span` (first, last); a zero span (or
+    none) gives 1. F is access_count / 10, A the share of interactions that derived it, D its
+    incident edges over the session's most.
+    """
+    graph = _build(facts)
+    most = graph.most_incident
+    scores: dict[ConceptId, float] = {}
+    for node, concept in graph.concepts.items():
+        touched = concept.created_at
+        if concept.last_accessed is not None:
+            touched = max(touched, concept.last_accessed)
+        if span is None or span[1] <= span[0]:
+            recency = 1.0
+        else:
+            recency = _unit((touched - span[0]) / (span[1] - span[0]))
+        activity = (
+            graph.derived_by[node] / facts.interaction_count if facts.interaction_count else 0
+        )
+        total = (
+            knobs.weight_recency * recency
+            + knobs.weight_frequency * _unit(concept.access_count / 10)
+            + knobs.weight_activity * _unit(activity)
+            + knobs.weight_density * _unit(graph.incident[node] / most if most else 0.0)
+            + min(MAX_EDGE_BONUS, graph.bonus[node])
+            + TYPE_MODIFIER[concept.concept_type]
+        )
+        scores[node] = min(MAX_SCORE, max(0.0, total)) if math.isfinite(total) else 0.0
+    return scores
+
+
 # --- protections ------------------------------------------------------------------------------
 
 _HELD_STATUSES: Final = frozenset({CanonizationStatus.VENERABLE, CanonizationStatus.CANONICAL})

@@ -8,16 +8,21 @@ and inspect's admission block names the policy and says that no cycle has run.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import Field
 
 from lcg.domain.errors import DomainError
 from lcg.domain.memory import evidence, limits, text
+from lcg.domain.memory.canonization import Admission, Status, evaluate
 from lcg.domain.memory.context import quote
+from lcg.domain.memory.evidence import ConceptId
 from lcg.domain.memory.identity import is_node_uuid, is_short_id
 from lcg.interfaces.app import App
+from lcg.interfaces.memory_service import MemoryService
 from lcg.interfaces.tools.memory import (
     AgentId,
     MemoryParams,
@@ -27,9 +32,11 @@ from lcg.interfaces.tools.memory import (
     display_type,
     service_of,
 )
+from lcg.projections.canonization import measure
+from lcg.projections.canonization import state as canon
+from lcg.projections.memory import evidence as memory_evidence
 from lcg.projections.memory import state
 from lcg.projections.memory.state import Node
-from lcg.queries import memory_evidence
 
 SCAN_CAP = 2_000  # concepts the substring leg scans before it bounds itself (M-INS-008)
 DEPENDENTS_SHOWN = 50
@@ -197,29 +204,20 @@ def lambo_inspect(app: App, params: InspectParams) -> MemoryResult:
         )
     if truncated:
         lines.append(f"(the neighbourhood stops at {limits.MAX_INSPECT_NEIGHBOURS} neighbours)")
-    policy = service.promotion_policy
-    lines.append(f"canonization ({policy}): None -> Candidate refused")
-    reason = "no canonization cycle has run yet"
-    lines.append(f"  - {reason}")
+    admission = _admission(app, service, node.uuid)
+    lines.extend(admission.lines())
     content: dict[str, Any] = {
         "node_id": node.uuid,
         "content": node.content,
         "concept_type": kind,
-        "is_canonical": False,
+        "is_canonical": admission.status is Status.CANONICAL,
         "blast_radius": radius,
         "dependents": dependent_rows,
         "dependents_truncated": len(dependents) > DEPENDENTS_SHOWN,
         "contradicted_by": contradicted_by,
         "edges": edge_rows,
         "neighbours_truncated": truncated,
-        "admission": {
-            "policy": policy,
-            "status": "None",
-            "next": "Candidate",
-            "eligible": False,
-            "checks": [],
-            "reasons": [reason],
-        },
+        "admission": admission_payload(admission),
         "warnings": [],
     }
     if note:
@@ -298,14 +296,81 @@ def lambo_saints(app: App, params: SaintsParams) -> MemoryResult:
     """List the session's canonical memories, the concepts promoted to canonical facts: node
     id, content, type, blast radius, access count and creation time of each."""
     service = service_of(app, params.agent_id, params.scope)
-    saints: list[dict[str, Any]] = []  # no concept is Canonical before canonization runs
+    conn = app.workspace.reader()
+    canonical = canon.canonical(conn, service.session)
+    nodes = state.nodes_by_uuid(conn, canonical)
+    radii = state.blast_radii(conn, canonical)
+    # canonization.md §5: live blast radius descending, created_at ascending, id ascending.
+    ordered = sorted(
+        (nodes[uuid] for uuid in canonical if uuid in nodes),
+        key=lambda n: (-radii[n.uuid], n.created_at, n.uuid),
+    )
+    saints = [
+        {
+            "node_id": n.uuid,
+            "content": n.content,
+            "concept_type": display_type(n.concept_type),
+            "blast_radius": radii[n.uuid],
+            "access_count": n.access_count,
+            "created_at": _rfc3339(n.created_at),
+        }
+        for n in ordered
+    ]
     count = len(saints)
     summary = (
         f"{count} canonical memor{'y' if count == 1 else 'ies'} in session '{service.session}'"
     )
+    rows = [
+        f"  {s['content']} [{s['concept_type']}, canonical]  blast_radius={s['blast_radius']}"
+        f"  accesses={s['access_count']}  since {s['created_at']}"
+        for s in saints
+    ]
     return answer(
         service,
         params.agent_id,
-        summary,
+        "\n".join([summary, *rows]),
         {"summary": summary, "saints": saints, "warnings": []},
     )
+
+
+def _rfc3339(text: str) -> str:
+    return datetime.fromisoformat(text).astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _admission(app: App, service: MemoryService, node: str) -> Admission:
+    """The admission block measured the way the next cycle measures (M-INS-037)."""
+    jobs = service.jobs_or_fail()
+    conn = app.workspace.reader()
+    now = app.now()
+    snap = measure.load(conn, service.session)
+    stats = measure.session_stats(conn, snap, jobs.knobs, jobs.gc_knobs, now, jobs.cursors)
+    return evaluate(ConceptId(node), stats, jobs.knobs, now)
+
+
+def admission_payload(admission: Admission) -> dict[str, Any]:
+    """`admission` in structuredContent (canonization.md §5); `next` absent for Canonical."""
+    payload: dict[str, Any] = {
+        "policy": admission.policy.value,
+        "status": admission.status.value,
+        "eligible": admission.eligible,
+        "checks": [
+            {
+                "gate": c.gate,
+                "stage": c.stage,
+                "current": c.current,
+                "bar": c.bar,
+                "comparison": c.comparison,
+                "met": c.met,
+            }
+            for c in admission.checks
+        ],
+        "reasons": list(admission.reasons),
+    }
+    if admission.next is not None:
+        payload["next"] = admission.next.value
+    if admission.solo is not None:
+        payload["solo"] = {
+            **{k: v for k, v in dataclasses.asdict(admission.solo).items() if k != "band"},
+            "band": admission.solo.band.value,
+        }
+    return payload

@@ -11,6 +11,8 @@ off the read path (ADR 0027).
 
 from __future__ import annotations
 
+import sqlite3
+from dataclasses import replace
 from typing import Any
 
 from pydantic import Field
@@ -32,10 +34,12 @@ from lcg.interfaces.tools.memory import (
     service_of,
 )
 from lcg.interfaces.tools.search import search_context
+from lcg.projections.canonization import state as canon
+from lcg.projections.memory import evidence as memory_evidence
 from lcg.projections.memory import state
 from lcg.projections.memory.state import Node
 from lcg.projections.text import reader as text_reader
-from lcg.queries import memory_evidence, recall
+from lcg.queries import recall
 from lcg.queries.recall import RecallHit
 
 NAME_CANDIDATES = 200  # concepts the keyword index proposes as a question's names
@@ -153,7 +157,9 @@ def _traversal(
         (nodes[uuid] for uuid in dependents if uuid in nodes),
         key=lambda node: (-radii[node.uuid], node.uuid),
     )[: params.top_k]
-    views = [HitView(n.uuid, n.content, display_type(n.concept_type), 1.0) for n in ordered]
+    views = _canonized(
+        conn, [HitView(n.uuid, n.content, display_type(n.concept_type), 1.0) for n in ordered]
+    )
     header = context.traversal_line(subject.text, subject.node_id, len(dependents))
     rendered = context.render_context(views, params.max_tokens, header=header)
     warning = (
@@ -269,8 +275,40 @@ def _ordinary(app: App, service: MemoryService, query: str, params: RecallParams
     replaced = state.possibly_superseded_by(conn, service.session, [v.node_id for v in views])
     for older, newer in replaced.items():
         structured_extra.setdefault(older, {})["possibly_superseded_by"] = newer
+    views = _canonized(conn, views)
     rendered = context.render_context(views, params.max_tokens)
     return _result(service, params, views, rendered, warnings, structured_extra)
+
+
+def _canonized(conn: sqlite3.Connection, views: list[HitView]) -> list[HitView]:
+    """Hits with their canonization: Canonical ones marked, with their live blast radius
+    (canonization.md §3: recall uses the live graph, no age floor), and a concept demoted by
+    supersession, while it is not Canonical, with its `⤓ Superseded` history line (§6)."""
+    ids = [view.node_id for view in views]
+    states = {node: canon.node_state(conn, node) for node in ids}
+    canonical = [node for node in ids if states[node].status == "Canonical"]
+    radii = state.blast_radii(conn, canonical)
+    superseding = [
+        s.superseded_by
+        for s in states.values()
+        if s.status != "Canonical" and s.demotion_cause == "supersession" and s.superseded_by
+    ]
+    named = state.nodes_by_uuid(conn, [node for node in superseding if node is not None])
+    out: list[HitView] = []
+    for view in views:
+        held = states[view.node_id]
+        if held.status == "Canonical":
+            out.append(replace(view, is_canonical=True, blast_radius=radii[view.node_id]))
+        elif held.demotion_cause == "supersession" and held.superseded_by is not None:
+            by = named.get(held.superseded_by)
+            assert held.last_demotion_at is not None
+            line = context.superseded_line(
+                held.last_demotion_at, None if by is None else by.content, held.superseded_by
+            )
+            out.append(replace(view, warning_lines=(*view.warning_lines, line)))
+        else:
+            out.append(view)
+    return out
 
 
 def _content(nodes: dict[str, Node], uuid: str) -> str | None:

@@ -10,10 +10,14 @@ import orjson
 
 from lcg.domain import rules
 from lcg.domain.events import (
+    ConceptsCanonized,
     EntityCreated,
     EntityRevised,
     EpisodeAdded,
     EpisodeDeleted,
+    GcBumped,
+    GcClockStarted,
+    GcSwept,
     GroupPurged,
     MemoryAccessed,
     MemoryWriteAccepted,
@@ -38,6 +42,10 @@ TABLE = EventTable(
         MemoryWriteApplied,
         MemoryWriteFailed,
         MemoryAccessed,
+        ConceptsCanonized,
+        GcClockStarted,
+        GcSwept,
+        GcBumped,
     ),
 )
 Run = Sequence[tuple[Seq, E]]

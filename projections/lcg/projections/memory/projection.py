@@ -16,10 +16,14 @@ from typing import Any
 import orjson
 
 from lcg.domain.events import (
+    ConceptsCanonized,
     EntityCreated,
     EntityRevised,
     EpisodeAdded,
     EpisodeDeleted,
+    GcBumped,
+    GcClockStarted,
+    GcSwept,
     GroupPurged,
     MemoryAccessed,
     MemoryWriteAccepted,
@@ -44,6 +48,9 @@ TABLE = EventTable(
         EpisodeAdded,
         EpisodeDeleted,
         SummaryEmbedded,
+        ConceptsCanonized,  # the canonization projection's
+        GcClockStarted,
+        GcBumped,
     ),
 )
 Run = Sequence[tuple[Seq, E]]
@@ -55,7 +62,8 @@ _SCHEMA = (
     " node_kind TEXT NOT NULL, content TEXT NOT NULL, concept_type TEXT, canonical_key TEXT,"
     " agent_id TEXT NOT NULL, created_at TEXT NOT NULL, about_time TEXT NOT NULL,"
     " last_written_at TEXT NOT NULL, seq INTEGER NOT NULL,"
-    " reinforced INTEGER NOT NULL DEFAULT 0, access_count INTEGER NOT NULL DEFAULT 0)",
+    " reinforced INTEGER NOT NULL DEFAULT 0, access_count INTEGER NOT NULL DEFAULT 0,"
+    " last_accessed TEXT)",
     "CREATE INDEX IF NOT EXISTS memory_nodes_key ON memory_nodes (group_id, canonical_key)",
     "CREATE INDEX IF NOT EXISTS memory_nodes_content ON memory_nodes (group_id, content)",
     "CREATE INDEX IF NOT EXISTS memory_nodes_kind ON memory_nodes (group_id, node_kind, seq)",
@@ -81,6 +89,9 @@ _SCHEMA = (
 
 
 def install(conn: sqlite3.Connection) -> None:
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(memory_nodes)")}
+    if columns and "last_accessed" not in columns:  # v3 -> v4; the runner then replays
+        conn.execute("ALTER TABLE memory_nodes ADD COLUMN last_accessed TEXT")
     for statement in _SCHEMA:
         conn.execute(statement)
 
@@ -231,9 +242,26 @@ def _settle(
 @TABLE.on(MemoryAccessed)
 def _accessed(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryAccessed]) -> None:
     conn.executemany(
-        "UPDATE memory_nodes SET access_count = access_count + ? WHERE uuid=? AND group_id=?",
-        [(count, node, group) for _, event in run for node, count in event.counts.items()],
+        "UPDATE memory_nodes SET access_count = access_count + ?, last_accessed = ?"
+        " WHERE uuid=? AND group_id=?",
+        [
+            (count, event.occurred_at.isoformat(), node, group)
+            for _, event in run
+            for node, count in event.counts.items()
+        ],
     )
+
+
+@TABLE.on(GcSwept)
+def _gc_swept(conn: sqlite3.Connection, group: GroupId, run: Run[GcSwept]) -> None:
+    """Collected concepts leave memory with their edges and possibly-superseded pairs; the
+    interactions that wrote them stay (interactions are never collected)."""
+    gone = [(item["node_id"],) for _, event in run for item in event.collected]
+    conn.executemany("DELETE FROM memory_nodes WHERE uuid=?", gone)
+    conn.executemany("DELETE FROM memory_edges WHERE source=?", gone)
+    conn.executemany("DELETE FROM memory_edges WHERE target=?", gone)
+    conn.executemany("DELETE FROM memory_superseded WHERE older=?", gone)
+    conn.executemany("DELETE FROM memory_superseded WHERE newer=?", gone)
 
 
 @TABLE.on(GroupPurged)
@@ -250,7 +278,7 @@ class MemoryProjection:
     """Rows of every session's memory graph and its write receipts."""
 
     name = "memory"
-    version = 3  # 2: access counts, a purge keeps pending intents; 3: possibly superseded
+    version = 4  # 2: access counts, purge keeps intents; 3: possibly superseded; 4: GC
     handles = TABLE.handles
     ignores = TABLE.ignores
 

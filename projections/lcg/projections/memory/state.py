@@ -11,7 +11,7 @@ import orjson
 
 _NODE = (
     "SELECT uuid, node_kind, content, concept_type, canonical_key, agent_id, created_at,"
-    " about_time FROM memory_nodes"
+    " about_time, access_count FROM memory_nodes"
 )
 
 
@@ -27,6 +27,7 @@ class Node:
     agent_id: str
     created_at: str
     about_time: str
+    access_count: int = 0  # recalls that returned it (ADR 0027)
 
 
 def _nodes(conn: sqlite3.Connection, where: str, params: Sequence[object]) -> list[Node]:

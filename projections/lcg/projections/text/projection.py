@@ -13,10 +13,14 @@ from collections.abc import Sequence
 
 from lcg.domain import passages
 from lcg.domain.events import (
+    ConceptsCanonized,
     EntityCreated,
     EntityRevised,
     EpisodeAdded,
     EpisodeDeleted,
+    GcBumped,
+    GcClockStarted,
+    GcSwept,
     GroupPurged,
     MemoryAccessed,
     MemoryWriteAccepted,
@@ -43,7 +47,16 @@ from lcg.projections.wal.store import RecordedEvent
 
 # Summaries are indexed from entities; a memory write's concepts from its outcome.
 TABLE = EventTable(
-    "text", ignores=(SummaryEmbedded, MemoryWriteAccepted, MemoryWriteFailed, MemoryAccessed)
+    "text",
+    ignores=(
+        SummaryEmbedded,
+        MemoryWriteAccepted,
+        MemoryWriteFailed,
+        MemoryAccessed,
+        ConceptsCanonized,
+        GcClockStarted,
+        GcBumped,
+    ),
 )
 Run = Sequence[tuple[Seq, E]]
 
@@ -201,6 +214,22 @@ def _episode_deleted(conn: sqlite3.Connection, group: GroupId, run: Run[EpisodeD
                 context.refresh(conn, neighbour)
 
 
+@TABLE.on(GcSwept)
+def _gc_swept(conn: sqlite3.Connection, group: GroupId, run: Run[GcSwept]) -> None:
+    """Collected concepts leave the word index with their node."""
+    for _, event in run:
+        for item in event.collected:
+            owned = "SELECT doc_id FROM text_docs WHERE owner_uuid=? AND kind='concept'"
+            for (doc,) in conn.execute(owned, (item["node_id"],)).fetchall():
+                changed(conn, "concept", int(doc))
+            conn.execute(
+                f"DELETE FROM {FTS_TABLES['concept']} WHERE rowid IN ({owned})", (item["node_id"],)
+            )
+            conn.execute(
+                "DELETE FROM text_docs WHERE owner_uuid=? AND kind='concept'", (item["node_id"],)
+            )
+
+
 @TABLE.on(GroupPurged)
 def _group_purged(conn: sqlite3.Connection, group: GroupId, run: Run[GroupPurged]) -> None:
     purge_group(conn, group)
@@ -221,7 +250,7 @@ class TextProjection:
     """BM25-searchable documents, updated in the projection's transaction."""
 
     name = "text"
-    version = 3  # 2: chat passages carry their neighbours' words; 3: memory concepts
+    version = 4  # 2: chat passages' neighbours' words; 3: memory concepts; 4: GC collects
     handles = TABLE.handles
     ignores = TABLE.ignores
 

@@ -15,11 +15,15 @@ from dataclasses import dataclass
 
 from lcg.domain import passages
 from lcg.domain.events import (
+    ConceptsCanonized,
     DomainEvent,
     EntityCreated,
     EntityRevised,
     EpisodeAdded,
     EpisodeDeleted,
+    GcBumped,
+    GcClockStarted,
+    GcSwept,
     GroupPurged,
     MemoryAccessed,
     MemoryWriteAccepted,
@@ -46,7 +50,15 @@ CONCEPT = "concept_embedding"  # a memory concept, framed with its call's text (
 # entity is no longer found by what it no longer says (issue 10, K-SEM-019).
 TABLE = EventTable(
     "vectors",
-    ignores=(RelationshipRevised, MemoryWriteAccepted, MemoryWriteFailed, MemoryAccessed),
+    ignores=(
+        RelationshipRevised,
+        MemoryWriteAccepted,
+        MemoryWriteFailed,
+        MemoryAccessed,
+        ConceptsCanonized,
+        GcClockStarted,
+        GcBumped,
+    ),
 )
 Run = Sequence[tuple[Seq, E]]
 _INSERT = (
@@ -129,6 +141,14 @@ def _group_purged(conn: sqlite3.Connection, group: GroupId, run: Run[GroupPurged
     conn.execute("DELETE FROM vector_catalog WHERE group_id=?", (group,))
 
 
+@TABLE.on(GcSwept)
+def _gc_swept(conn: sqlite3.Connection, group: GroupId, run: Run[GcSwept]) -> None:
+    conn.executemany(
+        "DELETE FROM vector_catalog WHERE owner_uuid=? AND embedding=?",
+        [(item["node_id"], CONCEPT) for _, event in run for item in event.collected],
+    )
+
+
 @TABLE.on(MemoryWriteApplied)
 def _memory_applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteApplied]) -> None:
     conn.executemany(
@@ -146,7 +166,17 @@ def touched_owners(event: DomainEvent) -> tuple[str, ...] | None:
     """The owners whose vectors the event may change; None means the whole group."""
     if isinstance(event, MemoryWriteApplied):
         return tuple(n["uuid"] for n in event.outcome.get("nodes", []) if n.get("embedding_text"))
-    if isinstance(event, MemoryWriteAccepted | MemoryWriteFailed | MemoryAccessed):
+    if isinstance(event, GcSwept):
+        return tuple(item["node_id"] for item in event.collected)
+    if isinstance(
+        event,
+        MemoryWriteAccepted
+        | MemoryWriteFailed
+        | MemoryAccessed
+        | ConceptsCanonized
+        | GcClockStarted
+        | GcBumped,
+    ):
         return ()
     for attribute in ("entity_uuid", "edge_uuid", "episode_uuid"):
         owner = getattr(event, attribute, None)
@@ -159,7 +189,7 @@ class VectorCatalogProjection:
     """Rows (vec_id, group, embedding, owner, text): what the FAISS indexes must hold."""
 
     name = "vectors"
-    version = 2  # 2: a summary revised to blank drops its vector
+    version = 3  # 2: a summary revised to blank drops its vector; 3: GC collects concepts
     handles = TABLE.handles
     ignores = TABLE.ignores
 

@@ -1,0 +1,271 @@
+"""The scheduled memory jobs of one session: the canonization cycle and the daemon tick
+(issue 13, ADR 0031).
+
+A job reads the projections, decides with the pure domain rules
+(`lcg.domain.memory.canonization`, `lcg.domain.memory.gc`) and appends what it decided as
+events through the writer; it never writes a projection itself, so a replay reproduces every
+status, collection and history row without running a policy again.
+
+- `run_cycle`: one canonization cycle. The snapshot is read with no lock held; in the writer's
+  batch each hop is re-checked against the concept's current status (a concept that moved or
+  left meanwhile is skipped) and the cycle's hops are appended as one `ConceptsCanonized`
+  event: a killed process leaves the whole cycle or none of it.
+- `tick`: the daemon tick. It starts the session's GC clock, drains pending survivor bumps
+  (`GcBumped`, at most `bump_chunk` per tick) and, when a trigger holds, sweeps. A sweep is
+  planned inside the writer's batch (no write can land between what it read and what it
+  collects) and appended as one `GcSwept` event.
+
+A pinned session (a bounded replay holds it) runs no job. Cursors and pending bumps live in
+memory and are lost on restart, as upstream's (canonization.md §12.3).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from lcg.commands.writer import WriteContext, Writer
+from lcg.domain.events import ConceptsCanonized, GcBumped, GcClockStarted, GcSwept
+from lcg.domain.ids import GroupId
+from lcg.domain.memory.canonization import (
+    Cursors,
+    Knobs,
+    Transition,
+    plan_cycle_with_cursors,
+)
+from lcg.domain.memory.evidence import ConceptId
+from lcg.domain.memory.gc import (
+    GcKnobs,
+    LastSweep,
+    Sweep,
+    Trigger,
+    anchor_gc_clock,
+    drain_bumps,
+    plan_sweep,
+    should_sweep,
+)
+from lcg.projections.canonization import measure as canon_measure
+from lcg.projections.canonization import state as canon
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class JobCounters:
+    """What lambo_stats reports about this process's jobs (counted per process)."""
+
+    canonization_cycles: int = 0  # cycles that completed or failed
+    canonization_failures: int = 0
+    daemon_cycles: int = 0
+    last_sweep: LastSweep | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def transition_payload(hop: Transition) -> dict[str, Any]:
+    """A hop as `ConceptsCanonized.transitions` carries it."""
+    return {
+        "node_id": hop.node_id,
+        "from_status": hop.from_status.value,
+        "to_status": hop.to_status.value,
+        "blast_radius": hop.blast_radius,
+        "cause": hop.cause.value,
+        "last_demotion_time": None
+        if hop.last_demotion_time is None
+        else hop.last_demotion_time.isoformat(),
+        "superseded_by": hop.superseded_by,
+    }
+
+
+def sweep_event(sweep: Sweep, now: datetime, epoch: int) -> GcSwept:
+    figures = dataclasses.asdict(sweep.last_sweep())
+    figures.pop("trigger")
+    return GcSwept(
+        now,
+        sweep.trigger.value,
+        [{"node_id": c.node_id, "reason": c.reason.value} for c in sweep.collected],
+        list(sweep.deferred),
+        list(sweep.bumps),
+        figures,
+        epoch,
+    )
+
+
+class MemoryJobs:
+    """The canonization cycle and the daemon tick for one session; one job at a time."""
+
+    def __init__(
+        self,
+        writer: Writer,
+        reader: Callable[[], sqlite3.Connection],
+        session: GroupId,
+        knobs: Knobs,
+        gc_knobs: GcKnobs,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.writer = writer
+        self._reader = reader
+        self.session = session
+        self.knobs = knobs
+        self.gc_knobs = gc_knobs
+        self._clock = clock
+        self.cursors = Cursors()
+        self.pending_bumps: tuple[ConceptId, ...] = ()
+        self.counters = JobCounters()
+        self._lock = threading.Lock()
+
+    # -- the canonization cycle -----------------------------------------------------------
+
+    def run_cycle(self) -> tuple[Transition, ...]:
+        """One cycle now: the hops it appended (empty when nothing moved)."""
+        with self._lock:
+            now = self._clock()
+            try:
+                conn = self._reader()
+                try:
+                    snap = canon_measure.load(conn, self.session)
+                    stats = canon_measure.session_stats(
+                        conn, snap, self.knobs, self.gc_knobs, now, self.cursors
+                    )
+                finally:
+                    conn.close()
+                plan = plan_cycle_with_cursors(stats, self.knobs, now)
+                applied = self._append_cycle(plan.transitions, now)
+            except Exception:
+                self.counters.canonization_cycles += 1
+                self.counters.canonization_failures += 1
+                raise
+            self.cursors = plan.cursors
+            self.counters.canonization_cycles += 1
+            return applied
+
+    def _append_cycle(self, hops: tuple[Transition, ...], now: datetime) -> tuple[Transition, ...]:
+        if not hops:
+            return ()
+
+        def handler(ctx: WriteContext) -> tuple[Transition, ...]:
+            if ctx.is_pinned(self.session):
+                return ()
+            current = canon.statuses(ctx.conn, [hop.node_id for hop in hops])
+            alive = _existing(ctx.conn, [hop.node_id for hop in hops])
+            kept: list[Transition] = []
+            for hop in hops:  # one hop per concept per cycle (the plan's snapshot rule)
+                if hop.node_id in alive and current[hop.node_id] == hop.from_status.value:
+                    kept.append(hop)
+                    current[hop.node_id] = hop.to_status.value
+            if kept:
+                payload = [transition_payload(hop) for hop in kept]
+                ctx.append(self.session, [ConceptsCanonized(now, payload)])
+            return tuple(kept)
+
+        return self.writer.execute(handler)
+
+    # -- the daemon tick ------------------------------------------------------------------
+
+    def tick(self) -> Sweep | None:
+        """One daemon tick: start the GC clock, drain bumps, sweep when a trigger holds."""
+        with self._lock:
+            self.counters.daemon_cycles += 1
+            now = self._clock()
+            conn = self._reader()
+            try:
+                clock = canon.clock(conn, self.session)
+            finally:
+                conn.close()
+            if clock.epoch == 0:  # a session nothing was written to has no GC clock
+                return None
+            last_gc_at = clock.last_gc_at
+            anchored = anchor_gc_clock(last_gc_at, now, self.gc_knobs)
+            if anchored is not None:
+                self._append_simple(GcClockStarted(anchored))
+                last_gc_at = anchored
+            if self.pending_bumps:
+                self._drain(now)
+                return None
+            trigger = should_sweep(
+                clock.epoch - clock.last_gc_epoch, last_gc_at, now, self.gc_knobs
+            )
+            if trigger is None:
+                return None
+            return self._sweep(trigger, now, dry_run=False)
+
+    def sweep(self, trigger: Trigger = Trigger.MUTATIONS, *, dry_run: bool = False) -> Sweep:
+        """A sweep now, whatever the triggers say (`lcg gc run`); `dry_run` appends nothing."""
+        with self._lock:
+            now = self._clock()
+            self.pending_bumps = ()  # a new sweep re-judges every survivor
+            swept = self._sweep(trigger, now, dry_run=dry_run)
+            assert swept is not None
+            return swept
+
+    def _sweep(self, trigger: Trigger, now: datetime, *, dry_run: bool) -> Sweep | None:
+        def plan(conn: sqlite3.Connection) -> tuple[Sweep, int]:
+            snap = canon_measure.load(conn, self.session)
+            facts = canon_measure.gc_facts(snap)
+            evidence = canon_measure.gc_evidence(conn, self.session)
+            return plan_sweep(facts, evidence, self.gc_knobs, now, trigger), snap.clock.epoch
+
+        if dry_run:
+            conn = self._reader()
+            try:
+                return plan(conn)[0]
+            finally:
+                conn.close()
+
+        def handler(ctx: WriteContext) -> Sweep | None:
+            if ctx.is_pinned(self.session):
+                return None
+            sweep, epoch = plan(ctx.conn)
+            ctx.append(self.session, [sweep_event(sweep, now, epoch)])
+            return sweep
+
+        swept = self.writer.execute(handler)
+        if swept is not None:
+            self.pending_bumps = swept.pending_bumps
+            self.counters.last_sweep = swept.last_sweep()
+            self.counters.warnings = swept.warnings
+            for warning in swept.warnings:
+                log.warning("session %s: %s", self.session, warning)
+        return swept
+
+    def _drain(self, now: datetime) -> None:
+        chunk, rest = drain_bumps(self.pending_bumps, self.gc_knobs)
+
+        def handler(ctx: WriteContext) -> None:
+            if ctx.is_pinned(self.session):
+                return
+            alive = _existing(ctx.conn, chunk)
+            bumped = [str(node) for node in chunk if node in alive]
+            if bumped:
+                ctx.append(self.session, [GcBumped(now, bumped)])
+
+        self.writer.execute(handler)
+        self.pending_bumps = rest
+
+    def _append_simple(self, event: GcClockStarted) -> None:
+        def handler(ctx: WriteContext) -> None:
+            if not ctx.is_pinned(self.session):
+                ctx.append(self.session, [event])
+
+        self.writer.execute(handler)
+
+
+def _existing(conn: sqlite3.Connection, nodes: Sequence[str]) -> set[str]:
+    """Which of `nodes` are still concepts in memory."""
+    found: set[str] = set()
+    for start in range(0, len(nodes), 500):
+        part = list(nodes[start : start + 500])
+        marks = ",".join("?" * len(part))
+        found.update(
+            str(row[0])
+            for row in conn.execute(
+                f"SELECT uuid FROM memory_nodes WHERE uuid IN ({marks}) AND node_kind='concept'",
+                part,
+            )
+        )
+    return found

@@ -1,0 +1,303 @@
+"""What the canonization cycle and a GC sweep measure, read from the memory and canonization
+projections in one pass per job (canonization.md §2-§4, §8; ADR 0031).
+
+A write is one outcome event, so an edge's interaction is its seq (memory_evidence): Stage 2's
+"distinct interactions" are the distinct seqs of the aged structural edges into a concept,
+its own creating seq left out, and their times are those edges' about-times, clamped to when
+they were written. The aged blast radius is the document's set (depends_on citers and
+parent_of children), counting only edges at least `edge_min_age` old.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from lcg.domain.memory.canonization import (
+    Cause,
+    ConceptStats,
+    Cursors,
+    Demotion,
+    Knobs,
+    SessionStats,
+    SoloMeasures,
+    Status,
+    SupersessionEvidence,
+    coverage,
+)
+from lcg.domain.memory.evidence import ConceptId, dated
+from lcg.domain.memory.gc import (
+    ConceptFacts,
+    EdgeKind,
+    EvidenceInputs,
+    GcEdge,
+    GcKnobs,
+    SessionFacts,
+    daemon_scores,
+)
+from lcg.domain.memory.text import ConceptType
+from lcg.projections.canonization import state as canon
+from lcg.projections.canonization.state import NodeState, SessionClock
+from lcg.projections.memory import evidence as memory_evidence
+
+STAGE2_KINDS = ("depends_on", "produces", "modifies")  # into the concept; parent_of: out of it
+CAUSAL_KINDS = frozenset({"depends_on", "produces", "modifies"})
+
+
+@dataclass(frozen=True, slots=True)
+class ConceptRow:
+    node_id: str
+    content: str
+    concept_type: ConceptType
+    canonical_key: str | None
+    created_at: datetime
+    about_time: datetime
+    agent_id: str
+    seq: int
+    access_count: int
+    last_accessed: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeRow:
+    kind: str
+    source: str
+    target: str
+    created_at: datetime
+    about_time: datetime
+    seq: int
+
+    @property
+    def dated(self) -> datetime:
+        return dated(self.about_time, self.created_at)
+
+
+@dataclass
+class Snapshot:
+    """One session as a job reads it, before it decides anything."""
+
+    session: str
+    concepts: dict[str, ConceptRow]
+    interactions: dict[int, tuple[str, datetime, datetime]]  # seq -> (uuid, written, about)
+    edges: list[EdgeRow]
+    states: dict[str, NodeState]
+    clock: SessionClock
+    reverts: dict[str, int] = field(default_factory=dict)
+
+    def state(self, node: str) -> NodeState:
+        return self.states.get(node, NodeState())
+
+    def status(self, node: str) -> Status:
+        return Status(self.state(node).status)
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def load(conn: sqlite3.Connection, session: str) -> Snapshot:
+    """Every concept, interaction and edge of the session, with its canonization state."""
+    concepts: dict[str, ConceptRow] = {}
+    interactions: dict[int, tuple[str, datetime, datetime]] = {}
+    for (
+        uuid,
+        kind,
+        content,
+        ctype,
+        key,
+        created,
+        about,
+        agent,
+        seq,
+        count,
+        accessed,
+    ) in conn.execute(
+        "SELECT uuid, node_kind, content, concept_type, canonical_key, created_at, about_time,"
+        " agent_id, seq, access_count, last_accessed FROM memory_nodes WHERE group_id=?",
+        (session,),
+    ):
+        if kind == "interaction":
+            interactions[int(seq)] = (str(uuid), _time(created), _time(about))
+        else:
+            concepts[str(uuid)] = ConceptRow(
+                str(uuid),
+                str(content),
+                ConceptType(ctype),
+                None if key is None else str(key),
+                _time(created),
+                _time(about),
+                str(agent),
+                int(seq),
+                int(count),
+                None if accessed is None else _time(accessed),
+            )
+    edges = [
+        EdgeRow(str(kind), str(source), str(target), _time(created), _time(about), int(seq))
+        for kind, source, target, created, about, seq in conn.execute(
+            "SELECT kind, source, target, created_at, about_time, seq FROM memory_edges"
+            " WHERE group_id=?",
+            (session,),
+        )
+    ]
+    return Snapshot(
+        session,
+        concepts,
+        interactions,
+        edges,
+        canon.node_states(conn, session),
+        canon.clock(conn, session),
+        canon.reverts(conn, session),
+    )
+
+
+def gc_facts(snap: Snapshot) -> SessionFacts:
+    """The session as a sweep (and the daemon score) reads it."""
+    return SessionFacts(
+        concepts=[
+            ConceptFacts(
+                ConceptId(row.node_id),
+                row.concept_type,
+                snap.status(row.node_id),
+                row.created_at,
+                row.last_accessed,
+                row.access_count,
+                snap.state(row.node_id).gc_survived,
+            )
+            for row in snap.concepts.values()
+        ],
+        edges=[GcEdge(EdgeKind(e.kind), e.source, e.target) for e in snap.edges],
+        interaction_count=len(snap.interactions),
+        epoch=snap.clock.epoch,
+    )
+
+
+def interaction_span(snap: Snapshot) -> tuple[datetime, datetime] | None:
+    """The first and last interaction's write times (the score's R runs over it)."""
+    times = [written for _, written, _ in snap.interactions.values()]
+    return (min(times), max(times)) if times else None
+
+
+def _extent(snap: Snapshot) -> timedelta:
+    """The session's interaction extent in about-time: coverage's denominator."""
+    times = [dated(about, written) for _, written, about in snap.interactions.values()]
+    return max(times) - min(times) if times else timedelta(0)
+
+
+def gc_evidence(conn: sqlite3.Connection, session: str) -> EvidenceInputs:
+    """The contradictions of the session and the support of their targets (§7)."""
+    loaded = memory_evidence.load(
+        conn, session, memory_evidence.contradicted_targets(conn, session)
+    )
+    return EvidenceInputs(
+        concepts=list(loaded.concepts.values()),
+        contradictions=loaded.contradictions,
+        support=loaded.support,
+    )
+
+
+def _supersession(conn: sqlite3.Connection, snap: Snapshot) -> SupersessionEvidence:
+    targets = memory_evidence.contradicted_targets(conn, snap.session)
+    sources = {
+        e.source for e in snap.edges if e.kind == EdgeKind.CONTRADICTS and e.target in targets
+    }
+    loaded = memory_evidence.load(conn, snap.session, sorted(set(targets) | sources))
+    return SupersessionEvidence(
+        concepts=tuple(loaded.concepts.values()),
+        contradictions=tuple(loaded.contradictions),
+        support=tuple(loaded.support),
+        interaction_extent=_extent(snap),
+    )
+
+
+@dataclass
+class _Inbound:
+    """Per concept: the aged structural support Stage 2, Stage 3 and Solo read."""
+
+    seqs: set[int] = field(default_factory=set)
+    times: list[datetime] = field(default_factory=list)
+    dependents: set[str] = field(default_factory=set)  # aged depends_on citers, children
+    solo_times: list[datetime] = field(default_factory=list)
+    causal_sources: set[str] = field(default_factory=set)
+
+
+def _inbound(snap: Snapshot, now: datetime, min_age: timedelta) -> dict[str, _Inbound]:
+    found: dict[str, _Inbound] = defaultdict(_Inbound)
+    for edge in snap.edges:
+        if edge.kind == "derives" and edge.target in snap.concepts:
+            found[edge.target].solo_times.append(edge.dated)
+            continue
+        if edge.kind == "parent_of":
+            node, other = edge.source, edge.target
+        elif edge.kind in STAGE2_KINDS:
+            node, other = edge.target, edge.source
+        else:
+            continue
+        if node not in snap.concepts or other not in snap.concepts or node == other:
+            continue
+        into = found[node]
+        if edge.kind in CAUSAL_KINDS:
+            into.solo_times.append(edge.dated)
+            into.causal_sources.add(other)
+        if now - edge.created_at < min_age:
+            continue
+        if edge.kind in ("depends_on", "parent_of"):
+            into.dependents.add(other)
+        if edge.seq != snap.concepts[node].seq and edge.seq not in into.seqs:
+            into.seqs.add(edge.seq)
+            into.times.append(edge.dated)
+    return found
+
+
+def _demotion(snap: Snapshot, state: NodeState) -> Demotion | None:
+    if state.last_demotion_at is None or state.demotion_cause is None:
+        return None
+    by = state.superseded_by
+    content = snap.concepts[by].content if by is not None and by in snap.concepts else None
+    return Demotion(
+        state.last_demotion_at,
+        Cause(state.demotion_cause),
+        None if by is None else ConceptId(by),
+        content,
+    )
+
+
+def session_stats(
+    conn: sqlite3.Connection,
+    snap: Snapshot,
+    knobs: Knobs,
+    gc_knobs: GcKnobs,
+    now: datetime,
+    cursors: Cursors | None = None,
+) -> SessionStats:
+    """The pre-cycle snapshot the policy decides on (every concept of the session)."""
+    scores = daemon_scores(gc_facts(snap), interaction_span(snap), gc_knobs)
+    inbound = _inbound(snap, now, knobs.edge_min_age)
+    extent = _extent(snap)
+    concepts = []
+    for node, row in snap.concepts.items():
+        state = snap.state(node)
+        into = inbound.get(node, _Inbound())
+        concepts.append(
+            ConceptStats(
+                node_id=ConceptId(node),
+                status=Status(state.status),
+                concept_type=row.concept_type,
+                canonical_key=row.canonical_key,
+                score=scores.get(ConceptId(node), 0.0),
+                gc_survived=state.gc_survived,
+                distinct_interactions=len(into.seqs),
+                coverage=coverage(into.times, extent) if into.times else 0.0,
+                blast_radius=len(into.dependents),
+                last_demotion=_demotion(snap, state),
+                solo=SoloMeasures(
+                    support_times=tuple(sorted(into.solo_times)),
+                    human_confirmed=0,
+                    valid_actions=len(into.causal_sources),
+                    reverts=snap.reverts.get(node, 0),
+                ),
+            )
+        )
+    evidence = _supersession(conn, snap) if knobs.supersede else SupersessionEvidence()
+    return SessionStats(tuple(concepts), evidence, cursors or Cursors())

@@ -1,0 +1,375 @@
+"""The canonization cycle and GC sweeps as jobs that append events (issue 13: M-CAN, M-INS,
+M-STA, M-SNT, M-REC's canonization parts), on a real workspace with a settable clock."""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lcg.domain.events import ConceptsCanonized, GcSwept
+from lcg.domain.memory.evidence import ConceptId
+from lcg.domain.memory.gc import Trigger
+from lcg.interfaces.app import App
+from lcg.interfaces.config import Settings
+from lcg.interfaces.settings_file import Tuning
+from lcg.interfaces.workspace import Workspace
+from lcg.projections.canonization import projection as canonization_projection
+from lcg.projections.canonization import state as canon
+from lcg.projections.embedding.port import Embedder
+from tests.conftest import SteppingClock, make_workspace
+from tests.integration.test_memory_writes import (
+    AGENT,
+    SESSION,
+    call,
+    concept,
+    derive,
+    node_by_content,
+    settled,
+)
+from tests.integration.test_property_memory_rebuild import dump_all
+
+HERO = "user schema owns the accounts table"
+AGENTS = ("agent-a", "agent-b", "agent-c")
+
+
+@pytest.fixture
+def tuned(tmp_path: Path, embedder: Embedder) -> Iterator[Workspace]:
+    """A workspace whose GC sweeps after every mutation (the seed's demo: gc_interval = 1)."""
+    tuning = Tuning().with_values(daemon__gc_interval=1, daemon__gc_idle_floor=0)
+    settings = Settings(workspace=tmp_path, tuning=tuning)
+    with make_workspace(settings, embedder) as ws:
+        yield ws
+
+
+def _clock(ws: Workspace) -> SteppingClock:
+    clock = ws.clock
+    assert isinstance(clock, SteppingClock)
+    return clock
+
+
+def _later(ws: Workspace, minutes: float) -> None:
+    _clock(ws).now += timedelta(minutes=minutes)
+
+
+def _story(app: App) -> None:
+    """Twenty-five observations, the hero, then three agents each citing it three times, ten
+    minutes apart: blast radius 9 from three interactions spread over the session."""
+    ws = app.workspace
+    fillers = [
+        concept(f"build note number {i} about the lint step", "observation") for i in range(25)
+    ]
+    settled(app, derive(app, *fillers))
+    _later(ws, 10)
+    settled(app, derive(app, concept(HERO, "entity")))
+    for agent in AGENTS:
+        _later(ws, 10)
+        citers = [
+            concept(f"{agent} query {i} reads the accounts table", depends_on=[HERO])
+            for i in range(3)
+        ]
+        settled(app, derive(app, *citers, agent=agent), agent)
+    _later(ws, 10)  # every edge past the 60 s age floor
+
+
+def _status(ws: Workspace, node: str) -> str:
+    return canon.statuses(ws.reader(), [node])[node]
+
+
+def _sweeps(ws: Workspace, count: int) -> None:
+    for _ in range(count):
+        ws.memory.jobs_or_fail().sweep(Trigger.MUTATIONS)
+
+
+def _recall_hit(app: App, node: str) -> dict[str, Any]:
+    result = call(app, "lambo_recall", agent_id=AGENT, query=HERO, top_k=10)
+    (hit,) = [h for h in result["structuredContent"]["hits"] if h["node_id"] == node]
+    return {"hit": hit, "text": result["text"]}
+
+
+def test_m_can_the_seeds_demo_none_candidate_venerable_canonical_with_null_null_9(
+    tuned: Workspace,
+) -> None:
+    app = App(tuned)
+    _story(app)
+    hero = node_by_content(tuned, HERO).uuid
+    jobs = tuned.memory.jobs_or_fail()
+    assert jobs.run_cycle() == ()  # gc_survived 0: Stage 1 waits for three sweeps
+    _sweeps(tuned, 3)
+    assert canon.node_state(tuned.reader(), hero).gc_survived == 3
+    hops = [jobs.run_cycle() for _ in range(3)]
+    mine = [[h for h in cycle if h.node_id == hero] for cycle in hops]
+    assert [(h.from_status.value, h.to_status.value, h.blast_radius) for [h] in mine] == [
+        ("None", "Candidate", None),
+        ("Candidate", "Venerable", None),
+        ("Venerable", "Canonical", 9),
+    ]
+    assert _status(tuned, hero) == "Canonical"
+    history = canon.history(tuned.reader(), SESSION, hero)
+    assert [(r.from_status, r.to_status, r.blast_radius) for r in history] == [
+        ("None", "Candidate", None),
+        ("Candidate", "Venerable", None),
+        ("Venerable", "Canonical", 9),
+    ]
+    shown = _recall_hit(app, hero)
+    assert shown["hit"]["is_canonical"] is True
+    assert shown["hit"]["blast_radius"] == 9  # the same number the Canonical hop stamped
+    assert f"{HERO} [Entity, canonical]" in shown["text"]
+    saints = call(app, "lambo_saints", agent_id=AGENT)["structuredContent"]
+    assert [s["node_id"] for s in saints["saints"]] == [hero]
+    assert saints["saints"][0]["blast_radius"] == 9
+    stats = call(app, "lambo_stats", agent_id=AGENT)["structuredContent"]
+    assert stats["canonical_count"] == 1
+    assert stats["canonization_cycles"] == 4
+    assert stats["gc"]["last_sweep"]["trigger"] == "mutations"
+
+
+def test_m_can_budget_demotion_sets_none_and_inspect_says_budget(tuned: Workspace) -> None:
+    app = App(tuned)
+    _story(app)
+    hero = node_by_content(tuned, HERO).uuid
+    jobs = tuned.memory.jobs_or_fail()
+    _sweeps(tuned, 3)
+    for _ in range(3):
+        jobs.run_cycle()
+    assert _status(tuned, hero) == "Canonical"
+    jobs.knobs = dataclasses.replace(jobs.knobs, max_canonical_nodes=0)
+    (demotion,) = [h for h in jobs.run_cycle() if h.node_id == hero]
+    assert (demotion.from_status.value, demotion.to_status.value) == ("Canonical", "None")
+    assert demotion.cause.value == "budget"
+    assert _status(tuned, hero) == "None"
+    inspected = call(app, "lambo_inspect", agent_id=AGENT, focus=hero)
+    assert inspected["text"].split("\n")[-1].endswith(": budget")
+    assert inspected["structuredContent"]["is_canonical"] is False
+
+
+def test_m_can_a_replay_to_a_seq_between_two_promotions_shows_the_earlier_status(
+    tuned: Workspace,
+) -> None:
+    app = App(tuned)
+    _story(app)
+    hero = node_by_content(tuned, HERO).uuid
+    jobs = tuned.memory.jobs_or_fail()
+    _sweeps(tuned, 3)
+    jobs.run_cycle()
+    between = tuned.log.head(SESSION)
+    jobs.run_cycle()
+    assert _status(tuned, hero) == "Venerable"
+    call(app, "knowledge_rebuild_from_wal", group_id=SESSION, to_seq=between, force_clear=True)
+    assert _status(tuned, hero) == "Candidate"
+    call(app, "knowledge_rebuild_from_wal", group_id=SESSION, force_clear=True)
+    assert _status(tuned, hero) == "Venerable"
+    assert canon.node_state(tuned.reader(), hero).gc_survived == 3
+
+
+def test_m_can_jobs_append_events_and_a_full_rebuild_equals_the_incremental_state(
+    tuned: Workspace,
+) -> None:
+    app = App(tuned)
+    _story(app)
+    jobs = tuned.memory.jobs_or_fail()
+    _sweeps(tuned, 3)
+    for _ in range(3):
+        jobs.run_cycle()
+    kinds = {type(e.event) for page in tuned.log.read(SESSION) for e in page}
+    assert {ConceptsCanonized, GcSwept} <= kinds
+
+    def tables() -> dict[str, list[tuple[Any, ...]]]:
+        conn = tuned.reader()
+        return {
+            table: sorted(tuple(row) for row in conn.execute(f"SELECT * FROM {table}"))
+            for table in ("canon_nodes", "canon_history", "canon_sessions", "memory_nodes")
+        }
+
+    before = tables()
+    call(app, "knowledge_rebuild_from_wal", group_id=SESSION, force_clear=True)
+    assert tables() == before
+
+
+def test_gc_collects_an_orphan_and_keeps_protected_concepts(tuned: Workspace) -> None:
+    app = App(tuned)
+    _story(app)
+    hero = node_by_content(tuned, HERO).uuid
+    jobs = tuned.memory.jobs_or_fail()
+    _sweeps(tuned, 3)
+    for _ in range(3):
+        jobs.run_cycle()
+    sweep = jobs.sweep(Trigger.MUTATIONS, dry_run=True)
+    assert hero not in sweep.collected_ids
+    assert ConceptId(hero) in sweep.protected  # Canonical: protected
+
+
+def test_m_can_gc_collects_an_under_bar_resource_and_keeps_the_protected_ones(
+    tuned: Workspace,
+) -> None:
+    """A year on, a Resource nobody cites or recalls scores under its bar (0.12; about 0.085
+    here) and is collected, with its edges, words and vector; the Canonical hero and the
+    observations (exempt from the score cut) stay, and every survivor's gc_survived is
+    bumped."""
+    app = App(tuned)
+    _story(app)
+    lonely = "a vendor called Quillfeather once quoted for hosting"
+    settled(app, derive(app, concept(lonely, "resource")))
+    hero = node_by_content(tuned, HERO).uuid
+    gone = node_by_content(tuned, lonely).uuid
+    jobs = tuned.memory.jobs_or_fail()
+    _sweeps(tuned, 3)
+    for _ in range(3):
+        jobs.run_cycle()
+    _later(tuned, 60 * 24 * 400)
+    sweep = jobs.sweep(Trigger.MUTATIONS)
+    assert [(c.node_id, c.reason.value) for c in sweep.collected] == [(gone, "under_bar")]
+    reader = tuned.reader()
+    assert reader.execute("SELECT 1 FROM memory_nodes WHERE uuid=?", (gone,)).fetchone() is None
+    assert reader.execute("SELECT 1 FROM memory_edges WHERE target=?", (gone,)).fetchone() is None
+    assert _status(tuned, hero) == "Canonical"
+    assert canon.node_state(reader, hero).gc_survived == 4
+    tuned.settle()
+    hits = call(app, "lambo_recall", agent_id=AGENT, query="Quillfeather hosting vendor")
+    assert gone not in [h["node_id"] for h in hits["structuredContent"]["hits"]]
+    stats = call(app, "lambo_stats", agent_id=AGENT)["structuredContent"]["gc"]
+    assert stats["last_sweep"]["collected"] == 1
+    assert stats["last_gc_epoch"] == canon.clock(reader, SESSION).epoch
+    live = dump_all(tuned.reader())
+    vectors = tuned.vectors.count()
+    call(app, "knowledge_rebuild_from_wal", group_id=SESSION, force_clear=True)
+    tuned.settle()
+    assert dump_all(tuned.reader()) == live  # the collection replays: nodes, words, vectors
+    assert tuned.vectors.count() == vectors
+
+
+def test_m_can_a_cycle_that_fails_while_applying_leaves_none_of_its_events(
+    tuned: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cycle's hops are one event in one batch: a failure applying it rolls back every
+    hop, the log keeps nothing of it, and the cycle counts as failed."""
+    app = App(tuned)
+    _story(app)
+    jobs = tuned.memory.jobs_or_fail()
+    _sweeps(tuned, 3)
+    head = tuned.log.head(SESSION)
+    table = canonization_projection.TABLE
+    real = table._handlers[ConceptsCanonized]
+
+    def fail_midway(conn: Any, group: Any, run: Any) -> None:
+        real(conn, group, run)  # every hop's rows written, then the failure
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setitem(table._handlers, ConceptsCanonized, fail_midway)
+    with pytest.raises(Exception, match="disk I/O error"):
+        jobs.run_cycle()
+    assert tuned.log.head(SESSION) == head
+    assert tuned.reader().execute("SELECT COUNT(*) FROM canon_history").fetchone()[0] == 0
+    assert jobs.counters.canonization_failures == 1
+    monkeypatch.setitem(table._handlers, ConceptsCanonized, real)
+    assert jobs.run_cycle()  # the next cycle takes the same hops
+
+
+def test_m_ins_037_admission_measures_what_the_next_cycle_measures(tuned: Workspace) -> None:
+    app = App(tuned)
+    _story(app)
+    hero = node_by_content(tuned, HERO).uuid
+    jobs = tuned.memory.jobs_or_fail()
+
+    def admission() -> dict[str, Any]:
+        found = call(app, "lambo_inspect", agent_id=AGENT, focus=hero)["structuredContent"]
+        result: dict[str, Any] = found["admission"]
+        return result
+
+    before = admission()
+    assert (before["status"], before["next"], before["eligible"]) == ("None", "Candidate", False)
+    gates = {c["gate"]: c for c in before["checks"]}
+    assert gates["gc_survived"]["current"] == 0
+    assert gates["gc_survived"]["met"] is False
+    assert "- stage 1: survived 0 garbage collections, needs at least 3" in before["reasons"]
+    _sweeps(tuned, 3)
+    assert admission()["eligible"] is True
+    jobs.run_cycle()
+    jobs.run_cycle()
+    venerable = admission()
+    assert (venerable["status"], venerable["next"]) == ("Venerable", "Canonical")
+    radius = {c["gate"]: c for c in venerable["checks"]}["blast_radius"]
+    assert (radius["current"], radius["bar"], radius["comparison"], radius["met"]) == (
+        9,
+        5,
+        ">",
+        True,
+    )
+    jobs.run_cycle()
+    done = admission()
+    assert done["status"] == "Canonical"
+    assert "next" not in done
+
+
+def test_the_scheduler_runs_cycles_and_sweeps_on_its_own_and_stops_at_close(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """apscheduler in the serving process: the cycle every eval interval, the tick (GC clock,
+    triggers, sweeps) every tick interval; closing the workspace stops both first."""
+    tuning = Tuning().with_values(
+        daemon__gc_interval=1,
+        daemon__gc_idle_floor=0,
+        daemon__tick_interval_secs=0.05,
+        daemon__canonization_eval_interval_secs=0.1,
+    )
+    settings = Settings(workspace=tmp_path, tuning=tuning)
+    with make_workspace(settings, embedder) as ws:
+        app = App(ws)
+        settled(app, derive(app, concept("the scheduler writes nothing itself", "entity")))
+        ws.start_memory_jobs()
+        jobs = ws.memory.jobs_or_fail()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (
+            jobs.counters.canonization_cycles < 2 or jobs.counters.last_sweep is None
+        ):
+            time.sleep(0.05)
+        assert jobs.counters.canonization_cycles >= 2
+        assert jobs.counters.daemon_cycles >= 2
+        assert jobs.counters.last_sweep is not None
+        swept = [e for page in ws.log.read(SESSION) for e in page if isinstance(e.event, GcSwept)]
+        assert swept  # the sweep is an event in the session's stream
+    cycles = jobs.counters.canonization_cycles
+    time.sleep(0.3)
+    assert jobs.counters.canonization_cycles == cycles  # stopped with the workspace
+
+
+def test_m_can_supersession_demotes_a_canonical_concept_and_recall_shows_the_history_line(
+    tuned: Workspace,
+) -> None:
+    """With canonization_supersede on, a concept contradicting a Canonical one, with newer
+    support from three other interactions spread over the session, demotes it to None; recall
+    then shows `⤓ Superseded at ... by "<C>" (id ...)` on it and inspect the demotion."""
+    app = App(tuned)
+    _story(app)
+    hero = node_by_content(tuned, HERO).uuid
+    jobs = tuned.memory.jobs_or_fail()
+    _sweeps(tuned, 3)
+    for _ in range(3):
+        jobs.run_cycle()
+    assert _status(tuned, hero) == "Canonical"
+    moved = "accounts moved to the tenants table"
+    settled(app, derive(app, concept(moved, "entity", against=[HERO]), agent="agent-d"), "agent-d")
+    for index, agent in enumerate(AGENTS):
+        _later(tuned, 30)
+        citer = concept(f"{agent} job {index} reads the tenants table", depends_on=[moved])
+        settled(app, derive(app, citer, agent=agent), agent)
+    _later(tuned, 10)
+    off = jobs.run_cycle()
+    assert [h for h in off if h.node_id == hero] == []  # supersede is off: status untouched
+    jobs.knobs = dataclasses.replace(jobs.knobs, supersede=True)
+    (demotion,) = [h for h in jobs.run_cycle() if h.node_id == hero]
+    superseding = node_by_content(tuned, moved).uuid
+    assert (demotion.to_status.value, demotion.cause.value) == ("None", "supersession")
+    assert demotion.superseded_by == superseding
+    text = _recall_hit(app, hero)["text"]
+    block = text[text.index(HERO) :]
+    assert f'by "{moved}" (id {superseding[:8]})' in block
+    assert "⤓ Superseded at " in block
+    inspected = call(app, "lambo_inspect", agent_id=AGENT, focus=hero)["text"].split("\n")
+    assert inspected[-1].endswith(f': superseded by "{moved}" (id {superseding[:8]})')
