@@ -39,8 +39,13 @@ def recall_concepts(
     top_k: int,
     traversal_depth: int,
     fusion: Fusion = "max",
+    take: int | None = None,
 ) -> list[RecallHit]:
-    """The session's best `top_k` concepts for `query`, best first (ties by node id)."""
+    """The session's best `top_k` concepts for `query`, best first (ties by node id).
+
+    `take` returns that many of the ranked hits instead (skip_redundant reads past top_k for
+    the hits it skips); the legs read as many candidates either way, so the first `top_k`
+    are the same."""
     limit = max(50, top_k * 4)
     groups = [session]
     finish_text = text_leg(ctx, "concept", query, groups, limit)
@@ -55,7 +60,7 @@ def recall_concepts(
     fused = fuse(legs, fusion, raw=fusion == "max")
     if traversal_depth:
         fused = _expand(ctx, session, fused, traversal_depth)
-    return [RecallHit(e.key, e.score, e.ranks) for e in fused[:top_k]]
+    return [RecallHit(e.key, e.score, e.ranks) for e in fused[: take or top_k]]
 
 
 def _expand(

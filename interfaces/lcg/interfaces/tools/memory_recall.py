@@ -5,8 +5,9 @@ by graph traversal (lcg.domain.memory.questions); any other query by the retriev
 (lcg.queries.recall: keyword, vector and recent legs, fused, expanded through the graph). A
 contradicted hit gets its ⚠ line and the contradicting concept beside it, a hit citing a
 contradicted concept its rests-on lines (lcg.domain.memory.evidence). The block is rendered by
-lcg.domain.memory.context within max_tokens. The concepts returned are counted as accessed,
-off the read path (ADR 0027).
+lcg.domain.memory.context within max_tokens. With [selection] skip_redundant a hit repeating one
+already taken gives its slot to the next distinct hit (lcg.domain.memory.redundancy, #181). The
+concepts returned are counted as accessed, off the read path (ADR 0027).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from typing import Any
 from pydantic import Field
 
 from lcg.domain.errors import InvalidParams
-from lcg.domain.memory import context, evidence, limits, questions, text
-from lcg.domain.memory.context import HitView, RestsOn
+from lcg.domain.memory import context, evidence, limits, questions, redundancy, text
+from lcg.domain.memory.context import AlsoItem, HitView, RestsOn
+from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
 from lcg.domain.memory.questions import NameCandidate
 from lcg.domain.memory.text import ConceptType, MemoryArgumentError
 from lcg.interfaces.app import App
@@ -41,6 +43,7 @@ from lcg.projections.memory.state import Node
 from lcg.projections.text import reader as text_reader
 from lcg.queries import recall
 from lcg.queries.recall import RecallHit
+from lcg.queries.redundancy import pair_facts
 
 NAME_CANDIDATES = 200  # concepts the keyword index proposes as a question's names
 
@@ -174,6 +177,7 @@ def _traversal(
 def _ordinary(app: App, service: MemoryService, query: str, params: RecallParams) -> MemoryResult:
     conn = app.workspace.reader()
     settings = app.workspace.settings
+    skip = settings.tuning.skip_redundant
     found: list[RecallHit] = recall.recall_concepts(
         search_context(app),
         service.session,
@@ -181,12 +185,14 @@ def _ordinary(app: App, service: MemoryService, query: str, params: RecallParams
         params.top_k,
         params.traversal_depth,
         "rrf" if settings.search_fusion == "rrf" else "max",
+        # skip_redundant reads past top_k: the hits it skips give their slots to later ones
+        take=params.top_k + redundancy.checked_count(params.top_k) if skip else None,
     )
     nodes = state.nodes_by_uuid(conn, [hit.node_id for hit in found])
-    found = [
+    candidates = [
         hit for hit in found if hit.node_id in nodes and nodes[hit.node_id].node_kind == "concept"
     ]
-    ids = [hit.node_id for hit in found]
+    ids = [hit.node_id for hit in candidates]
     cited = {uuid: state.targets(conn, service.session, uuid, ["depends_on"]) for uuid in ids}
     asked = list(dict.fromkeys([*ids, *(c for targets in cited.values() for c in targets)]))
     known = memory_evidence.load(conn, service.session, asked)
@@ -197,47 +203,17 @@ def _ordinary(app: App, service: MemoryService, query: str, params: RecallParams
         known.support,
         now,
     )
+    lines, sources, everything = _hit_lines(conn, service, ids, nodes, cited, asked, contradicted)
+    skipped: dict[str, tuple[redundancy.Skipped, ...]] = {}
+    if skip:
+        found, skipped = _skip_redundant(app, service, params.top_k, found, nodes, lines, sources)
+    found = [hit for hit in found if hit.node_id in lines]
     companions: dict[str, list[str]] = {}
-    lines: dict[str, list[str]] = {uuid: [] for uuid in ids}
     warnings: list[str] = []
-    extra_nodes = state.nodes_by_uuid(  # contradicting concepts and cited ones not among hits
-        conn,
-        [
-            uuid
-            for uuid in (*(c.source for c in contradicted.values()), *asked)
-            if uuid not in nodes
-        ],
-    )
-    everything = {**nodes, **extra_nodes}
-    for uuid in ids:
-        hit_lines = lines[uuid]
-        contradiction = contradicted.get(evidence.ConceptId(uuid))
-        if contradiction is not None:
-            source = everything.get(contradiction.source)
-            line = context.contradicted_line(
-                contradiction.dated,
-                contradiction.agent_id,
-                None if source is None else source.content,
-                contradiction.source,
-            )
-            hit_lines.append(line)
-            warnings.append(line)
-            if source is not None:
-                companions.setdefault(contradiction.source, []).append(uuid)
-        rests = [
-            RestsOn(
-                target,
-                everything[target].content if target in everything else "",
-                contradicted[evidence.ConceptId(target)].source,
-                _content(everything, contradicted[evidence.ConceptId(target)].source),
-            )
-            for target in cited[uuid]
-            if evidence.ConceptId(target) in contradicted
-            and contradicted[evidence.ConceptId(target)].source != uuid
-        ]
-        for line in context.rests_on_lines(rests):
-            hit_lines.append(line)
-            warnings.append(line)
+    for hit in found:
+        warnings.extend(lines[hit.node_id])
+        if hit.node_id in sources:
+            companions.setdefault(sources[hit.node_id], []).append(hit.node_id)
     # The contradicting concept beside each contradicted hit (M-REC-130..135): right after it,
     # past top_k when it did not rank in on its own (then with companion_of), and its own
     # "Contradicts" line either way.
@@ -260,14 +236,24 @@ def _ordinary(app: App, service: MemoryService, query: str, params: RecallParams
         ]
         warnings.extend(contradicts)
         block = (*contradicts, *lines.get(node.uuid, []))
+        repeats = skipped.get(node.uuid, ())
         views.append(
             HitView(
-                node.uuid, node.content, display_type(node.concept_type), score, warning_lines=block
+                node.uuid,
+                node.content,
+                display_type(node.concept_type),
+                score,
+                warning_lines=block,
+                also=tuple(AlsoItem(item.node_id) for item in repeats),
             )
         )
         extra: dict[str, Any] = {"ranks": ranks}
         if node.uuid in added:
             extra["companion_of"] = added[node.uuid]
+        if repeats:
+            extra["skipped_redundant"] = [
+                {"node_id": item.node_id, "signal": item.signal} for item in repeats
+            ]
         structured_extra[node.uuid] = extra
     # Possibly superseded, not declared (#198): the structured field on the older hit. The line
     # is shown only under a contract whose trigger precision was measured (BGE-M3); the bundled
@@ -309,6 +295,101 @@ def _canonized(conn: sqlite3.Connection, views: list[HitView]) -> list[HitView]:
         else:
             out.append(view)
     return out
+
+
+def _hit_lines(
+    conn: sqlite3.Connection,
+    service: MemoryService,
+    ids: list[str],
+    nodes: dict[str, Node],
+    cited: dict[str, list[str]],
+    asked: list[str],
+    contradicted: dict[evidence.ConceptId, evidence.Contradiction],
+) -> tuple[dict[str, list[str]], dict[str, str], dict[str, Node]]:
+    """Each hit's own warning lines (its Contradicted line, then its rests-on lines), each
+    contradicted hit's contradicting concept still in memory, and every node read, hits,
+    contradicting and cited concepts alike."""
+    lines: dict[str, list[str]] = {uuid: [] for uuid in ids}
+    extra_nodes = state.nodes_by_uuid(  # contradicting concepts and cited ones not among hits
+        conn,
+        [
+            uuid
+            for uuid in (*(c.source for c in contradicted.values()), *asked)
+            if uuid not in nodes
+        ],
+    )
+    everything = {**nodes, **extra_nodes}
+    sources: dict[str, str] = {}  # contradicted hit -> the concept beside it (still in memory)
+    for uuid in ids:
+        hit_lines = lines[uuid]
+        contradiction = contradicted.get(evidence.ConceptId(uuid))
+        if contradiction is not None:
+            source = everything.get(contradiction.source)
+            hit_lines.append(
+                context.contradicted_line(
+                    contradiction.dated,
+                    contradiction.agent_id,
+                    None if source is None else source.content,
+                    contradiction.source,
+                )
+            )
+            if source is not None:
+                sources[uuid] = contradiction.source
+        rests = [
+            RestsOn(
+                target,
+                everything[target].content if target in everything else "",
+                contradicted[evidence.ConceptId(target)].source,
+                _content(everything, contradicted[evidence.ConceptId(target)].source),
+            )
+            for target in cited[uuid]
+            if evidence.ConceptId(target) in contradicted
+            and contradicted[evidence.ConceptId(target)].source != uuid
+        ]
+        hit_lines.extend(context.rests_on_lines(rests))
+    return lines, sources, everything
+
+
+def _skip_redundant(
+    app: App,
+    service: MemoryService,
+    top_k: int,
+    found: list[RecallHit],
+    nodes: dict[str, Node],
+    lines: dict[str, list[str]],
+    sources: dict[str, str],
+) -> tuple[list[RecallHit], dict[str, tuple[redundancy.Skipped, ...]]]:
+    """[selection] skip_redundant (#181, M-REC-181..200): the first top_k ranked hits that do
+    not repeat one kept before them, and what each kept hit replaced.
+
+    Never skipped: a hit with a warning line of its own, and a concept that would be shown
+    beside a contradicted hit among those ranked (it gets the Contradicts line, and it is the
+    hit kept past top_k for that warning); a hit that is not a concept in memory keeps its
+    slot, as without the setting, and is dropped afterwards."""
+    settings = app.workspace.settings
+    checked = found[: redundancy.checked_count(top_k)]
+    beside = {sources[hit.node_id] for hit in found if hit.node_id in sources}
+    ranked = [
+        redundancy.Candidate(
+            hit.node_id,
+            nodes[hit.node_id].content if hit.node_id in lines else None,
+            protected=bool(lines.get(hit.node_id)) or hit.node_id in beside,
+        )
+        for hit in found
+    ]
+    facts = pair_facts(
+        app.workspace.reader(),
+        app.workspace.vectors,
+        service.session,
+        [hit.node_id for hit in checked if hit.node_id in lines],
+        similar_signals=settings.tuning.similar_signals,
+        threshold=MINILM_MERGE_THRESHOLD,
+    )
+    selection = redundancy.select(
+        ranked, top_k, facts, similar_signals=settings.tuning.similar_signals
+    )
+    kept = set(selection.kept)
+    return [hit for hit in found if hit.node_id in kept], dict(selection.skipped)
 
 
 def _content(nodes: dict[str, Node], uuid: str) -> str | None:
