@@ -4,6 +4,7 @@ serving process's clock moved past the 60 s evidence age floor through LCG_CLOCK
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,19 @@ def test_issue_12_two_agents_cite_contradict_and_recall_shows_the_lines_in_time(
                 ],
             )
             recalled = await _call(client, "lambo_recall", agent_id="agent-a", query="users table")
-            lines = _lines(recalled)
+            # M-REC-121: the rests-on line reads memory at once; the Contradicted line comes
+            # from the daemon's list, from its next tick (every second) after the write
+            assert any(line.startswith("⚠ Rests on a contradicted") for line in _lines(recalled))
+            deadline = time.monotonic() + 10
+            lines: list[str] = []
+            while time.monotonic() < deadline:
+                recalled = await _call(
+                    client, "lambo_recall", agent_id="agent-a", query="users table"
+                )
+                lines = _lines(recalled)
+                if any(line.startswith("⚠ Contradicted at ") for line in lines):
+                    break
+                await anyio.sleep(0.2)
             assert any(
                 line.startswith("⚠ Contradicted at ") and "by agent-c" in line for line in lines
             )

@@ -373,3 +373,80 @@ def test_m_can_supersession_demotes_a_canonical_concept_and_recall_shows_the_his
     assert "⤓ Superseded at " in block
     inspected = call(app, "lambo_inspect", agent_id=AGENT, focus=hero)["text"].split("\n")
     assert inspected[-1].endswith(f': superseded by "{moved}" (id {superseding[:8]})')
+
+
+def _contradicted_canonical_hero(tuned: Workspace) -> tuple[App, str, str]:
+    app = App(tuned)
+    _story(app)
+    hero = node_by_content(tuned, HERO).uuid
+    jobs = tuned.memory.jobs_or_fail()
+    _sweeps(tuned, 3)
+    for _ in range(3):
+        jobs.run_cycle()
+    moved = "accounts moved to the tenants table"
+    settled(app, derive(app, concept(moved, "entity", against=[HERO]), agent="agent-d"), "agent-d")
+    return app, hero, node_by_content(tuned, moved).uuid
+
+
+def test_m_rec_121_the_contradicted_line_comes_from_the_daemons_next_tick(
+    tuned: Workspace,
+) -> None:
+    app, hero, _ = _contradicted_canonical_hero(tuned)
+    jobs = tuned.memory.jobs_or_fail()
+    assert "⚠ Contradicted at " in _recall_hit(app, hero)["text"]  # no daemon: evaluated here
+    jobs.contradiction_list = frozenset()  # the daemon's last tick came before the write
+    assert "⚠ Contradicted at " not in _recall_hit(app, hero)["text"]
+    jobs.tick()
+    assert hero in (jobs.contradiction_list or ())
+    assert "⚠ Contradicted at " in _recall_hit(app, hero)["text"]
+
+
+def test_m_rec_131_a_contradicted_canonical_hit_is_kept_past_top_k(tuned: Workspace) -> None:
+    app, hero, moved = _contradicted_canonical_hero(tuned)
+    result = call(app, "lambo_recall", agent_id=AGENT, query="query reads accounts", top_k=4)
+    hits = [h["node_id"] for h in result["structuredContent"]["hits"]]
+    assert not {hero, moved} & set(hits[:4])  # nine citers rank first: the hero is past top_k
+    assert hits[4:] == [hero, moved]  # kept, with the contradicting concept beside it
+    assert "⚠ Contradicted at " in result["text"]
+
+
+def test_m_rec_132_a_contradicted_hit_of_status_none_must_earn_its_place(
+    tuned: Workspace,
+) -> None:
+    app = App(tuned)
+    _story(app)
+    moved = "accounts moved to the tenants table"
+    settled(app, derive(app, concept(moved, "entity", against=[HERO]), agent="agent-d"), "agent-d")
+    result = call(app, "lambo_recall", agent_id=AGENT, query="query reads accounts", top_k=4)
+    hits = [h["node_id"] for h in result["structuredContent"]["hits"]]
+    assert len(hits) == 4
+    assert node_by_content(tuned, HERO).uuid not in hits
+
+
+def test_m_can_the_tick_starts_the_gc_clock_then_sweeps_by_elapsed_time_over_the_floor(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """The first tick of a written session starts its GC clock (an event); a day later with
+    at least gc_idle_floor mutations since, the tick sweeps with trigger `elapsed`; bumps
+    beyond one chunk drain on the following ticks."""
+    tuning = Tuning().with_values(daemon__gc_idle_floor=2)  # one derive: 3 mutations
+    with make_workspace(Settings(workspace=tmp_path, tuning=tuning), embedder) as ws:
+        app = App(ws)
+        jobs = ws.memory.jobs_or_fail()
+        assert jobs.tick() is None  # nothing written: no clock, no event
+        assert ws.log.head(SESSION) == 0
+        settled(app, derive(app, concept("the tick reads the session clock", "entity")))
+        assert jobs.tick() is None
+        started = canon.clock(ws.reader(), SESSION).last_gc_at
+        assert started is not None
+        _later(ws, 60 * 23)
+        assert jobs.tick() is None  # under a day: the elapsed trigger waits
+        _later(ws, 60 * 2)
+        sweep = jobs.tick()
+        assert sweep is not None
+        assert sweep.trigger is Trigger.ELAPSED
+        clock = canon.clock(ws.reader(), SESSION)
+        assert clock.last_gc_epoch == clock.epoch
+        assert clock.last_gc_at is not None
+        assert clock.last_gc_at > started
+        assert jobs.tick() is None  # no mutation since: under the floor

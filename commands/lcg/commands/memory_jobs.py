@@ -33,6 +33,7 @@ from typing import Any
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.events import ConceptsCanonized, GcBumped, GcClockStarted, GcSwept
 from lcg.domain.ids import GroupId
+from lcg.domain.memory import evidence
 from lcg.domain.memory.canonization import (
     Cursors,
     Knobs,
@@ -52,6 +53,7 @@ from lcg.domain.memory.gc import (
 )
 from lcg.projections.canonization import measure as canon_measure
 from lcg.projections.canonization import state as canon
+from lcg.projections.memory import evidence as memory_evidence
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +118,10 @@ class MemoryJobs:
         self._clock = clock
         self.cursors = Cursors()
         self.pending_bumps: tuple[ConceptId, ...] = ()
+        # The daemon's contradiction list (seed 001 "When it fires"): the concepts whose
+        # Contradicted warning recall shows, as of the last tick; None until a tick ran (then
+        # recall evaluates the rule itself: one-shot commands and tests run no daemon).
+        self.contradiction_list: frozenset[str] | None = None
         self.counters = JobCounters()
         self._lock = threading.Lock()
 
@@ -175,6 +181,7 @@ class MemoryJobs:
             conn = self._reader()
             try:
                 clock = canon.clock(conn, self.session)
+                self.contradiction_list = contradicted_now(conn, self.session, now, self.knobs)
             finally:
                 conn.close()
             if clock.epoch == 0:  # a session nothing was written to has no GC clock
@@ -253,6 +260,21 @@ class MemoryJobs:
                 ctx.append(self.session, [event])
 
         self.writer.execute(handler)
+
+
+def contradicted_now(
+    conn: sqlite3.Connection, session: str, now: datetime, knobs: Knobs
+) -> frozenset[str]:
+    """The concepts of the session a Contradicted warning fires on at `now` (the rule of
+    lcg.domain.memory.evidence over every contradicted concept)."""
+    targets = memory_evidence.contradicted_targets(conn, session)
+    if not targets:
+        return frozenset()
+    loaded = memory_evidence.load(conn, session, targets)
+    fired = evidence.current_contradictions(
+        loaded.concepts.values(), loaded.contradictions, loaded.support, now, knobs.edge_min_age
+    )
+    return frozenset(fired)
 
 
 def _existing(conn: sqlite3.Connection, nodes: Sequence[str]) -> set[str]:

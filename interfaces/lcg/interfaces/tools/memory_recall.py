@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from pydantic import Field
@@ -185,8 +186,9 @@ def _ordinary(app: App, service: MemoryService, query: str, params: RecallParams
         params.top_k,
         params.traversal_depth,
         "rrf" if settings.search_fusion == "rrf" else "max",
-        # skip_redundant reads past top_k: the hits it skips give their slots to later ones
-        take=params.top_k + redundancy.checked_count(params.top_k) if skip else None,
+        # read past top_k: skipped hits give their slots to later ones, and a contradicted
+        # Canonical or Venerable hit is kept past top_k (M-REC-131)
+        take=params.top_k + redundancy.checked_count(params.top_k),
     )
     nodes = state.nodes_by_uuid(conn, [hit.node_id for hit in found])
     candidates = [
@@ -195,19 +197,20 @@ def _ordinary(app: App, service: MemoryService, query: str, params: RecallParams
     ids = [hit.node_id for hit in candidates]
     cited = {uuid: state.targets(conn, service.session, uuid, ["depends_on"]) for uuid in ids}
     asked = list(dict.fromkeys([*ids, *(c for targets in cited.values() for c in targets)]))
-    known = memory_evidence.load(conn, service.session, asked)
-    now = app.now()
-    contradicted = evidence.current_contradictions(
-        [known.concepts[u] for u in asked if u in known.concepts],
-        known.contradictions,
-        known.support,
-        now,
-    )
-    lines, sources, everything = _hit_lines(conn, service, ids, nodes, cited, asked, contradicted)
+    live = _contradicted(conn, service, asked, app.now())
+    listed = service.jobs.contradiction_list if service.jobs is not None else None
+    # The Contradicted line follows the daemon's list (from its next tick after the write,
+    # M-REC-121); rests-on lines read memory on every recall (seed: "Checked on every recall").
+    contradicted = live if listed is None else {k: v for k, v in live.items() if k in listed}
+    lines, sources, everything = _hit_lines(conn, ids, nodes, cited, asked, (contradicted, live))
     skipped: dict[str, tuple[redundancy.Skipped, ...]] = {}
+    every = found
     if skip:
         found, skipped = _skip_redundant(app, service, params.top_k, found, nodes, lines, sources)
+    else:
+        found = found[: params.top_k]
     found = [hit for hit in found if hit.node_id in lines]
+    found += _held_past_top_k(conn, every, found, contradicted, lines)
     companions: dict[str, list[str]] = {}
     warnings: list[str] = []
     for hit in found:
@@ -297,26 +300,61 @@ def _canonized(conn: sqlite3.Connection, views: list[HitView]) -> list[HitView]:
     return out
 
 
+def _contradicted(
+    conn: sqlite3.Connection, service: MemoryService, asked: list[str], now: datetime
+) -> dict[evidence.ConceptId, evidence.Contradiction]:
+    """The hits and cited concepts a contradiction fires on now, each with the one recall
+    shows (the rule of lcg.domain.memory.evidence, evaluated on this recall)."""
+    known = memory_evidence.load(conn, service.session, asked)
+    return evidence.current_contradictions(
+        [known.concepts[u] for u in asked if u in known.concepts],
+        known.contradictions,
+        known.support,
+        now,
+    )
+
+
+def _held_past_top_k(
+    conn: sqlite3.Connection,
+    ranked: list[RecallHit],
+    chosen: list[RecallHit],
+    contradicted: dict[evidence.ConceptId, evidence.Contradiction],
+    lines: dict[str, list[str]],
+) -> list[RecallHit]:
+    """Contradicted Canonical and Venerable concepts ranked past the chosen hits, kept after
+    them in rank order (M-REC-131; the concept beside each is added with it)."""
+    taken = {hit.node_id for hit in chosen}
+    later = [
+        hit
+        for hit in ranked
+        if hit.node_id not in taken
+        and hit.node_id in lines
+        and evidence.ConceptId(hit.node_id) in contradicted
+    ]
+    held = canon.statuses(conn, [hit.node_id for hit in later])
+    return [hit for hit in later if held[hit.node_id] in ("Canonical", "Venerable")]
+
+
 def _hit_lines(
     conn: sqlite3.Connection,
-    service: MemoryService,
     ids: list[str],
     nodes: dict[str, Node],
     cited: dict[str, list[str]],
     asked: list[str],
-    contradicted: dict[evidence.ConceptId, evidence.Contradiction],
+    rules: tuple[
+        dict[evidence.ConceptId, evidence.Contradiction],
+        dict[evidence.ConceptId, evidence.Contradiction],
+    ],
 ) -> tuple[dict[str, list[str]], dict[str, str], dict[str, Node]]:
     """Each hit's own warning lines (its Contradicted line, then its rests-on lines), each
     contradicted hit's contradicting concept still in memory, and every node read, hits,
-    contradicting and cited concepts alike."""
+    contradicting and cited concepts alike. `rules` is (the contradictions the Contradicted
+    lines show: the daemon's, those the rests-on lines read: this recall's own)."""
+    contradicted, live = rules
     lines: dict[str, list[str]] = {uuid: [] for uuid in ids}
     extra_nodes = state.nodes_by_uuid(  # contradicting concepts and cited ones not among hits
         conn,
-        [
-            uuid
-            for uuid in (*(c.source for c in contradicted.values()), *asked)
-            if uuid not in nodes
-        ],
+        [uuid for uuid in (*(c.source for c in live.values()), *asked) if uuid not in nodes],
     )
     everything = {**nodes, **extra_nodes}
     sources: dict[str, str] = {}  # contradicted hit -> the concept beside it (still in memory)
@@ -339,12 +377,12 @@ def _hit_lines(
             RestsOn(
                 target,
                 everything[target].content if target in everything else "",
-                contradicted[evidence.ConceptId(target)].source,
-                _content(everything, contradicted[evidence.ConceptId(target)].source),
+                live[evidence.ConceptId(target)].source,
+                _content(everything, live[evidence.ConceptId(target)].source),
             )
             for target in cited[uuid]
-            if evidence.ConceptId(target) in contradicted
-            and contradicted[evidence.ConceptId(target)].source != uuid
+            if evidence.ConceptId(target) in live
+            and live[evidence.ConceptId(target)].source != uuid
         ]
         hit_lines.extend(context.rests_on_lines(rests))
     return lines, sources, everything
