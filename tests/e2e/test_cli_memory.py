@@ -68,3 +68,23 @@ def test_issue_13_a_bad_settings_file_refuses_the_command_naming_the_key(tmp_pat
     (tmp_path / "lcg.toml").write_text("[daemon]\ngc_intervl = 1\n", encoding="utf-8")
     message = refused(lcg(tmp_path, "canon", "status"), 2)
     assert "lcg.toml [daemon] gc_intervl: unknown key" in message
+
+
+def test_issue_14_lcg_ingest_loads_files_through_process_chunk(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text(
+        "Alice Chen joined Acme Corp in Berlin.\n\nBob manages the billing service.\n",
+        encoding="utf-8",
+    )
+    first = lcg(tmp_path, "ingest", str(notes))
+    assert first.returncode == 0, first.stderr
+    assert said(first.stdout) == (
+        f"{notes}: 1 chunk(s), 4 entities extracted, 2 edges written, 1 dropped (no entity at"
+        " an end)"
+    )
+    again = lcg_json(tmp_path, "ingest", str(notes), "--replace", "--json")
+    assert again["files"][0]["replaced_episodes"] == 1
+    episodes = lcg_json(tmp_path, "call", "knowledge_get_episodes", "{}")
+    assert [e["name"] for e in episodes["episodes"]] == ["notes.md-0001"]
+    missing = str(tmp_path / "missing.md")
+    assert "must be a readable file" in refused(lcg(tmp_path, "ingest", missing), 2)

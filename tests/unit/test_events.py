@@ -42,6 +42,7 @@ def test_wire_names_are_stable() -> None:
         "gc_clock_started",
         "gc_swept",
         "gc_bumped",
+        "chunk_extracted",
     ]
 
 

@@ -25,7 +25,7 @@ def test_issue_10_the_readme_explains_the_words_it_uses_before_using_them() -> N
     for word in ("group", "episode", "entity", "relationship", "WAL", "seq", "hydrated", "pins"):
         assert f"**{word}**" in words, word
     assert "`knowledge_add_episode` stores text" in " ".join(words.split())
-    assert "`knowledge_process_chunk`, to come, will extract" in " ".join(words.split())
+    assert "`knowledge_process_chunk` also extracts" in " ".join(words.split())
 
 
 def test_issue_10_mcp_client_configs_name_the_workspace_not_a_cwd() -> None:

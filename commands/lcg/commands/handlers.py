@@ -11,8 +11,11 @@ from lcg.domain.commands import (
     AssertEntity,
     AssertRelationship,
     DeleteEpisode,
+    DeleteEpisodes,
+    ProcessChunk,
     PurgeGroup,
 )
+from lcg.domain.extraction import resolve
 from lcg.projections.graph import state
 from lcg.projections.memory import state as memory_state
 from lcg.projections.vectors import catalog
@@ -120,6 +123,32 @@ def assert_relationship(ctx: WriteContext, command: AssertRelationship) -> Asser
 def add_episode(ctx: WriteContext, command: AddEpisode) -> AddEpisodeResult:
     ctx.append(command.group_id, deciders.decide_add_episode(command))
     return AddEpisodeResult(episode_uuid=command.new_uuid)
+
+
+def process_chunk(ctx: WriteContext, command: ProcessChunk) -> deciders.ChunkDecision:
+    """Resolve the extraction against the group (entities by name), decide, append."""
+    group = command.episode.group_id
+
+    def stored(name: str) -> str | None:
+        found = state.entity_by_name(ctx.conn, group, name)
+        return None if found is None else found.uuid
+
+    resolved = resolve(command.extraction, stored)
+    decision = deciders.decide_process_chunk(
+        command, resolved, lambda s, p, t: state.active_edge(ctx.conn, group, s, p, t)
+    )
+    ctx.append(group, decision.events)
+    return decision
+
+
+def delete_episodes(ctx: WriteContext, command: DeleteEpisodes) -> list[str]:
+    """Delete the matching episodes of the listed groups; their uuids, oldest first."""
+    found = state.episodes_matching(
+        ctx.conn, command.group_ids, source_file=command.source_file, chunk_id=command.chunk_id
+    )
+    for group, events in deciders.decide_delete_episodes(command, found):
+        ctx.append(group, events)
+    return [uuid for _, uuid in found]
 
 
 def delete_episode(ctx: WriteContext, command: DeleteEpisode) -> DeleteEpisodeResult:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from lcg.domain import rules
+from lcg.domain.extraction import Extraction
 from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid, GroupId
 from lcg.domain.rules import EpisodeSource
 
@@ -59,6 +61,28 @@ class AddEpisode:
     now: datetime
     chunk_id: str | None = None
     source_file: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessChunk:
+    """knowledge_process_chunk: an episode for the chunk, and what its extraction found."""
+
+    episode: AddEpisode
+    extraction: Extraction
+    extractor: str
+    model: str
+    new_id: Callable[[], str]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteEpisodes:
+    """knowledge_delete_by_source / knowledge_delete_chunk_episode: the episodes of a source
+    file or of a chunk id, in the listed groups only (K-DEL-010)."""
+
+    group_ids: tuple[GroupId, ...]
+    source_file: str | None
+    chunk_id: str | None
+    now: datetime
 
 
 @dataclass(frozen=True, slots=True)

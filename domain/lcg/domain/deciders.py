@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -13,10 +13,13 @@ from lcg.domain.commands import (
     AssertRelationship,
     BackfillSummaries,
     DeleteEpisode,
+    DeleteEpisodes,
+    ProcessChunk,
     PurgeGroup,
 )
 from lcg.domain.errors import Conflict, NotFound
 from lcg.domain.events import (
+    ChunkExtracted,
     DomainEvent,
     EntityCreated,
     EntityRevised,
@@ -27,7 +30,8 @@ from lcg.domain.events import (
     RelationshipRevised,
     SummaryEmbedded,
 )
-from lcg.domain.ids import EdgeUuid, EntityUuid, GroupId
+from lcg.domain.extraction import DroppedEdge, Resolved
+from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid, GroupId
 
 CROSS_GROUP_HINT = (
     "endpoints resolve only inside the call's group_id; knowledge_add_cross_group_edge "
@@ -237,3 +241,91 @@ def decide_purge_group(command: PurgeGroup, row_count: int) -> tuple[DomainEvent
     if row_count == 0:
         return ()
     return (GroupPurged(occurred_at=command.now),)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDecision:
+    """process_chunk's events and what its result reports."""
+
+    events: tuple[DomainEvent, ...]
+    nodes_extracted: int
+    edges_extracted: int
+    dropped: tuple[DroppedEdge, ...]
+
+
+def decide_process_chunk(
+    command: ProcessChunk,
+    resolved: Resolved,
+    active_edge: Callable[[str, str, str], EdgeUuid | None],
+) -> ChunkDecision:
+    """The episode, the entities the chunk introduces, its edges (an edge already stated with
+    the same endpoints and predicate is not repeated: the chunk is added to its episodes), and
+    the mentions (K-ING-002..013: dropped edges are reported, never stored)."""
+    events: list[DomainEvent] = list(decide_add_episode(command.episode))
+    now = command.episode.now
+    uuids = dict(resolved.existing)
+    for entity in resolved.new:
+        uuid = EntityUuid(command.new_id())
+        uuids[rules.name_key(entity.name)] = uuid
+        events.append(
+            EntityCreated(now, uuid, entity.name.strip(), entity.labels, entity.summary, "{}")
+        )
+    edges: list[EdgeUuid] = []
+    for source_key, target_key, edge in resolved.edges:
+        source, target = EntityUuid(uuids[source_key]), EntityUuid(uuids[target_key])
+        known = active_edge(source, edge.predicate, target)
+        if known is None:
+            known = next(
+                (
+                    e.edge_uuid
+                    for e in events
+                    if isinstance(e, RelationshipCreated)
+                    and (e.source_uuid, e.predicate, e.target_uuid)
+                    == (source, edge.predicate, target)
+                ),
+                None,
+            )
+        if known is None:
+            known = EdgeUuid(command.new_id())
+            events.append(
+                RelationshipCreated(
+                    now,
+                    known,
+                    source,
+                    target,
+                    edge.predicate,
+                    edge.fact,
+                    edge.relation_type,
+                    "{}",
+                    edge.valid_at,
+                )
+            )
+        if known not in edges:
+            edges.append(known)
+    mentioned = tuple(dict.fromkeys(EntityUuid(u) for u in uuids.values()))
+    events.append(
+        ChunkExtracted(
+            now,
+            command.episode.new_uuid,
+            command.extractor,
+            command.model,
+            mentioned,
+            tuple(edges),
+        )
+    )
+    return ChunkDecision(
+        tuple(events),
+        nodes_extracted=len(command.extraction.entities),
+        edges_extracted=len(command.extraction.edges),
+        dropped=resolved.dropped,
+    )
+
+
+def decide_delete_episodes(
+    command: DeleteEpisodes, found: Sequence[tuple[GroupId, EpisodeUuid]]
+) -> list[tuple[GroupId, tuple[DomainEvent, ...]]]:
+    """One EpisodeDeleted per matching episode, in its own group (entities stay: P-121)."""
+    return [
+        (group, (EpisodeDeleted(occurred_at=command.now, episode_uuid=uuid),))
+        for group, uuid in found
+    ]

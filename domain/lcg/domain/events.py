@@ -177,6 +177,23 @@ class MemoryAccessed(DomainEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class ChunkExtracted(DomainEvent):
+    """knowledge_process_chunk's extraction of an episode's chunk (issue 14): which extractor
+    and model, and the entities the chunk mentions (new or resolved to stored ones), so a
+    replay rebuilds the mentions without calling a model. The entities and edges themselves
+    are the EntityCreated / RelationshipCreated events beside it; dropped edges are never
+    stored (K-ING-013)."""
+
+    wire_name: ClassVar[str] = "chunk_extracted"
+
+    episode_uuid: EpisodeUuid
+    extractor: str
+    model: str
+    mentioned: tuple[EntityUuid, ...]
+    edges: tuple[EdgeUuid, ...]  # the edges the chunk states, new or already stored
+
+
+@dataclass(frozen=True, slots=True)
 class ConceptsCanonized(DomainEvent):
     """One canonization cycle's transitions, in the order they apply (ADR 0031): each a dict
     {node_id, from_status, to_status, blast_radius, cause, last_demotion_time, superseded_by}.
@@ -239,6 +256,7 @@ EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     GcClockStarted,
     GcSwept,
     GcBumped,
+    ChunkExtracted,
 )
 
 Upcaster: TypeAlias = Callable[[JsonDict], JsonDict]

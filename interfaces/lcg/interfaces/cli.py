@@ -21,7 +21,15 @@ from rich.table import Table
 from rich.text import Text
 
 from lcg.domain.errors import InvalidParams
-from lcg.interfaces import cli_inspect, cli_jobs, cli_memory, cli_recovery, operations, serve
+from lcg.interfaces import (
+    cli_ingest,
+    cli_inspect,
+    cli_jobs,
+    cli_memory,
+    cli_recovery,
+    operations,
+    serve,
+)
 from lcg.interfaces.cli_common import (
     GroupOpt,
     JsonOpt,
@@ -313,6 +321,7 @@ cli.command()(cli_inspect.describe)
 cli.command()(serve.serve)
 cli_memory.register(cli)
 cli_jobs.register(cli)
+cli_ingest.register(cli)
 
 
 def main() -> None:

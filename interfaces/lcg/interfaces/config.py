@@ -52,6 +52,8 @@ class Settings:
     # The settings file lcg.toml and its LCG_<SECTION>_<KEY> variables (ADR 0030): the
     # canonization, daemon, GC and recall-selection knobs
     tuning: Tuning = field(default_factory=Tuning)
+    # LCG_CHUNK_TEXT_ADVISORY_MAX_CHARS: process_chunk warns (never cuts) above this (K-ING-015)
+    chunk_advisory_max_chars: int = 8_000
 
     @property
     def promotion_policy(self) -> str:
@@ -118,6 +120,9 @@ class Settings:
             ),
             clock_file=Path(env["LCG_CLOCK_FILE"]) if env.get("LCG_CLOCK_FILE") else None,
             tuning=tuning,
+            chunk_advisory_max_chars=_int(
+                env, "LCG_CHUNK_TEXT_ADVISORY_MAX_CHARS", 8_000, 1, 1_000_000_000
+            ),
         )
 
 

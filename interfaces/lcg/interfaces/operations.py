@@ -23,6 +23,7 @@ from lcg.interfaces.tools import (
     admin,
     episodes,
     graph,
+    ingest,
     memory,
     memory_jobs,
     memory_read,
@@ -97,6 +98,7 @@ READ, WRITE, ADMIN, MEMORY = Scope.READ, Scope.WRITE, Scope.ADMIN, Scope.MEMORY
 OPERATIONS: tuple[AnyOperation, ...] = (
     _row("knowledge_status", READ, NoParams, admin.status),
     _row("knowledge_add_episode", WRITE, episodes.AddEpisodeParams, episodes.add_episode),
+    _row("knowledge_process_chunk", WRITE, ingest.ProcessChunkParams, ingest.process_chunk),
     _row("knowledge_assert_entity", WRITE, graph.AssertEntityParams, graph.assert_entity),
     _row(
         "knowledge_assert_relationship",
@@ -117,6 +119,13 @@ OPERATIONS: tuple[AnyOperation, ...] = (
     ),
     _row("knowledge_get_entity_neighbors", READ, graph.NeighborsParams, graph.get_entity_neighbors),
     _row("knowledge_delete_episode", WRITE, episodes.DeleteEpisodeParams, episodes.delete_episode),
+    _row("knowledge_delete_by_source", WRITE, ingest.DeleteBySourceParams, ingest.delete_by_source),
+    _row(
+        "knowledge_delete_chunk_episode",
+        WRITE,
+        ingest.DeleteChunkEpisodeParams,
+        ingest.delete_chunk_episode,
+    ),
     _row("knowledge_delete_by_group", ADMIN, admin.DeleteByGroupParams, admin.delete_by_group),
     _row("knowledge_clear_all", WRITE, admin.ClearAllParams, admin.clear_all),
     _row("knowledge_rebuild_from_wal", ADMIN, admin.RebuildFromWalParams, admin.rebuild_from_wal),

@@ -38,6 +38,7 @@ VARIES = "<varies>"  # a value that differs from one run or machine to the next
 VARYING_KEYS = frozenset(  # an SQLite file's size depends on its library; timings vary
     {
         "byte_size",
+        "duration_seconds",
         "epoch",
         "write_queue_apply_ms_p50",
         "write_queue_apply_ms_p90",
@@ -51,7 +52,8 @@ MEMORY_STORY = {
 }  # derived before memory examples
 SCORE_PLACES = 4  # scores are rounded: the last bits of a float sum vary across CPUs
 
-FAMILY_OF = {"memory_read": "memory", "memory_recall": "memory"}  # a family split over two modules
+# families split over modules: ingestion and source deletion are episode tools
+FAMILY_OF = {"memory_read": "memory", "memory_recall": "memory", "ingest": "episodes"}
 
 # What every example runs against: the same small story, written before the example call.
 STORY: tuple[tuple[str, Params], ...] = (
@@ -130,6 +132,14 @@ EXAMPLES: dict[str, Params] = {
     "knowledge_list_relationships": {"num_results": 10},
     "knowledge_get_entity_neighbors": {"entity_uuid": ADA},
     "knowledge_delete_episode": {"episode_uuid": EPISODE},
+    "knowledge_process_chunk": {
+        "chunk_text": "Charles Babbage designed the Analytical Engine in London. "
+        "Ada Lovelace met Charles Babbage in 1833.",
+        "chunk_id": "babbage-0001",
+        "source_file": "letters/babbage.md",
+    },
+    "knowledge_delete_by_source": {"source_file": "letters/1843.txt", "group_ids": ["liminis"]},
+    "knowledge_delete_chunk_episode": {"chunk_id": "notes-1843", "group_ids": ["liminis"]},
     "knowledge_delete_by_group": {"group_ids": ["liminis"], "dry_run": True},
     "knowledge_clear_all": {"confirm": True, "preserve_wal": True},
     "knowledge_rebuild_from_wal": {"group_id": "liminis", "to_seq": 2, "force_clear": True},

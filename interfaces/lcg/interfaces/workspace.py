@@ -30,6 +30,8 @@ from lcg.projections.damage import DamagedFile, Repair
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.embedding.port import CountingEmbedder, Embedder, Vectors
+from lcg.projections.extraction.port import Extractor
+from lcg.projections.extraction.spacy_rules import default_extractor
 from lcg.projections.graph import schema
 from lcg.projections.runner import ProjectionRunner
 from lcg.projections.text.scorer import TextScorer
@@ -87,8 +89,11 @@ class Workspace:
         read_only: bool = False,
         memory_ids: Callable[[], str] | None = None,
         embedder: Embedder | None = None,
+        extractor: Extractor | None = None,
     ) -> None:
         self.settings = settings
+        # knowledge_process_chunk's extractor (issue 14): spaCy's rules unless one is given
+        self.extractor: Extractor = extractor or default_extractor()
         self.clock: Clock = clock or (
             utc_now if settings.clock_file is None else shifted_clock(settings.clock_file)
         )

@@ -57,6 +57,13 @@ class Embedding(TypedDict):
     dim: int
 
 
+class ExtractorInfo(TypedDict):
+    """knowledge_process_chunk's configured extractor (issue 14)."""
+
+    name: str
+    model: str
+
+
 class Derived(TypedDict):
     """State of the indexes that live outside the projection database, and of the files."""
 
@@ -74,6 +81,7 @@ class Status(TypedDict):
     embedding_model: str | None
     embedding_dim: int | None
     embedding: Embedding
+    extractor: ExtractorInfo
     vector_count: int | None
     vector_pending: int
     index_error: str | None
@@ -124,7 +132,8 @@ def status(
     projection_error: str | None,
     embedding: Embedding,
     derived: Derived,
-    faults: Sequence[str] = (),
+    faults: Sequence[str],
+    extractor: ExtractorInfo,
 ) -> Status:
     """The workspace's status as seen through `conn` (a read connection to the graph)."""
     heads = log.heads()
@@ -141,6 +150,7 @@ def status(
         embedding_model=embedding["model"],
         embedding_dim=embedding["dim"],
         embedding=embedding,
+        extractor=extractor,
         vector_count=derived["vector_count"],
         vector_pending=derived["vector_pending"],
         index_error=derived["index_error"],

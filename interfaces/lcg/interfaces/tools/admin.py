@@ -80,8 +80,9 @@ def status(app: App, _: NoParams) -> status_query.Status:
             damaged_files=[],
         )
         failure = ws.runner.failure
+    extractor = status_query.ExtractorInfo(name=ws.extractor.name, model=ws.extractor.model)
     return status_query.status(
-        ws.reader(), ws.log, ws.runner.names, failure, embedding, derived, ws.faults()
+        ws.reader(), ws.log, ws.runner.names, failure, embedding, derived, ws.faults(), extractor
     )
 
 

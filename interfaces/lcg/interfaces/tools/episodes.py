@@ -1,4 +1,4 @@
-"""Episodes: store content as it was given, read a group's newest, delete one (K-EPI)."""
+"""Episodes: store content as given or extract a graph from it, read, delete (K-EPI, K-ING)."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import orjson
 
 from lcg.domain.events import (
+    ChunkExtracted,
     ConceptsCanonized,
     EntityCreated,
     EntityRevised,
@@ -52,6 +53,7 @@ TABLE = EventTable(
         MemoryWriteAccepted,
         MemoryWriteFailed,
         MemoryAccessed,
+        ChunkExtracted,
     ),
 )
 Run = Sequence[tuple[Seq, E]]

@@ -10,6 +10,7 @@ import orjson
 
 from lcg.domain import rules
 from lcg.domain.events import (
+    ChunkExtracted,
     ConceptsCanonized,
     EntityCreated,
     EntityRevised,
@@ -161,6 +162,24 @@ def _episode_added(conn: sqlite3.Connection, group: GroupId, run: Run[EpisodeAdd
                 seq,
             )
             for seq, event in run
+        ],
+    )
+
+
+@TABLE.on(ChunkExtracted)
+def _chunk_extracted(conn: sqlite3.Connection, group: GroupId, run: Run[ChunkExtracted]) -> None:
+    """The entities a processed chunk mentions (knowledge_get_entities_by_source reads them)."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO mentions (episode_uuid, entity_uuid, group_id) VALUES (?,?,?)",
+        [(event.episode_uuid, entity, group) for _, event in run for entity in event.mentioned],
+    )
+    conn.executemany(  # the edge's episodes: where it was stated (a delete takes it out)
+        "UPDATE relationships SET episodes = json_insert(episodes, '$[#]', ?) WHERE uuid=?"
+        " AND NOT EXISTS (SELECT 1 FROM json_each(relationships.episodes) WHERE value=?)",
+        [
+            (event.episode_uuid, edge, event.episode_uuid)
+            for _, event in run
+            for edge in event.edges
         ],
     )
 

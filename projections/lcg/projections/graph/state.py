@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TypedDict
 
@@ -10,7 +11,7 @@ import orjson
 
 from lcg.domain import rules
 from lcg.domain.deciders import EdgeState, EntityState
-from lcg.domain.ids import EdgeUuid, EntityUuid, GroupId
+from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid, GroupId
 
 
 class GroupCounts(TypedDict):
@@ -111,3 +112,30 @@ def group_counts(conn: sqlite3.Connection, group_id: str) -> GroupCounts:
         episodes=count("episodes"),
         edges=count("relationships"),
     )
+
+
+def episodes_matching(
+    conn: sqlite3.Connection,
+    group_ids: Sequence[str],
+    *,
+    source_file: str | None = None,
+    chunk_id: str | None = None,
+) -> list[tuple[GroupId, EpisodeUuid]]:
+    """The episodes of the listed groups from a source (its source_file, or a
+    source_description equal to it or starting with `source:`, as get_entities_by_source
+    matches) or of a chunk id, oldest first."""
+    marks = ",".join("?" * len(group_ids))
+    if source_file is not None:
+        rows = conn.execute(
+            f"SELECT group_id, uuid FROM episodes WHERE group_id IN ({marks}) AND"
+            " (source_file = ? OR source_description = ? OR substr(source_description, 1, ?) = ?)"
+            " ORDER BY seq",
+            [*group_ids, source_file, source_file, len(source_file) + 1, f"{source_file}:"],
+        ).fetchall()
+    else:
+        rows = conn.execute(
+            f"SELECT group_id, uuid FROM episodes WHERE group_id IN ({marks}) AND chunk_id = ?"
+            " ORDER BY seq",
+            [*group_ids, chunk_id],
+        ).fetchall()
+    return [(GroupId(row[0]), EpisodeUuid(row[1])) for row in rows]

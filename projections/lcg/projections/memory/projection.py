@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from lcg.domain.events import (
+    ChunkExtracted,
     ConceptsCanonized,
     EntityCreated,
     EntityRevised,
@@ -51,6 +52,7 @@ TABLE = EventTable(
         ConceptsCanonized,  # the canonization projection's
         GcClockStarted,
         GcBumped,
+        ChunkExtracted,
     ),
 )
 Run = Sequence[tuple[Seq, E]]

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from lcg.domain import passages
 from lcg.domain.events import (
+    ChunkExtracted,
     ConceptsCanonized,
     EntityCreated,
     EntityRevised,
@@ -56,6 +57,7 @@ TABLE = EventTable(
         ConceptsCanonized,
         GcClockStarted,
         GcBumped,
+        ChunkExtracted,
     ),
 )
 Run = Sequence[tuple[Seq, E]]

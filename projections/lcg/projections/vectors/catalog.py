@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from lcg.domain import passages
 from lcg.domain.events import (
+    ChunkExtracted,
     ConceptsCanonized,
     DomainEvent,
     EntityCreated,
@@ -58,6 +59,7 @@ TABLE = EventTable(
         ConceptsCanonized,
         GcClockStarted,
         GcBumped,
+        ChunkExtracted,
     ),
 )
 Run = Sequence[tuple[Seq, E]]
@@ -175,7 +177,8 @@ def touched_owners(event: DomainEvent) -> tuple[str, ...] | None:
         | MemoryAccessed
         | ConceptsCanonized
         | GcClockStarted
-        | GcBumped,
+        | GcBumped
+        | ChunkExtracted,
     ):
         return ()
     for attribute in ("entity_uuid", "edge_uuid", "episode_uuid"):

@@ -1,0 +1,155 @@
+"""What an extractor turns a chunk of text into, and how process_chunk resolves it (issue 14).
+
+An extraction is entities (a name, labels, a summary) and edges between entity names (a
+predicate, the fact, an optional relation type, an optional valid_at). `resolve` decides,
+against the entities the group already holds, which extracted entities are new, which edges
+can be written and which are dropped (K-ING-002..013): an edge endpoint must name an entity of
+this extraction or one already in the group, else the edge is dropped and reported, never
+stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from lcg.domain import rules
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedEntity:
+    name: str
+    labels: tuple[str, ...] = ()
+    summary: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedEdge:
+    source_name: str
+    target_name: str
+    predicate: str
+    fact: str
+    relation_type: str | None = None
+    valid_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """One chunk's extraction, in extraction order."""
+
+    entities: tuple[ExtractedEntity, ...] = ()
+    edges: tuple[ExtractedEdge, ...] = ()
+
+
+Endpoint = Literal["source", "target", "both"]
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedEdge:
+    """`dropped_edges[]` of the result (K-ING-010): never stored anywhere else."""
+
+    source_name: str
+    target_name: str
+    relation_type: str | None
+    fact: str
+    unresolved_endpoint: Endpoint
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """Where each extracted name lands: `existing` maps a name key to a stored entity's uuid,
+    `new` lists the extracted entities to create (first mention of each key wins), `edges`
+    are (source key, target key, edge) to write, `dropped` the rest, in extraction order."""
+
+    existing: dict[str, str] = field(default_factory=dict)
+    new: tuple[ExtractedEntity, ...] = ()
+    edges: tuple[tuple[str, str, ExtractedEdge], ...] = ()
+    dropped: tuple[DroppedEdge, ...] = ()
+
+
+def resolve(extraction: Extraction, stored: Callable[[str], str | None]) -> Resolved:
+    """Resolve entities by name within the group (`stored(name)` gives the uuid of the group's
+    entity of that name, or None), then every edge's endpoints among this batch and the group."""
+    existing: dict[str, str] = {}
+    new: dict[str, ExtractedEntity] = {}
+    for entity in extraction.entities:
+        key = rules.name_key(entity.name)
+        if not key or key in existing or key in new:
+            continue
+        uuid = stored(entity.name)
+        if uuid is None:
+            new[key] = entity
+        else:
+            existing[key] = uuid
+    known = set(existing) | set(new)
+    edges: list[tuple[str, str, ExtractedEdge]] = []
+    dropped: list[DroppedEdge] = []
+    for edge in extraction.edges:
+        ends = []
+        for name in (edge.source_name, edge.target_name):
+            key = rules.name_key(name)
+            if key and key not in known:
+                uuid = stored(name)
+                if uuid is not None:
+                    existing[key] = uuid
+                    known.add(key)
+            ends.append(bool(key) and key in known)
+        if all(ends):
+            edges.append((rules.name_key(edge.source_name), rules.name_key(edge.target_name), edge))
+            continue
+        missing: Endpoint = "both" if not any(ends) else "source" if not ends[0] else "target"
+        dropped.append(
+            DroppedEdge(edge.source_name, edge.target_name, edge.relation_type, edge.fact, missing)
+        )
+    return Resolved(existing, tuple(new.values()), tuple(edges), tuple(dropped))
+
+
+def oversized_warning(chunk_text: str, threshold: int) -> dict[str, object] | None:
+    """P-106's `warning` object when the chunk is longer than `threshold` characters (code
+    points, strictly longer: K-ING-014..018, K-ING-021), else None."""
+    count = len(chunk_text)
+    if count <= threshold:
+        return None
+    return {
+        "type": "chunk_text_oversized",
+        "chunk_text_chars": count,
+        "recommended_max_chars": threshold,
+        "message": f"chunk_text is {count} characters, which exceeds the recommended maximum "
+        f"of {threshold} characters; extraction quality drops on long chunks: split it into "
+        "smaller chunks (it was processed whole, nothing was cut)",
+    }
+
+
+def dropped_payload(dropped: Sequence[DroppedEdge]) -> list[dict[str, object]]:
+    return [
+        {
+            "source_name": d.source_name,
+            "target_name": d.target_name,
+            "relation_type": d.relation_type,
+            "fact": d.fact,
+            "unresolved_endpoint": d.unresolved_endpoint,
+        }
+        for d in dropped
+    ]
+
+
+def chunks(text: str, max_chars: int) -> list[str]:
+    """`lcg ingest`'s chunks: whole paragraphs (blank-line separated) gathered up to
+    `max_chars`; a paragraph longer than that is a chunk of its own (process_chunk warns on
+    it, never cuts it)."""
+    out: list[str] = []
+    current: list[str] = []
+    size = 0
+    for paragraph in (p.strip() for p in text.replace("\r\n", "\n").split("\n\n")):
+        if not paragraph:
+            continue
+        if current and size + 2 + len(paragraph) > max_chars:
+            out.append("\n\n".join(current))
+            current, size = [], 0
+        current.append(paragraph)
+        size += len(paragraph) + (2 if size else 0)
+    if current:
+        out.append("\n\n".join(current))
+    return out
