@@ -55,12 +55,17 @@ def state_file(workspace: Path, name: str) -> str:
 
 
 def write_some(client: RpcClient) -> dict[str, str]:
-    """Three episodes, two entities and a relationship; the episodes' uuids by name."""
+    """Four episodes (one a processed chunk), two entities and a relationship; the episodes'
+    uuids by name."""
     uuids = {}
     for name in ("e1", "e2", "e3"):
         body = f"a note about {name} and the lighthouse"
         result = client.result("knowledge_add_episode", {"name": name, "episode_body": body})
         uuids[name] = result["episode_uuid"]
+    chunk = {"chunk_text": "a note about the lighthouse, chunk four", "source_file": "n.md"}
+    result = client.result("knowledge_process_chunk", {**chunk, "chunk_id": "c4"})
+    assert result["nodes_extracted"] == 0, result  # the extractor finds no name here
+    uuids["c4"] = result["episode_uuid"]
     for name in ("Ada", "Lighthouse"):
         client.result("knowledge_assert_entity", {"name": name, "summary": f"{name}, kept"})
     client.result(
@@ -111,6 +116,13 @@ def writes(uuids: dict[str, str]) -> list[tuple[str, dict[str, Any], str]]:
             wal,
         ),
         ("lambo_record_action", {"agent_id": "a", "action": "never acked"}, wal),
+        (
+            "knowledge_process_chunk",
+            {"chunk_text": "Ada keeps the lighthouse.", "chunk_id": "c9", "source_file": "o.md"},
+            wal,
+        ),
+        ("knowledge_delete_by_source", {"source_file": "n.md", "group_ids": ["liminis"]}, wal),
+        ("knowledge_delete_chunk_episode", {"chunk_id": "c4", "group_ids": ["liminis"]}, wal),
     ]
 
 

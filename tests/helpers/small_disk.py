@@ -35,11 +35,12 @@ def fill(disk: Path) -> Path:
     """Write zeros until the filesystem refuses (a real ENOSPC for whatever comes next);
     returns the file, whose removal gives the space back."""
     filler = disk / "filler"
-    with filler.open("wb") as out:
+    # unbuffered: a buffered file keeps the tail of a short last write and raises ENOSPC again
+    # when it is closed, whenever the free space is not a multiple of the block written
+    with filler.open("wb", buffering=0) as out:
         try:
             while True:
                 out.write(b"\0" * 65536)
-                out.flush()
                 os.fsync(out.fileno())
         except OSError as error:
             if error.errno != errno.ENOSPC:

@@ -31,6 +31,7 @@ NAMED_COMMANDS: dict[str, tuple[str, list[str]]] = {
     "derive": ("lambo_derive", ["a fact", "--wait-ms", "0"]),
     "record-action": ("lambo_record_action", ["did a thing", "--wait-ms", "0"]),
     "stats": ("lambo_stats", []),
+    "ingest": ("knowledge_process_chunk", ["{note}", "--group", "g"]),  # a file in tmp_path
 }
 GENERIC_COMMANDS = {"call", "demo", "serve", "tools", "describe", "log"}
 
@@ -70,8 +71,11 @@ def test_named_commands_dispatch_their_operation_and_call_reaches_every_operatio
     runner = CliRunner()
     workspace = ["--workspace", str(tmp_path)]
     runner.invoke(cli, ["assert-entity", "Bob", "-g", "g", *workspace])  # an edge's target
-    for command, (name, args) in NAMED_COMMANDS.items():
+    note = tmp_path / "note.md"
+    note.write_text("Ada keeps the lighthouse.\n", encoding="utf-8")
+    for command, (name, template) in NAMED_COMMANDS.items():
         dispatched.clear()
+        args = [arg.replace("{note}", str(note)) for arg in template]
         result = runner.invoke(cli, [command, *args, *workspace])
         assert result.exit_code == 0, (command, result.output)
         assert name in dispatched, (command, dispatched)

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import Field
 
 from lcg.domain.errors import InvalidParams
-from lcg.domain.memory import context, evidence, limits, questions, redundancy, text
+from lcg.domain.memory import context, evidence, limits, markers, questions, redundancy, text
 from lcg.domain.memory.context import AlsoItem, HitView, RestsOn
 from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
 from lcg.domain.memory.questions import NameCandidate
@@ -264,9 +264,43 @@ def _ordinary(app: App, service: MemoryService, query: str, params: RecallParams
     replaced = state.possibly_superseded_by(conn, service.session, [v.node_id for v in views])
     for older, newer in replaced.items():
         structured_extra.setdefault(older, {})["possibly_superseded_by"] = newer
-    views = _canonized(conn, views)
+    views, marked = _marked(conn, _canonized(conn, views), app.now(), params.agent_id)
     rendered = context.render_context(views, params.max_tokens)
-    return _result(service, params, views, rendered, warnings, structured_extra)
+    return _result(service, params, views, rendered, [*marked, *warnings], structured_extra)
+
+
+def _marked(
+    conn: sqlite3.Connection, views: list[HitView], now: datetime, agent: str
+) -> tuple[list[HitView], list[str]]:
+    """Conflict and high-risk markers first on each hit's block (lcg.domain.memory.markers),
+    and the same lines for `warnings`."""
+    ids = [view.node_id for view in views]
+    since = (now - markers.WINDOW).isoformat()
+    recent = state.recent_writes(conn, ids, since)
+    if not any(recent.values()):
+        return views, []
+    statuses = canon.statuses(conn, ids)
+    radii = state.blast_radii(conn, ids)
+    out: list[HitView] = []
+    lines: list[str] = []
+    for view in views:
+        writes = [
+            markers.RecentWrite(agent_id, datetime.fromisoformat(at), kind)
+            for agent_id, at, kind in recent[view.node_id]
+        ]
+        found = [
+            line
+            for line in (
+                markers.conflict(writes, now, agent),
+                markers.high_risk(
+                    view.content, statuses[view.node_id], radii[view.node_id], writes, now
+                ),
+            )
+            if line is not None
+        ]
+        lines.extend(found)
+        out.append(replace(view, warning_lines=(*found, *view.warning_lines)) if found else view)
+    return out, lines
 
 
 def _canonized(conn: sqlite3.Connection, views: list[HitView]) -> list[HitView]:

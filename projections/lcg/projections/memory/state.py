@@ -308,3 +308,29 @@ def possibly_superseded_by(
     ):
         found.setdefault(str(old), str(new))
     return found
+
+
+def recent_writes(
+    conn: sqlite3.Connection, uuids: Sequence[str], since: str
+) -> dict[str, list[tuple[str, str, str | None]]]:
+    """Per node, the writes touching it at or after `since` (an ISO time): (agent_id, time,
+    edge kind) for each edge to or from it, (writer, last_written_at, None) for the node."""
+    found: dict[str, list[tuple[str, str, str | None]]] = {uuid: [] for uuid in uuids}
+    if not uuids:
+        return found
+    marks = ",".join("?" * len(uuids))
+    for source, target, kind, agent, created in conn.execute(
+        "SELECT source, target, kind, agent_id, created_at FROM memory_edges"
+        f" WHERE created_at >= ? AND (source IN ({marks}) OR target IN ({marks}))",
+        (since, *uuids, *uuids),
+    ):
+        for end in (source, target):
+            if end in found:
+                found[end].append((str(agent), str(created), str(kind)))
+    for uuid, agent, written in conn.execute(
+        f"SELECT uuid, agent_id, last_written_at FROM memory_nodes WHERE uuid IN ({marks})"
+        " AND last_written_at >= ?",
+        (*uuids, since),
+    ):
+        found[str(uuid)].append((str(agent), str(written), None))
+    return found
