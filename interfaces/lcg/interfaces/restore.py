@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from lcg.domain.errors import Conflict, InvalidParams
-from lcg.domain.events import EventCodec
 from lcg.interfaces.config import Settings
 from lcg.interfaces.private_files import DIR_MODE, FILE_MODE
 from lcg.projections.damage import utc_stamp
@@ -36,7 +35,7 @@ class Restored:
 def restore(dump_dir: Path, settings: Settings, *, force: bool, now: datetime) -> Restored:
     """Install the dump at `dump_dir` as the WAL of the workspace `settings` names."""
     try:
-        manifest = check_dump(dump_dir, EventCodec())
+        manifest = check_dump(dump_dir)
     except BadDump as error:
         raise InvalidParams(
             "PATH", "must name a dump written by knowledge_dump_wal", str(error)

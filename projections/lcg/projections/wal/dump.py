@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,7 +24,6 @@ from typing import Any
 
 from lcg.domain.events import (
     ConceptsCanonized,
-    EventCodec,
     GcBumped,
     GcClockStarted,
     GcSwept,
@@ -144,17 +144,14 @@ def write_dump(
         }
     finally:
         dump.close()
-    for suffix in _SIDECARS:  # the journal is folded in at close; only the file should remain
-        sidecar = target / (DUMP_WAL + suffix)
-        if sidecar.exists():
-            os.chmod(sidecar, 0o600)
+    _single_file(target / DUMP_WAL)
     manifest_path = target / MANIFEST
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     os.chmod(manifest_path, 0o600)
     return manifest
 
 
-def check_dump(directory: Path, codec: EventCodec) -> dict[str, Any]:
+def check_dump(directory: Path) -> dict[str, Any]:
     """The manifest of a complete dump at `directory`; `BadDump` naming what is wrong (not a
     dump, another format or version, or a WAL whose streams differ from the manifest)."""
     manifest_path = directory / MANIFEST
@@ -175,14 +172,37 @@ def check_dump(directory: Path, codec: EventCodec) -> dict[str, Any]:
             f"restores version {FORMAT_VERSION}"
         )
     expected = {group: spec["events"] for group, spec in manifest["groups"].items()}
-    dump = EventLog(wal_path, codec)
     try:
-        heads = {group: head for group, head in dump.heads().items() if head}
-        identity = dump.identity
-    finally:
-        dump.close()
+        heads, identity = _heads_and_identity(wal_path)
+    except sqlite3.Error as error:
+        raise BadDump(f"{wal_path} cannot be read as a WAL: {error}") from error
     if heads != {group: count for group, count in expected.items() if count}:
         raise BadDump(f"{wal_path} does not hold the events {manifest_path} lists (incomplete?)")
     if identity != manifest.get("wal"):
         raise BadDump(f"{wal_path} is not the WAL {manifest_path} was written with")
     return manifest
+
+
+def _single_file(path: Path) -> None:
+    """Leave the dump as one self-contained file (a rollback journal, not WAL mode), so that
+    reading or copying it never needs, or leaves, -wal and -shm files beside it."""
+    conn = sqlite3.connect(str(path))
+    try:
+        conn.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        conn.close()
+    os.chmod(path, 0o600)
+
+
+def _heads_and_identity(path: Path) -> tuple[dict[str, int], str]:
+    """The dump's non-empty streams and identity, read without writing anything."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = conn.execute(
+            "SELECT g.group_id, (SELECT MAX(e.originator_version) FROM stored_events e"
+            " WHERE e.originator_id = g.stream_id) FROM lcg_groups g"
+        ).fetchall()
+        (identity,) = conn.execute("SELECT identity FROM lcg_wal_identity").fetchone()
+    finally:
+        conn.close()
+    return {str(group): int(head) for group, head in rows if head}, str(identity)
