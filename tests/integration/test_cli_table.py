@@ -31,8 +31,10 @@ NAMED_COMMANDS: dict[str, tuple[str, list[str]]] = {
     "derive": ("lambo_derive", ["a fact", "--wait-ms", "0"]),
     "record-action": ("lambo_record_action", ["did a thing", "--wait-ms", "0"]),
     "stats": ("lambo_stats", []),
+    "dump": ("knowledge_dump_wal", ["{tmp}/dump"]),
 }
-GENERIC_COMMANDS = {"call", "demo", "serve", "tools", "describe", "log"}
+# restore installs a dump's WAL before the workspace is opened: no operation does that
+GENERIC_COMMANDS = {"call", "demo", "serve", "tools", "describe", "log", "restore"}
 
 
 def command_names() -> set[str]:
@@ -72,7 +74,8 @@ def test_named_commands_dispatch_their_operation_and_call_reaches_every_operatio
     runner.invoke(cli, ["assert-entity", "Bob", "-g", "g", *workspace])  # an edge's target
     for command, (name, args) in NAMED_COMMANDS.items():
         dispatched.clear()
-        result = runner.invoke(cli, [command, *args, *workspace])
+        typed = [arg.replace("{tmp}", str(tmp_path)) for arg in args]
+        result = runner.invoke(cli, [command, *typed, *workspace])
         assert result.exit_code == 0, (command, result.output)
         assert name in dispatched, (command, dispatched)
     for operation in OPERATIONS:

@@ -1,5 +1,4 @@
-"""Status, recovery and maintenance: rebuild from the WAL, marks and dumps, purges, index
-upkeep, close."""
+"""Status, recovery and maintenance: WAL rebuilds, marks and dumps, purges, indexes, close."""
 
 from __future__ import annotations
 
