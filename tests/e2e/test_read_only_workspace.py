@@ -55,8 +55,8 @@ def state_file(workspace: Path, name: str) -> str:
 
 
 def write_some(client: RpcClient) -> dict[str, str]:
-    """Four episodes (one a processed chunk), two entities and a relationship; the episodes'
-    uuids by name."""
+    """Four episodes (one a processed chunk), a WAL mark, two entities and a relationship; the
+    episodes' uuids by name."""
     uuids = {}
     for name in ("e1", "e2", "e3"):
         body = f"a note about {name} and the lighthouse"
@@ -66,6 +66,7 @@ def write_some(client: RpcClient) -> dict[str, str]:
     result = client.result("knowledge_process_chunk", {**chunk, "chunk_id": "c4"})
     assert result["nodes_extracted"] == 0, result  # the extractor finds no name here
     uuids["c4"] = result["episode_uuid"]
+    client.result("knowledge_wal_mark_create", {"name": "m1"})
     for name in ("Ada", "Lighthouse"):
         client.result("knowledge_assert_entity", {"name": name, "summary": f"{name}, kept"})
     client.result(
@@ -123,6 +124,9 @@ def writes(uuids: dict[str, str]) -> list[tuple[str, dict[str, Any], str]]:
         ),
         ("knowledge_delete_by_source", {"source_file": "n.md", "group_ids": ["liminis"]}, wal),
         ("knowledge_delete_chunk_episode", {"chunk_id": "c4", "group_ids": ["liminis"]}, wal),
+        ("knowledge_wal_mark_create", {"name": "m2"}, wal),
+        ("knowledge_wal_mark_delete", {"name": "m1"}, wal),
+        ("knowledge_dump_wal", {}, "wal-compacted"),  # the default target is in .lcg/
     ]
 
 

@@ -31,9 +31,11 @@ NAMED_COMMANDS: dict[str, tuple[str, list[str]]] = {
     "derive": ("lambo_derive", ["a fact", "--wait-ms", "0"]),
     "record-action": ("lambo_record_action", ["did a thing", "--wait-ms", "0"]),
     "stats": ("lambo_stats", []),
-    "ingest": ("knowledge_process_chunk", ["{note}", "--group", "g"]),  # a file in tmp_path
+    "ingest": ("knowledge_process_chunk", ["{tmp}/note.md", "--group", "g"]),
+    "dump": ("knowledge_dump_wal", ["{tmp}/dump"]),
 }
-GENERIC_COMMANDS = {"call", "demo", "serve", "tools", "describe", "log"}
+# restore installs a dump's WAL before the workspace is opened: no operation does that
+GENERIC_COMMANDS = {"call", "demo", "serve", "tools", "describe", "log", "restore"}
 
 
 def command_names() -> set[str]:
@@ -71,11 +73,10 @@ def test_named_commands_dispatch_their_operation_and_call_reaches_every_operatio
     runner = CliRunner()
     workspace = ["--workspace", str(tmp_path)]
     runner.invoke(cli, ["assert-entity", "Bob", "-g", "g", *workspace])  # an edge's target
-    note = tmp_path / "note.md"
-    note.write_text("Ada keeps the lighthouse.\n", encoding="utf-8")
+    (tmp_path / "note.md").write_text("Ada keeps the lighthouse.\n", encoding="utf-8")
     for command, (name, template) in NAMED_COMMANDS.items():
         dispatched.clear()
-        args = [arg.replace("{note}", str(note)) for arg in template]
+        args = [arg.replace("{tmp}", str(tmp_path)) for arg in template]
         result = runner.invoke(cli, [command, *args, *workspace])
         assert result.exit_code == 0, (command, result.output)
         assert name in dispatched, (command, dispatched)

@@ -28,6 +28,7 @@ MAX_SOURCE_DESCRIPTION = 1_024
 MAX_NUM_RESULTS = 10_000
 MAX_GROUP_IDS = 1_024  # groups named in one read
 MAX_UUID = 64
+MAX_MARK_NAME = 200  # P-135: upstream made a mark a directory name
 
 EpisodeSource = Literal["text", "message", "json"]
 EPISODE_SOURCES: tuple[EpisodeSource, ...] = get_args(EpisodeSource)
@@ -40,9 +41,12 @@ GROUP_ID_RULE: Final = (
 )
 NOT_BLANK_PATTERN: Final = r"\S"
 NOT_BLANK_RULE: Final = "is required and must not be blank"
+MARK_NAME_PATTERN: Final = r"^[A-Za-z0-9_-]+$"
+MARK_NAME_RULE: Final = "must contain only letters, digits, _ and - (1-200 characters)"
 PATTERN_RULES: dict[str, str] = {
     GROUP_ID_PATTERN: GROUP_ID_RULE,
     NOT_BLANK_PATTERN: NOT_BLANK_RULE,
+    MARK_NAME_PATTERN: MARK_NAME_RULE,
 }
 
 _GROUP_ID = re.compile(GROUP_ID_PATTERN)

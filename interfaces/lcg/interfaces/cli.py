@@ -1,6 +1,7 @@
 """The `lcg` command line (typer): assert, add, list, `call` for any tool, the demo, and the
-commands of cli_recovery (status, replay), cli_inspect (tools, describe, log) and serve (the
-socket service or MCP over stdio); cli_common holds what they share.
+commands of cli_recovery (status, replay), cli_dump (dump, restore), cli_inspect (tools,
+describe, log) and serve (the socket service or MCP over stdio); cli_common holds what they
+share.
 
 Exit codes scripts can rely on (lcg.interfaces.exit_codes): 0 ok; 1 unexpected failure;
 2 invalid parameters; 3 refused (not found, conflict, pinned group); 4 workspace held by
@@ -22,6 +23,7 @@ from rich.text import Text
 
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces import (
+    cli_dump,
     cli_ingest,
     cli_inspect,
     cli_jobs,
@@ -72,6 +74,7 @@ def _root(
 
 cli.command()(cli_recovery.status)
 cli.command()(cli_recovery.replay)
+cli_dump.register(cli)
 
 
 @cli.command("assert-entity")

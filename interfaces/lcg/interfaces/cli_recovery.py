@@ -116,7 +116,7 @@ def replay(
             if not params["force_clear"]:
                 complain("refused", f"group {group!r} left as it was; nothing replayed")
                 raise typer.Exit(EXIT_REFUSED)
-        with _progress(enabled=not as_json) as progress:
+        with progress_bar("replaying", enabled=not as_json) as progress:
             result = app.call("knowledge_rebuild_from_wal", params, progress)
     pin = result["pinned_to"]
     show(
@@ -147,19 +147,20 @@ def _group_has_rows(app: Caller, group: str) -> bool:
 
 
 @contextmanager
-def _progress(*, enabled: bool) -> Iterator[Any]:
+def progress_bar(label: str, *, enabled: bool) -> Iterator[Any]:
+    """A (done, total) callback drawing a bar on a terminal's stderr; None elsewhere."""
     if not enabled or not err.is_terminal:
         yield None
         return
     with Progress(
-        TextColumn("replaying"),
+        TextColumn(label),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
         console=err,
         transient=True,
     ) as bar:
-        task = bar.add_task("replay", total=None)
+        task = bar.add_task(label, total=None)
 
         def report(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)

@@ -52,7 +52,7 @@ class Operation(Generic[P, R]):
     scope: Scope
     params: type[P]
     run: Callable[[App, P], R]
-    reads: bool = False  # a memory-scope tool that changes nothing a caller wrote
+    reads: bool = False  # outside read scope, changes nothing (memory reads, the mark list)
 
     @property
     def description(self) -> str:
@@ -129,6 +129,12 @@ OPERATIONS: tuple[AnyOperation, ...] = (
     _row("knowledge_delete_by_group", ADMIN, admin.DeleteByGroupParams, admin.delete_by_group),
     _row("knowledge_clear_all", WRITE, admin.ClearAllParams, admin.clear_all),
     _row("knowledge_rebuild_from_wal", ADMIN, admin.RebuildFromWalParams, admin.rebuild_from_wal),
+    _row("knowledge_dump_wal", ADMIN, admin.DumpWalParams, admin.dump_wal),
+    _row("knowledge_wal_mark_create", ADMIN, admin.WalMarkCreateParams, admin.wal_mark_create),
+    _row(
+        "knowledge_wal_mark_list", ADMIN, admin.WalMarkListParams, admin.wal_mark_list, reads=True
+    ),
+    _row("knowledge_wal_mark_delete", ADMIN, admin.WalMarkDeleteParams, admin.wal_mark_delete),
     _row("knowledge_close", ADMIN, NoParams, admin.close),
     _row("knowledge_find_entities", READ, search.FindParams, search.find_entities),
     _row("knowledge_find_relationships", READ, search.FindParams, search.find_relationships),

@@ -51,6 +51,11 @@ MEMORY_STORY = {
     "concept_type": "entity",
 }  # derived before memory examples
 SCORE_PLACES = 4  # scores are rounded: the last bits of a float sum vary across CPUs
+# Calls run after STORY and before the example, for examples that need something to exist.
+BEFORE: dict[str, tuple[tuple[str, Params], ...]] = {
+    "knowledge_wal_mark_list": (("knowledge_wal_mark_create", {"name": "before-cleanup"}),),
+    "knowledge_wal_mark_delete": (("knowledge_wal_mark_create", {"name": "before-cleanup"}),),
+}
 
 # families split over modules: ingestion and source deletion are episode tools
 FAMILY_OF = {"memory_read": "memory", "memory_recall": "memory", "ingest": "episodes"}
@@ -150,6 +155,10 @@ EXAMPLES: dict[str, Params] = {
     "knowledge_get_entities_by_source": {"source": "letters/1843.txt"},
     "knowledge_backfill_summary_embeddings": {"group_id": "liminis", "dry_run": True},
     "knowledge_build_indices": {},
+    "knowledge_dump_wal": {"target_dir": "backups/2026-01-01", "group_ids": ["liminis"]},
+    "knowledge_wal_mark_create": {"name": "before-cleanup", "group_id": "liminis"},
+    "knowledge_wal_mark_list": {"group_id": "liminis"},
+    "knowledge_wal_mark_delete": {"name": "before-cleanup", "group_id": "liminis"},
     "lambo_derive": {
         "agent_id": "agent-a",
         "concepts": [
@@ -210,7 +219,7 @@ def run_example(operation: AnyOperation) -> Params:
         )
         with workspace as ws:
             app = App(ws, new_id=_Ids())
-            for name, params in STORY:
+            for name, params in (*STORY, *BEFORE.get(operation.name, ())):
                 operations.dispatch(app, name, params)
             example = dict(EXAMPLES[operation.name])
             if operation.name.startswith("lambo_"):
@@ -299,6 +308,15 @@ def _page(family: str, tools: Sequence[AnyOperation], results: Sequence[Params])
                 "`<epoch>.<issued>`, which differ on every run.",
             ]
             if family == "memory"
+            else []
+        ),
+        *(
+            [
+                "",
+                "The examples of `knowledge_wal_mark_list` and `knowledge_wal_mark_delete` first "
+                "create the mark `before-cleanup` in `liminis`.",
+            ]
+            if family == "admin"
             else []
         ),
         "",

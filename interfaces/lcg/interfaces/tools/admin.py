@@ -1,13 +1,14 @@
-"""Status, recovery and maintenance: rebuild from the WAL, purges, index upkeep, close."""
+"""Status, recovery and maintenance: WAL rebuilds, marks and dumps, purges, indexes, close."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Literal, TypedDict
 
 from pydantic import Field
 
-from lcg.commands import admin, indexing
+from lcg.commands import admin, indexing, wal_admin
 from lcg.domain import rules
 from lcg.domain.commands import BackfillSummaries
 from lcg.domain.ids import DEFAULT_GROUP, GroupId
@@ -38,6 +39,50 @@ class RebuildFromWalParams(Params):
     dry_run: bool = Field(False, description="Count what would be replayed; change nothing.")
     force_clear: bool = Field(
         False, description="Replace a non-empty group's rows (a full rebuild needs it)."
+    )
+
+
+MarkNameField = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=rules.MAX_MARK_NAME,
+        pattern=rules.MARK_NAME_PATTERN,
+        description="The mark's name: 1-200 letters, digits, _ or -, unique in its group.",
+    ),
+]
+
+
+class WalMarkCreateParams(Params):
+    name: MarkNameField
+    group_id: GroupIdField = DEFAULT_GROUP
+
+
+class WalMarkListParams(Params):
+    group_id: GroupIdField = DEFAULT_GROUP
+
+
+class WalMarkDeleteParams(Params):
+    name: MarkNameField
+    group_id: GroupIdField = DEFAULT_GROUP
+
+
+DEFAULT_DUMP_DIR = "wal-compacted"  # P-133: <workspace>/.lcg/wal-compacted/
+
+
+class DumpWalParams(Params):
+    target_dir: str | None = Field(
+        None,
+        min_length=1,
+        max_length=4_096,
+        description="Directory to write into; it must not exist or be empty. A relative path "
+        "is taken from the workspace directory. Default: <workspace>/.lcg/wal-compacted.",
+    )
+    group_ids: list[GroupIdField] | None = Field(
+        None,
+        min_length=1,
+        max_length=rules.MAX_GROUP_IDS,
+        description="Groups to dump (memory sessions included). Omitted or null: every group.",
     )
 
 
@@ -113,6 +158,40 @@ def rebuild_from_wal(app: App, q: RebuildFromWalParams) -> admin.RebuildResult:
         force_clear=q.force_clear,
     )
     return admin.rebuild_from_wal(app.workspace.writer, request, app.progress)
+
+
+def wal_mark_create(app: App, q: WalMarkCreateParams) -> wal_admin.MarkCreated:
+    """Name group_id's current applied seq without a snapshot: a restore point that
+    knowledge_rebuild_from_wal {to_seq: seq, force_clear: true} returns the group to. Marks
+    live in the WAL file and are not carried by knowledge_dump_wal."""
+    return wal_admin.create_mark(app.workspace.writer, GroupId(q.group_id), q.name, app.now())
+
+
+def wal_mark_list(app: App, q: WalMarkListParams) -> wal_admin.MarkList:
+    """List group_id's marks (only that group's), oldest first, each with its seq and
+    whether a replay can still reach it (its generation's numbering, seq in the WAL)."""
+    return wal_admin.list_marks(app.workspace.log, GroupId(q.group_id))
+
+
+def wal_mark_delete(app: App, q: WalMarkDeleteParams) -> wal_admin.MarkDeleted:
+    """Delete group_id's mark `name` (a tombstone is kept); the name can be used again.
+    An unknown or already deleted name is an error."""
+    return wal_admin.delete_mark(app.workspace.writer, GroupId(q.group_id), q.name, app.now())
+
+
+def dump_wal(app: App, q: DumpWalParams) -> wal_admin.DumpResult:
+    """Snapshot the graph into a fresh compacted WAL (wal.sqlite and dump.json) in
+    target_dir: every group (or group_ids), seqs renumbered, no marks. `lcg restore DIR`
+    makes a workspace of it that answers every read the same."""
+    settings = app.workspace.settings
+    if q.target_dir is None:
+        target = settings.state_dir / DEFAULT_DUMP_DIR
+    else:
+        target = settings.workspace / Path(q.target_dir)  # an absolute path stays itself
+    groups = None if q.group_ids is None else [GroupId(g) for g in q.group_ids]
+    return wal_admin.dump_wal(
+        app.workspace.writer, groups, target.absolute(), app.now(), app.progress
+    )
 
 
 def close(app: App, _: NoParams) -> CloseResult:

@@ -18,7 +18,9 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
@@ -28,6 +30,8 @@ from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteDatastore
 from lcg.domain.events import DomainEvent, EventCodec
 from lcg.domain.ids import GroupId, Seq
 from lcg.projections.faults import CorruptEvent, StorageFailure, is_storage_error
+from lcg.projections.wal import marks
+from lcg.projections.wal.marks import Mark
 
 STREAM_NAMESPACE = uuid.UUID("5d3f4b8e-2c1a-4e7b-9f60-1c0de11a6e55")
 Durability = Literal["normal", "full"]
@@ -241,7 +245,8 @@ class EventLog:
             raise
 
     def truncate_all(self) -> None:
-        """Erase every stream (knowledge_clear_all without preserve_wal), and every pin."""
+        """Erase every stream (knowledge_clear_all without preserve_wal) and every pin; the
+        marks stay listed, in the old generation, naming nothing (ADR 0032)."""
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
@@ -249,6 +254,8 @@ class EventLog:
                 self._conn.execute("DELETE FROM lcg_groups")
                 if self._has_pins_table():
                     self._conn.execute("DELETE FROM lcg_pins")
+                if marks.has_tables(self._conn):  # seqs restart: the marks name nothing now
+                    marks.next_generation(self._conn)
                 self._conn.execute("COMMIT")
             except BaseException as error:  # nothing is erased; no transaction is left open
                 if self._conn.in_transaction:
@@ -300,6 +307,67 @@ class EventLog:
             "SELECT 1 FROM sqlite_master WHERE type='table' AND name='lcg_pins'"
         ).fetchone()
         return row is not None
+
+    def bounds(self, group_id: str) -> tuple[int, int] | None:
+        """The first and last seq of the group's stream; None when it holds no event."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT MIN(originator_version), MAX(originator_version) FROM stored_events"
+                " WHERE originator_id=?",
+                (stream_id(group_id).hex,),
+            ).fetchone()
+        return None if row[0] is None else (int(row[0]), int(row[1]))
+
+    def last_seq_of(self, group_id: str, wire_names: Sequence[str], upto: int) -> int:
+        """The last seq at or before `upto` whose event is one of `wire_names`; 0 if none."""
+        if not wire_names:
+            return 0
+        places = ", ".join("?" for _ in wire_names)
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT MAX(originator_version) FROM stored_events WHERE originator_id=?"
+                f" AND originator_version<=? AND topic IN ({places})",
+                (stream_id(group_id).hex, upto, *wire_names),
+            ).fetchone()
+        return int(row[0] or 0)
+
+    def generation(self) -> int:
+        """How many times the streams were erased, plus one: the numbering marks belong to."""
+        with self._lock:
+            return marks.generation(self._conn)
+
+    def marks(self, group_id: GroupId) -> list[Mark]:
+        """The group's active marks, oldest first (ADR 0032)."""
+        with self._lock:
+            return marks.active(self._conn, group_id)
+
+    def create_mark(self, group_id: GroupId, name: str, seq: int, at: datetime) -> Mark:
+        """Record the mark; `MarkExists` if the group already has an active one so named."""
+        with self._transaction("record a mark in the WAL"):
+            return marks.create(self._conn, group_id, name, seq, at.isoformat())
+
+    def delete_mark(self, group_id: GroupId, name: str, at: datetime) -> Mark | None:
+        """Tombstone the group's active mark `name`; None if there is none."""
+        with self._transaction("delete a mark in the WAL"):
+            return marks.tombstone(self._conn, group_id, name, at.isoformat())
+
+    @contextmanager
+    def _transaction(self, action: str) -> Iterator[None]:
+        """One write transaction on the shared connection; a storage error names the file."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as error:
+                raise StorageFailure(self.path, action, error) from error
+            try:
+                yield
+                self._conn.execute("COMMIT")
+            except BaseException as error:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if isinstance(error, sqlite3.Error) and is_storage_error(error):
+                    raise StorageFailure(self.path, action, error) from error
+                raise
 
     def byte_size(self) -> int:
         """Bytes on disk of the WAL file and its SQLite journal."""

@@ -1,0 +1,91 @@
+"""Restoring a dump (knowledge_dump_wal) as a workspace's WAL, before the workspace is opened.
+
+The dump's `wal.sqlite` becomes `.lcg/wal.sqlite`, copied with SQLite's backup API (one
+consistent file whatever journal the dump left); the first open rebuilds every projection from
+it. A workspace already there is refused unless forced, and then it is set aside as
+`.lcg.replaced-<UTC time>` (never deleted), while holding its writer lease so that a serving
+process is not pulled out from under.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from lcg.domain.errors import Conflict, InvalidParams
+from lcg.interfaces.config import Settings
+from lcg.interfaces.private_files import DIR_MODE, FILE_MODE
+from lcg.projections.damage import utc_stamp
+from lcg.projections.wal.dump import DUMP_WAL, BadDump, check_dump
+from lcg.projections.wal.lease import WriterLease
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """What `restore` did: the dump's manifest, and where a replaced workspace went."""
+
+    manifest: dict[str, Any]
+    set_aside: Path | None
+
+
+def restore(dump_dir: Path, settings: Settings, *, force: bool, now: datetime) -> Restored:
+    """Install the dump at `dump_dir` as the WAL of the workspace `settings` names."""
+    try:
+        manifest = check_dump(dump_dir)
+    except BadDump as error:
+        raise InvalidParams(
+            "PATH", "must name a dump written by knowledge_dump_wal", str(error)
+        ) from None
+    state = settings.state_dir
+    set_aside = None
+    if _holds_anything(state):
+        if not force:
+            raise Conflict(
+                f"--force: {settings.workspace} already holds a workspace ({state} is not "
+                "empty); restoring would replace it. Pass --force to set it aside as "
+                f"{state.name}.replaced-<UTC time> and restore in its place, or choose "
+                "another --workspace",
+                field="force",
+                rule="must be given to restore over a non-empty workspace",
+            )
+        set_aside = _set_aside(settings, now)
+    state.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    _copy_sqlite(dump_dir / DUMP_WAL, settings.wal_path)
+    return Restored(manifest=manifest, set_aside=set_aside)
+
+
+def _holds_anything(state: Path) -> bool:
+    return state.exists() and (not state.is_dir() or any(state.iterdir()))
+
+
+def _set_aside(settings: Settings, now: datetime) -> Path:
+    """Rename the workspace's state directory while holding its lease (WorkspaceBusy if a
+    process has it open)."""
+    state = settings.state_dir
+    lease = WriterLease(settings.lease_path, "lcg restore --force", now) if state.is_dir() else None
+    if lease is not None:
+        lease.acquire()
+    try:
+        target = state.with_name(f"{state.name}.replaced-{utc_stamp(now)}")
+        state.rename(target)
+    finally:
+        if lease is not None:
+            lease.release()
+    return target
+
+
+def _copy_sqlite(source: Path, target: Path) -> None:
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    try:
+        dst = sqlite3.connect(str(target))
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    os.chmod(target, FILE_MODE)
