@@ -78,22 +78,41 @@ def test_issue_10_the_readme_recovery_commands_work_as_written_without_a_termina
     tmp_path: Path, minilm: MiniLmEmbedder
 ) -> None:
     """Each command of the README's Recovery block, run as written by a script (no TTY, so
-    nothing can be asked), exits 0 and leaves the group hydrated and unpinned at the end."""
+    nothing can be asked), exits 0 and leaves the group hydrated and unpinned at the end; the
+    dump's home paths are moved under the test's directory, and the restored copy holds the
+    group as the original shows it."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     block = readme.split("### Recovery", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
-    commands = [shlex.split(line.split("#", 1)[0]) for line in block.splitlines()]
+    home = tmp_path / "home"
+    commands = [
+        shlex.split(line.split("  #", 1)[0].replace("~/", f"{home}/"))
+        for line in block.splitlines()
+    ]
     assert [command[:2] for command in commands] == [
         ["lcg", "status"],
         ["lcg", "log"],
         ["lcg", "replay"],
         ["lcg", "replay"],
+        ["lcg", "call"],
+        ["lcg", "call"],
+        ["lcg", "dump"],
+        ["lcg", "restore"],
     ]
-    seed(minilm, tmp_path, *(("liminis", f"e{index}") for index in range(45)))
+    workspace = tmp_path / "notes"
+    seed(minilm, workspace, *(("liminis", f"e{index}") for index in range(45)))
     for command in commands:
-        result = lcg(tmp_path, *command[1:])
+        if "--workspace" in command:  # restore names the workspace it makes
+            env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+            result = subprocess.run(
+                [str(LCG), *command[1:]], capture_output=True, text=True, env=env, check=False
+            )
+        else:
+            result = lcg(workspace, *command[1:])
         assert result.returncode == 0, (command, said(result.stderr))
-    wal = lcg_json(tmp_path, "status", "--json")["wal_groups"]["liminis"]
+    wal = lcg_json(workspace, "status", "--json")["wal_groups"]["liminis"]
     assert (wal["applied_seq"], wal["max_seq"], wal["pinned_to"]) == (45, 45, None)
+    copy = lcg_json(home / "notes-copy", "status", "--json")["wal_groups"]["liminis"]
+    assert copy["applied_seq"] == copy["max_seq"] > 0
 
 
 def test_issue_10_a_no_at_the_replay_prompt_replays_nothing_and_draws_no_progress(

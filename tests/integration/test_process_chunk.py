@@ -13,7 +13,7 @@ import pytest
 
 from lcg.domain.errors import DomainError
 from lcg.domain.events import ChunkExtracted, EventCodec
-from lcg.domain.extraction import Extraction
+from lcg.domain.extraction import Extraction, same_numbers
 from lcg.domain.ids import GroupId
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
@@ -229,3 +229,53 @@ def test_process_chunk_edges_record_their_episode_and_repeat_no_edge(ws: Workspa
     assert first["episode_uuid"] in stored
     assert second["episode_uuid"] in stored
     assert edge["name"] == "ACQUIRE"
+
+
+MEETING = "Mayor Adams met the Acme Corporation board in New York yesterday."
+
+
+def _entities(ws: Workspace) -> dict[str, str]:
+    nodes = make_call(App(ws))("knowledge_list_entities", group_ids=["liminis"])["nodes"]
+    return {n["name"]: n["uuid"] for n in nodes}
+
+
+def _known_places(ws: Workspace) -> dict[str, str]:
+    call = make_call(App(ws))
+    for name in ("New York City", "Acme Corporation", "Room 101"):
+        call("knowledge_assert_entity", name=name, summary=f"{name}, asserted")
+    assert ws.settle(60)  # resolution by embedding reads the name vectors the index holds
+    return _entities(ws)
+
+
+@pytest.mark.minilm
+def test_issue_14_a_name_resolves_by_embedding_after_no_name_matched(ws: Workspace) -> None:
+    """Name first, then the nearest name embedding at or above [extraction] name_similarity
+    (0.92): "New York" (0.95 to "New York City") and "the Acme Corporation" land on the
+    asserted entities, with their mentions and edges; "Adams" is new."""
+    known = _known_places(ws)
+    result = _chunk(ws, MEETING)
+    assert result["nodes_extracted"] == 3
+    after = _entities(ws)
+    assert set(after) == {*known, "Adams"}
+    edges = make_call(App(ws))("knowledge_list_relationships", group_ids=["liminis"])["edges"]
+    ends = {(e["source_node_uuid"], e["name"], e["target_node_uuid"]) for e in edges}
+    assert (after["Adams"], "MEET_IN", known["New York City"]) in ends
+    mentioned = make_call(App(ws))("knowledge_get_entities_by_source", source="notes.md")
+    assert {n["name"] for n in mentioned["nodes"]} >= {"New York City", "Acme Corporation"}
+
+
+@pytest.mark.minilm
+def test_issue_14_resolution_by_embedding_off_and_the_numbers_guard(
+    tmp_path: Path, embedder: Embedder, extractor: CountingExtractor
+) -> None:
+    """Above 1 the setting turns resolution by embedding off: the chunk's names are new
+    entities. Names with other numbers never resolve to each other ("Room 101" and "Room 102"
+    embed at 0.91)."""
+    off = Settings(workspace=tmp_path).tuning.with_values(extraction__name_similarity=1.01)
+    settings = Settings(workspace=tmp_path, tuning=off)
+    with make_workspace(settings, embedder, extractor=extractor) as ws:
+        known = _known_places(ws)
+        _chunk(ws, MEETING)
+        assert set(_entities(ws)) == {*known, "Adams", "the Acme Corporation", "New York"}
+    assert not same_numbers("Room 101", "Room 102")
+    assert same_numbers("Room 101", "room 101 east")

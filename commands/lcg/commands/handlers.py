@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from lcg.commands.writer import WriteContext
-from lcg.domain import deciders
+from lcg.domain import deciders, rules
 from lcg.domain.commands import (
     AddEpisode,
     AssertEntity,
@@ -131,7 +131,13 @@ def process_chunk(ctx: WriteContext, command: ProcessChunk) -> deciders.ChunkDec
 
     def stored(name: str) -> str | None:
         found = state.entity_by_name(ctx.conn, group, name)
-        return None if found is None else found.uuid
+        if found is not None:
+            return found.uuid
+        similar = command.similar.get(rules.name_key(name))
+        if similar is None:
+            return None
+        still = state.entity_by_uuid(ctx.conn, similar.entity_uuid)  # not deleted since
+        return None if still is None or still.group_id != group else still.uuid
 
     resolved = resolve(command.extraction, stored)
     decision = deciders.decide_process_chunk(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from lcg.domain import rules
-from lcg.domain.extraction import Extraction
+from lcg.domain.extraction import Extraction, SimilarName
 from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid, GroupId
 from lcg.domain.rules import EpisodeSource
 
@@ -72,6 +72,7 @@ class ProcessChunk:
     extractor: str
     model: str
     new_id: Callable[[], str]
+    similar: Mapping[str, SimilarName] = field(default_factory=dict)  # by name key
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,3 +27,15 @@ class NotFound(DomainError):
 
 class Conflict(DomainError):
     """The request contradicts the current state (a duplicate, a pinned group, ...)."""
+
+
+class ExtractorFailed(DomainError):
+    """The configured extractor (a model behind an endpoint, the client's own model) gave no
+    usable extraction; the chunk was not written."""
+
+    def __init__(self, extractor: str, detail: str):
+        super().__init__(
+            f"extractor: {extractor} failed: {detail}; nothing was written",
+            field="extractor",
+            rule="must answer an extraction",
+        )

@@ -5,11 +5,14 @@ predicate, the fact, an optional relation type, an optional valid_at). `resolve`
 against the entities the group already holds, which extracted entities are new, which edges
 can be written and which are dropped (K-ING-002..013): an edge endpoint must name an entity of
 this extraction or one already in the group, else the edge is dropped and reported, never
-stored.
+stored. A name resolves to the group's entity of the same name key, else (when the caller found
+one before the write: `SimilarName`) to the entity whose name embeds closest, at or above the
+workspace's `[extraction] name_similarity`, carrying the same numbers.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -58,6 +61,16 @@ class DroppedEdge:
 
 
 @dataclass(frozen=True, slots=True)
+class SimilarName:
+    """A group entity whose name embeds close to an extracted name (found before the write, by
+    the caller; the batch uses it only if no entity has the name itself and it still exists)."""
+
+    entity_uuid: str
+    entity_name: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
 class Resolved:
     """Where each extracted name lands: `existing` maps a name key to a stored entity's uuid,
     `new` lists the extracted entities to create (first mention of each key wins), `edges`
@@ -69,9 +82,32 @@ class Resolved:
     dropped: tuple[DroppedEdge, ...] = ()
 
 
+_NUMBER = re.compile(r"\d+")
+
+
+def same_numbers(a: str, b: str) -> bool:
+    """Two names may be one entity by embedding only if they carry the same numbers: "Room
+    101" and "Room 102" embed at 0.91 with the bundled MiniLM, and are two rooms."""
+    return _NUMBER.findall(a) == _NUMBER.findall(b)
+
+
+def extracted_names(extraction: Extraction) -> list[str]:
+    """Every distinct name (by name key) an extraction mentions, entities first, in order."""
+    names: dict[str, str] = {}
+    for name in (
+        *(e.name for e in extraction.entities),
+        *(n for edge in extraction.edges for n in (edge.source_name, edge.target_name)),
+    ):
+        key = rules.name_key(name)
+        if key:
+            names.setdefault(key, name)
+    return list(names.values())
+
+
 def resolve(extraction: Extraction, stored: Callable[[str], str | None]) -> Resolved:
-    """Resolve entities by name within the group (`stored(name)` gives the uuid of the group's
-    entity of that name, or None), then every edge's endpoints among this batch and the group."""
+    """Resolve entities within the group (`stored(name)` gives the uuid of the group's entity
+    that name resolves to, by name or else by embedding, or None), then every edge's endpoints
+    among this batch and the group."""
     existing: dict[str, str] = {}
     new: dict[str, ExtractedEntity] = {}
     for entity in extraction.entities:

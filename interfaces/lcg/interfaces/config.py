@@ -54,6 +54,9 @@ class Settings:
     tuning: Tuning = field(default_factory=Tuning)
     # LCG_CHUNK_TEXT_ADVISORY_MAX_CHARS: process_chunk warns (never cuts) above this (K-ING-015)
     chunk_advisory_max_chars: int = 8_000
+    # LCG_EXTRACTION_API_KEY: the OpenAI-compatible endpoint's key (environment only, never
+    # in lcg.toml, never shown)
+    extraction_api_key: str = field(default="", repr=False)
 
     @property
     def promotion_policy(self) -> str:
@@ -123,7 +126,21 @@ class Settings:
             chunk_advisory_max_chars=_int(
                 env, "LCG_CHUNK_TEXT_ADVISORY_MAX_CHARS", 8_000, 1, 1_000_000_000
             ),
-        )
+            extraction_api_key=env.get("LCG_EXTRACTION_API_KEY", "").strip(),
+        ).checked_extraction()
+
+    def checked_extraction(self) -> Settings:
+        """An OpenAI-compatible extractor needs its endpoint and model: refuse start-up
+        naming the missing key."""
+        if self.tuning.text("extraction", "extractor") == "openai":
+            for name in ("base_url", "model"):
+                if not self.tuning.text("extraction", name):
+                    raise InvalidParams(
+                        f"[extraction] {name}",
+                        "is required when [extraction] extractor is openai",
+                        f"set it in lcg.toml or LCG_EXTRACTION_{name.upper()}",
+                    )
+        return self
 
 
 C = TypeVar("C", bound=str)

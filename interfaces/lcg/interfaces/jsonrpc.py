@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from lcg.domain.errors import Conflict, DomainError, InvalidParams, NotFound
+from lcg.domain.errors import Conflict, DomainError, ExtractorFailed, InvalidParams, NotFound
 from lcg.interfaces.graph_file import ForeignProjections
 from lcg.interfaces.operations import UnknownMethod
 from lcg.interfaces.workspace import WorkspaceClosed
@@ -127,6 +127,8 @@ def _kind(error: DomainError) -> str:
         return "not_found"
     if isinstance(error, Conflict):
         return "conflict"
+    if isinstance(error, ExtractorFailed):
+        return "extractor_failed"
     return "refused"
 
 

@@ -51,6 +51,8 @@ class Key:
             return "must be true or false"
         if self.choices:
             return "must be " + " | ".join(self.choices)
+        if self.kind is str:
+            return "must be a string"
         kind = "an integer" if self.kind is int else "a number"
         if self.high is None:
             return f"must be {kind} of at least {_show(self.low)}"
@@ -94,6 +96,18 @@ KEYS: Final[tuple[Key, ...]] = (
         meaning="skip_redundant also treats semantic matches as repeats"),
     Key("fusion", "strategy", str, "max", choices=("max", "rrf"),
         meaning="how recall and search fuse their legs' scores"),
+    Key("extraction", "extractor", str, "spacy", choices=("spacy", "openai"),
+        meaning="what knowledge_process_chunk extracts with: spaCy's rules (offline, no LLM)"
+        " or an OpenAI-compatible endpoint (base_url, model; key in LCG_EXTRACTION_API_KEY)"),
+    Key("extraction", "base_url", str, "",
+        meaning="the OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 or a local"
+        " llama-server's http://127.0.0.1:8080/v1"),
+    Key("extraction", "model", str, "", meaning="the endpoint's model name"),
+    Key("extraction", "timeout_secs", float, 120.0, 1, 3_600,
+        meaning="seconds to wait for the endpoint's answer to one chunk"),
+    Key("extraction", "name_similarity", float, 0.92, 0, 1.01,
+        meaning="cosine of name embeddings at or above which process_chunk resolves an"
+        " extracted name to a group entity no name matched (same numbers only; above 1: off)"),
 )  # fmt: skip
 
 
@@ -138,6 +152,16 @@ class Tuning:
     @property
     def similar_signals(self) -> bool:
         return self._bool("selection", "similar_signals")
+
+    def text(self, section: str, name: str) -> str:
+        return str(self.get(section, name))
+
+    def get_float(self, section: str, name: str) -> float:
+        return self._float(section, name)
+
+    @property
+    def name_similarity(self) -> float:
+        return self._float("extraction", "name_similarity")
 
     @property
     def tick_interval(self) -> timedelta:
@@ -283,6 +307,8 @@ def _choice(key: Key, value: str, where: str) -> str:
             return parse_policy(value).value
         except DomainError:
             raise InvalidParams(where, key.rule, f"got {value!r}") from None
+    if not key.choices:
+        return value.strip()
     for choice in key.choices:
         if value.strip().lower() == choice.lower():
             return choice

@@ -30,6 +30,7 @@ from lcg.projections.damage import DamagedFile, Repair
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.embedding.port import CountingEmbedder, Embedder, Vectors
+from lcg.projections.extraction.openai_compat import OpenAiCompatibleExtractor
 from lcg.projections.extraction.port import Extractor
 from lcg.projections.extraction.spacy_rules import default_extractor
 from lcg.projections.graph import schema
@@ -93,7 +94,7 @@ class Workspace:
     ) -> None:
         self.settings = settings
         # knowledge_process_chunk's extractor (issue 14): spaCy's rules unless one is given
-        self.extractor: Extractor = extractor or default_extractor()
+        self.extractor: Extractor = extractor or configured_extractor(settings)
         self.clock: Clock = clock or (
             utc_now if settings.clock_file is None else shifted_clock(settings.clock_file)
         )
@@ -451,3 +452,16 @@ class Workspace:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def configured_extractor(settings: Settings) -> Extractor:
+    """`[extraction] extractor` (ADR 0033): spaCy's rules, or an OpenAI-compatible endpoint."""
+    tuning = settings.tuning
+    if tuning.text("extraction", "extractor") == "openai":
+        return OpenAiCompatibleExtractor(
+            tuning.text("extraction", "base_url"),
+            tuning.text("extraction", "model"),
+            settings.extraction_api_key,
+            tuning.get_float("extraction", "timeout_secs"),
+        )
+    return default_extractor()

@@ -19,10 +19,11 @@ from lcg.commands import handlers
 from lcg.domain import rules
 from lcg.domain.commands import AddEpisode, DeleteEpisodes, ProcessChunk
 from lcg.domain.errors import InvalidParams
-from lcg.domain.extraction import dropped_payload, oversized_warning
+from lcg.domain.extraction import dropped_payload, extracted_names, oversized_warning
 from lcg.domain.ids import DEFAULT_GROUP, EpisodeUuid, GroupId
 from lcg.interfaces.app import App
 from lcg.interfaces.params import GroupIdField, Params, Timestamp, required_text
+from lcg.queries.similar_names import similar_names
 
 telemetry = logging.getLogger("lcg.telemetry")
 
@@ -58,8 +59,8 @@ class DeleteChunkEpisodeParams(Params):
 
 def process_chunk(app: App, q: ProcessChunkParams) -> dict[str, Any]:
     """Extract entities and facts from a chunk of text into a group's graph: an episode for
-    the chunk, its entities (resolved by name within the group) and edges; an edge whose end
-    names no entity is dropped and listed in dropped_edges."""
+    the chunk, its entities (resolved within the group by name, then by name embedding) and
+    edges; an edge whose end names no entity is dropped and listed in dropped_edges."""
     started = time.monotonic()
     now = app.now()
     reference = (
@@ -79,7 +80,18 @@ def process_chunk(app: App, q: ProcessChunkParams) -> dict[str, Any]:
         chunk_id=q.chunk_id,
         source_file=q.source_file,
     )
-    command = ProcessChunk(episode, extraction, extractor.name, extractor.model, app.new_id)
+    ws = app.workspace
+    similar = similar_names(
+        ws.reader(),
+        ws.vectors,
+        ws.vectors.cache.embed,
+        episode.group_id,
+        extracted_names(extraction),
+        ws.settings.tuning.name_similarity,
+    )
+    command = ProcessChunk(
+        episode, extraction, extractor.name, extractor.model, app.new_id, similar
+    )
     decision = app.workspace.writer.execute(lambda ctx: handlers.process_chunk(ctx, command))
     result: dict[str, Any] = {
         "success": True,
