@@ -4,7 +4,7 @@ lambo_recall latency while the jobs run.
 Run from the repository root:
 
     .venv/bin/python -m bench.bench_canon [--sizes 10000 100000] [--ticks 200] [--cycles 4]
-        [--recall-size 10000] [--queries 60] [--rounds 3] [--before DIR]
+        [--recall-size 10000] [--recall-per-write 2] [--queries 60] [--rounds 3] [--before DIR]
         [--out bench/results/canon.md] [--profile-out bench/results/canon-profile.txt]
 
 Per size, on a fresh workspace (`tempfile`), a session of that many concepts is appended as
@@ -30,11 +30,15 @@ processes right before step 3, alternately with DIR's code and this checkout's, 
 times each, on the same snapshot: a cycle's and a sweep's planning pieces, dry (nothing
 appended). Before/after ratios are paired round by round.
 
-Recall (`--recall-size`, 0 to skip): a fresh workspace, a session whose concepts carry their
-framed embedding texts (the vector follower embeds them with the bundled MiniLM through the
-embedding cache, as after real derives), then `--rounds` rounds of: `--queries` lambo_recall
-calls with the jobs idle, then the same queries while a background thread runs `run_cycle()`
-and `sweep()` back to back. `ws.forget_query_embeddings()` before each recall.
+Recall (`--recall-size`, 0 to skip): the workspace `--cache` (default `.bench-cache/canon-recall`
+at the repository root, git-ignored; reset every run but for its embedding cache, so a re-run
+does not run the model), a session of `--recall-per-write` concepts per write whose concepts
+carry their framed embedding texts (the vector follower embeds them with the bundled MiniLM
+through the embedding cache, as after real derives; two concepts per write keeps the framed
+texts ~140 characters, so 10k embed in minutes rather than the hour 530-character texts take
+here), then `--rounds` rounds of: `--queries` lambo_recall calls with the jobs idle, then the
+same queries while a background thread runs `run_cycle()` and `sweep()` back to back.
+`ws.forget_query_embeddings()` before each recall.
 """
 
 from __future__ import annotations
@@ -375,7 +379,9 @@ def measure_recall(options: argparse.Namespace, model: MiniLmEmbedder) -> Recall
         now = datetime.now(UTC)
         log(f"recall: building {options.recall_size:,} concepts with embedding texts")
         started = time.perf_counter()
-        builder.add(options.recall_size, now - SPAN, now - timedelta(hours=1))
+        builder.add(
+            options.recall_size, now - SPAN, now - timedelta(hours=1), options.recall_per_write
+        )
         out.build_s = time.perf_counter() - started
         started = time.perf_counter()
         require(ws.settle(3600), "the vector follower did not catch up")
@@ -640,6 +646,9 @@ def main() -> None:
     parser.add_argument("--ticks", type=int, default=200, help="idle ticks timed per size")
     parser.add_argument("--cycles", type=int, default=4, help="timed cycles per size")
     parser.add_argument("--recall-size", type=int, default=10_000, help="0: no recall part")
+    parser.add_argument(
+        "--recall-per-write", type=int, default=2, help="concepts per write, recall session"
+    )
     parser.add_argument("--queries", type=int, default=60, help="recalls per block")
     parser.add_argument("--rounds", type=int, default=3, help="recall rounds; pieces rounds")
     parser.add_argument("--before", type=Path, help="a checkout to compare planning pieces with")
