@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from itertools import islice
 from typing import Final
 
 from lcg.domain.errors import DomainError
@@ -791,9 +792,10 @@ def plan_cycle_with_cursors(session: SessionStats, knobs: Knobs, now: datetime) 
     plan: list[Transition] = []
     # Decision: the policy's Stage-1 candidates are the None concepts that pass every Stage-1
     # gate, so the batch (no cursor) never starves behind concepts that fail.
+    # Judged in id order until the batch is full: the rest could not enter it.
     admitted = ((c, _admit(c, ctx, knobs, now)) for c in with_status(Status.NONE))
-    stage1 = [_promotion(c, a, now) for c, a in admitted if a.eligible]
-    plan += stage1[: knobs.batch_size]
+    eligible = ((c, a) for c, a in admitted if a.eligible)
+    plan += [_promotion(c, a, now) for c, a in islice(eligible, knobs.batch_size)]
 
     window, stage2 = _ring(with_status(Status.CANDIDATE), session.cursors.stage2, knobs.batch_size)
     for stats in window:

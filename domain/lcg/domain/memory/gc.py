@@ -375,24 +375,27 @@ def _build(facts: SessionFacts) -> _Graph:
     derivers: dict[ConceptId, set[str]] = {c: set() for c in concepts}
     sources: dict[ConceptId, set[ConceptId]] = {c: set() for c in concepts}
     parents: set[ConceptId] = set()
-    # A re-sent edge is one edge; a fixed order keeps the float sums independent of input order.
-    for edge in sorted(set(facts.edges), key=lambda e: (e.kind, e.source, e.target)):
-        target, source = ConceptId(edge.target), ConceptId(edge.source)
-        if edge.kind in PROVENANCE_KINDS:
+    # A re-sent edge is one edge; a fixed order keeps the float sums independent of input order
+    # (plain tuples: they hash and compare in C, in the (kind, source, target) order).
+    for kind, source_text, target_text in sorted(
+        {(e.kind, e.source, e.target) for e in facts.edges}
+    ):
+        target, source = ConceptId(target_text), ConceptId(source_text)
+        if kind in PROVENANCE_KINDS:
             if target in concepts:
                 incident[target] += 1
-                derivers[target].add(edge.source)
+                derivers[target].add(source_text)
             continue
-        if edge.kind in (EdgeKind.PRECEDES, EdgeKind.CONTRADICTS):
+        if kind in (EdgeKind.PRECEDES, EdgeKind.CONTRADICTS):
             continue
         if source not in concepts or target not in concepts or source == target:
             continue
         for end, other in ((source, target), (target, source)):
             incident[end] += 1
-            bonus[end] += EDGE_BONUS.get(edge.kind, 0.0)
+            bonus[end] += EDGE_BONUS.get(kind, 0.0)
             neighbours[end].add(other)
         sources[target].add(source)
-        if edge.kind is EdgeKind.PARENT_OF:
+        if kind is EdgeKind.PARENT_OF:
             parents.add(source)
     return _Graph(
         concepts=concepts,

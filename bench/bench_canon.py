@@ -1,0 +1,681 @@
+"""Benchmark the memory jobs (issue 13): a canonization cycle, a GC sweep, the daemon tick, and
+lambo_recall latency while the jobs run.
+
+Run from the repository root:
+
+    .venv/bin/python -m bench.bench_canon [--sizes 10000 100000] [--ticks 200] [--cycles 4]
+        [--recall-size 10000] [--recall-per-write 2] [--queries 60] [--rounds 3] [--before DIR]
+        [--out bench/results/canon.md] [--profile-out bench/results/canon-profile.txt]
+
+Per size, on a fresh workspace (`tempfile`), a session of that many concepts is appended as
+synthetic lambo_derive outcomes (`bench.canon_session`, no vectors), then, in order:
+
+1. three `sweep()` calls, each followed by daemon ticks until its survivor bumps are drained
+   (so every concept reaches gc_survived 3 and Stage 1 has work): each sweep timed whole and
+   in pieces (snapshot load, gc_facts + gc_evidence, plan_sweep, the append: the rest of the
+   writer batch), the drain ticks timed one by one;
+2. `--ticks` daemon ticks with nothing due (p50 / p95);
+3. `--cycles` back-to-back `run_cycle()` calls, each timed whole and in pieces (snapshot load,
+   session_stats, plan_cycle_with_cursors, the append), hops and events appended counted;
+   then one more cycle under cProfile (the largest size's goes to `--profile-out`) and one
+   under tracemalloc (peak of Python allocations during the cycle; ru_maxrss before/after);
+4. writes worth `gc_interval` mutations appended, then one tick: the mutation trigger fires
+   and the tick sweeps (timed whole and in pieces).
+
+The pieces are timed by wrapping the functions the job calls (module attributes, restored
+afterwards), inside the real `run_cycle()` / `sweep()` / `tick()` calls.
+
+With `--before DIR` (a checkout of an earlier commit), `bench/canon_pieces.py` runs in child
+processes right before step 3, alternately with DIR's code and this checkout's, `--rounds`
+times each, on the same snapshot: a cycle's and a sweep's planning pieces, dry (nothing
+appended). Before/after ratios are paired round by round.
+
+Recall (`--recall-size`, 0 to skip): the workspace `--cache` (default `.bench-cache/canon-recall`
+at the repository root, git-ignored; reset every run but for its embedding cache, so a re-run
+does not run the model), a session of `--recall-per-write` concepts per write whose concepts
+carry their framed embedding texts (the vector follower embeds them with the bundled MiniLM
+through the embedding cache, as after real derives; two concepts per write keeps the framed
+texts ~140 characters, so 10k embed in minutes rather than the hour 530-character texts take
+here), then `--rounds` rounds of: `--queries` lambo_recall calls with the jobs idle, then the
+same queries while a background thread runs `run_cycle()` and `sweep()` back to back.
+`ws.forget_query_embeddings()` before each recall.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import json
+import os
+import platform
+import pstats
+import random
+import re
+import resource
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.canon_session import SessionBuilder, query
+from bench.memory_transports import percentile
+from bench.search_common import CACHE, reset_workspace
+from lcg.commands import memory_jobs
+from lcg.commands.memory_jobs import MemoryJobs
+from lcg.domain.ids import GroupId
+from lcg.domain.memory.gc import Trigger
+from lcg.interfaces import operations
+from lcg.interfaces.app import App
+from lcg.interfaces.config import Settings
+from lcg.interfaces.workspace import Workspace
+from lcg.projections.canonization import measure
+from lcg.projections.canonization import state as canon
+from lcg.projections.embedding.minilm import MiniLmEmbedder
+
+BENCH = Path(__file__).resolve().parent
+RESULTS = BENCH / "results"
+SPAN = timedelta(days=400)  # the session's writes, evenly over this, ending an hour ago
+AIM_CYCLE_S = 1.0
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def require(condition: bool, message: str) -> None:
+    if not condition:
+        raise RuntimeError(message)
+
+
+# -- timing the pieces of a job -----------------------------------------------------------------
+
+
+@dataclass
+class Pieces:
+    spent: dict[str, float] = field(default_factory=dict)
+
+    def add(self, label: str, seconds: float) -> None:
+        self.spent[label] = self.spent.get(label, 0.0) + seconds
+
+
+@contextmanager
+def timed(pieces: Pieces, targets: list[tuple[Any, str, str]]) -> Iterator[None]:
+    """Wrap `getattr(owner, name)` so its calls add to `pieces[label]`; restored on exit."""
+    saved: list[tuple[Any, str, Any]] = []
+    for owner, name, label in targets:
+        original = getattr(owner, name)
+
+        def wrapper(
+            *args: Any, _original: Any = original, _label: str = label, **kwargs: Any
+        ) -> Any:
+            started = time.perf_counter()
+            try:
+                return _original(*args, **kwargs)
+            finally:
+                pieces.add(_label, time.perf_counter() - started)
+
+        saved.append((owner, name, original))
+        setattr(owner, name, wrapper)
+    try:
+        yield
+    finally:
+        for owner, name, original in reversed(saved):
+            setattr(owner, name, original)
+
+
+def _sweep_targets(jobs: MemoryJobs) -> list[tuple[Any, str, str]]:
+    return [
+        (measure, "load", "load"),
+        (measure, "gc_facts", "facts"),
+        (measure, "gc_evidence", "facts"),
+        (memory_jobs, "plan_sweep", "plan"),
+        (jobs.writer, "execute", "batch"),
+    ]
+
+
+def _cycle_targets(jobs: MemoryJobs) -> list[tuple[Any, str, str]]:
+    return [
+        (measure, "load", "load"),
+        (measure, "session_stats", "session_stats"),
+        (memory_jobs, "plan_cycle_with_cursors", "plan"),
+        (jobs.writer, "execute", "append"),
+    ]
+
+
+@dataclass
+class JobRun:
+    """One timed job: wall time, its pieces, events appended, and what it did."""
+
+    wall: float
+    pieces: dict[str, float]
+    events: int
+    did: int  # hops of a cycle; concepts collected by a sweep
+
+
+def run_sweep(ws: Workspace, jobs: MemoryJobs, session: GroupId) -> JobRun:
+    pieces = Pieces()
+    head = ws.log.head(session)
+    gc.collect()
+    with timed(pieces, _sweep_targets(jobs)):
+        started = time.perf_counter()
+        swept = jobs.sweep(Trigger.MUTATIONS)
+        wall = time.perf_counter() - started
+    return JobRun(wall, _sweep_pieces(pieces), ws.log.head(session) - head, len(swept.collected))
+
+
+def _sweep_pieces(pieces: Pieces) -> dict[str, float]:
+    spent = dict(pieces.spent)
+    planning = spent.get("load", 0.0) + spent.get("facts", 0.0) + spent.get("plan", 0.0)
+    spent["append"] = spent.pop("batch", 0.0) - planning  # the writer batch beyond the plan
+    return spent
+
+
+def run_cycle(ws: Workspace, jobs: MemoryJobs, session: GroupId) -> JobRun:
+    pieces = Pieces()
+    head = ws.log.head(session)
+    gc.collect()
+    with timed(pieces, _cycle_targets(jobs)):
+        started = time.perf_counter()
+        hops = jobs.run_cycle()
+        wall = time.perf_counter() - started
+    return JobRun(wall, dict(pieces.spent), ws.log.head(session) - head, len(hops))
+
+
+def drain(jobs: MemoryJobs) -> list[float]:
+    """Tick until the pending survivor bumps are applied; each tick's seconds."""
+    spent: list[float] = []
+    while jobs.pending_bumps:
+        started = time.perf_counter()
+        require(jobs.tick() is None, "a draining tick swept")
+        spent.append(time.perf_counter() - started)
+    return spent
+
+
+# -- one size -----------------------------------------------------------------------------------
+
+
+@dataclass
+class SizeResult:
+    size: int
+    writes: int = 0
+    edges: int = 0
+    build_s: float = 0.0
+    sweeps: list[JobRun] = field(default_factory=list)
+    drain_ticks: list[float] = field(default_factory=list)
+    idle_ticks: list[float] = field(default_factory=list)
+    concepts_at_cycle: int = 0
+    survived_3: int = 0
+    cycles: list[JobRun] = field(default_factory=list)
+    profiled_s: float = 0.0
+    profile: str = ""
+    traced_peak_mb: float = 0.0
+    traced_s: float = 0.0
+    maxrss_mb: tuple[float, float] = (0.0, 0.0)
+    trigger_mutations: int = 0
+    trigger_tick: JobRun | None = None
+    before: list[dict[str, Any]] = field(default_factory=list)  # canon_pieces rounds
+    after: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _maxrss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def _concepts(ws: Workspace, session: str) -> int:
+    row = (
+        ws.reader()
+        .execute(
+            "SELECT COUNT(*) FROM memory_nodes WHERE group_id=? AND node_kind='concept'", (session,)
+        )
+        .fetchone()
+    )
+    return int(row[0])
+
+
+def _pieces_child(graph: Path, session: str, tree: Path | None) -> dict[str, Any]:
+    command = [sys.executable, str(BENCH / "canon_pieces.py"), "--graph", str(graph)]
+    command += ["--session", session]
+    if tree is not None:
+        command += ["--tree", str(tree)]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def measure_size(size: int, options: argparse.Namespace, model: MiniLmEmbedder) -> SizeResult:
+    out = SizeResult(size)
+    with tempfile.TemporaryDirectory(prefix="bench-canon-") as tmp:
+        settings = Settings(workspace=Path(tmp))
+        session = GroupId(settings.session)
+        with Workspace(settings, command="bench", embedder=model) as ws:
+            jobs = ws.memory.jobs_or_fail()
+            builder = SessionBuilder(ws.writer, session, random.Random(size))
+            now = datetime.now(UTC)
+            log(f"{size:,}: building the session")
+            started = time.perf_counter()
+            builder.add(size, now - SPAN, now - timedelta(hours=1))
+            out.build_s = time.perf_counter() - started
+            out.writes, out.edges = builder.writes, builder.edges
+            require(_concepts(ws, session) == size, "the session does not hold its concepts")
+            _sweeps_and_ticks(ws, jobs, session, options, out)
+            if options.before is not None:
+                for round_ in range(options.rounds):  # who goes first alternates
+                    log(f"{size:,}: pieces, before and after, round {round_ + 1}")
+                    for tree in (options.before, None)[:: 1 if round_ % 2 == 0 else -1]:
+                        result = _pieces_child(settings.graph_path, session, tree)
+                        (out.after if tree is None else out.before).append(result)
+            for number in range(options.cycles):
+                log(f"{size:,}: cycle {number + 1}")
+                out.cycles.append(run_cycle(ws, jobs, session))
+            log(f"{size:,}: a cycle under cProfile, one under tracemalloc")
+            _profiled_cycles(jobs, out)
+            log(f"{size:,}: writes worth gc_interval mutations, then a tick that sweeps")
+            _trigger(ws, jobs, session, builder, out)
+    return out
+
+
+def _sweeps_and_ticks(
+    ws: Workspace,
+    jobs: MemoryJobs,
+    session: GroupId,
+    options: argparse.Namespace,
+    out: SizeResult,
+) -> None:
+    for number in range(3):
+        log(f"{out.size:,}: sweep {number + 1} and its drain")
+        out.sweeps.append(run_sweep(ws, jobs, session))
+        out.drain_ticks += drain(jobs)
+    log(f"{out.size:,}: {options.ticks} idle ticks")
+    for _ in range(options.ticks):
+        started = time.perf_counter()
+        require(jobs.tick() is None, "an idle tick swept")
+        out.idle_ticks.append(time.perf_counter() - started)
+    out.concepts_at_cycle = _concepts(ws, session)
+    states = canon.node_states(ws.reader(), session)
+    out.survived_3 = sum(1 for s in states.values() if s.gc_survived >= 3)
+    require(out.survived_3 == out.concepts_at_cycle, "not every concept survived 3")
+
+
+def _profiled_cycles(jobs: MemoryJobs, out: SizeResult) -> None:
+    profile = cProfile.Profile()
+    started = time.perf_counter()
+    profile.runcall(jobs.run_cycle)
+    out.profiled_s = time.perf_counter() - started
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(45)
+    out.profile = text.getvalue()
+    gc.collect()
+    rss_before = _maxrss_mb()
+    tracemalloc.start()
+    started = time.perf_counter()
+    jobs.run_cycle()
+    out.traced_s = time.perf_counter() - started
+    out.traced_peak_mb = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    out.maxrss_mb = (rss_before, _maxrss_mb())
+
+
+def _trigger(
+    ws: Workspace, jobs: MemoryJobs, session: GroupId, builder: SessionBuilder, out: SizeResult
+) -> None:
+    """Writes worth the mutation trigger (5 minutes old), then one tick, timed."""
+    clock = canon.clock(ws.reader(), session)
+    due = jobs.gc_knobs.gc_interval - (clock.epoch - clock.last_gc_epoch)
+    mutations = builder.mutations
+    recent = datetime.now(UTC) - timedelta(minutes=5)
+    while builder.mutations - mutations < due:
+        builder.add(10, recent, recent)
+    out.trigger_mutations = builder.mutations - mutations
+    pieces = Pieces()
+    head = ws.log.head(session)
+    with timed(pieces, _sweep_targets(jobs)):
+        started = time.perf_counter()
+        swept = jobs.tick()
+        wall = time.perf_counter() - started
+    require(swept is not None, "the trigger did not fire")
+    assert swept is not None
+    out.trigger_tick = JobRun(
+        wall, _sweep_pieces(pieces), ws.log.head(session) - head, len(swept.collected)
+    )
+
+
+# -- recall while the jobs run ------------------------------------------------------------------
+
+
+@dataclass
+class RecallResult:
+    size: int
+    build_s: float = 0.0
+    embed_s: float = 0.0
+    idle: list[list[float]] = field(default_factory=list)  # per round, ms
+    busy: list[list[float]] = field(default_factory=list)
+    jobs_done: list[tuple[int, int]] = field(default_factory=list)  # (cycles, sweeps) per round
+    concepts: tuple[int, int] = (0, 0)
+    vectors: int = 0
+
+
+def measure_recall(options: argparse.Namespace, model: MiniLmEmbedder) -> RecallResult:
+    out = RecallResult(options.recall_size)
+    rng = random.Random(7)
+    queries = [query(rng) for _ in range(options.queries)]
+    reset_workspace(options.cache)  # keeps its embedding cache: a re-run does not run the model
+    settings = Settings(workspace=options.cache)
+    session = GroupId(settings.session)
+    with Workspace(settings, command="bench", embedder=model) as ws:
+        app = App(ws)
+        jobs = ws.memory.jobs_or_fail()
+        builder = SessionBuilder(ws.writer, session, random.Random(1), vectors=True)
+        now = datetime.now(UTC)
+        log(f"recall: building {options.recall_size:,} concepts with embedding texts")
+        started = time.perf_counter()
+        builder.add(
+            options.recall_size, now - SPAN, now - timedelta(hours=1), options.recall_per_write
+        )
+        out.build_s = time.perf_counter() - started
+        started = time.perf_counter()
+        require(ws.settle(3600), "the vector follower did not catch up")
+        out.embed_s = time.perf_counter() - started
+        out.vectors = _vectors(ws, session)
+        require(out.vectors >= options.recall_size, "concepts without vectors")
+        require(ws.vector_follow_state == (0, None), "the vector follower is behind or failed")
+        concepts_before = _concepts(ws, session)
+
+        def recall(text: str) -> float:
+            ws.forget_query_embeddings()
+            started = time.perf_counter()
+            result = operations.dispatch(app, "lambo_recall", {"agent_id": "bench", "query": text})
+            spent = (time.perf_counter() - started) * 1000
+            require(bool(result["structuredContent"]["hits"]), f"no hits for {text!r}")
+            return spent
+
+        def block() -> list[float]:
+            return [recall(text) for text in queries]
+
+        for text in queries[:10]:  # warm-up
+            recall(text)
+        for round_ in range(options.rounds):
+            log(f"recall: round {round_ + 1}, jobs idle")
+            out.idle.append(block())
+            log(f"recall: round {round_ + 1}, cycles and sweeps back to back")
+            spent, done = _while_jobs_run(jobs, block)
+            out.busy.append(spent)
+            out.jobs_done.append(done)
+        out.concepts = (concepts_before, _concepts(ws, session))
+    return out
+
+
+def _vectors(ws: Workspace, session: str) -> int:
+    row = (
+        ws.reader()
+        .execute(
+            "SELECT COUNT(*) FROM vector_catalog WHERE group_id=?"
+            " AND embedding='concept_embedding'",
+            (session,),
+        )
+        .fetchone()
+    )
+    return int(row[0])
+
+
+def _while_jobs_run(
+    jobs: MemoryJobs, body: Callable[[], list[float]]
+) -> tuple[list[float], tuple[int, int]]:
+    """`body()` while a thread runs cycles and sweeps back to back; (its result, the cycles
+    and sweeps the thread ran)."""
+    stop = threading.Event()
+    counts = [0, 0]
+    errors: list[Exception] = []
+
+    def busy() -> None:
+        try:
+            while not stop.is_set():
+                jobs.run_cycle()
+                counts[0] += 1
+                if stop.is_set():
+                    break
+                jobs.sweep(Trigger.MUTATIONS)
+                counts[1] += 1
+        except Exception as error:
+            errors.append(error)  # raised again on the bench's thread
+            raise
+
+    thread = threading.Thread(target=busy, name="bench-jobs")
+    thread.start()
+    time.sleep(0.2)  # the first cycle under way
+    try:
+        spent = body()
+    finally:
+        stop.set()
+        thread.join()
+    if errors:
+        raise errors[0]
+    jobs.pending_bumps = ()  # the next block starts with the jobs idle
+    return spent, (counts[0], counts[1])
+
+
+# -- the report ---------------------------------------------------------------------------------
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.0f}"
+
+
+def _p(values: list[float], q: float) -> float:
+    return percentile(values, q) * 1000
+
+
+def report(
+    options: argparse.Namespace,
+    sizes: list[SizeResult],
+    recall: RecallResult | None,
+    wall: float,
+) -> str:
+    lines = [
+        f"{time.strftime('%Y-%m-%d')}, {platform.machine()} {os.cpu_count()} cores (load average "
+        f"{os.getloadavg()[0]:.1f} at the end), Python {platform.python_version()}, SQLite "
+        f"{sqlite3.sqlite_version}; default knobs (Swarm, batch_size 50, gc_interval 10,000); "
+        f"whole run {wall:.0f} s.",
+        "",
+        "**Sessions** (synthetic lambo_derive outcomes, `bench/canon_session.py`; writes "
+        f"spread over {SPAN.days} days)",
+        "",
+        "| concepts | writes | edges | build (appends + every projection) |",
+        "|---:|---:|---:|---:|",
+    ]
+    for r in sizes:
+        lines.append(f"| {r.size:,} | {r.writes:,} | {r.edges:,} | {r.build_s:.1f} s |")
+    lines += [
+        "",
+        "**Canonization cycle** (`run_cycle()`, every concept at gc_survived >= 3; ms; "
+        "pieces timed inside the same calls)",
+        "",
+        "| concepts | cycle | **wall** | snapshot load | session_stats | plan | append "
+        "| hops | events appended | aim < 1 s at 100k |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in sizes:
+        for number, c in enumerate(r.cycles, 1):
+            aim = ""
+            if r.size >= 100_000:
+                aim = "met" if c.wall < AIM_CYCLE_S else "not met"
+            lines.append(
+                f"| {r.concepts_at_cycle:,} | {number} | **{_ms(c.wall)}** "
+                f"| {_ms(c.pieces.get('load', 0))} | {_ms(c.pieces.get('session_stats', 0))} "
+                f"| {_ms(c.pieces.get('plan', 0))} | {_ms(c.pieces.get('append', 0))} "
+                f"| {c.did} | {c.events} | {aim} |"
+            )
+    lines += [
+        "",
+        "| concepts | cycle under cProfile | cycle under tracemalloc | tracemalloc peak "
+        "| ru_maxrss before / after that cycle |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for r in sizes:
+        lines.append(
+            f"| {r.concepts_at_cycle:,} | {r.profiled_s:.2f} s | {r.traced_s:.2f} s "
+            f"| {r.traced_peak_mb:,.0f} MiB | {r.maxrss_mb[0]:,.0f} / {r.maxrss_mb[1]:,.0f} MiB |"
+        )
+    lines += [
+        "",
+        "**GC sweep** (`sweep()`; ms; the append is the writer batch beyond the planning: "
+        "the GcSwept event, its projection deletes and bumps, the commit)",
+        "",
+        "| concepts | sweep | **wall** | snapshot load | gc_facts + gc_evidence | plan_sweep "
+        "| append | collected | events appended |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in sizes:
+        for number, s in enumerate(r.sweeps, 1):
+            lines.append(
+                f"| {r.size:,} | {number} | **{_ms(s.wall)}** | {_ms(s.pieces.get('load', 0))} "
+                f"| {_ms(s.pieces.get('facts', 0))} | {_ms(s.pieces.get('plan', 0))} "
+                f"| {_ms(s.pieces.get('append', 0))} | {s.did:,} | {s.events} |"
+            )
+    lines += [
+        "",
+        "**Daemon tick** (ms)",
+        "",
+        "| concepts | nothing due: p50 / p95 (n) | draining bumps (500 per tick): p50 / p95 (n) "
+        "| trigger fires (mutations since the last sweep): wall, of which load / facts / plan "
+        "/ append | collected |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for r in sizes:
+        t = r.trigger_tick
+        assert t is not None
+        lines.append(
+            f"| {r.size:,} | {_p(r.idle_ticks, 50):.2f} / {_p(r.idle_ticks, 95):.2f} "
+            f"({len(r.idle_ticks)}) | {_p(r.drain_ticks, 50):.1f} / {_p(r.drain_ticks, 95):.1f} "
+            f"({len(r.drain_ticks)}) | {_ms(t.wall)}: {_ms(t.pieces.get('load', 0))} / "
+            f"{_ms(t.pieces.get('facts', 0))} / {_ms(t.pieces.get('plan', 0))} / "
+            f"{_ms(t.pieces.get('append', 0))} ({r.trigger_mutations:,}) | {t.did:,} |"
+        )
+    lines += _compare_lines(options, [r for r in sizes if r.before])
+    if recall is not None:
+        lines += _recall_lines(recall)
+    return "\n".join(lines) + "\n"
+
+
+def _compare_lines(options: argparse.Namespace, compared: list[SizeResult]) -> list[str]:
+    lines: list[str] = []
+    if compared:
+        lines += [
+            "",
+            f"**Before / after, same run** (`bench/canon_pieces.py`, dry planning pieces, "
+            f"child processes, {options.rounds} rounds on the same snapshot, who goes first "
+            "alternating; best round in ms; ratio = before / after, range over the paired rounds)",
+            "",
+            "| concepts | job | piece | before | after | **before / after** | range |",
+            "|---:|---|---|---:|---:|---:|---:|",
+        ]
+        for r in compared:
+            for job, names in (
+                ("cycle", ("load", "session_stats", "plan", "total")),
+                ("sweep", ("load", "facts", "plan", "total")),
+            ):
+                for name in names:
+                    b = [x[job][name] for x in r.before]
+                    a = [x[job][name] for x in r.after]
+                    ratios = [x / y for x, y in zip(b, a, strict=True)]
+                    label = f"**{name}**" if name == "total" else name
+                    lines.append(
+                        f"| {r.concepts_at_cycle:,} | {job} | {label} | {_ms(min(b))} "
+                        f"| {_ms(min(a))} | **{min(b) / min(a):.2f}x** "
+                        f"| {min(ratios):.2f}-{max(ratios):.2f}x |"
+                    )
+            same = {x["cycle"]["hops"] for x in r.before + r.after}
+            swept = {x["sweep"]["collected"] for x in r.before + r.after}
+            lines.append(
+                f"| {r.concepts_at_cycle:,} | check | hops / collected, every round, both "
+                f"versions | {sorted(same)} / {sorted(swept)} | | | |"
+            )
+    return lines
+
+
+def _recall_lines(r: RecallResult) -> list[str]:
+    lines = [
+        "",
+        f"**lambo_recall while the jobs run** ({r.size:,} concepts with vectors, "
+        f"{r.vectors:,} concept vectors; session built in {r.build_s:.0f} s, the follower "
+        f"embedded it in {r.embed_s:.0f} s; {len(r.idle[0])} queries per block, the query "
+        "embedding forgotten before each; ms)",
+        "",
+        "| round | idle p50 / p95 | cycles + sweeps running p50 / p95 | **p50 ratio** "
+        "| **p95 ratio** | cycles / sweeps during the block |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for number, (idle, busy, done) in enumerate(zip(r.idle, r.busy, r.jobs_done, strict=True), 1):
+        lines.append(
+            f"| {number} | {percentile(idle, 50):.1f} / {percentile(idle, 95):.1f} "
+            f"| {percentile(busy, 50):.1f} / {percentile(busy, 95):.1f} "
+            f"| **{percentile(busy, 50) / percentile(idle, 50):.2f}x** "
+            f"| **{percentile(busy, 95) / percentile(idle, 95):.2f}x** | {done[0]} / {done[1]} |"
+        )
+    idle = [x for block in r.idle for x in block]
+    busy = [x for block in r.busy for x in block]
+    lines.append(
+        f"| all | {percentile(idle, 50):.1f} / {percentile(idle, 95):.1f} "
+        f"| {percentile(busy, 50):.1f} / {percentile(busy, 95):.1f} "
+        f"| **{percentile(busy, 50) / percentile(idle, 50):.2f}x** "
+        f"| **{percentile(busy, 95) / percentile(idle, 95):.2f}x** "
+        f"| concepts {r.concepts[0]:,} -> {r.concepts[1]:,} |"
+    )
+    return lines
+
+
+def _no_machine_paths(text: str) -> str:
+    """The profile's file names relative to the repository, or to the Python installation."""
+    text = text.replace(str(BENCH.parent) + os.sep, "")
+    return re.sub(r"\S*/lib/python3\.\d+/", "<python>/", text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
+    parser.add_argument("--ticks", type=int, default=200, help="idle ticks timed per size")
+    parser.add_argument("--cycles", type=int, default=4, help="timed cycles per size")
+    parser.add_argument("--recall-size", type=int, default=10_000, help="0: no recall part")
+    parser.add_argument(
+        "--recall-per-write", type=int, default=2, help="concepts per write, recall session"
+    )
+    parser.add_argument("--queries", type=int, default=60, help="recalls per block")
+    parser.add_argument("--rounds", type=int, default=3, help="recall rounds; pieces rounds")
+    parser.add_argument("--before", type=Path, help="a checkout to compare planning pieces with")
+    parser.add_argument(
+        "--cache", type=Path, default=CACHE / "canon-recall", help="the recall workspace"
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS / "canon.md")
+    parser.add_argument("--profile-out", type=Path, default=RESULTS / "canon-profile.txt")
+    options = parser.parse_args()
+    model = MiniLmEmbedder(threads=Settings(Path(".")).embed_threads)
+    model.embed(["warm up"])
+    wall = time.perf_counter()
+    sizes = [measure_size(size, options, model) for size in options.sizes]
+    recall = measure_recall(options, model) if options.recall_size else None
+    text = report(options, sizes, recall, time.perf_counter() - wall)
+    sys.stdout.write(text)
+    options.out.parent.mkdir(parents=True, exist_ok=True)
+    options.out.write_text(text, encoding="utf-8")
+    if not sizes:
+        return
+    largest = max(sizes, key=lambda r: r.size)
+    options.profile_out.write_text(
+        f"One run_cycle() under cProfile, {largest.concepts_at_cycle:,} concepts "
+        f"({largest.profiled_s:.2f} s with the profiler)\n\n" + _no_machine_paths(largest.profile),
+        encoding="utf-8",
+    )
+
+
+if __name__ == "__main__":
+    main()
