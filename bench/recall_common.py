@@ -1,0 +1,80 @@
+"""Shared by bench_recall's two halves: options, the framed texts a derive embeds, cache fill."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.search_common import log
+from lcg.domain.memory.text import call_text, embedding_text
+from lcg.interfaces.config import Settings
+from lcg.projections.embedding.cache import EmbeddingCache
+from lcg.projections.embedding.minilm import MiniLmEmbedder
+from lcg.projections.embedding.port import CountingEmbedder
+
+AGENT = "bench-recall"
+RECALL_TOP_K = 10  # the quality half asks lambo_recall for the issue's top_k
+
+
+@dataclass(frozen=True, slots=True)
+class RecallOptions:
+    quality: bool
+    latency: bool
+    data: Path
+    cache: Path
+    sizes: tuple[int, ...]
+    queries: int
+    repeats: int
+    contradicted: float  # the share of a session's concepts contradicted (latency)
+    quality_out: Path
+    latency_out: Path
+
+
+def framed(content: str) -> str:
+    """The text a one-concept lambo_derive embeds its concept as (the item, ` — `, the call)."""
+    return embedding_text(content, call_text([content]))
+
+
+def fill_cache(directory: Path, texts: Sequence[str], label: str) -> tuple[int, float]:
+    """Embed whatever of `texts` the workspace's cache lacks, before anything is timed.
+
+    The same texts the product embeds (the framed concept texts), through the same cache
+    class and model; shortest first, so a batch of 32 is padded to about its own length.
+    Returns how many texts went through the model and the seconds taken.
+    """
+    settings = Settings(workspace=directory)
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    model = CountingEmbedder(MiniLmEmbedder(threads=settings.embed_threads))
+    cache = EmbeddingCache(settings.embeddings_path, model)
+    ordered = sorted(dict.fromkeys(texts), key=len)
+    start = time.perf_counter()
+    try:
+        chunk = 2_000
+        for offset in range(0, len(ordered), chunk):
+            cache.embed(ordered[offset : offset + chunk])  # committed chunk by chunk
+            if model.texts:
+                rate = model.texts / (time.perf_counter() - start)
+                log(
+                    f"  {label} cache fill: {min(offset + chunk, len(ordered)):,}/"
+                    f"{len(ordered):,} texts, {model.texts:,} through the model ({rate:.1f}/s)"
+                )
+    finally:
+        cache.close()
+    return model.texts, time.perf_counter() - start
+
+
+def copy_cache(source: Path, target: Path) -> None:
+    """Give `target` the embedding cache of `source` (SQLite's backup), unless it has one."""
+    into = Settings(workspace=target).embeddings_path
+    if into.exists():
+        return
+    into.parent.mkdir(parents=True, exist_ok=True)
+    with (
+        sqlite3.connect(str(Settings(workspace=source).embeddings_path)) as src,
+        sqlite3.connect(str(into)) as dst,
+    ):
+        src.backup(dst)
+    into.chmod(0o600)
