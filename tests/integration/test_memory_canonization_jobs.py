@@ -228,6 +228,8 @@ def test_m_can_gc_collects_an_under_bar_resource_and_keeps_the_protected_ones(
     reader = tuned.reader()
     assert reader.execute("SELECT 1 FROM memory_nodes WHERE uuid=?", (gone,)).fetchone() is None
     assert reader.execute("SELECT 1 FROM memory_edges WHERE target=?", (gone,)).fetchone() is None
+    words = "SELECT count(*) FROM fts_concepts WHERE fts_concepts MATCH 'Quillfeather'"
+    assert tuple(reader.execute(words).fetchone()) == (0,)  # nor in a neighbour's (ADR 0035)
     assert _status(tuned, hero) == "Canonical"
     assert canon.node_state(reader, hero).gc_survived == 4
     tuned.settle()

@@ -61,3 +61,41 @@ def refresh(conn: sqlite3.Connection, episode_uuid: str) -> None:
     text = context_for(conn, rows[0][1], rows[0][2])
     for doc_id, _, _, content in rows:
         put(conn, "passage", doc_id, (content, text), replace=True)
+
+
+# Agent memory (ADR 0035): a concept is also found by the words of the concepts written just
+# before and just after it in its session, the way a chat message is by its neighbours'. The
+# order is the session's stream order: a concept's text_docs row is created when its write is
+# applied, so doc ids grow with seq within a group (a replay creates them in the same order).
+
+
+def concept_neighbour(
+    conn: sqlite3.Connection, group_id: str, doc_id: int, *, after: bool
+) -> tuple[int, str] | None:
+    """The session's concept document just before (or after) `doc_id`, with its content."""
+    comparison, order = (">", "ASC") if after else ("<", "DESC")
+    row = conn.execute(
+        "SELECT d.doc_id, c.content FROM text_docs d JOIN fts_concepts c ON c.rowid = d.doc_id"
+        f" WHERE d.group_id=? AND d.kind='concept' AND d.doc_id {comparison} ?"
+        f" ORDER BY d.doc_id {order} LIMIT 1",
+        (group_id, doc_id),
+    ).fetchone()
+    return None if row is None else (int(row[0]), str(row[1]))
+
+
+def concept_context(before: str | None, after: str | None) -> str:
+    """The context column of a concept between two neighbours' contents (either missing)."""
+    return " ".join(text[:MAX_NEIGHBOUR] for text in (before, after) if text)
+
+
+def refresh_concept(conn: sqlite3.Connection, group_id: str, doc_id: int) -> None:
+    """Recompute a concept document's context from its current neighbours."""
+    (content,) = conn.execute(
+        "SELECT content FROM fts_concepts WHERE rowid=?", (doc_id,)
+    ).fetchone()
+    before = concept_neighbour(conn, group_id, doc_id, after=False)
+    after = concept_neighbour(conn, group_id, doc_id, after=True)
+    around = concept_context(
+        None if before is None else before[1], None if after is None else after[1]
+    )
+    put(conn, "concept", doc_id, (str(content), around), replace=True)

@@ -147,19 +147,30 @@ def _relationship_revised(
 
 @TABLE.on(MemoryWriteApplied)
 def _memory_applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteApplied]) -> None:
-    """The concepts an outcome created (interactions are not searched by words)."""
+    """The concepts an outcome created (interactions are not searched by words), each with its
+    session neighbours' words as context (ADR 0035); the concept before them gains the first."""
     created = [
         (seq, node)
         for seq, event in run
         for node in event.outcome.get("nodes", [])
         if node["node_kind"] == "concept"
     ]
+    if not created:
+        return
     ids = new_docs(conn, "concept", [(group, node["uuid"], 0, seq, 0) for seq, node in created])
+    contents = [str(node["content"]) for _, node in created]
+    before = context.concept_neighbour(conn, group, ids[0], after=False)
+    sides = [None if before is None else before[1], *contents, None]
     put_new(
         conn,
         "concept",
-        [(doc, node["content"], "") for doc, (_, node) in zip(ids, created, strict=True)],
+        [
+            (doc, content, context.concept_context(sides[i], sides[i + 2]))
+            for i, (doc, content) in enumerate(zip(ids, contents, strict=True))
+        ],
     )
+    if before is not None:
+        context.refresh_concept(conn, group, before[0])
 
 
 @TABLE.on(EpisodeAdded)
@@ -218,18 +229,29 @@ def _episode_deleted(conn: sqlite3.Connection, group: GroupId, run: Run[EpisodeD
 
 @TABLE.on(GcSwept)
 def _gc_swept(conn: sqlite3.Connection, group: GroupId, run: Run[GcSwept]) -> None:
-    """Collected concepts leave the word index with their node."""
+    """Collected concepts leave the word index with their node, and the concepts that were
+    next to them take their new neighbours' words as context (ADR 0035)."""
     for _, event in run:
+        gone: list[int] = []
         for item in event.collected:
             owned = "SELECT doc_id FROM text_docs WHERE owner_uuid=? AND kind='concept'"
             for (doc,) in conn.execute(owned, (item["node_id"],)).fetchall():
                 changed(conn, "concept", int(doc))
+                gone.append(int(doc))
             conn.execute(
                 f"DELETE FROM {FTS_TABLES['concept']} WHERE rowid IN ({owned})", (item["node_id"],)
             )
             conn.execute(
                 "DELETE FROM text_docs WHERE owner_uuid=? AND kind='concept'", (item["node_id"],)
             )
+        around: set[int] = set()
+        for doc in gone:
+            for after in (False, True):
+                found = context.concept_neighbour(conn, group, doc, after=after)
+                if found is not None:
+                    around.add(found[0])
+        for doc in sorted(around):
+            context.refresh_concept(conn, group, doc)
 
 
 @TABLE.on(GroupPurged)
@@ -252,7 +274,8 @@ class TextProjection:
     """BM25-searchable documents, updated in the projection's transaction."""
 
     name = "text"
-    version = 4  # 2: chat passages' neighbours' words; 3: memory concepts; 4: GC collects
+    version = 5  # 2: chat passages' neighbours' words; 3: memory concepts; 4: GC collects;
+    # 5: concepts carry their session neighbours' words
     handles = TABLE.handles
     ignores = TABLE.ignores
 

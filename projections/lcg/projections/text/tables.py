@@ -20,13 +20,13 @@ class TextTable:
 
 
 # entity: name 2, summary 1; edge: name 1, fact 2; passage: own words 2, neighbours' 1;
-# concept (agent memory, ADR 0026): its content 1, and a second column kept empty (the FTS5
-# layout of every kind has two).
+# concept (agent memory, ADRs 0026, 0035): its content 1, its session neighbours' words 0.5
+# (the passage ratio, with a concept's own words scoring as before).
 TEXT_TABLES = (
     TextTable("entity", "fts_entities", ("name", "summary"), (2.0, 1.0)),
     TextTable("edge", "fts_edges", ("name", "fact"), (1.0, 2.0)),
     TextTable("passage", "fts_passages", ("content", "context"), (2.0, 1.0)),
-    TextTable("concept", "fts_concepts", ("content", "context"), (1.0, 1.0)),
+    TextTable("concept", "fts_concepts", ("content", "context"), (1.0, 0.5)),
 )
 FTS_TABLES = {table.kind: table.name for table in TEXT_TABLES}
 _BY_KIND = {table.kind: table for table in TEXT_TABLES}
