@@ -149,6 +149,7 @@ EXAMPLES: dict[str, Params] = {
     "knowledge_clear_all": {"confirm": True, "preserve_wal": True},
     "knowledge_rebuild_from_wal": {"group_id": "liminis", "to_seq": 2, "force_clear": True},
     "knowledge_close": {},
+    "knowledge_prepare_checkpoint": {},
     "knowledge_find_entities": {"query": "first program", "num_results": 3},
     "knowledge_find_relationships": {"query": "notes on the engine", "num_results": 3},
     "knowledge_search_passages": {"query": "Bernoulli numbers", "num_results": 3},

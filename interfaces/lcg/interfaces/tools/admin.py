@@ -12,6 +12,7 @@ from lcg.commands import admin, indexing, wal_admin
 from lcg.domain import rules
 from lcg.domain.commands import BackfillSummaries
 from lcg.domain.ids import DEFAULT_GROUP, GroupId
+from lcg.interfaces import checkpoint
 from lcg.interfaces.app import App
 from lcg.interfaces.params import GroupIdField, NoParams, Params
 from lcg.queries import status as status_query
@@ -192,6 +193,13 @@ def dump_wal(app: App, q: DumpWalParams) -> wal_admin.DumpResult:
     return wal_admin.dump_wal(
         app.workspace.writer, groups, target.absolute(), app.now(), app.progress
     )
+
+
+def prepare_checkpoint(app: App, _: NoParams) -> checkpoint.CheckpointResult:
+    """Make .lcg/ a consistent file-level backup: with writes held off, fold each SQLite
+    database's -wal sidecar into its file and truncate it, and write the index files, so the
+    main files alone hold the whole state until the next write. Nothing to do with marks."""
+    return checkpoint.prepare_checkpoint(app.workspace)
 
 
 def close(app: App, _: NoParams) -> CloseResult:
