@@ -43,6 +43,7 @@ class RebuildResult(TypedDict):
     transactions_rolled_back: int
     pinned_to: int | None
     dry_run: NotRequired[bool]
+    job_id: NotRequired[str]  # the rebuild job's id (A-12), for knowledge_rebuild_status
 
 
 def check_rebuild_bounds(request: RebuildRequest) -> None:
@@ -66,9 +67,13 @@ def group_is_empty(writer: Writer, group_id: GroupId) -> bool:
 
 
 def rebuild_from_wal(
-    writer: Writer, request: RebuildRequest, progress: Progress | None = None
+    writer: Writer,
+    request: RebuildRequest,
+    progress: Progress | None = None,
+    started: Callable[[], None] | None = None,
 ) -> RebuildResult:
-    """Replay one group's stream into its projections (K-WAL-012..035)."""
+    """Replay one group's stream into its projections (K-WAL-012..035). `started` is called
+    once every check has passed, just before the replay (a background job answers then)."""
     check_rebuild_bounds(request)
     with writer.exclusive():
         head = writer.log.head(request.group_id)
@@ -116,6 +121,8 @@ def rebuild_from_wal(
         if request.dry_run:
             start = max(0 if full else applied, request.from_seq - 1)
             return _rebuild_result(request, max(0, upto - start), upto, None, dry_run=True)
+        if started is not None:
+            started()
         replayed = writer.runner.rebuild(
             request.group_id,
             from_seq=request.from_seq,

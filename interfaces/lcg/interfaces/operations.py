@@ -129,6 +129,13 @@ OPERATIONS: tuple[AnyOperation, ...] = (
     _row("knowledge_delete_by_group", ADMIN, admin.DeleteByGroupParams, admin.delete_by_group),
     _row("knowledge_clear_all", WRITE, admin.ClearAllParams, admin.clear_all),
     _row("knowledge_rebuild_from_wal", ADMIN, admin.RebuildFromWalParams, admin.rebuild_from_wal),
+    _row(
+        "knowledge_rebuild_status",
+        READ,
+        admin.RebuildStatusParams,
+        admin.rebuild_status,
+        reads=True,
+    ),
     _row("knowledge_dump_wal", ADMIN, admin.DumpWalParams, admin.dump_wal),
     _row("knowledge_wal_mark_create", ADMIN, admin.WalMarkCreateParams, admin.wal_mark_create),
     _row(

@@ -39,6 +39,9 @@ VARYING_KEYS = frozenset(  # an SQLite file's size depends on its library; timin
     {
         "byte_size",
         "duration_seconds",
+        "job_id",
+        "start_time",
+        "elapsed_seconds",
         "epoch",
         "write_queue_apply_ms_p50",
         "write_queue_apply_ms_p90",
@@ -55,7 +58,11 @@ SCORE_PLACES = 4  # scores are rounded: the last bits of a float sum vary across
 BEFORE: dict[str, tuple[tuple[str, Params], ...]] = {
     "knowledge_wal_mark_list": (("knowledge_wal_mark_create", {"name": "before-cleanup"}),),
     "knowledge_wal_mark_delete": (("knowledge_wal_mark_create", {"name": "before-cleanup"}),),
+    "knowledge_rebuild_status": (
+        ("knowledge_rebuild_from_wal", {"group_id": "liminis", "force_clear": True}),
+    ),
 }
+JOB_ID = "<the job_id knowledge_rebuild_from_wal returned>"  # replaced by the real one
 
 # families split over modules: ingestion and source deletion are episode tools
 FAMILY_OF = {"memory_read": "memory", "memory_recall": "memory", "ingest": "episodes"}
@@ -150,6 +157,7 @@ EXAMPLES: dict[str, Params] = {
     "knowledge_rebuild_from_wal": {"group_id": "liminis", "to_seq": 2, "force_clear": True},
     "knowledge_close": {},
     "knowledge_prepare_checkpoint": {},
+    "knowledge_rebuild_status": {"job_id": JOB_ID},
     "knowledge_find_entities": {"query": "first program", "num_results": 3},
     "knowledge_find_relationships": {"query": "notes on the engine", "num_results": 3},
     "knowledge_search_passages": {"query": "Bernoulli numbers", "num_results": 3},
@@ -220,9 +228,12 @@ def run_example(operation: AnyOperation) -> Params:
         )
         with workspace as ws:
             app = App(ws, new_id=_Ids())
+            before: Params = {}
             for name, params in (*STORY, *BEFORE.get(operation.name, ())):
-                operations.dispatch(app, name, params)
+                before = operations.dispatch(app, name, params)
             example = dict(EXAMPLES[operation.name])
+            if example.get("job_id") == JOB_ID:
+                example["job_id"] = before["job_id"]
             if operation.name.startswith("lambo_"):
                 example = _memory_story(app, example)
             result = operations.dispatch(app, operation.name, example)

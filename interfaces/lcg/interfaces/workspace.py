@@ -25,6 +25,7 @@ from lcg.interfaces.config import Settings
 from lcg.interfaces.graph_file import open_graph, refuse_if_the_log_is_lost
 from lcg.interfaces.memory_service import MemoryService
 from lcg.interfaces.private_files import DIR_MODE, make_private
+from lcg.interfaces.rebuild_jobs import RebuildJobs
 from lcg.projections import damage
 from lcg.projections.damage import DamagedFile, Repair
 from lcg.projections.embedding.cache import EmbeddingCache
@@ -133,6 +134,7 @@ class Workspace:
         self.repairs: list[Repair] = []  # damaged files set aside and rebuilt by this open
         self.damaged: DamagedFile | None = None  # met by a read since; repaired at next open
         self._cache_repairs_at_open = 0
+        self.rebuild_jobs = RebuildJobs(self.clock)  # knowledge_rebuild_status (ADR 0037)
 
     def open(self) -> Self:
         """Take the lease, open the WAL, install the projections and apply any WAL tail.
@@ -243,6 +245,7 @@ class Workspace:
         stack.callback(setattr, self, "_pool", None)
         self._writer = Writer(self.log, runner, self.clock)
         stack.callback(setattr, self, "_writer", None)
+        stack.callback(self.rebuild_jobs.join)  # a background rebuild ends before the writer
         self._writer.listeners.append(follower)
         self._writer.listeners.append(text)
         for group, error in self.catch_up_failures.items():

@@ -12,7 +12,7 @@ from lcg.commands import admin, indexing, wal_admin
 from lcg.domain import rules
 from lcg.domain.commands import BackfillSummaries
 from lcg.domain.ids import DEFAULT_GROUP, GroupId
-from lcg.interfaces import checkpoint
+from lcg.interfaces import checkpoint, rebuild_jobs
 from lcg.interfaces.app import App
 from lcg.interfaces.params import GroupIdField, NoParams, Params
 from lcg.queries import status as status_query
@@ -40,6 +40,18 @@ class RebuildFromWalParams(Params):
     dry_run: bool = Field(False, description="Count what would be replayed; change nothing.")
     force_clear: bool = Field(
         False, description="Replace a non-empty group's rows (a full rebuild needs it)."
+    )
+    background: bool = Field(
+        False,
+        description="Answer {success, job_id, status: running} once the rebuild's checks have "
+        "passed and replay on a thread; poll knowledge_rebuild_status. A second background "
+        "rebuild while one runs answers that job's id. Ignored with dry_run.",
+    )
+
+
+class RebuildStatusParams(Params):
+    job_id: str = Field(
+        min_length=1, max_length=100, description="The job_id a knowledge_rebuild_from_wal gave."
     )
 
 
@@ -148,9 +160,12 @@ def clear_all(app: App, q: ClearAllParams) -> admin.ClearAllResult:
     return admin.clear_all(app.workspace.writer, confirm=q.confirm, preserve_wal=q.preserve_wal)
 
 
-def rebuild_from_wal(app: App, q: RebuildFromWalParams) -> admin.RebuildResult:
+def rebuild_from_wal(
+    app: App, q: RebuildFromWalParams
+) -> admin.RebuildResult | rebuild_jobs.Started:
     """Rebuild one group's projections from its WAL, from_seq <= seq <= to_seq. A full
-    rebuild of a non-empty group needs force_clear; a bounded one pins the group."""
+    rebuild of a non-empty group needs force_clear; a bounded one pins the group. The result
+    carries a job_id that knowledge_rebuild_status reads; background: true answers at once."""
     request = admin.RebuildRequest(
         group_id=GroupId(q.group_id),
         from_seq=q.from_seq,
@@ -158,7 +173,36 @@ def rebuild_from_wal(app: App, q: RebuildFromWalParams) -> admin.RebuildResult:
         dry_run=q.dry_run,
         force_clear=q.force_clear,
     )
-    return admin.rebuild_from_wal(app.workspace.writer, request, app.progress)
+    writer, jobs = app.workspace.writer, app.workspace.rebuild_jobs
+    if q.dry_run:
+        return admin.rebuild_from_wal(writer, request, app.progress)
+    if q.background:
+        running = jobs.running_in_background()
+        if running is not None:
+            return rebuild_jobs.Started(success=True, job_id=running.job_id, status="running")
+        job = jobs.start(q.group_id)
+        return jobs.run_in_background(
+            job,
+            lambda started: admin.rebuild_from_wal(
+                writer, request, jobs.progress(job, None), started
+            ),
+        )
+    job = jobs.start(q.group_id)
+    try:
+        result = admin.rebuild_from_wal(writer, request, jobs.progress(job, app.progress))
+    except BaseException as error:
+        jobs.failed(job, error)
+        raise
+    jobs.completed(job, result)
+    result["job_id"] = job.job_id
+    return result
+
+
+def rebuild_status(app: App, q: RebuildStatusParams) -> rebuild_jobs.RebuildStatus:
+    """A rebuild job's record, in flight or done (P-104): status running | completed |
+    failed, mutations_replayed, start_time, elapsed_seconds, error, and the rebuild's result
+    once it completed; {"status": "not_found"} for an id this process never gave."""
+    return app.workspace.rebuild_jobs.status(q.job_id)
 
 
 def wal_mark_create(app: App, q: WalMarkCreateParams) -> wal_admin.MarkCreated:
