@@ -163,3 +163,43 @@ def test_f4_a_corrupted_event_is_named_by_the_cli_and_its_replay_command_works_a
     replayed = lcg(workspace, *command.split()[1:])
     assert replayed.returncode == 0, replayed.stderr
     assert "pinned at seq 1" in said(replayed.stdout)
+
+
+def test_k_rec_002_a_degraded_server_recovers_in_place_through_knowledge_recover(
+    tmp_path: Path,
+) -> None:
+    """ADR 0038: the WAL put back from an older copy; the server starts degraded, answers
+    health_check and knowledge_recover over its socket, and serves again without a restart,
+    every logged event visible and the WAL untouched."""
+    workspace = tmp_path / "ws"
+    first = ServiceProcess(workspace)
+    try:
+        assert first.wait_ready()["healthy"] is True, first.log
+        with first.connect() as client:
+            for name in ("e1", "e2"):
+                assert "result" in add_episode(client, name)
+    finally:
+        first.stop()
+    older = tmp_path / "older.sqlite"
+    shutil.copy(workspace / ".lcg" / "wal.sqlite", older)
+    again = ServiceProcess(workspace)
+    try:
+        assert again.wait_ready()["healthy"] is True, again.log
+        with again.connect() as client:
+            assert "result" in add_episode(client, "e3")
+    finally:
+        again.stop()
+    shutil.copy(older, workspace / ".lcg" / "wal.sqlite")
+    degraded = ServiceProcess(workspace)
+    try:
+        assert degraded.wait_ready()["state"] == "degraded"
+        with degraded.connect() as client:
+            assert add_episode(client, "e4")["error"]["code"] == UNAVAILABLE
+            result = client.result("knowledge_recover", {"strategy": "rebuild_from_workspace_wal"})
+            assert (result["success"], result["restart_required"]) == (True, False)
+            assert client.result("health_check")["state"] == "healthy"
+            assert episode_names(client) == ["e1", "e2"]  # what the log holds
+            assert "result" in add_episode(client, "e4")
+            assert episode_names(client) == ["e1", "e2", "e4"]
+    finally:
+        degraded.stop()

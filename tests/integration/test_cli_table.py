@@ -34,8 +34,9 @@ NAMED_COMMANDS: dict[str, tuple[str, list[str]]] = {
     "ingest": ("knowledge_process_chunk", ["{tmp}/note.md", "--group", "g"]),
     "dump": ("knowledge_dump_wal", ["{tmp}/dump"]),
 }
-# restore installs a dump's WAL before the workspace is opened: no operation does that
-GENERIC_COMMANDS = {"call", "demo", "serve", "tools", "describe", "log", "restore"}
+# restore installs a dump's WAL before the workspace is opened: no operation does that;
+# recover goes through a serving process's Service.call, which closes the workspace first
+GENERIC_COMMANDS = {"call", "demo", "serve", "tools", "describe", "log", "restore", "recover"}
 
 
 def command_names() -> set[str]:

@@ -28,6 +28,7 @@ from lcg.interfaces import (
     cli_inspect,
     cli_jobs,
     cli_memory,
+    cli_recover,
     cli_recovery,
     operations,
     serve,
@@ -74,6 +75,7 @@ def _root(
 
 cli.command()(cli_recovery.status)
 cli.command()(cli_recovery.replay)
+cli.command()(cli_recover.recover)
 cli_dump.register(cli)
 
 

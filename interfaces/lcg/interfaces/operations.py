@@ -143,6 +143,8 @@ OPERATIONS: tuple[AnyOperation, ...] = (
     ),
     _row("knowledge_wal_mark_delete", ADMIN, admin.WalMarkDeleteParams, admin.wal_mark_delete),
     _row("knowledge_prepare_checkpoint", ADMIN, NoParams, admin.prepare_checkpoint),
+    _row("knowledge_recover", ADMIN, admin.RecoverParams, admin.recover),
+    _row("knowledge_recover_full", ADMIN, NoParams, admin.recover_full),
     _row("knowledge_close", ADMIN, NoParams, admin.close),
     _row("knowledge_find_entities", READ, search.FindParams, search.find_entities),
     _row("knowledge_find_relationships", READ, search.FindParams, search.find_relationships),

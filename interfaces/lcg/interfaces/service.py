@@ -9,21 +9,26 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import UTC, datetime
 from typing import Any, Literal
 
-from lcg.interfaces import operations
+from lcg.domain.errors import Conflict
+from lcg.interfaces import operations, recovery
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.jsonrpc import JsonObject, error_from_exception, unavailable
 from lcg.interfaces.params import NoParams, parse
-from lcg.interfaces.tools.admin import CloseResult
+from lcg.interfaces.tools.admin import CloseResult, RecoverParams
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.damage import DamagedFile, is_corruption, sqlite_problem
+from lcg.projections.faults import LogBehindProjections
 from lcg.projections.runner import Progress
 
 HEALTH_CHECK = "health_check"
 STATUS = "knowledge_status"
 CLOSE = "knowledge_close"
+RECOVER = "knowledge_recover"
+RECOVER_FULL = "knowledge_recover_full"
 
 State = Literal["initializing", "healthy", "degraded", "closing"]
 
@@ -95,6 +100,8 @@ class Service:
         """Run one method; every failure is raised as an RpcError (P-002, P-003)."""
         if method == HEALTH_CHECK:
             return self.health()
+        if method in (RECOVER, RECOVER_FULL):  # in every state: they close and reopen
+            return self._recover(method, params)
         app = self._app
         if self.state != "healthy" or app is None:
             return self._call_unready(method, params)
@@ -110,7 +117,8 @@ class Service:
         return result
 
     def _call_unready(self, method: str, params: dict[str, Any] | None) -> JsonObject:
-        """Degraded or closing: only status, close and health_check answer (P-003)."""
+        """Degraded, closing or recovering: only status, close, the recovery methods and
+        health_check answer (P-003)."""
         if method == STATUS:
             return self._unready_status()
         if method == CLOSE:
@@ -123,6 +131,75 @@ class Service:
         if method not in operations.BY_NAME:
             raise error_from_exception(operations.UnknownMethod(method))
         raise unavailable(self.reason or self.state)
+
+    def _recover(self, method: str, params: dict[str, Any] | None) -> JsonObject:
+        """knowledge_recover / knowledge_recover_full (ADR 0038): close the workspace, apply
+        the strategy to its files, open it again; degraded or healthy alike (K-RDY-009)."""
+        try:
+            if method == RECOVER:
+                strategy = recovery.Strategy(parse(RecoverParams, params).strategy)
+            else:
+                parse(NoParams, params)
+                strategy = recovery.Strategy.REBUILD_FROM_WORKSPACE_WAL
+            return recovery.exclusively(lambda: self._run_recovery(method, strategy))
+        except Exception as error:
+            raise error_from_exception(error) from error
+
+    def _run_recovery(self, method: str, strategy: recovery.Strategy) -> JsonObject:
+        with self._lock:
+            if self.closing.is_set():
+                raise Conflict(
+                    "the service is closing; start it again to recover",
+                    field="strategy",
+                    rule="recovery needs a serving process that is not closing",
+                )
+            workspace = self._workspace
+            healthy = self.state == "healthy" and workspace is not None and not workspace.faults()
+            before = recovery.episode_count(self.settings)
+            if method == RECOVER_FULL and healthy:
+                return dict(
+                    recovery.RecoverFullResult(
+                        success=True,
+                        recovery_needed=False,
+                        episodes_before=before,
+                        mutations_replayed=0,
+                        episodes_after=before or 0,
+                        indexes_rebuilt=0,
+                        set_aside=[],
+                    )
+                )
+            self._workspace, self._app = None, None
+            self.state, self.reason = "initializing", f"{method} ({strategy}) in progress"
+            if workspace is not None:
+                workspace.close()
+            try:
+                moved = recovery.apply_strategy(self.settings, strategy, datetime.now(UTC))
+            finally:
+                state = self.start()  # the files as the strategy left them (or as they were)
+            opened = self._workspace
+            aside = recovery.relative(self.settings, moved.paths)
+            if method == RECOVER_FULL:
+                return dict(
+                    recovery.RecoverFullResult(
+                        success=state == "healthy",
+                        recovery_needed=True,
+                        episodes_before=before,
+                        mutations_replayed=0 if opened is None else opened.caught_up,
+                        episodes_after=recovery.episode_count(self.settings) or 0,
+                        indexes_rebuilt=len(moved.paths),
+                        set_aside=aside,
+                    )
+                )
+            result = recovery.RecoverResult(
+                strategy=str(strategy),
+                success=state == "healthy",
+                restart_required=False,
+                set_aside=aside,
+                detail=moved.detail,
+            )
+            if state != "healthy":
+                result["error"] = f"the workspace still did not open: {self.reason}"
+            return dict(result)
 
     def _repair(self, damaged: DamagedFile) -> None:
         """A call met a damaged graph.sqlite: stop serving it at once (nothing more is acked
@@ -181,6 +258,13 @@ class Service:
 
 def recovery_for(settings: Settings, error: BaseException) -> list[str]:
     """What an operator can do when the workspace did not open (knowledge_status)."""
+    if isinstance(error, LogBehindProjections):
+        return [
+            "knowledge_recover {strategy: rebuild_from_workspace_wal}: set the projections aside"
+            f" and rebuild them from what {settings.wal_path.name} holds",
+            "knowledge_recover {strategy: restore_from_backup}: restore the dump in "
+            f"{settings.state_dir / recovery.BACKUP_DIR} (events after it are set aside)",
+        ]
     if not (isinstance(error, DamagedFile) or is_corruption(error)):
         return []
     if sqlite_problem(settings.wal_path) is not None:

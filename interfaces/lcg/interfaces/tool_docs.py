@@ -27,6 +27,7 @@ from lcg.interfaces import operations, schema_text
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.operations import AnyOperation
+from lcg.interfaces.service import RECOVER, RECOVER_FULL, Service
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.hashing import HashingEmbedder
 
@@ -48,6 +49,7 @@ VARYING_KEYS = frozenset(  # an SQLite file's size depends on its library; timin
         "write_queue_apply_ms_max",
     }
 )
+STAMP = re.compile(r"\.(recovered|replaced)-\d{8}T\d{6}\.\d{6}Z")  # when a file was set aside
 RECEIPT = re.compile(r"lwr1\.[0-9a-f]{16}\.[0-9a-f]+\.")  # random epoch, issue time: varies
 MEMORY_STORY = {
     "content": "user schema",
@@ -62,6 +64,7 @@ BEFORE: dict[str, tuple[tuple[str, Params], ...]] = {
         ("knowledge_rebuild_from_wal", {"group_id": "liminis", "force_clear": True}),
     ),
 }
+SERVICE_METHODS = frozenset({RECOVER, RECOVER_FULL})  # run through a Service, not in process
 JOB_ID = "<the job_id knowledge_rebuild_from_wal returned>"  # replaced by the real one
 
 # families split over modules: ingestion and source deletion are episode tools
@@ -158,6 +161,8 @@ EXAMPLES: dict[str, Params] = {
     "knowledge_close": {},
     "knowledge_prepare_checkpoint": {},
     "knowledge_rebuild_status": {"job_id": JOB_ID},
+    "knowledge_recover": {"strategy": "rebuild_from_workspace_wal"},
+    "knowledge_recover_full": {},
     "knowledge_find_entities": {"query": "first program", "num_results": 3},
     "knowledge_find_relationships": {"query": "notes on the engine", "num_results": 3},
     "knowledge_search_passages": {"query": "Bernoulli numbers", "num_results": 3},
@@ -236,7 +241,15 @@ def run_example(operation: AnyOperation) -> Params:
                 example["job_id"] = before["job_id"]
             if operation.name.startswith("lambo_"):
                 example = _memory_story(app, example)
-            result = operations.dispatch(app, operation.name, example)
+            if operation.name not in SERVICE_METHODS:
+                result = operations.dispatch(app, operation.name, example)
+        if operation.name in SERVICE_METHODS:  # they close and reopen: the serving process's
+            service = Service(settings, command="lcg tool_docs")
+            service.start()
+            try:
+                result = service.call(operation.name, example)
+            finally:
+                service.close()
         stable: Params = _stable(result, directory)
         return stable
 
@@ -266,7 +279,8 @@ def _stable(value: Any, directory: str, key: str = "") -> Any:
     if isinstance(value, list | tuple):
         return [_stable(item, directory) for item in value]
     if isinstance(value, str):
-        return RECEIPT.sub("lwr1.<epoch>.<issued>.", value.replace(directory, WORKSPACE))
+        value = STAMP.sub(r".\1-<UTC time>", value.replace(directory, WORKSPACE))
+        return RECEIPT.sub("lwr1.<epoch>.<issued>.", value)
     if isinstance(value, float):
         return round(value, SCORE_PLACES)
     return value

@@ -96,7 +96,9 @@ class LogBehindProjections(Exception):
             "replaced?); nothing is written, since a new write would be hidden. Restore "
             f"{wal.name} from a backup; or, if it is really lost, move the projections aside "
             f"(`mkdir {aside} && mv {moved} {aside}/`) and open the workspace again: they are "
-            "rebuilt from what the log holds"
+            "rebuilt from what the log holds. `lcg recover rebuild_from_workspace_wal` (or "
+            "knowledge_recover with that strategy on the serving process) does the latter, "
+            "`lcg recover restore_from_backup` restores the dump in .lcg/wal-compacted"
         )
 
 

@@ -11,8 +11,9 @@ from pydantic import Field
 from lcg.commands import admin, indexing, wal_admin
 from lcg.domain import rules
 from lcg.domain.commands import BackfillSummaries
+from lcg.domain.errors import Conflict
 from lcg.domain.ids import DEFAULT_GROUP, GroupId
-from lcg.interfaces import checkpoint, rebuild_jobs
+from lcg.interfaces import checkpoint, rebuild_jobs, recovery
 from lcg.interfaces.app import App
 from lcg.interfaces.params import GroupIdField, NoParams, Params
 from lcg.queries import status as status_query
@@ -105,6 +106,15 @@ class BackfillSummaryParams(Params):
         Field(description="Required: the one group (never database-wide or the default)."),
     ]
     dry_run: bool = Field(False, description="Count the candidates; embed nothing.")
+
+
+class RecoverParams(Params):
+    strategy: recovery.StrategyName = Field(
+        description="drop_lbug_wal: set graph.sqlite's -wal/-shm aside and catch up from the "
+        "WAL; rebuild_from_workspace_wal: set every projection file aside and rebuild all "
+        "groups from the WAL; restore_from_backup: replace the workspace by the dump in "
+        ".lcg/wal-compacted (events after it stay in the set-aside directory)."
+    )
 
 
 class CloseResult(TypedDict):
@@ -244,6 +254,31 @@ def prepare_checkpoint(app: App, _: NoParams) -> checkpoint.CheckpointResult:
     database's -wal sidecar into its file and truncate it, and write the index files, so the
     main files alone hold the whole state until the next write. Nothing to do with marks."""
     return checkpoint.prepare_checkpoint(app.workspace)
+
+
+def _outside_a_service(method: str) -> Conflict:
+    return Conflict(
+        f"{method} closes and reopens the workspace, so it runs in the serving process (lcg "
+        "serve or lcg serve --mcp-stdio, where it also answers while the workspace is "
+        "degraded) or as `lcg recover` with no process holding the workspace",
+        field="method",
+        rule="recovery runs where the workspace can be closed",
+    )
+
+
+def recover(app: App, q: RecoverParams) -> recovery.RecoverResult:
+    """Recover the workspace by one strategy (drop_lbug_wal, rebuild_from_workspace_wal,
+    restore_from_backup): the serving process closes the workspace, sets the files the
+    strategy replaces aside (never deleted), opens it again and answers {strategy, success,
+    restart_required: false, set_aside, detail}; it answers in degraded mode too."""
+    raise _outside_a_service("knowledge_recover")
+
+
+def recover_full(app: App, _: NoParams) -> recovery.RecoverFullResult:
+    """Full recovery: a no-op with recovery_needed false on a healthy workspace; otherwise
+    every projection is set aside and rebuilt from the WAL, answering episodes_before,
+    mutations_replayed, episodes_after and indexes_rebuilt. Answers in degraded mode too."""
+    raise _outside_a_service("knowledge_recover_full")
 
 
 def close(app: App, _: NoParams) -> CloseResult:
