@@ -198,3 +198,39 @@ def test_k_rec_001_recovery_is_admin_scope_and_refused_outside_a_serving_process
     params: dict[str, Any] = {"strategy": "drop_lbug_wal"}
     with pytest.raises(Conflict, match="lcg recover"):
         make_call(app)("knowledge_recover", **params)
+
+
+def test_a_16_status_reads_initializing_while_a_recovery_runs(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = _service(settings)
+    entered, release = threading.Event(), threading.Event()
+    apply = recovery.apply_strategy
+
+    def held(*args: Any) -> recovery.Moved:
+        entered.set()
+        assert release.wait(10)
+        return apply(*args)
+
+    monkeypatch.setattr(recovery, "apply_strategy", held)
+    answers: list[dict[str, Any]] = []
+    worker = threading.Thread(
+        target=lambda: answers.append(
+            service.call("knowledge_recover", {"strategy": "rebuild_from_workspace_wal"})
+        )
+    )
+    worker.start()
+    try:
+        assert entered.wait(10)
+        status = service.call("knowledge_status", {})
+        assert (status["initializing"], status["connected"]) == (True, False)
+        assert service.call("health_check", None)["state"] == "initializing"
+    finally:
+        release.set()
+        worker.join()
+    try:
+        assert answers[0]["success"] is True
+        status = service.call("knowledge_status", {})
+        assert (status["initializing"], status["connected"]) == (False, True)
+    finally:
+        service.close()
