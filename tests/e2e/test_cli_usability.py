@@ -97,6 +97,8 @@ def test_issue_10_the_readme_recovery_commands_work_as_written_without_a_termina
         ["lcg", "call"],
         ["lcg", "dump"],
         ["lcg", "restore"],
+        ["lcg", "call"],
+        ["lcg", "recover"],
     ]
     workspace = tmp_path / "notes"
     seed(minilm, workspace, *(("liminis", f"e{index}") for index in range(45)))
