@@ -46,6 +46,21 @@ command = st.one_of(
         st.sampled_from(NAMES),
         st.sampled_from(["text", "message"]),  # messages index their neighbours' words too
     ),
+    st.builds(
+        lambda g, canonical, aliases, every: (
+            "knowledge_merge_entities",
+            {
+                "group_id": g,
+                "canonical_name": canonical,
+                "alias_names": aliases,
+                "merge_all_by_name": every,
+            },
+        ),
+        st.sampled_from(GROUPS),
+        st.sampled_from(NAMES),
+        st.lists(st.sampled_from(NAMES), max_size=2),
+        st.booleans(),
+    ),
     st.builds(lambda i: ("delete_nth_episode", {"index": i}), st.integers(0, 5)),
     st.builds(
         lambda g: ("knowledge_delete_by_group", {"group_ids": [g], "confirm": True}),

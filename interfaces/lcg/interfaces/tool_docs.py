@@ -2,12 +2,12 @@
 
 `python -m lcg.interfaces.tool_docs [DIR]` writes the pages (DIR defaults to docs/tools);
 `--check` writes nothing and exits 1 naming the pages that differ. A family is the module of
-`lcg.interfaces.tools` a tool function lives in (graph, episodes, search, admin, memory). Each tool
-gets its description, a parameter table from its params model's schema, an example call and
-the result that call really returns: run in a fresh temporary workspace holding a small
-story, with the deterministic hashing embedder the tests use, ids minted by a counter and a
-clock that starts at 2026-01-01 and moves one second per reading, so the pages come out the
-same on every run. Nothing imports this module; it is not on any command's import path.
+`lcg.interfaces.tools` a tool function lives in (graph, episodes, search, admin, curation,
+memory). Each tool gets its description, a parameter table from its params model's schema, an
+example call and the result that call really returns: run in a fresh temporary workspace
+holding a small story, with the deterministic hashing embedder the tests use, ids minted by a
+counter and a clock that starts at 2026-01-01 and moves one second per reading, so the pages
+come out the same on every run. Nothing imports this module; it is not on any command's import path.
 """
 
 from __future__ import annotations
@@ -53,6 +53,17 @@ MEMORY_STORY = {
 SCORE_PLACES = 4  # scores are rounded: the last bits of a float sum vary across CPUs
 # Calls run after STORY and before the example, for examples that need something to exist.
 BEFORE: dict[str, tuple[tuple[str, Params], ...]] = {
+    "knowledge_merge_entities": (
+        ("knowledge_assert_entity", {"name": "Countess of Lovelace", "labels": ["Person"]}),
+        (
+            "knowledge_assert_relationship",
+            {
+                "source_name": "Countess of Lovelace",
+                "predicate": "WROTE_NOTES_ON",
+                "target_name": "Analytical Engine",
+            },
+        ),
+    ),
     "knowledge_wal_mark_list": (("knowledge_wal_mark_create", {"name": "before-cleanup"}),),
     "knowledge_wal_mark_delete": (("knowledge_wal_mark_create", {"name": "before-cleanup"}),),
 }
@@ -155,6 +166,10 @@ EXAMPLES: dict[str, Params] = {
     "knowledge_get_entities_by_source": {"source": "letters/1843.txt"},
     "knowledge_backfill_summary_embeddings": {"group_id": "liminis", "dry_run": True},
     "knowledge_build_indices": {},
+    "knowledge_merge_entities": {
+        "canonical_name": "Ada Lovelace",
+        "alias_names": ["Countess of Lovelace"],
+    },
     "knowledge_dump_wal": {"target_dir": "backups/2026-01-01", "group_ids": ["liminis"]},
     "knowledge_wal_mark_create": {"name": "before-cleanup", "group_id": "liminis"},
     "knowledge_wal_mark_list": {"group_id": "liminis"},
@@ -317,6 +332,19 @@ def _page(family: str, tools: Sequence[AnyOperation], results: Sequence[Params])
                 "create the mark `before-cleanup` in `liminis`.",
             ]
             if family == "admin"
+            else []
+        ),
+        *(
+            [
+                "",
+                textwrap.fill(
+                    "The example of `knowledge_merge_entities` first asserts `Countess of "
+                    "Lovelace` and an edge from it to the Analytical Engine with the story's "
+                    "predicate, so the merge rewrites nothing and collapses that duplicate.",
+                    width=100,
+                ),
+            ]
+            if family == "curation"
             else []
         ),
         "",
