@@ -116,6 +116,7 @@ def _read_calls(call: Call) -> dict[str, list[dict[str, Any]]]:
             {"query": "A to E", "min_score": 0.0},
         ],
         "knowledge_get_entities_by_source": [{"source": "letters/1843.txt"}],
+        "knowledge_validate_corrections": [{}],  # neither workspace holds a corrections file
     }
 
 

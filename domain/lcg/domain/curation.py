@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TypedDict
 
 from lcg.domain.commands import MergeEntities
 from lcg.domain.deciders import EntityState
 from lcg.domain.errors import Conflict, InvalidParams, NotFound
-from lcg.domain.events import DomainEvent, EntitiesMerged
+from lcg.domain.events import DomainEvent, EntitiesMerged, EntityRevised
 from lcg.domain.ids import EdgeUuid, EntityUuid, GroupId
 
 
@@ -244,4 +245,35 @@ def decide_merge(
         (*self_loops, *duplicates),
         tuple(foreign),
         tuple(alias.uuid for alias in targets.aliases),
+    )
+
+
+def decide_revision(
+    now: datetime,
+    entity: EntityState,
+    *,
+    name: str | None = None,
+    labels: tuple[str, ...] | None = None,
+    summary: str | None = None,
+    clash: EntityState | None = None,
+) -> tuple[DomainEvent, ...]:
+    """A correction's rename, retype or new summary of one entity: the other fields are kept;
+    no event when nothing changes (ADR 0021). `clash` is the live entity already carrying the
+    new name, if any."""
+    if clash is not None and clash.uuid != entity.uuid:
+        raise Conflict(
+            f"name: {name!r} already names entity {clash.uuid}; merge the two instead",
+            field="name",
+            rule="must not rename onto another entity's name",
+        )
+    current = (entity.name, entity.labels or ("Entity",), entity.summary or "")
+    wanted = (
+        entity.name if name is None else name,
+        current[1] if labels is None else labels,
+        current[2] if summary is None else summary,
+    )
+    if wanted == current:
+        return ()
+    return (
+        EntityRevised(now, entity.uuid, wanted[0], wanted[1], wanted[2], entity.attributes or "{}"),
     )

@@ -154,6 +154,13 @@ OPERATIONS: tuple[AnyOperation, ...] = (
     ),
     _row("knowledge_build_indices", ADMIN, NoParams, admin.build_indices),
     _row("knowledge_merge_entities", WRITE, curation.MergeEntitiesParams, curation.merge_entities),
+    _row("knowledge_validate_corrections", READ, NoParams, curation.validate_corrections),
+    _row(
+        "knowledge_apply_corrections",
+        WRITE,
+        curation.ApplyCorrectionsParams,
+        curation.apply_corrections,
+    ),
     _row(
         "lambo_recall", MEMORY, memory_recall.RecallParams, memory_recall.lambo_recall, reads=True
     ),

@@ -68,6 +68,22 @@ BEFORE: dict[str, tuple[tuple[str, Params], ...]] = {
     "knowledge_wal_mark_delete": (("knowledge_wal_mark_create", {"name": "before-cleanup"}),),
 }
 
+# Files written into the workspace before the example (the corrections tools read one).
+CORRECTIONS_EXAMPLE = """corrections:
+  - id: ada-person
+    action: retype
+    entity: Ada Lovelace
+    labels: [Person, Mathematician]
+  - id: engine-summary
+    action: set_summary
+    entity: Analytical Engine
+    summary: Babbage's design for a general-purpose mechanical computer.
+"""
+FILES: dict[str, dict[str, str]] = {
+    "knowledge_validate_corrections": {"knowledge-corrections.yaml": CORRECTIONS_EXAMPLE},
+    "knowledge_apply_corrections": {"knowledge-corrections.yaml": CORRECTIONS_EXAMPLE},
+}
+
 # families split over modules: ingestion and source deletion are episode tools
 FAMILY_OF = {"memory_read": "memory", "memory_recall": "memory", "ingest": "episodes"}
 
@@ -170,6 +186,8 @@ EXAMPLES: dict[str, Params] = {
         "canonical_name": "Ada Lovelace",
         "alias_names": ["Countess of Lovelace"],
     },
+    "knowledge_validate_corrections": {},
+    "knowledge_apply_corrections": {"dry_run": False},
     "knowledge_dump_wal": {"target_dir": "backups/2026-01-01", "group_ids": ["liminis"]},
     "knowledge_wal_mark_create": {"name": "before-cleanup", "group_id": "liminis"},
     "knowledge_wal_mark_list": {"group_id": "liminis"},
@@ -232,6 +250,8 @@ def run_example(operation: AnyOperation) -> Params:
             command="lcg tool_docs",
             memory_ids=_Ids(first=1000),
         )
+        for name, text in FILES.get(operation.name, {}).items():
+            (Path(directory) / name).write_text(text, encoding="utf-8")
         with workspace as ws:
             app = App(ws, new_id=_Ids())
             for name, params in (*STORY, *BEFORE.get(operation.name, ())):
@@ -340,9 +360,15 @@ def _page(family: str, tools: Sequence[AnyOperation], results: Sequence[Params])
                 textwrap.fill(
                     "The example of `knowledge_merge_entities` first asserts `Countess of "
                     "Lovelace` and an edge from it to the Analytical Engine with the story's "
-                    "predicate, so the merge rewrites nothing and collapses that duplicate.",
+                    "predicate, so the merge rewrites nothing and collapses that duplicate. "
+                    "The corrections examples run with this knowledge-corrections.yaml in the "
+                    "workspace (its format: [docs/corrections.md](../corrections.md)):",
                     width=100,
                 ),
+                "",
+                "```yaml",
+                CORRECTIONS_EXAMPLE.rstrip(),
+                "```",
             ]
             if family == "curation"
             else []

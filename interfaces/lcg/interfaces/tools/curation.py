@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, NotRequired, TypedDict
 
+import yaml
 from pydantic import Field
 
-from lcg.commands import curation
+from lcg.commands import corrections, curation
+from lcg.commands.writer import WriteContext
+from lcg.domain import corrections as correction_file
 from lcg.domain import rules
 from lcg.domain.commands import MergeEntities
+from lcg.domain.corrections import Issue
 from lcg.domain.errors import InvalidParams
 from lcg.domain.ids import DEFAULT_GROUP, EntityUuid, GroupId
 from lcg.interfaces.app import App
-from lcg.interfaces.params import GroupIdField, Params, UuidField
+from lcg.interfaces.params import GroupIdField, NoParams, Params, UuidField
 
 AliasName = Annotated[
     str, Field(min_length=1, max_length=rules.MAX_NAME, pattern=rules.NOT_BLANK_PATTERN)
@@ -78,3 +83,126 @@ def merge_entities(app: App, q: MergeEntitiesParams) -> curation.MergeResult:
     plan and writes nothing."""
     command = _merge_command(app, q)
     return app.workspace.writer.execute(lambda ctx: curation.merge_entities(ctx, command))
+
+
+class ValidateResult(TypedDict):
+    """knowledge_validate_corrections (P-125)."""
+
+    valid: bool
+    message: str
+    total_corrections: int
+    unapplied_corrections: int
+    issues: list[Issue]
+    warnings: list[Issue]
+
+
+class ApplyCorrectionsParams(Params):
+    dry_run: bool = Field(False, description="Check and simulate every correction; write nothing.")
+
+
+class ApplyResult(TypedDict):
+    """knowledge_apply_corrections (P-125); `applied` counts what was written (0 on a dry run
+    or a failure: then nothing was)."""
+
+    success: bool
+    applied: int
+    skipped: int
+    errors: list[str]
+    details: list[corrections.CorrectionDetail]
+    message: NotRequired[str]
+
+
+def _read_file(app: App) -> tuple[Path, object, list[Issue]]:
+    """The corrections file's data as YAML gives it (None: no file or an empty one)."""
+    path = app.workspace.settings.workspace / correction_file.FILE_NAME
+    try:
+        if path.stat().st_size > correction_file.MAX_FILE_BYTES:
+            too_big = f"must be at most {correction_file.MAX_FILE_BYTES} bytes"
+            return path, None, [Issue(correction=None, field=path.name, message=too_big)]
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return path, None, []
+    except (OSError, UnicodeDecodeError) as error:
+        return path, None, [Issue(correction=None, field=path.name, message=str(error))]
+    try:
+        return path, yaml.safe_load(text), []
+    except yaml.YAMLError as error:
+        return path, None, [Issue(correction=None, field=path.name, message=f"not YAML: {error}")]
+
+
+def _run(app: App, parsed: correction_file.Parsed, *, write: bool) -> corrections.CorrectionsReport:
+    now = app.now()
+
+    def handler(ctx: WriteContext) -> corrections.CorrectionsReport:
+        return corrections.run_corrections(ctx, parsed.corrections, now, write=write)
+
+    try:
+        return app.workspace.writer.execute(handler)
+    except corrections.RolledBack as rolled_back:
+        return rolled_back.report
+
+
+def validate_corrections(app: App, q: NoParams) -> ValidateResult:
+    """Check the workspace's knowledge-corrections.yaml against the graph without writing:
+    every correction is simulated in order and rolled back. Issues and warnings name the
+    correction and the field; corrections applied before are not counted as unapplied."""
+    path, data, issues = _read_file(app)
+    parsed = correction_file.parse(data) if not issues else correction_file.Parsed()
+    issues += parsed.issues
+    report = _run(app, parsed, write=False)
+    issues += report.errors
+    unapplied = parsed.total - report.count("skipped")
+    if not path.exists():
+        message = f"no {path.name} in the workspace: nothing to correct"
+    elif issues:
+        message = f"{len(issues)} issue(s) in {path.name}; apply would write nothing"
+    else:
+        message = f"{path.name} is valid: {unapplied} of {parsed.total} correction(s) unapplied"
+    return ValidateResult(
+        valid=not issues,
+        message=message,
+        total_corrections=parsed.total,
+        unapplied_corrections=unapplied,
+        issues=issues,
+        warnings=report.warnings,
+    )
+
+
+def apply_corrections(app: App, q: ApplyCorrectionsParams) -> ApplyResult:
+    """Apply the workspace's knowledge-corrections.yaml (merge, rename, retype, set_summary,
+    delete_edge) in one batch, all or nothing: one failing correction writes nothing. Applied
+    corrections are recorded and skipped by later runs; dry_run simulates and writes nothing."""
+    path, data, issues = _read_file(app)
+    parsed = correction_file.parse(data) if not issues else correction_file.Parsed()
+    issues += parsed.issues
+    if issues:
+        return ApplyResult(
+            success=False,
+            applied=0,
+            skipped=0,
+            errors=[_issue_text(issue) for issue in issues],
+            details=[],
+            message=f"{path.name} is not valid: nothing was written",
+        )
+    report = _run(app, parsed, write=not q.dry_run)
+    failed = bool(report.errors)
+    result = ApplyResult(
+        success=not failed,
+        applied=0 if failed else report.count("applied", "unchanged"),
+        skipped=report.count("skipped"),
+        errors=[_issue_text(issue) for issue in report.errors],
+        details=report.details,
+    )
+    if not path.exists():
+        result["message"] = f"no {path.name} in the workspace: nothing to correct"
+    elif failed:
+        result["message"] = f"{len(report.errors)} correction(s) failed: nothing was written"
+    elif q.dry_run:
+        would = report.count("would_apply", "unchanged")
+        result["message"] = f"dry run: {would} correction(s) would apply; nothing was written"
+    return result
+
+
+def _issue_text(issue: Issue) -> str:
+    where = f"{issue['correction']}: " if issue["correction"] else ""
+    return f"{where}{issue['field']}: {issue['message']}"
