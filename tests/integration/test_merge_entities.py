@@ -312,3 +312,17 @@ def test_p_124_a_rebuild_of_a_merged_group_equals_the_incremental_state(
     workspace.runner.rebuild(GroupId("liminis"))
     workspace.writer.notify_rebuilt([GroupId("liminis")])
     assert dump(workspace.reader()) == live
+
+
+def test_p_124_a_summary_backfill_after_a_merge_leaves_the_alias_out(
+    call: Call, workspace: Workspace
+) -> None:
+    entity(call, "Ada", summary="mathematician")
+    alias = entity(call, "Countess", summary="wrote note G")
+    call("knowledge_merge_entities", canonical_name="Ada", alias_uuids=[alias])
+    backfilled = call("knowledge_backfill_summary_embeddings", group_id="liminis")
+    assert (backfilled["total_entities"], backfilled["backfilled"]) == (1, 1)
+    rows = workspace.reader().execute(
+        "SELECT COUNT(*) FROM vector_catalog WHERE owner_uuid=?", (alias,)
+    )
+    assert rows.fetchone()[0] == 0

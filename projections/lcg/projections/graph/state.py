@@ -148,22 +148,27 @@ class EntitySummary(TypedDict):
 def entity_summaries(
     conn: sqlite3.Connection, group_id: str, *, after_seq: int, limit: int
 ) -> list[EntitySummary]:
-    """The group's entities created after `after_seq`, oldest first, at most `limit`."""
+    """The group's live entities created after `after_seq`, oldest first, at most `limit` (a
+    merged alias's summary is not embedded again)."""
     rows = conn.execute(
-        "SELECT uuid, summary, seq FROM entities WHERE group_id=? AND seq>? ORDER BY seq LIMIT ?",
+        "SELECT uuid, summary, seq FROM entities WHERE group_id=? AND seq>?"
+        " AND merged_into IS NULL ORDER BY seq LIMIT ?",
         (group_id, after_seq, limit),
     ).fetchall()
     return [EntitySummary(uuid=EntityUuid(r[0]), summary=str(r[1]), seq=int(r[2])) for r in rows]
 
 
 def group_counts(conn: sqlite3.Connection, group_id: str) -> GroupCounts:
-    def count(table: str) -> int:
-        row = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE group_id=?", (group_id,))
+    """What the group holds; merged tombstones are not counted as entities (one never exists
+    without its live canonical in the same group, so an empty group still counts as empty)."""
+
+    def count(table: str, live: str = "") -> int:
+        row = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE group_id=?{live}", (group_id,))
         return int(row.fetchone()[0])
 
     return GroupCounts(
         group_id=group_id,
-        entities=count("entities"),
+        entities=count("entities", " AND merged_into IS NULL"),
         episodes=count("episodes"),
         edges=count("relationships"),
     )
