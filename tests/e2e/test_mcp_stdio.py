@@ -368,3 +368,46 @@ def test_issue_10_a_line_that_is_not_utf8_json_or_a_message_is_answered_not_igno
     answered = {frame["id"]: frame for frame in frames if frame.get("id") is not None}
     assert sorted(answered) == [1, 2, 3]
     assert answered[3]["result"]["structuredContent"]["count"] == 0
+
+
+def test_k_inv_038_040_curation_tools_over_mcp_stdio(tmp_path: Path) -> None:
+    """K-INV-038..040, P-124, P-125: a real MCP client merges two entities, then validates
+    and applies the workspace's knowledge-corrections.yaml; the reads show the result, and a
+    merge refusal is an isError result naming the field."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "knowledge-corrections.yaml").write_text(
+        "corrections:\n"
+        "  - {id: ada-person, action: retype, entity: Ada, labels: [Person]}\n"
+        "  - {id: engine-name, action: rename, entity: Engine, name: Analytical Engine}\n",
+        encoding="utf-8",
+    )
+
+    async def main() -> None:
+        async with mcp_client("serve", "--mcp-stdio", "--workspace", str(workspace)) as client:
+            for name in ("Ada", "Countess", "Engine"):
+                await client.call_tool("knowledge_assert_entity", {"name": name})
+            await client.call_tool(
+                "knowledge_assert_relationship",
+                {"source_name": "Countess", "predicate": "WROTE_ON", "target_name": "Engine"},
+            )
+            refused = await client.call_tool("knowledge_merge_entities", {"canonical_name": "Ada"})
+            assert refused.is_error is True
+            assert structured(refused)["data"]["field"] == "alias_uuids"
+            merged = await client.call_tool(
+                "knowledge_merge_entities", {"canonical_name": "Ada", "alias_names": ["Countess"]}
+            )
+            assert (structured(merged)["merged_count"], structured(merged)["edges_rewritten"]) == (
+                1,
+                1,
+            )
+            validated = await client.call_tool("knowledge_validate_corrections", {})
+            assert structured(validated)["valid"] is True
+            assert structured(validated)["unapplied_corrections"] == 2
+            applied = await client.call_tool("knowledge_apply_corrections", {})
+            assert (structured(applied)["success"], structured(applied)["applied"]) == (True, 2)
+            listed = await client.call_tool("knowledge_list_entities", {})
+            nodes = {n["name"]: n["labels"] for n in structured(listed)["nodes"]}
+            assert nodes == {"Ada": ["Person"], "Analytical Engine": ["Entity"]}
+
+    anyio.run(main)

@@ -44,6 +44,9 @@ def workspace(disk: LoopDisk) -> Path:
     """The workspace on the disk, reached through a link beside the disk, so that the serve
     logs land off it (ServiceProcess writes them beside the workspace)."""
     (disk.mount / "ws").mkdir()
+    (disk.mount / "ws" / "knowledge-corrections.yaml").write_text(  # what apply is refused
+        "corrections:\n  - {id: ada, action: retype, entity: Ada, labels: [Person]}\n"
+    )
     link = disk.mount.parent / "ws"
     link.symlink_to(disk.mount / "ws")
     return link
@@ -127,6 +130,8 @@ def writes(uuids: dict[str, str]) -> list[tuple[str, dict[str, Any], str]]:
         ("knowledge_wal_mark_create", {"name": "m2"}, wal),
         ("knowledge_wal_mark_delete", {"name": "m1"}, wal),
         ("knowledge_dump_wal", {}, "wal-compacted"),  # the default target is in .lcg/
+        ("knowledge_merge_entities", {"canonical_name": "Ada", "alias_names": ["Lighthouse"]}, wal),
+        ("knowledge_apply_corrections", {}, wal),
     ]
 
 

@@ -117,6 +117,7 @@ def _read_calls(call: Call) -> dict[str, list[dict[str, Any]]]:
         ],
         "knowledge_get_entities_by_source": [{"source": "letters/1843.txt"}],
         "knowledge_rebuild_status": [{"job_id": "never-given"}],  # jobs are the process's
+        "knowledge_validate_corrections": [{}],  # neither workspace holds a corrections file
     }
 
 

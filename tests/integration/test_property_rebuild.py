@@ -46,6 +46,31 @@ command = st.one_of(
         st.sampled_from(NAMES),
         st.sampled_from(["text", "message"]),  # messages index their neighbours' words too
     ),
+    st.builds(
+        lambda g, canonical, aliases, every: (
+            "knowledge_merge_entities",
+            {
+                "group_id": g,
+                "canonical_name": canonical,
+                "alias_names": aliases,
+                "merge_all_by_name": every,
+            },
+        ),
+        st.sampled_from(GROUPS),
+        st.sampled_from(NAMES),
+        st.lists(st.sampled_from(NAMES), max_size=2),
+        st.booleans(),
+    ),
+    st.builds(
+        lambda ident, g, n, action: (
+            "corrections_file",
+            {"id": ident, "group_id": g, "entity": n, "action": action},
+        ),
+        st.sampled_from(["c1", "c2", "c3"]),  # a repeated id is skipped as applied before
+        st.sampled_from(GROUPS),
+        st.sampled_from(NAMES),
+        st.sampled_from(["set_summary", "rename", "delete_edge"]),
+    ),
     st.builds(lambda i: ("delete_nth_episode", {"index": i}), st.integers(0, 5)),
     st.builds(
         lambda g: ("knowledge_delete_by_group", {"group_ids": [g], "confirm": True}),
@@ -54,7 +79,27 @@ command = st.one_of(
 )
 
 
-def run(call: Any, name: str, params: dict[str, Any]) -> None:
+def corrections_file(params: dict[str, Any]) -> str:
+    """One correction of the given action about the given entity, as the file states it."""
+    head = f"- {{id: {params['id']}, group_id: {params['group_id']}, action: {params['action']}"
+    entity = params["entity"].strip()
+    if params["action"] == "set_summary":
+        return f"corrections:\n{head}, entity: {entity}, summary: corrected}}\n"
+    if params["action"] == "rename":
+        return f"corrections:\n{head}, entity: {entity}, name: {entity} Jr}}\n"
+    edge = f"{{source: {entity}, predicate: KNEW, target: Bob}}"
+    return f"corrections:\n{head}, edge: {edge}}}\n"
+
+
+def run(call: Any, name: str, params: dict[str, Any], workspace: Path | None = None) -> None:
+    """Run one drawn command (test_property_memory_rebuild.py runs them without a workspace
+    path: its corrections files are skipped)."""
+    if name == "corrections_file":
+        if workspace is None:
+            return
+        (workspace / "knowledge-corrections.yaml").write_text(corrections_file(params))
+        call("knowledge_apply_corrections")  # a failing correction writes nothing
+        return
     if name == "delete_nth_episode":
         episodes = [
             e for g in GROUPS for e in call("knowledge_get_episodes", group_id=g)["episodes"]
@@ -80,7 +125,7 @@ def test_rebuild_from_scratch_and_via_bounded_replay_equals_incremental_state(
     ):
         call = make_call(App(ws))
         for name, params in commands:
-            run(call, name, params)
+            run(call, name, params, Path(tmp))
         live = dump(ws.reader())
         assert_scorer_agrees_with_fts5(ws)
         vectors = ws.vectors.count()

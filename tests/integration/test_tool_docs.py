@@ -42,7 +42,14 @@ def test_issue_10_every_tool_has_an_example_and_a_section_on_its_familys_page(
     for family, operations in tool_docs.families().items():
         for operation in operations:
             assert f"\n## {operation.name}\n" in pages[f"{family}.md"]
-    assert set(tool_docs.families()) == {"graph", "episodes", "search", "admin", "memory"}
+    assert set(tool_docs.families()) == {
+        "graph",
+        "episodes",
+        "search",
+        "admin",
+        "curation",
+        "memory",
+    }
 
 
 def test_issue_10_example_results_are_stable_and_name_no_machine_path(

@@ -10,12 +10,15 @@ import pytest
 
 from lcg.domain.events import (
     EVENT_TYPES,
+    CorrectionsApplied,
     DomainEvent,
+    EntitiesMerged,
     EntityCreated,
     EpisodeAdded,
     EventCodec,
     JsonDict,
     RelationshipCreated,
+    RelationshipInvalidated,
     UnknownEventType,
 )
 from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid
@@ -43,6 +46,9 @@ def test_wire_names_are_stable() -> None:
         "gc_swept",
         "gc_bumped",
         "chunk_extracted",
+        "entities_merged",
+        "relationship_invalidated",
+        "corrections_applied",
     ]
 
 
@@ -71,6 +77,18 @@ def test_events_are_frozen() -> None:
             datetime(1843, 9, 1, tzinfo=UTC),
         ),
         EpisodeAdded(NOW, EpisodeUuid("p"), "n", "body", "text", "", NOW, "c1", "notes.md"),
+        EntitiesMerged(
+            NOW,
+            EntityUuid("c"),
+            (EntityUuid("a1"), EntityUuid("a2")),
+            (EdgeUuid("e1"),),
+            (EdgeUuid("e2"),),
+            (EdgeUuid("e3"),),
+            (EdgeUuid("e1"),),
+            (),
+        ),
+        RelationshipInvalidated(NOW, EdgeUuid("e"), "correction drop-1"),
+        CorrectionsApplied(NOW, ("merge-bob", "fix-ada")),
     ],
 )
 def test_codec_round_trips_every_field(event: DomainEvent) -> None:

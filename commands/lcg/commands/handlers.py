@@ -137,7 +137,9 @@ def process_chunk(ctx: WriteContext, command: ProcessChunk) -> deciders.ChunkDec
         if similar is None:
             return None
         still = state.entity_by_uuid(ctx.conn, similar.entity_uuid)  # not deleted since
-        return None if still is None or still.group_id != group else still.uuid
+        if still is None or still.group_id != group or still.merged_into is not None:
+            return None
+        return still.uuid
 
     resolved = resolve(command.extraction, stored)
     decision = deciders.decide_process_chunk(

@@ -108,3 +108,18 @@ class BackfillSummaries:
 
     group_id: GroupId
     now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class MergeEntities:
+    """knowledge_merge_entities (P-124): fold aliases into one canonical entity of a group.
+    Exactly one of canonical_uuid / canonical_name is set (the parameter model checks it)."""
+
+    group_id: GroupId
+    canonical_uuid: EntityUuid | None
+    canonical_name: str | None
+    alias_uuids: tuple[EntityUuid, ...]
+    alias_names: tuple[str, ...]
+    merge_all_by_name: bool
+    dry_run: bool
+    now: datetime

@@ -51,6 +51,7 @@ class EntityState:
     labels: tuple[str, ...] | None = None
     summary: str | None = None
     attributes: str | None = None
+    merged_into: EntityUuid | None = None  # a `Merged` tombstone's canonical (P-124)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,13 @@ def decide_assert_entity(command: AssertEntity, lookup: EntityLookup) -> AssertE
                 f"{command.group_id!r} (a uuid is looked up, never minted)",
                 field="entity_uuid",
                 rule="must name an existing entity of group_id",
+            )
+        if target.merged_into is not None:
+            raise Conflict(
+                f"entity_uuid: entity {command.entity_uuid} was merged into "
+                f"{target.merged_into}; assert that entity instead",
+                field="entity_uuid",
+                rule="must not name a merged entity",
             )
         clash = lookup.by_name
         if clash is not None and clash.uuid != target.uuid:

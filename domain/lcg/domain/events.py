@@ -239,6 +239,46 @@ class GcBumped(DomainEvent):
     bumped: list[str]
 
 
+@dataclass(frozen=True, slots=True)
+class EntitiesMerged(DomainEvent):
+    """knowledge_merge_entities (P-124), as decided from the state it ran against: the aliases
+    became `Merged` tombstones whose `merged_into` is the canonical; `rewritten` edges had each
+    alias endpoint replaced by the canonical; `self_loops` and `duplicates` (each a duplicate of
+    the kept edge at the same index of `duplicate_of`) were invalidated; `foreign_edges` (of
+    another group) were left as they are. A replay applies these lists, never re-deciding."""
+
+    wire_name: ClassVar[str] = "entities_merged"
+
+    canonical_uuid: EntityUuid
+    alias_uuids: tuple[EntityUuid, ...]
+    rewritten: tuple[EdgeUuid, ...]
+    self_loops: tuple[EdgeUuid, ...]
+    duplicates: tuple[EdgeUuid, ...]
+    duplicate_of: tuple[EdgeUuid, ...]
+    foreign_edges: tuple[EdgeUuid, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RelationshipInvalidated(DomainEvent):
+    """An active edge was invalidated (`invalid_at` = `occurred_at`) by a correction's
+    delete_edge; it stays readable by uuid, and leaves the active reads and the search indexes."""
+
+    wire_name: ClassVar[str] = "relationship_invalidated"
+
+    edge_uuid: EdgeUuid
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CorrectionsApplied(DomainEvent):
+    """These corrections of knowledge-corrections.yaml were applied to this group (their
+    events precede this one in the same commit); validate and apply skip them from now on."""
+
+    wire_name: ClassVar[str] = "corrections_applied"
+
+    correction_ids: tuple[str, ...]
+
+
 EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     EntityCreated,
     EntityRevised,
@@ -257,6 +297,15 @@ EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     GcSwept,
     GcBumped,
     ChunkExtracted,
+    EntitiesMerged,
+    RelationshipInvalidated,
+    CorrectionsApplied,
+)
+# The graph curation events (P-124, P-125): what the memory projections declare ignored.
+CURATION_EVENTS: tuple[type[DomainEvent], ...] = (
+    EntitiesMerged,
+    RelationshipInvalidated,
+    CorrectionsApplied,
 )
 
 Upcaster: TypeAlias = Callable[[JsonDict], JsonDict]

@@ -21,6 +21,7 @@ from lcg.interfaces.app import App
 from lcg.interfaces.params import NoParams, P, Params, parse
 from lcg.interfaces.tools import (
     admin,
+    curation,
     episodes,
     graph,
     ingest,
@@ -162,6 +163,14 @@ OPERATIONS: tuple[AnyOperation, ...] = (
         admin.backfill_summary_embeddings,
     ),
     _row("knowledge_build_indices", ADMIN, NoParams, admin.build_indices),
+    _row("knowledge_merge_entities", WRITE, curation.MergeEntitiesParams, curation.merge_entities),
+    _row("knowledge_validate_corrections", READ, NoParams, curation.validate_corrections),
+    _row(
+        "knowledge_apply_corrections",
+        WRITE,
+        curation.ApplyCorrectionsParams,
+        curation.apply_corrections,
+    ),
     _row(
         "lambo_recall", MEMORY, memory_recall.RecallParams, memory_recall.lambo_recall, reads=True
     ),

@@ -2,12 +2,12 @@
 
 `python -m lcg.interfaces.tool_docs [DIR]` writes the pages (DIR defaults to docs/tools);
 `--check` writes nothing and exits 1 naming the pages that differ. A family is the module of
-`lcg.interfaces.tools` a tool function lives in (graph, episodes, search, admin, memory). Each tool
-gets its description, a parameter table from its params model's schema, an example call and
-the result that call really returns: run in a fresh temporary workspace holding a small
-story, with the deterministic hashing embedder the tests use, ids minted by a counter and a
-clock that starts at 2026-01-01 and moves one second per reading, so the pages come out the
-same on every run. Nothing imports this module; it is not on any command's import path.
+`lcg.interfaces.tools` a tool function lives in (graph, episodes, search, admin, curation,
+memory). Each tool gets its description, a parameter table from its params model's schema, an
+example call and the result that call really returns: run in a fresh temporary workspace
+holding a small story, with the deterministic hashing embedder the tests use, ids minted by a
+counter and a clock that starts at 2026-01-01 and moves one second per reading, so the pages
+come out the same on every run. Nothing imports this module; it is not on any command's import path.
 """
 
 from __future__ import annotations
@@ -58,6 +58,17 @@ MEMORY_STORY = {
 SCORE_PLACES = 4  # scores are rounded: the last bits of a float sum vary across CPUs
 # Calls run after STORY and before the example, for examples that need something to exist.
 BEFORE: dict[str, tuple[tuple[str, Params], ...]] = {
+    "knowledge_merge_entities": (
+        ("knowledge_assert_entity", {"name": "Countess of Lovelace", "labels": ["Person"]}),
+        (
+            "knowledge_assert_relationship",
+            {
+                "source_name": "Countess of Lovelace",
+                "predicate": "WROTE_NOTES_ON",
+                "target_name": "Analytical Engine",
+            },
+        ),
+    ),
     "knowledge_wal_mark_list": (("knowledge_wal_mark_create", {"name": "before-cleanup"}),),
     "knowledge_wal_mark_delete": (("knowledge_wal_mark_create", {"name": "before-cleanup"}),),
     "knowledge_rebuild_status": (
@@ -66,6 +77,22 @@ BEFORE: dict[str, tuple[tuple[str, Params], ...]] = {
 }
 SERVICE_METHODS = frozenset({RECOVER, RECOVER_FULL})  # run through a Service, not in process
 JOB_ID = "<the job_id knowledge_rebuild_from_wal returned>"  # replaced by the real one
+
+# Files written into the workspace before the example (the corrections tools read one).
+CORRECTIONS_EXAMPLE = """corrections:
+  - id: ada-person
+    action: retype
+    entity: Ada Lovelace
+    labels: [Person, Mathematician]
+  - id: engine-summary
+    action: set_summary
+    entity: Analytical Engine
+    summary: Babbage's design for a general-purpose mechanical computer.
+"""
+FILES: dict[str, dict[str, str]] = {
+    "knowledge_validate_corrections": {"knowledge-corrections.yaml": CORRECTIONS_EXAMPLE},
+    "knowledge_apply_corrections": {"knowledge-corrections.yaml": CORRECTIONS_EXAMPLE},
+}
 
 # families split over modules: ingestion and source deletion are episode tools
 FAMILY_OF = {"memory_read": "memory", "memory_recall": "memory", "ingest": "episodes"}
@@ -169,6 +196,12 @@ EXAMPLES: dict[str, Params] = {
     "knowledge_get_entities_by_source": {"source": "letters/1843.txt"},
     "knowledge_backfill_summary_embeddings": {"group_id": "liminis", "dry_run": True},
     "knowledge_build_indices": {},
+    "knowledge_merge_entities": {
+        "canonical_name": "Ada Lovelace",
+        "alias_names": ["Countess of Lovelace"],
+    },
+    "knowledge_validate_corrections": {},
+    "knowledge_apply_corrections": {"dry_run": False},
     "knowledge_dump_wal": {"target_dir": "backups/2026-01-01", "group_ids": ["liminis"]},
     "knowledge_wal_mark_create": {"name": "before-cleanup", "group_id": "liminis"},
     "knowledge_wal_mark_list": {"group_id": "liminis"},
@@ -231,6 +264,8 @@ def run_example(operation: AnyOperation) -> Params:
             command="lcg tool_docs",
             memory_ids=_Ids(first=1000),
         )
+        for name, text in FILES.get(operation.name, {}).items():
+            (Path(directory) / name).write_text(text, encoding="utf-8")
         with workspace as ws:
             app = App(ws, new_id=_Ids())
             before: Params = {}
@@ -343,6 +378,25 @@ def _page(family: str, tools: Sequence[AnyOperation], results: Sequence[Params])
                 "create the mark `before-cleanup` in `liminis`.",
             ]
             if family == "admin"
+            else []
+        ),
+        *(
+            [
+                "",
+                textwrap.fill(
+                    "The example of `knowledge_merge_entities` first asserts `Countess of "
+                    "Lovelace` and an edge from it to the Analytical Engine with the story's "
+                    "predicate, so the merge rewrites nothing and collapses that duplicate. "
+                    "The corrections examples run with this knowledge-corrections.yaml in the "
+                    "workspace (its format: [docs/corrections.md](../corrections.md)):",
+                    width=100,
+                ),
+                "",
+                "```yaml",
+                CORRECTIONS_EXAMPLE.rstrip(),
+                "```",
+            ]
+            if family == "curation"
             else []
         ),
         "",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from lcg.domain import rules
 from lcg.domain.ids import GroupId
@@ -44,6 +44,7 @@ class NeighborsResult(TypedDict):
     count: int
     node_count: int
     edge_count: int
+    merged_into: NotRequired[str]  # the center is a merged alias's tombstone (P-124)
 
 
 # Without a num_results parameter the by-group reads still answer in bounded size.
@@ -91,7 +92,7 @@ def get_entity_neighbors(
     num_results: int = 50,
 ) -> NeighborsResult:
     nodes, edges = reader.neighbors(conn, entity_uuid, collapsing_groups(group_ids), num_results)
-    return NeighborsResult(
+    result = NeighborsResult(
         center_uuid=entity_uuid,
         nodes=nodes,
         edges=edges,
@@ -99,6 +100,10 @@ def get_entity_neighbors(
         node_count=len(nodes),
         edge_count=len(edges),
     )
+    canonical = reader.merged_into(conn, entity_uuid)
+    if canonical is not None:
+        result["merged_into"] = canonical
+    return result
 
 
 class SourceResult(TypedDict):

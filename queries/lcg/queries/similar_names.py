@@ -40,7 +40,7 @@ def similar_names(
             if entry is None or entry.embedding != catalog.NAME or hit.score < threshold:
                 continue
             entity = state.entity_by_uuid(conn, entry.owner_uuid)
-            if entity is None or entity.group_id != group_id:
+            if entity is None or entity.group_id != group_id or entity.merged_into is not None:
                 continue
             if same_numbers(name, entity.name):
                 found[rules.name_key(name)] = SimilarName(entity.uuid, entity.name, hit.score)

@@ -133,7 +133,8 @@ def assert_relationship(app: App, q: AssertRelationshipParams) -> handlers.Asser
 
 
 def list_entities(app: App, q: ListEntitiesParams) -> graph_reads.NodesResult:
-    """Entities with episode provenance. Omitted, null or [] group_ids: all groups."""
+    """Entities with episode provenance (not merged aliases). Omitted, null or [] group_ids:
+    all groups."""
     return graph_reads.list_entities(app.workspace.reader(), q.group_ids, q.num_results)
 
 
@@ -158,7 +159,8 @@ def get_edges_by_uuids(app: App, q: EdgesByUuidsParams) -> graph_reads.EdgesResu
 
 
 def get_entity_neighbors(app: App, q: NeighborsParams) -> graph_reads.NeighborsResult:
-    """Edges touching an entity and the entities at their other ends."""
+    """Edges touching an entity and the entities at their other ends. A merged alias's uuid
+    answers with no edges and merged_into, the canonical it was merged into."""
     return graph_reads.get_entity_neighbors(
         app.workspace.reader(), q.entity_uuid, q.group_ids, q.num_results
     )

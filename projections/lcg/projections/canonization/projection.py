@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import orjson
 
 from lcg.domain.events import (
+    CURATION_EVENTS,
     ChunkExtracted,
     ConceptsCanonized,
     EntityCreated,
@@ -54,6 +55,7 @@ TABLE = EventTable(
         MemoryWriteFailed,
         MemoryAccessed,
         ChunkExtracted,
+        *CURATION_EVENTS,  # entities and edges of the graph: not the memory's
     ),
 )
 Run = Sequence[tuple[Seq, E]]

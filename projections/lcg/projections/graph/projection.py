@@ -12,6 +12,8 @@ from lcg.domain import rules
 from lcg.domain.events import (
     ChunkExtracted,
     ConceptsCanonized,
+    CorrectionsApplied,
+    EntitiesMerged,
     EntityCreated,
     EntityRevised,
     EpisodeAdded,
@@ -25,6 +27,7 @@ from lcg.domain.events import (
     MemoryWriteApplied,
     MemoryWriteFailed,
     RelationshipCreated,
+    RelationshipInvalidated,
     RelationshipRevised,
     SummaryEmbedded,
 )
@@ -195,6 +198,71 @@ def _episode_deleted(conn: sqlite3.Connection, group: GroupId, run: Run[EpisodeD
             " WHERE group_id=?2 AND instr(episodes, ?1) > 0",
             (event.episode_uuid, group),
         )
+
+
+@TABLE.on(EntitiesMerged)
+def _entities_merged(conn: sqlite3.Connection, group: GroupId, run: Run[EntitiesMerged]) -> None:
+    """Aliases become tombstones; their mentions and rewritten edges go to the canonical, the
+    collapsed edges are invalidated, a duplicate's episodes join its kept edge's (P-124)."""
+    for _, event in run:
+        canonical, aliases = event.canonical_uuid, list(event.alias_uuids)
+        marks = ",".join("?" * len(aliases))
+        conn.executemany(
+            "UPDATE entities SET merged_into=? WHERE uuid=?", [(canonical, a) for a in aliases]
+        )
+        conn.execute(
+            "INSERT OR IGNORE INTO mentions (episode_uuid, entity_uuid, group_id) SELECT"
+            f" episode_uuid, ?, group_id FROM mentions WHERE entity_uuid IN ({marks})",
+            [canonical, *aliases],
+        )
+        conn.execute(f"DELETE FROM mentions WHERE entity_uuid IN ({marks})", aliases)
+        conn.executemany(
+            f"UPDATE relationships SET source_uuid = CASE WHEN source_uuid IN ({marks}) THEN ?"
+            f" ELSE source_uuid END, target_uuid = CASE WHEN target_uuid IN ({marks}) THEN ?"
+            " ELSE target_uuid END WHERE uuid=?",
+            [(*aliases, canonical, *aliases, canonical, edge) for edge in event.rewritten],
+        )
+        invalid_at = event.occurred_at.isoformat()
+        conn.executemany(
+            "UPDATE relationships SET invalid_at=? WHERE uuid=?",
+            [(invalid_at, edge) for edge in (*event.self_loops, *event.duplicates)],
+        )
+        for duplicate, kept in zip(event.duplicates, event.duplicate_of, strict=True):
+            _fold_episodes(conn, duplicate, kept)
+
+
+def _fold_episodes(conn: sqlite3.Connection, duplicate: str, kept: str) -> None:
+    rows = dict(
+        conn.execute(
+            "SELECT uuid, episodes FROM relationships WHERE uuid IN (?, ?)", (duplicate, kept)
+        ).fetchall()
+    )
+    if duplicate not in rows or kept not in rows:
+        return
+    episodes = list(dict.fromkeys([*orjson.loads(rows[kept]), *orjson.loads(rows[duplicate])]))
+    conn.execute(
+        "UPDATE relationships SET episodes=? WHERE uuid=?", (orjson.dumps(episodes).decode(), kept)
+    )
+
+
+@TABLE.on(RelationshipInvalidated)
+def _relationship_invalidated(
+    conn: sqlite3.Connection, group: GroupId, run: Run[RelationshipInvalidated]
+) -> None:
+    conn.executemany(
+        "UPDATE relationships SET invalid_at=? WHERE uuid=?",
+        [(event.occurred_at.isoformat(), event.edge_uuid) for _, event in run],
+    )
+
+
+@TABLE.on(CorrectionsApplied)
+def _corrections_applied(
+    conn: sqlite3.Connection, group: GroupId, run: Run[CorrectionsApplied]
+) -> None:
+    conn.executemany(
+        "INSERT OR REPLACE INTO applied_corrections (group_id, correction_id, seq) VALUES (?,?,?)",
+        [(group, correction, seq) for seq, event in run for correction in event.correction_ids],
+    )
 
 
 @TABLE.on(GroupPurged)

@@ -67,9 +67,10 @@ def _where_groups(groups: GroupFilter, column: str = "group_id") -> tuple[str, l
 
 
 def total_counts(conn: sqlite3.Connection) -> tuple[int, int, int]:
-    """(entities, relationships, episodes) over every group."""
+    """(entities, relationships, episodes) over every group; merged tombstones not counted."""
     row = conn.execute(
-        "SELECT (SELECT COUNT(*) FROM entities), (SELECT COUNT(*) FROM relationships),"
+        "SELECT (SELECT COUNT(*) FROM entities WHERE merged_into IS NULL),"
+        " (SELECT COUNT(*) FROM relationships),"
         " (SELECT COUNT(*) FROM episodes)"
     ).fetchone()
     return int(row[0]), int(row[1]), int(row[2])
@@ -141,9 +142,12 @@ def _edge_rows(conn: sqlite3.Connection, rows: list[sqlite3.Row]) -> list[EdgeRo
 
 
 def list_entities(conn: sqlite3.Connection, groups: GroupFilter, limit: int) -> list[EntityRow]:
+    """Live entities of the groups (a merged alias's tombstone is not listed: P-124)."""
     where, params = _where_groups(groups)
     rows = conn.execute(
-        f"SELECT * FROM entities WHERE {where} ORDER BY group_id, seq LIMIT ?", [*params, limit]
+        f"SELECT * FROM entities WHERE {where} AND merged_into IS NULL"
+        " ORDER BY group_id, seq LIMIT ?",
+        [*params, limit],
     ).fetchall()
     return _entity_rows(conn, rows)
 
@@ -224,22 +228,33 @@ def neighbors(
         marks = ",".join("?" * len(others))
         found = {
             row["uuid"]: row
-            for row in conn.execute(f"SELECT * FROM entities WHERE uuid IN ({marks})", others)
+            for row in conn.execute(
+                f"SELECT * FROM entities WHERE uuid IN ({marks}) AND merged_into IS NULL", others
+            )
         }
         node_rows = [found[u] for u in others if u in found]
     return _entity_rows(conn, node_rows), _edge_rows(conn, edge_rows)
 
 
 def entities_by_uuids(conn: sqlite3.Connection, uuids: Sequence[str]) -> list[EntityRow]:
-    """The entities with these uuids, in the order asked; unknown uuids are skipped."""
+    """The live entities with these uuids, in the order asked; unknown uuids and merged
+    tombstones are skipped."""
     if not uuids:
         return []
     marks = ",".join("?" * len(uuids))
     found = {
         row["uuid"]: row
-        for row in conn.execute(f"SELECT * FROM entities WHERE uuid IN ({marks})", list(uuids))
+        for row in conn.execute(
+            f"SELECT * FROM entities WHERE uuid IN ({marks}) AND merged_into IS NULL", list(uuids)
+        )
     }
     return _entity_rows(conn, [found[u] for u in dict.fromkeys(uuids) if u in found])
+
+
+def merged_into(conn: sqlite3.Connection, entity_uuid: str) -> str | None:
+    """The canonical a merged alias's tombstone points at; None for a live or unknown uuid."""
+    row = conn.execute("SELECT merged_into FROM entities WHERE uuid=?", (entity_uuid,)).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
 
 
 def neighbor_ids(
@@ -321,7 +336,8 @@ def entities_by_source(
     where, params = _where_groups(groups, "e.group_id")
     rows = conn.execute(
         "SELECT DISTINCT n.* FROM episodes e JOIN mentions m ON m.episode_uuid = e.uuid"
-        f" JOIN entities n ON n.uuid = m.entity_uuid WHERE {where} AND (e.source_file = ?"
+        f" JOIN entities n ON n.uuid = m.entity_uuid WHERE {where} AND n.merged_into IS NULL"
+        " AND (e.source_file = ?"
         " OR e.source_description = ? OR substr(e.source_description, 1, ?) = ?)"
         " ORDER BY n.seq LIMIT ?",
         [*params, source, source, len(source) + 1, f"{source}:", limit],

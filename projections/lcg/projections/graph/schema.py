@@ -6,7 +6,7 @@ import sqlite3
 
 import sqlite_utils
 
-GRAPH_TABLES = ("entities", "relationships", "episodes", "mentions")
+GRAPH_TABLES = ("entities", "relationships", "episodes", "mentions", "applied_corrections")
 
 
 def connect(path: str, *, read_only: bool = False) -> sqlite3.Connection:
@@ -35,10 +35,14 @@ def install(conn: sqlite3.Connection) -> None:
             "attributes": str,
             "created_at": str,
             "seq": int,
+            "merged_into": str,
         },
         pk="uuid",
         if_not_exists=True,
     )
+    if "merged_into" not in {row[1] for row in conn.execute("PRAGMA table_info(entities)")}:
+        # a graph.sqlite from before merges (P-124): no entity of it is a tombstone
+        conn.execute("ALTER TABLE entities ADD COLUMN merged_into TEXT")
     db["relationships"].create(  # type: ignore[union-attr]
         {
             "uuid": str,
@@ -78,6 +82,11 @@ def install(conn: sqlite3.Connection) -> None:
     db["mentions"].create(  # type: ignore[union-attr]
         {"episode_uuid": str, "entity_uuid": str, "group_id": str},
         pk=("episode_uuid", "entity_uuid"),
+        if_not_exists=True,
+    )
+    db["applied_corrections"].create(  # type: ignore[union-attr]
+        {"group_id": str, "correction_id": str, "seq": int},
+        pk=("group_id", "correction_id"),
         if_not_exists=True,
     )
     indexes = {

@@ -10,6 +10,7 @@ from typing import TypedDict
 import orjson
 
 from lcg.domain import rules
+from lcg.domain.curation import EdgeEnds
 from lcg.domain.deciders import EdgeState, EntityState
 from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid, GroupId
 
@@ -33,10 +34,13 @@ def _entity_state(row: sqlite3.Row | None) -> EntityState | None:
         tuple(orjson.loads(row["labels"])),
         row["summary"],
         row["attributes"],
+        None if row["merged_into"] is None else EntityUuid(row["merged_into"]),
     )
 
 
-_ENTITY_STATE = "SELECT uuid, name, group_id, labels, summary, attributes FROM entities"
+_ENTITY_STATE = (
+    "SELECT uuid, name, group_id, labels, summary, attributes, merged_into FROM entities"
+)
 
 
 def entity_by_uuid(conn: sqlite3.Connection, entity_uuid: str) -> EntityState | None:
@@ -45,12 +49,63 @@ def entity_by_uuid(conn: sqlite3.Connection, entity_uuid: str) -> EntityState | 
 
 
 def entity_by_name(conn: sqlite3.Connection, group_id: str, name: str) -> EntityState | None:
-    """The entity of the group whose name matches case- and whitespace-insensitively."""
+    """The live entity of the group whose name matches case- and whitespace-insensitively
+    (a merged alias's tombstone keeps its name but is never found by it)."""
     row = conn.execute(
-        f"{_ENTITY_STATE} WHERE group_id=? AND name_key=? ORDER BY seq LIMIT 1",
+        f"{_ENTITY_STATE} WHERE group_id=? AND name_key=? AND merged_into IS NULL"
+        " ORDER BY seq LIMIT 1",
         (group_id, rules.name_key(name)),
     ).fetchone()
     return _entity_state(row)
+
+
+def entities_named(conn: sqlite3.Connection, group_id: str, name: str) -> list[EntityState]:
+    """Every entity of the group with this name, tombstones included, oldest first."""
+    rows = conn.execute(
+        f"{_ENTITY_STATE} WHERE group_id=? AND name_key=? ORDER BY seq",
+        (group_id, rules.name_key(name)),
+    ).fetchall()
+    return [state for row in rows if (state := _entity_state(row)) is not None]
+
+
+def edges_touching(conn: sqlite3.Connection, entity_uuids: Sequence[str]) -> list[EdgeEnds]:
+    """The active edges with an endpoint among `entity_uuids`, in every group, oldest first
+    (a merge rewrites those of its group and counts the others)."""
+    if not entity_uuids:
+        return []
+    marks = ",".join("?" * len(entity_uuids))
+    rows = conn.execute(
+        "SELECT uuid, group_id, source_uuid, target_uuid, name FROM relationships"
+        f" WHERE invalid_at IS NULL AND (source_uuid IN ({marks}) OR target_uuid IN ({marks}))"
+        " ORDER BY seq, uuid",
+        [*entity_uuids, *entity_uuids],
+    ).fetchall()
+    return [
+        EdgeEnds(EdgeUuid(r[0]), GroupId(r[1]), EntityUuid(r[2]), EntityUuid(r[3]), str(r[4]))
+        for r in rows
+    ]
+
+
+def active_edge_by_uuid(conn: sqlite3.Connection, edge_uuid: str) -> EdgeEnds | None:
+    """The edge if it exists and is active (not invalidated)."""
+    row = conn.execute(
+        "SELECT uuid, group_id, source_uuid, target_uuid, name FROM relationships"
+        " WHERE uuid=? AND invalid_at IS NULL",
+        (edge_uuid,),
+    ).fetchone()
+    if row is None:
+        return None
+    return EdgeEnds(
+        EdgeUuid(row[0]), GroupId(row[1]), EntityUuid(row[2]), EntityUuid(row[3]), str(row[4])
+    )
+
+
+def applied_corrections(conn: sqlite3.Connection) -> set[tuple[str, str]]:
+    """(group_id, correction_id) of every correction applied so far."""
+    return {
+        (r[0], r[1])
+        for r in conn.execute("SELECT group_id, correction_id FROM applied_corrections")
+    }
 
 
 def active_edge(
@@ -93,22 +148,27 @@ class EntitySummary(TypedDict):
 def entity_summaries(
     conn: sqlite3.Connection, group_id: str, *, after_seq: int, limit: int
 ) -> list[EntitySummary]:
-    """The group's entities created after `after_seq`, oldest first, at most `limit`."""
+    """The group's live entities created after `after_seq`, oldest first, at most `limit` (a
+    merged alias's summary is not embedded again)."""
     rows = conn.execute(
-        "SELECT uuid, summary, seq FROM entities WHERE group_id=? AND seq>? ORDER BY seq LIMIT ?",
+        "SELECT uuid, summary, seq FROM entities WHERE group_id=? AND seq>?"
+        " AND merged_into IS NULL ORDER BY seq LIMIT ?",
         (group_id, after_seq, limit),
     ).fetchall()
     return [EntitySummary(uuid=EntityUuid(r[0]), summary=str(r[1]), seq=int(r[2])) for r in rows]
 
 
 def group_counts(conn: sqlite3.Connection, group_id: str) -> GroupCounts:
-    def count(table: str) -> int:
-        row = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE group_id=?", (group_id,))
+    """What the group holds; merged tombstones are not counted as entities (one never exists
+    without its live canonical in the same group, so an empty group still counts as empty)."""
+
+    def count(table: str, live: str = "") -> int:
+        row = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE group_id=?{live}", (group_id,))
         return int(row.fetchone()[0])
 
     return GroupCounts(
         group_id=group_id,
-        entities=count("entities"),
+        entities=count("entities", " AND merged_into IS NULL"),
         episodes=count("episodes"),
         edges=count("relationships"),
     )

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from lcg.domain.events import (
+    CURATION_EVENTS,
     ChunkExtracted,
     ConceptsCanonized,
     EntityCreated,
@@ -53,6 +54,7 @@ TABLE = EventTable(
         GcClockStarted,
         GcBumped,
         ChunkExtracted,
+        *CURATION_EVENTS,  # entities and edges of the graph: not the memory's
     ),
 )
 Run = Sequence[tuple[Seq, E]]

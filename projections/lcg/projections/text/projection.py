@@ -15,6 +15,8 @@ from lcg.domain import passages
 from lcg.domain.events import (
     ChunkExtracted,
     ConceptsCanonized,
+    CorrectionsApplied,
+    EntitiesMerged,
     EntityCreated,
     EntityRevised,
     EpisodeAdded,
@@ -28,6 +30,7 @@ from lcg.domain.events import (
     MemoryWriteApplied,
     MemoryWriteFailed,
     RelationshipCreated,
+    RelationshipInvalidated,
     RelationshipRevised,
     SummaryEmbedded,
 )
@@ -58,6 +61,7 @@ TABLE = EventTable(
         GcClockStarted,
         GcBumped,
         ChunkExtracted,
+        CorrectionsApplied,
     ),
 )
 Run = Sequence[tuple[Seq, E]]
@@ -143,6 +147,32 @@ def _relationship_revised(
         doc = _doc_id(conn, "edge", event.edge_uuid)
         (name,) = conn.execute("SELECT name FROM fts_edges WHERE rowid=?", (doc,)).fetchone()
         put(conn, "edge", doc, (name, event.fact), replace=True)
+
+
+def _drop_owned(conn: sqlite3.Connection, kind: str, owners: Sequence[str]) -> None:
+    """Take the owners' documents of one kind out of the index (and tell the scorer)."""
+    owned = "SELECT doc_id FROM text_docs WHERE owner_uuid=? AND kind=?"
+    for owner in owners:
+        for (doc,) in conn.execute(owned, (owner, kind)).fetchall():
+            changed(conn, kind, int(doc))
+        conn.execute(f"DELETE FROM {FTS_TABLES[kind]} WHERE rowid IN ({owned})", (owner, kind))
+        conn.execute("DELETE FROM text_docs WHERE owner_uuid=? AND kind=?", (owner, kind))
+
+
+@TABLE.on(EntitiesMerged)
+def _entities_merged(conn: sqlite3.Connection, group: GroupId, run: Run[EntitiesMerged]) -> None:
+    """A merged alias is no longer found by its words, nor are the edges the merge collapsed;
+    a rewritten edge keeps its document (its predicate and fact did not change)."""
+    for _, event in run:
+        _drop_owned(conn, "entity", event.alias_uuids)
+        _drop_owned(conn, "edge", (*event.self_loops, *event.duplicates))
+
+
+@TABLE.on(RelationshipInvalidated)
+def _relationship_invalidated(
+    conn: sqlite3.Connection, group: GroupId, run: Run[RelationshipInvalidated]
+) -> None:
+    _drop_owned(conn, "edge", [event.edge_uuid for _, event in run])
 
 
 @TABLE.on(MemoryWriteApplied)

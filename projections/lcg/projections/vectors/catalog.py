@@ -17,7 +17,9 @@ from lcg.domain import passages
 from lcg.domain.events import (
     ChunkExtracted,
     ConceptsCanonized,
+    CorrectionsApplied,
     DomainEvent,
+    EntitiesMerged,
     EntityCreated,
     EntityRevised,
     EpisodeAdded,
@@ -31,6 +33,7 @@ from lcg.domain.events import (
     MemoryWriteApplied,
     MemoryWriteFailed,
     RelationshipCreated,
+    RelationshipInvalidated,
     RelationshipRevised,
     SummaryEmbedded,
 )
@@ -60,6 +63,7 @@ TABLE = EventTable(
         GcClockStarted,
         GcBumped,
         ChunkExtracted,
+        CorrectionsApplied,
     ),
 )
 Run = Sequence[tuple[Seq, E]]
@@ -164,8 +168,32 @@ def _memory_applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWri
     )
 
 
+def _merge_drops(event: EntitiesMerged) -> tuple[str, ...]:
+    """What a merge takes out of the vector indexes: the aliases and the collapsed edges."""
+    return (*event.alias_uuids, *event.self_loops, *event.duplicates)
+
+
+@TABLE.on(EntitiesMerged)
+def _entities_merged(conn: sqlite3.Connection, group: GroupId, run: Run[EntitiesMerged]) -> None:
+    conn.executemany(
+        "DELETE FROM vector_catalog WHERE owner_uuid=?",
+        [(owner,) for _, event in run for owner in _merge_drops(event)],
+    )
+
+
+@TABLE.on(RelationshipInvalidated)
+def _relationship_invalidated(
+    conn: sqlite3.Connection, group: GroupId, run: Run[RelationshipInvalidated]
+) -> None:
+    conn.executemany(
+        "DELETE FROM vector_catalog WHERE owner_uuid=?", [(e.edge_uuid,) for _, e in run]
+    )
+
+
 def touched_owners(event: DomainEvent) -> tuple[str, ...] | None:
     """The owners whose vectors the event may change; None means the whole group."""
+    if isinstance(event, EntitiesMerged):
+        return _merge_drops(event)
     if isinstance(event, MemoryWriteApplied):
         return tuple(n["uuid"] for n in event.outcome.get("nodes", []) if n.get("embedding_text"))
     if isinstance(event, GcSwept):
@@ -178,7 +206,8 @@ def touched_owners(event: DomainEvent) -> tuple[str, ...] | None:
         | ConceptsCanonized
         | GcClockStarted
         | GcBumped
-        | ChunkExtracted,
+        | ChunkExtracted
+        | CorrectionsApplied,
     ):
         return ()
     for attribute in ("entity_uuid", "edge_uuid", "episode_uuid"):
