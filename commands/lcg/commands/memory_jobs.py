@@ -36,9 +36,11 @@ from lcg.domain.ids import GroupId
 from lcg.domain.memory import evidence
 from lcg.domain.memory.canonization import (
     Cursors,
+    CyclePlan,
     Knobs,
     Transition,
-    plan_cycle_with_cursors,
+    cycle_needs,
+    plan_cycle_over,
 )
 from lcg.domain.memory.evidence import ConceptId
 from lcg.domain.memory.gc import (
@@ -132,15 +134,7 @@ class MemoryJobs:
         with self._lock:
             now = self._clock()
             try:
-                conn = self._reader()
-                try:
-                    snap = canon_measure.load(conn, self.session)
-                    stats = canon_measure.session_stats(
-                        conn, snap, self.knobs, self.gc_knobs, now, self.cursors
-                    )
-                finally:
-                    conn.close()
-                plan = plan_cycle_with_cursors(stats, self.knobs, now)
+                plan = self._plan_cycle(now)
                 applied = self._append_cycle(plan.transitions, now)
             except Exception:
                 self.counters.canonization_cycles += 1
@@ -149,6 +143,21 @@ class MemoryJobs:
             self.cursors = plan.cursors
             self.counters.canonization_cycles += 1
             return applied
+
+    def _plan_cycle(self, now: datetime) -> CyclePlan:
+        """Read the session (one read transaction: one snapshot) and plan: every concept's row,
+        then the measures of only the concepts the cycle's windows evaluate."""
+        conn = self._reader()
+        try:
+            conn.execute("BEGIN")
+            columns = canon_measure.load_columns(conn, self.session)
+            rows = canon_measure.cycle_rows(columns, self.gc_knobs)
+            needed = cycle_needs(rows, self.knobs, self.cursors)
+            measures = canon_measure.cycle_measures(conn, columns, needed, self.knobs, now)
+            evidence = canon_measure.cycle_evidence(conn, columns, self.knobs)
+        finally:
+            conn.close()  # ends the read transaction
+        return plan_cycle_over(rows, measures, self.knobs, now, evidence, self.cursors)
 
     def _append_cycle(self, hops: tuple[Transition, ...], now: datetime) -> tuple[Transition, ...]:
         if not hops:
@@ -212,10 +221,10 @@ class MemoryJobs:
 
     def _sweep(self, trigger: Trigger, now: datetime, *, dry_run: bool) -> Sweep | None:
         def plan(conn: sqlite3.Connection) -> tuple[Sweep, int]:
-            snap = canon_measure.load(conn, self.session)
-            facts = canon_measure.gc_facts(snap)
+            columns = canon_measure.load_columns(conn, self.session)
             evidence = canon_measure.gc_evidence(conn, self.session)
-            return plan_sweep(facts, evidence, self.gc_knobs, now, trigger), snap.clock.epoch
+            sweep = plan_sweep(columns.facts, evidence, self.gc_knobs, now, trigger)
+            return sweep, columns.clock.epoch
 
         if dry_run:
             conn = self._reader()

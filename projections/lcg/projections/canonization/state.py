@@ -61,6 +61,26 @@ def node_states(conn: sqlite3.Connection, session: str) -> dict[str, NodeState]:
     }
 
 
+def node_states_of(
+    conn: sqlite3.Connection, session: str, nodes: Sequence[str]
+) -> dict[str, NodeState]:
+    """`node_states` of the nodes asked about that have a row."""
+    found: dict[str, NodeState] = {}
+    for start in range(0, len(nodes), 500):
+        part = list(nodes[start : start + 500])
+        marks = ",".join("?" * len(part))
+        found.update(
+            (str(node), NodeState(str(status), int(survived), radius, _time(at), cause, by))
+            for node, status, survived, radius, at, cause, by in conn.execute(
+                "SELECT node_id, status, gc_survived, blast_radius, last_demotion_at,"
+                f" demotion_cause, superseded_by FROM canon_nodes WHERE node_id IN ({marks})"
+                " AND group_id=?",
+                (*part, session),
+            )
+        )
+    return found
+
+
 def statuses(conn: sqlite3.Connection, nodes: Sequence[str]) -> dict[str, str]:
     """The ladder status of each node asked about (None where it has no row)."""
     if not nodes:
