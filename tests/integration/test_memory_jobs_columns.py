@@ -152,3 +152,28 @@ def test_the_columnar_read_decides_as_the_whole_snapshot_does(moving: Workspace,
         hops += len(jobs.run_cycle())
         _clock(moving).now += timedelta(days=rng.choice([0, 1, 200]))
     assert hops > 0
+
+
+def test_an_idle_tick_keeps_its_contradiction_list_until_support_ages_in(
+    app: App, workspace: Workspace
+) -> None:
+    hero = "accounts live in the users table"
+    settled(app, derive(app, concept(hero, "entity")))
+    jobs = workspace.memory.jobs_or_fail()
+    jobs.tick()  # starts the GC clock: the session's position moves once
+    moved = concept("accounts moved to the tenants table", "entity", against=[hero])
+    settled(app, derive(app, moved, agent="agent-d"), "agent-d")
+    _clock(workspace).now += timedelta(minutes=5)
+    jobs.tick()
+    listed = jobs.contradiction_list
+    assert listed is not None
+    assert len(listed) == 1
+    citer = concept("billing reads the accounts table", depends_on=[hero])
+    settled(app, derive(app, citer, agent="agent-b"), "agent-b")
+    jobs.tick()  # the newer support is not 60 s old yet: the warning stands
+    assert jobs.contradiction_list == listed
+    jobs.tick()  # nothing written since: the same list
+    assert jobs.contradiction_list == listed
+    _clock(workspace).now += timedelta(minutes=2)
+    jobs.tick()  # nothing written, but the support aged in: the warning lapses at once
+    assert jobs.contradiction_list == frozenset()

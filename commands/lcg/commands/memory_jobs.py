@@ -124,6 +124,7 @@ class MemoryJobs:
         # Contradicted warning recall shows, as of the last tick; None until a tick ran (then
         # recall evaluates the rule itself: one-shot commands and tests run no daemon).
         self.contradiction_list: frozenset[str] | None = None
+        self._seen: _Contradicted | None = None
         self.counters = JobCounters()
         self._lock = threading.Lock()
 
@@ -189,8 +190,9 @@ class MemoryJobs:
             now = self._clock()
             conn = self._reader()
             try:
+                conn.execute("BEGIN")  # one snapshot: the position read is the rows read
                 clock = canon.clock(conn, self.session)
-                self.contradiction_list = contradicted_now(conn, self.session, now, self.knobs)
+                self.contradiction_list = self._contradicted(conn, now)
             finally:
                 conn.close()
             if clock.epoch == 0:  # a session nothing was written to has no GC clock
@@ -209,6 +211,24 @@ class MemoryJobs:
             if trigger is None:
                 return None
             return self._sweep(trigger, now, dry_run=False)
+
+    def _contradicted(self, conn: sqlite3.Connection, now: datetime) -> frozenset[str]:
+        """The contradiction list at `now`; the last tick's while the session's memory rows are
+        the ones it read and the clock has not reached the rule's next change (an idle tick of
+        a 100k-concept session then reads two rows instead of every contradiction's evidence)."""
+        position = canon.memory_position(conn, self.session)
+        seen = self._seen
+        if (
+            seen is not None
+            and position is not None
+            and seen.position == position
+            and seen.at <= now
+            and (seen.until is None or now < seen.until)
+        ):
+            return seen.found
+        found, until = contradicted_until(conn, self.session, now, self.knobs)
+        self._seen = _Contradicted(position, now, until, found)
+        return found
 
     def sweep(self, trigger: Trigger = Trigger.MUTATIONS, *, dry_run: bool = False) -> Sweep:
         """A sweep now, whatever the triggers say (`lcg gc run`); `dry_run` appends nothing."""
@@ -271,19 +291,38 @@ class MemoryJobs:
         self.writer.execute(handler)
 
 
+@dataclass(frozen=True, slots=True)
+class _Contradicted:
+    """A tick's contradiction list, what it was read from, and until when it holds."""
+
+    position: int | None  # the memory projection's position in the session
+    at: datetime
+    until: datetime | None  # the rule's next change over those rows; None: never
+    found: frozenset[str]
+
+
 def contradicted_now(
     conn: sqlite3.Connection, session: str, now: datetime, knobs: Knobs
 ) -> frozenset[str]:
     """The concepts of the session a Contradicted warning fires on at `now` (the rule of
     lcg.domain.memory.evidence over every contradicted concept)."""
+    return contradicted_until(conn, session, now, knobs)[0]
+
+
+def contradicted_until(
+    conn: sqlite3.Connection, session: str, now: datetime, knobs: Knobs
+) -> tuple[frozenset[str], datetime | None]:
+    """`contradicted_now`, and the instant after `now` until which it holds if the session's
+    rows do not change (`evidence.next_change`)."""
     targets = memory_evidence.contradicted_targets(conn, session)
     if not targets:
-        return frozenset()
+        return frozenset(), None
     loaded = memory_evidence.load(conn, session, targets)
     fired = evidence.current_contradictions(
         loaded.concepts.values(), loaded.contradictions, loaded.support, now, knobs.edge_min_age
     )
-    return frozenset(fired)
+    until = evidence.next_change(loaded.contradictions, loaded.support, now, knobs.edge_min_age)
+    return frozenset(fired), until
 
 
 def _existing(conn: sqlite3.Connection, nodes: Sequence[str]) -> set[str]:

@@ -140,6 +140,19 @@ def clock(conn: sqlite3.Connection, session: str) -> SessionClock:
     )
 
 
+def memory_position(conn: sqlite3.Connection, session: str) -> int | None:
+    """The memory projection's position in the session (None while it has none, as during a
+    rebuild): its rows change only when it moves. A pinned session's is None too."""
+    row = conn.execute(
+        "SELECT position, pinned_to FROM projection_positions WHERE projection='memory'"
+        " AND group_id=?",
+        (session,),
+    ).fetchone()
+    if row is None or row[1] is not None:
+        return None
+    return int(row[0])
+
+
 def history(
     conn: sqlite3.Connection, session: str, node: str | None = None, limit: int = 1000
 ) -> list[HistoryRow]:
