@@ -569,30 +569,6 @@ def eviction_recency(concept: ConceptFacts, now: datetime, window: timedelta) ->
     return _recency_of(_touched(concept.created_at, concept.last_accessed), now, window)
 
 
-def _score(graph: _Graph, node: int, knobs: GcKnobs, now: datetime) -> float:
-    """The eviction score: the live dimensions renormalised, plus the concept's own frequency,
-    its edge bonus and its type modifier, clamped to [0, 1.40]."""
-    facts = graph.facts
-    most = graph.most_incident
-    count = facts.interaction_count
-    activity = graph.derived_by[node] / count if count else 0
-    density = graph.incident[node] / most if most else 0.0
-    live = knobs.weight_recency + knobs.weight_activity + knobs.weight_density
-    touched = _touched(facts.created_at[node], facts.last_accessed[node])
-    weighted = (
-        knobs.weight_recency * _recency_of(touched, now, knobs.recency_window)
-        + knobs.weight_activity * _unit(activity)
-        + knobs.weight_density * _unit(density)
-    )
-    total = (
-        (weighted / live if live > 0 else 0.0)
-        + min(MAX_EDGE_BONUS, graph.bonus[node])
-        + TYPE_MODIFIER[facts.concept_types[node]]
-        + knobs.weight_frequency * _unit(facts.access_counts[node] / 10)
-    )
-    return min(MAX_SCORE, max(0.0, total)) if math.isfinite(total) else 0.0
-
-
 class _Memo(dict[Any, float]):
     """A term of the daemon score per distinct input: most concepts share their write's time
     and small counts, so each product is worked out once (the same float every time)."""
@@ -604,6 +580,36 @@ class _Memo(dict[Any, float]):
     def __missing__(self, key: Any) -> float:
         value = self[key] = self._term(key)
         return value
+
+
+def _eviction_scores(graph: _Graph, knobs: GcKnobs, now: datetime) -> Callable[[int], float]:
+    """The eviction score of a row: the live dimensions renormalised, plus the concept's own
+    frequency, its edge bonus and its type modifier, clamped to [0, 1.40]. Each term is worked
+    out once per distinct input (the same floats, summed in the same order)."""
+    facts = graph.facts
+    most, count = graph.most_incident, facts.interaction_count
+    live = knobs.weight_recency + knobs.weight_activity + knobs.weight_density
+    recency = _Memo(lambda at: knobs.weight_recency * _recency_of(at, now, knobs.recency_window))
+    activity = _Memo(lambda n: knobs.weight_activity * _unit(n / count if count else 0))
+    density = _Memo(lambda n: knobs.weight_density * _unit(n / most if most else 0.0))
+    frequency = _Memo(lambda n: knobs.weight_frequency * _unit(n / 10))
+    bonus = _Memo(lambda b: min(MAX_EDGE_BONUS, b))
+
+    def score(node: int) -> float:
+        weighted = (
+            recency[_touched(facts.created_at[node], facts.last_accessed[node])]
+            + activity[graph.derived_by[node]]
+            + density[graph.incident[node]]
+        )
+        total = (
+            (weighted / live if live > 0 else 0.0)
+            + bonus[graph.bonus[node]]
+            + TYPE_MODIFIER[facts.concept_types[node]]
+            + frequency[facts.access_counts[node]]
+        )
+        return min(MAX_SCORE, max(0.0, total)) if math.isfinite(total) else 0.0
+
+    return score
 
 
 def daemon_scores(
@@ -783,6 +789,7 @@ def _candidates(
     reachable = _reachable(graph)
     facts = graph.facts
     bars = {kind: knobs.bar(kind) for kind in ConceptType}
+    score_of = _eviction_scores(graph, knobs, now)
     found = _Candidates([], [], [], [])
     for row, (node, concept_type) in enumerate(
         zip(facts.node_ids, facts.concept_types, strict=True)
@@ -794,7 +801,7 @@ def _candidates(
         elif not reachable[row]:
             found.disconnected.append(node)
         elif (bar := bars[concept_type]) is not None:
-            score = _score(graph, row, knobs, now)
+            score = score_of(row)
             if score >= bar:
                 continue
             if concept_type is ConceptType.RESOURCE and row in graph.dependents:
