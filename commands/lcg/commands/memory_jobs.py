@@ -25,6 +25,7 @@ import dataclasses
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -127,6 +128,7 @@ class MemoryJobs:
         self._seen: _Contradicted | None = None
         self.counters = JobCounters()
         self._lock = threading.Lock()
+        self._pause = GilYield()
 
     # -- the canonization cycle -----------------------------------------------------------
 
@@ -151,8 +153,8 @@ class MemoryJobs:
         conn = self._reader()
         try:
             conn.execute("BEGIN")
-            columns = canon_measure.load_columns(conn, self.session)
-            rows = canon_measure.cycle_rows(columns, self.gc_knobs)
+            columns = canon_measure.load_columns(conn, self.session, self._pause)
+            rows = canon_measure.cycle_rows(columns, self.gc_knobs, self._pause)
             needed = cycle_needs(rows, self.knobs, self.cursors)
             measures = canon_measure.cycle_measures(conn, columns, needed, self.knobs, now)
             evidence = canon_measure.cycle_evidence(conn, columns, self.knobs)
@@ -241,9 +243,11 @@ class MemoryJobs:
 
     def _sweep(self, trigger: Trigger, now: datetime, *, dry_run: bool) -> Sweep | None:
         def plan(conn: sqlite3.Connection) -> tuple[Sweep, int]:
-            columns = canon_measure.load_columns(conn, self.session)
+            columns = canon_measure.load_columns(conn, self.session, self._pause)
             evidence = canon_measure.gc_evidence(conn, self.session)
-            sweep = plan_sweep(columns.facts, evidence, self.gc_knobs, now, trigger)
+            sweep = plan_sweep(
+                columns.facts, evidence, self.gc_knobs, now, trigger, pause=self._pause
+            )
             return sweep, columns.clock.epoch
 
         if dry_run:
@@ -289,6 +293,23 @@ class MemoryJobs:
                 ctx.append(self.session, [event])
 
         self.writer.execute(handler)
+
+
+class GilYield:
+    """A job's pause between chunks of pure-Python work: about once a millisecond it lets a
+    thread waiting for the GIL (a lambo_recall on the serving process) take it. Without it,
+    every time the recall gives the GIL up (an SQLite step, a FAISS search) it waits out the
+    interpreter's 5 ms switch interval to get it back from the job."""
+
+    def __init__(self, every: float = 0.001) -> None:
+        self._every = every
+        self._last = time.perf_counter()
+
+    def __call__(self) -> None:
+        now = time.perf_counter()
+        if now - self._last >= self._every:
+            time.sleep(0)  # releases the GIL: a waiting thread takes it
+            self._last = time.perf_counter()
 
 
 @dataclass(frozen=True, slots=True)

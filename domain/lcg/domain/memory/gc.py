@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import math
 from collections import abc
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from fractions import Fraction
-from typing import Any, Final
+from itertools import islice
+from typing import Any, Final, TypeVar
 
 from lcg.domain.memory.canonization import Status
 from lcg.domain.memory.evidence import (
@@ -31,6 +32,8 @@ from lcg.domain.memory.evidence import (
     current_contradictions,
 )
 from lcg.domain.memory.text import ConceptType
+
+_T = TypeVar("_T")
 
 GC_SURVIVED_MAX: Final = 2**31 - 1
 """`gc_survived` saturates here (upstream's i32)."""
@@ -395,6 +398,26 @@ class Sweep:
 _PROVENANCE_VALUES: Final = frozenset(kind.value for kind in PROVENANCE_KINDS)
 _UNCONNECTING_VALUES: Final = frozenset({EdgeKind.PRECEDES.value, EdgeKind.CONTRADICTS.value})
 
+Pause = Callable[[], None]
+"""Called between chunks of a long pass over a session's rows or edges. A job on a thread that
+others share passes one that lets them run; the rules themselves never wait."""
+PAUSE_EVERY: Final = 512
+
+
+def no_pause() -> None:
+    """Run a pass straight through."""
+
+
+def _paced(items: Iterable[_T], pause: Pause) -> Iterator[_T]:
+    """`items`, calling `pause()` before each `PAUSE_EVERY` of them."""
+    if pause is no_pause:
+        yield from items
+        return
+    rest = iter(items)
+    while chunk := tuple(islice(rest, PAUSE_EVERY)):
+        pause()
+        yield from chunk
+
 
 @dataclass(frozen=True, slots=True)
 class _Graph:
@@ -415,6 +438,7 @@ class _Graph:
     derived_by: Sequence[int]
     dependents: frozenset[int]
     most_incident: int
+    pause: Pause
 
 
 def _rows(node_ids: Sequence[ConceptId]) -> dict[str, int]:
@@ -450,7 +474,7 @@ def _bonus_sum(steady: int, parents: int, produces: int) -> float:
     return found
 
 
-def _build(facts: FactColumns, *, walk: bool = True) -> _Graph:
+def _build(facts: FactColumns, *, walk: bool = True, pause: Pause = no_pause) -> _Graph:
     """Index the session once, in one pass over the edges that turns their ends into rows:
     every later pass reads small ints (a pass over 250k edges' strings is memory-bound)."""
     row = _rows(facts.node_ids)
@@ -464,7 +488,7 @@ def _build(facts: FactColumns, *, walk: bool = True) -> _Graph:
     at = row.get
     # A re-sent edge is one edge; kind values compare as strings (EdgeKind is a StrEnum).
     edges = facts.edges if facts.edges_distinct else set(facts.edges)
-    for kind, source_text, target_text in edges:
+    for kind, source_text, target_text in _paced(edges, pause):
         target = at(target_text)
         if kind in _PROVENANCE_VALUES:
             if target is not None:
@@ -505,6 +529,7 @@ def _build(facts: FactColumns, *, walk: bool = True) -> _Graph:
         derived_by=derived_by,
         dependents=_with_dependents(size, pairs, parents),
         most_incident=max(incident, default=0),
+        pause=pause,
     )
 
 
@@ -536,8 +561,12 @@ def _reachable(graph: _Graph, removed: Iterable[int] = ()) -> bytearray:
     stack = [node for node in graph.anchored if not blocked[node]]
     for node in stack:
         seen[node] = 1
-    neighbours = graph.neighbours
+    neighbours, pause = graph.neighbours, graph.pause
+    walked = 0
     while stack:
+        walked += 1
+        if not walked % PAUSE_EVERY:
+            pause()
         for other in neighbours[stack.pop()]:
             if not seen[other] and not blocked[other]:
                 seen[other] = 1
@@ -628,10 +657,13 @@ def daemon_scores(
 
 
 def daemon_score_column(
-    facts: FactColumns, span: tuple[datetime, datetime] | None, knobs: GcKnobs
+    facts: FactColumns,
+    span: tuple[datetime, datetime] | None,
+    knobs: GcKnobs,
+    pause: Pause = no_pause,
 ) -> list[float]:
     """`daemon_scores` as a column: row i is `facts.node_ids[i]`'s score."""
-    graph = _build(facts, walk=False)
+    graph = _build(facts, walk=False, pause=pause)
     most, count = graph.most_incident, facts.interaction_count
     if span is None or span[1] <= span[0]:
         recency = _Memo(lambda _: knobs.weight_recency * 1.0)
@@ -643,7 +675,7 @@ def daemon_score_column(
     density = _Memo(lambda n: knobs.weight_density * _unit(n / most if most else 0.0))
     bonus = _Memo(lambda b: min(MAX_EDGE_BONUS, b))
     scores: list[float] = []
-    for created, accessed, accesses, kind, derived, incident, edge_bonus in zip(
+    columns = zip(
         facts.created_at,
         facts.last_accessed,
         facts.access_counts,
@@ -652,7 +684,8 @@ def daemon_score_column(
         graph.incident,
         graph.bonus,
         strict=True,
-    ):
+    )
+    for created, accessed, accesses, kind, derived, incident, edge_bonus in _paced(columns, pause):
         total = (
             recency[created if accessed is None else max(created, accessed)]
             + frequency[accesses]
@@ -791,8 +824,8 @@ def _candidates(
     bars = {kind: knobs.bar(kind) for kind in ConceptType}
     score_of = _eviction_scores(graph, knobs, now)
     found = _Candidates([], [], [], [])
-    for row, (node, concept_type) in enumerate(
-        zip(facts.node_ids, facts.concept_types, strict=True)
+    for row, (node, concept_type) in _paced(
+        enumerate(zip(facts.node_ids, facts.concept_types, strict=True)), graph.pause
     ):
         if node in protected:
             continue
@@ -817,15 +850,19 @@ def plan_sweep(
     knobs: GcKnobs,
     now: datetime,
     trigger: Trigger,
+    *,
+    pause: Pause = no_pause,
 ) -> Sweep:
     """Decide one sweep at `now`: what it collects, defers, spares, protects and bumps.
 
     Pure and deterministic: the input order of concepts, edges and evidence changes nothing.
     The caller appends the result as events (collections, bumps, the new `last_gc_at` and
-    `last_gc_epoch`) and drains `pending_bumps` with `drain_bumps` on later ticks.
+    `last_gc_epoch`) and drains `pending_bumps` with `drain_bumps` on later ticks. `pause` is
+    called between chunks of the long passes (see `Pause`).
     """
     _check_aware(now)
-    graph = _build(facts if isinstance(facts, FactColumns) else FactColumns.of(facts))
+    columns = facts if isinstance(facts, FactColumns) else FactColumns.of(facts)
+    graph = _build(columns, pause=pause)
     ids = graph.facts.node_ids
     protected = _protected(graph, evidence, now)
     found = _candidates(graph, protected, knobs, now)

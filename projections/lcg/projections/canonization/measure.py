@@ -36,8 +36,10 @@ from lcg.domain.memory.gc import (
     EvidenceInputs,
     FactColumns,
     GcKnobs,
+    Pause,
     daemon_score_column,
     daemon_scores,
+    no_pause,
 )
 from lcg.domain.memory.text import ConceptType
 from lcg.projections.canonization import state as canon
@@ -389,9 +391,10 @@ def _tuples(conn: sqlite3.Connection) -> sqlite3.Cursor:
     return cursor
 
 
-def load_columns(conn: sqlite3.Connection, session: str) -> Columns:
+def load_columns(conn: sqlite3.Connection, session: str, pause: Pause = no_pause) -> Columns:
     """Every concept and connecting edge of the session, its interactions' times, and its
-    canonization state, in one read (the caller holds one transaction for a single snapshot)."""
+    canonization state, in one read (the caller holds one transaction for a single snapshot);
+    `pause` between its passes."""
     times = _Times()
     cursor = _tuples(conn)
     nodes = cursor.execute(
@@ -399,7 +402,9 @@ def load_columns(conn: sqlite3.Connection, session: str) -> Columns:
         " FROM memory_nodes WHERE group_id=? AND node_kind != 'interaction' ORDER BY uuid",
         (session,),  # in id order: the cycle's ladder then sorts an already sorted run
     ).fetchall()
+    pause()
     ids, types, keys, created, accessed, counts, seqs = list(zip(*nodes, strict=True)) or [()] * 7
+    pause()
     written: list[datetime] = []
     about: list[datetime] = []
     for created_at, about_time in cursor.execute(
@@ -422,6 +427,7 @@ def load_columns(conn: sqlite3.Connection, session: str) -> Columns:
         f"SELECT kind, source, target FROM memory_edges WHERE group_id=? AND kind IN ({marks})",
         (session, *CONNECTING_KINDS),
     ).fetchall()
+    pause()
     facts = FactColumns(
         node_ids=ids,
         concept_types=[_TYPES.get(kind) or ConceptType(kind) for kind in types],
@@ -451,7 +457,7 @@ def _status(value: str) -> Status:
     return _STATUSES.get(value) or Status(value)
 
 
-def cycle_rows(columns: Columns, gc_knobs: GcKnobs) -> ConceptRows:
+def cycle_rows(columns: Columns, gc_knobs: GcKnobs, pause: Pause = no_pause) -> ConceptRows:
     """What a cycle reads about every concept: status, type, key, daemon score, gc_survived."""
     facts = columns.facts
     return ConceptRows(
@@ -459,7 +465,7 @@ def cycle_rows(columns: Columns, gc_knobs: GcKnobs) -> ConceptRows:
         statuses=facts.statuses,
         concept_types=facts.concept_types,
         canonical_keys=columns.canonical_keys,
-        scores=daemon_score_column(facts, columns.span, gc_knobs),
+        scores=daemon_score_column(facts, columns.span, gc_knobs, pause),
         gc_survived=facts.gc_survived,
     )
 
