@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from itertools import repeat
 
 from lcg.domain.memory.canonization import (
     Cause,
@@ -431,7 +432,10 @@ def load_columns(conn: sqlite3.Connection, session: str, pause: Pause = no_pause
     facts = FactColumns(
         node_ids=ids,
         concept_types=[_TYPES.get(kind) or ConceptType(kind) for kind in types],
-        statuses=[_status(statuses.get(node, "None")) for node in ids],
+        statuses=[
+            _STATUSES.get(value) or Status(value)
+            for value in map(statuses.get, ids, repeat("None"))
+        ],
         created_at=[times[text] for text in created],
         last_accessed=[None if text is None else times[text] for text in accessed],
         access_counts=counts,
@@ -451,10 +455,6 @@ def load_columns(conn: sqlite3.Connection, session: str, pause: Pause = no_pause
         max(about) - min(about) if about else timedelta(0),
         clock,
     )
-
-
-def _status(value: str) -> Status:
-    return _STATUSES.get(value) or Status(value)
 
 
 def cycle_rows(columns: Columns, gc_knobs: GcKnobs, pause: Pause = no_pause) -> ConceptRows:
