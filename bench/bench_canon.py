@@ -12,11 +12,12 @@ synthetic lambo_derive outcomes (`bench.canon_session`, no vectors), then, in or
 
 1. three `sweep()` calls, each followed by daemon ticks until its survivor bumps are drained
    (so every concept reaches gc_survived 3 and Stage 1 has work): each sweep timed whole and
-   in pieces (snapshot load, gc_facts + gc_evidence, plan_sweep, the append: the rest of the
+   in pieces (snapshot load `load_columns`, gc_evidence, plan_sweep, the append: the rest of the
    writer batch), the drain ticks timed one by one;
 2. `--ticks` daemon ticks with nothing due (p50 / p95);
-3. `--cycles` back-to-back `run_cycle()` calls, each timed whole and in pieces (snapshot load,
-   session_stats, plan_cycle_with_cursors, the append), hops and events appended counted;
+3. `--cycles` back-to-back `run_cycle()` calls, each timed whole and in pieces (snapshot load
+   `load_columns`, measures: `cycle_rows` with the daemon scores, `cycle_needs`, `cycle_measures`
+   and `cycle_evidence`, plan `plan_cycle_over`, the append), hops and events appended counted;
    then one more cycle under cProfile (the largest size's goes to `--profile-out`) and one
    under tracemalloc (peak of Python allocations during the cycle; ru_maxrss before/after);
 4. writes worth `gc_interval` mutations appended, then one tick: the mutation trigger fires
@@ -136,8 +137,7 @@ def timed(pieces: Pieces, targets: list[tuple[Any, str, str]]) -> Iterator[None]
 
 def _sweep_targets(jobs: MemoryJobs) -> list[tuple[Any, str, str]]:
     return [
-        (measure, "load", "load"),
-        (measure, "gc_facts", "facts"),
+        (measure, "load_columns", "load"),
         (measure, "gc_evidence", "facts"),
         (memory_jobs, "plan_sweep", "plan"),
         (jobs.writer, "execute", "batch"),
@@ -146,9 +146,12 @@ def _sweep_targets(jobs: MemoryJobs) -> list[tuple[Any, str, str]]:
 
 def _cycle_targets(jobs: MemoryJobs) -> list[tuple[Any, str, str]]:
     return [
-        (measure, "load", "load"),
-        (measure, "session_stats", "session_stats"),
-        (memory_jobs, "plan_cycle_with_cursors", "plan"),
+        (measure, "load_columns", "load"),
+        (measure, "cycle_rows", "session_stats"),
+        (memory_jobs, "cycle_needs", "session_stats"),
+        (measure, "cycle_measures", "session_stats"),
+        (measure, "cycle_evidence", "session_stats"),
+        (memory_jobs, "plan_cycle_over", "plan"),
         (jobs.writer, "execute", "append"),
     ]
 
@@ -243,9 +246,9 @@ def _concepts(ws: Workspace, session: str) -> int:
     return int(row[0])
 
 
-def _pieces_child(graph: Path, session: str, tree: Path | None) -> dict[str, Any]:
+def _pieces_child(graph: Path, session: str, tree: Path | None, now: datetime) -> dict[str, Any]:
     command = [sys.executable, str(BENCH / "canon_pieces.py"), "--graph", str(graph)]
-    command += ["--session", session]
+    command += ["--session", session, "--now", now.isoformat()]
     if tree is not None:
         command += ["--tree", str(tree)]
     done = subprocess.run(command, check=True, capture_output=True, text=True)
@@ -270,10 +273,11 @@ def measure_size(size: int, options: argparse.Namespace, model: MiniLmEmbedder) 
             require(_concepts(ws, session) == size, "the session does not hold its concepts")
             _sweeps_and_ticks(ws, jobs, session, options, out)
             if options.before is not None:
+                pieces_now = datetime.now(UTC)  # one clock: both versions' decisions compare
                 for round_ in range(options.rounds):  # who goes first alternates
                     log(f"{size:,}: pieces, before and after, round {round_ + 1}")
                     for tree in (options.before, None)[:: 1 if round_ % 2 == 0 else -1]:
-                        result = _pieces_child(settings.graph_path, session, tree)
+                        result = _pieces_child(settings.graph_path, session, tree, pieces_now)
                         (out.after if tree is None else out.before).append(result)
             for number in range(options.cycles):
                 log(f"{size:,}: cycle {number + 1}")
@@ -500,7 +504,7 @@ def report(
         "**Canonization cycle** (`run_cycle()`, every concept at gc_survived >= 3; ms; "
         "pieces timed inside the same calls)",
         "",
-        "| concepts | cycle | **wall** | snapshot load | session_stats | plan | append "
+        "| concepts | cycle | **wall** | snapshot load | scores + measures | plan | append "
         "| hops | events appended | aim < 1 s at 100k |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
@@ -531,7 +535,7 @@ def report(
         "**GC sweep** (`sweep()`; ms; the append is the writer batch beyond the planning: "
         "the GcSwept event, its projection deletes and bumps, the commit)",
         "",
-        "| concepts | sweep | **wall** | snapshot load | gc_facts + gc_evidence | plan_sweep "
+        "| concepts | sweep | **wall** | snapshot load | gc_evidence | plan_sweep "
         "| append | collected | events appended |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -599,6 +603,14 @@ def _compare_lines(options: argparse.Namespace, compared: list[SizeResult]) -> l
             lines.append(
                 f"| {r.concepts_at_cycle:,} | check | hops / collected, every round, both "
                 f"versions | {sorted(same)} / {sorted(swept)} | | | |"
+            )
+            digests = {
+                (x["cycle"].get("digest"), x["sweep"].get("digest")) for x in r.before + r.after
+            }
+            verdict = "identical" if len(digests) == 1 else f"{len(digests)} different"
+            lines.append(
+                f"| {r.concepts_at_cycle:,} | check | decisions (digest of the plan and the "
+                f"sweep), every round, both versions | {verdict} | | | |"
             )
     return lines
 

@@ -3,16 +3,21 @@ on a session an open bench workspace holds; prints JSON. Run by bench_canon as a
 process, once with this checkout's code and once with `--tree` (another checkout, e.g. the
 commit before a change), so both are timed in the same run on the same snapshot:
 
-    python bench/canon_pieces.py --graph GRAPH --session SESSION [--tree DIR]
+    python bench/canon_pieces.py --graph GRAPH --session SESSION [--tree DIR] [--now ISO]
 
-Only functions both versions have are called: `measure.load`, `measure.session_stats`,
-`plan_cycle_with_cursors`, `measure.gc_facts`, `measure.gc_evidence`, `plan_sweep`.
+The pieces are the ones `MemoryJobs` calls in that checkout: `measure.load`,
+`measure.session_stats`, `plan_cycle_with_cursors`, `measure.gc_facts` before the columnar read
+existed, `measure.load_columns`, `cycle_rows` + `cycle_needs` + `cycle_measures` +
+`cycle_evidence`, `plan_cycle_over` after it; `measure.gc_evidence` and `plan_sweep` in both.
+Each result carries a digest of the decisions (the plan's transitions and cursors, the sweep),
+so the two checkouts can be seen to decide the same.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import json
 import sqlite3
 import sys
@@ -24,55 +29,95 @@ from typing import Any
 LAYERS = ("domain", "commands", "projections", "queries", "interfaces", "fixtures")
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--graph", type=Path, required=True)
     parser.add_argument("--session", required=True)
     parser.add_argument("--tree", type=Path, help="import lcg from this checkout instead")
+    parser.add_argument(
+        "--now", type=datetime.fromisoformat, default=datetime.now(UTC), help="the jobs' clock"
+    )
     options = parser.parse_args()
     if options.tree is not None:  # ahead of the editable install's finder (after PathFinder)
         sys.path[:0] = [str(options.tree / layer) for layer in LAYERS]
+    from lcg.projections.canonization import measure
+
+    conn = sqlite3.connect(f"file:{options.graph}?mode=ro", uri=True)
+    out: dict[str, Any] = {"file": measure.__file__}
+    out["cycle"] = _cycle(conn, options.session, options.now)
+    gc.collect()
+    out["sweep"] = _sweep(conn, options.session, options.now)
+    print(json.dumps(out))
+
+
+def _cycle(conn: sqlite3.Connection, session: str, now: datetime) -> dict[str, Any]:
     from lcg.domain.memory.canonization import Cursors, Knobs, plan_cycle_with_cursors
-    from lcg.domain.memory.gc import GcKnobs, Trigger, plan_sweep
+    from lcg.domain.memory.gc import GcKnobs
     from lcg.projections.canonization import measure
 
     knobs, gc_knobs = Knobs(), GcKnobs()
-    now = datetime.now(UTC)
-    conn = sqlite3.connect(f"file:{options.graph}?mode=ro", uri=True)
-    out: dict[str, Any] = {"file": measure.__file__}
+    columnar = hasattr(measure, "load_columns")
     gc.collect()
     started = time.perf_counter()
-    snap = measure.load(conn, options.session)
-    loaded = time.perf_counter()
-    stats = measure.session_stats(conn, snap, knobs, gc_knobs, now, Cursors())
-    measured = time.perf_counter()
-    plan = plan_cycle_with_cursors(stats, knobs, now)
+    if columnar:
+        from lcg.domain.memory.canonization import cycle_needs, plan_cycle_over
+
+        conn.execute("BEGIN")
+        columns = measure.load_columns(conn, session)
+        loaded = time.perf_counter()
+        rows = measure.cycle_rows(columns, gc_knobs)
+        needed = cycle_needs(rows, knobs, Cursors())
+        measures = measure.cycle_measures(conn, columns, needed, knobs, now)
+        evidence = measure.cycle_evidence(conn, columns, knobs)
+        conn.execute("COMMIT")
+        measured = time.perf_counter()
+        plan = plan_cycle_over(rows, measures, knobs, now, evidence, Cursors())
+    else:
+        snap = measure.load(conn, session)
+        loaded = time.perf_counter()
+        stats = measure.session_stats(conn, snap, knobs, gc_knobs, now, Cursors())
+        measured = time.perf_counter()
+        plan = plan_cycle_with_cursors(stats, knobs, now)
     planned = time.perf_counter()
-    out["cycle"] = {
+    return {
         "load": loaded - started,
         "session_stats": measured - loaded,
         "plan": planned - measured,
         "total": planned - started,
         "hops": len(plan.transitions),
+        "digest": _digest(repr(plan)),
     }
-    del snap, stats, plan
-    gc.collect()
+
+
+def _sweep(conn: sqlite3.Connection, session: str, now: datetime) -> dict[str, Any]:
+    from lcg.domain.memory.gc import GcKnobs, Trigger, plan_sweep
+    from lcg.projections.canonization import measure
+
+    columnar = hasattr(measure, "load_columns")
     started = time.perf_counter()
-    snap = measure.load(conn, options.session)
-    loaded = time.perf_counter()
-    facts = measure.gc_facts(snap)
-    evidence = measure.gc_evidence(conn, options.session)
+    if columnar:
+        facts: Any = measure.load_columns(conn, session).facts
+        loaded = time.perf_counter()
+    else:
+        snap = measure.load(conn, session)
+        loaded = time.perf_counter()
+        facts = measure.gc_facts(snap)
+    sweep_evidence = measure.gc_evidence(conn, session)
     measured = time.perf_counter()
-    sweep = plan_sweep(facts, evidence, gc_knobs, now, Trigger.MUTATIONS)
+    sweep = plan_sweep(facts, sweep_evidence, GcKnobs(), now, Trigger.MUTATIONS)
     planned = time.perf_counter()
-    out["sweep"] = {
+    return {
         "load": loaded - started,
         "facts": measured - loaded,
         "plan": planned - measured,
         "total": planned - started,
         "collected": len(sweep.collected),
+        "digest": _digest(repr(sweep)),
     }
-    print(json.dumps(out))
 
 
 if __name__ == "__main__":

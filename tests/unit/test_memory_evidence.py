@@ -24,6 +24,7 @@ from lcg.domain.memory.evidence import (
     check_stale_offset,
     current_contradiction,
     current_contradictions,
+    next_change,
     rests_on_contradicted,
     stale_page,
     stale_rows,
@@ -609,3 +610,23 @@ def test_property_stale_rows_exist_only_for_a_contradicted_concept(
     assert all(row.contradiction == found for row in rows)
     if found is None:
         assert rows == ()
+
+
+@given(
+    edges_lists,
+    support_lists,
+    st.integers(min_value=-10, max_value=200),
+    st.integers(min_value=0, max_value=300),
+)
+def test_the_answer_holds_from_now_until_next_change(
+    edges: list[Contradiction], pieces: list[Support], start: int, step: int
+) -> None:
+    concepts = [concept(), concept(C1), concept(C2)]
+    now = at(start)
+    until = next_change(edges, pieces, now)
+    later = now + timedelta(minutes=step)
+    answer = current_contradictions(concepts, edges, pieces, now)
+    if until is None or later < until:
+        assert current_contradictions(concepts, edges, pieces, later) == answer
+    else:
+        assert until > now

@@ -26,6 +26,7 @@ from lcg.domain.memory.gc import (
     ConceptFacts,
     EdgeKind,
     EvidenceInputs,
+    FactColumns,
     GcEdge,
     GcKnobs,
     KeptReason,
@@ -36,6 +37,8 @@ from lcg.domain.memory.gc import (
     anchor_gc_clock,
     bumped,
     collection_cap,
+    daemon_score_column,
+    daemon_scores,
     drain_bumps,
     plan_sweep,
     should_sweep,
@@ -571,3 +574,25 @@ def test_a_sweep_does_not_depend_on_input_order(
     assert plan_sweep(other, other_evidence, knobs, NOW, Trigger.ELAPSED) == first
     assert not set(first.protected) & set(first.collected_ids)
     assert len(first.collected) <= first.collection_cap
+
+
+def test_a_paused_sweep_and_score_decide_as_an_unpaused_one() -> None:
+    """The jobs pass a pause that lets other threads run between chunks of a long pass."""
+    rng = random.Random(5)
+    concepts = [concept(n, rng.choice([ENTITY, RESOURCE, LOGIC])) for n in range(1, 1400)]
+    edges = [derived(n, n % 7) for n in range(1, 1400) if n % 5]
+    edges += [edge(EdgeKind.DEPENDS_ON, n, rng.randint(1, 1399)) for n in range(1, 1400, 3)]
+    facts = session(concepts, edges)
+    pauses: list[int] = []
+
+    def pause() -> None:
+        pauses.append(1)
+
+    paused = plan_sweep(facts, EvidenceInputs(), KNOBS, NOW, Trigger.MUTATIONS, pause=pause)
+    assert paused == sweep(facts)
+    assert len(pauses) >= 3
+    columns = FactColumns.of(facts)
+    span = (OLD, NOW)
+    assert daemon_score_column(columns, span, KNOBS, pause) == list(
+        daemon_scores(facts, span, KNOBS).values()
+    )

@@ -25,6 +25,7 @@ import dataclasses
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,9 +37,11 @@ from lcg.domain.ids import GroupId
 from lcg.domain.memory import evidence
 from lcg.domain.memory.canonization import (
     Cursors,
+    CyclePlan,
     Knobs,
     Transition,
-    plan_cycle_with_cursors,
+    cycle_needs,
+    plan_cycle_over,
 )
 from lcg.domain.memory.evidence import ConceptId
 from lcg.domain.memory.gc import (
@@ -122,8 +125,10 @@ class MemoryJobs:
         # Contradicted warning recall shows, as of the last tick; None until a tick ran (then
         # recall evaluates the rule itself: one-shot commands and tests run no daemon).
         self.contradiction_list: frozenset[str] | None = None
+        self._seen: _Contradicted | None = None
         self.counters = JobCounters()
         self._lock = threading.Lock()
+        self._pause = GilYield()
 
     # -- the canonization cycle -----------------------------------------------------------
 
@@ -132,15 +137,7 @@ class MemoryJobs:
         with self._lock:
             now = self._clock()
             try:
-                conn = self._reader()
-                try:
-                    snap = canon_measure.load(conn, self.session)
-                    stats = canon_measure.session_stats(
-                        conn, snap, self.knobs, self.gc_knobs, now, self.cursors
-                    )
-                finally:
-                    conn.close()
-                plan = plan_cycle_with_cursors(stats, self.knobs, now)
+                plan = self._plan_cycle(now)
                 applied = self._append_cycle(plan.transitions, now)
             except Exception:
                 self.counters.canonization_cycles += 1
@@ -149,6 +146,21 @@ class MemoryJobs:
             self.cursors = plan.cursors
             self.counters.canonization_cycles += 1
             return applied
+
+    def _plan_cycle(self, now: datetime) -> CyclePlan:
+        """Read the session (one read transaction: one snapshot) and plan: every concept's row,
+        then the measures of only the concepts the cycle's windows evaluate."""
+        conn = self._reader()
+        try:
+            conn.execute("BEGIN")
+            columns = canon_measure.load_columns(conn, self.session, self._pause)
+            rows = canon_measure.cycle_rows(columns, self.gc_knobs, self._pause)
+            needed = cycle_needs(rows, self.knobs, self.cursors)
+            measures = canon_measure.cycle_measures(conn, columns, needed, self.knobs, now)
+            evidence = canon_measure.cycle_evidence(conn, columns, self.knobs)
+        finally:
+            conn.close()  # ends the read transaction
+        return plan_cycle_over(rows, measures, self.knobs, now, evidence, self.cursors)
 
     def _append_cycle(self, hops: tuple[Transition, ...], now: datetime) -> tuple[Transition, ...]:
         if not hops:
@@ -180,8 +192,9 @@ class MemoryJobs:
             now = self._clock()
             conn = self._reader()
             try:
+                conn.execute("BEGIN")  # one snapshot: the position read is the rows read
                 clock = canon.clock(conn, self.session)
-                self.contradiction_list = contradicted_now(conn, self.session, now, self.knobs)
+                self.contradiction_list = self._contradicted(conn, now)
             finally:
                 conn.close()
             if clock.epoch == 0:  # a session nothing was written to has no GC clock
@@ -201,6 +214,24 @@ class MemoryJobs:
                 return None
             return self._sweep(trigger, now, dry_run=False)
 
+    def _contradicted(self, conn: sqlite3.Connection, now: datetime) -> frozenset[str]:
+        """The contradiction list at `now`; the last tick's while the session's memory rows are
+        the ones it read and the clock has not reached the rule's next change (an idle tick of
+        a 100k-concept session then reads two rows instead of every contradiction's evidence)."""
+        position = canon.memory_position(conn, self.session)
+        seen = self._seen
+        if (
+            seen is not None
+            and position is not None
+            and seen.position == position
+            and seen.at <= now
+            and (seen.until is None or now < seen.until)
+        ):
+            return seen.found
+        found, until = contradicted_until(conn, self.session, now, self.knobs)
+        self._seen = _Contradicted(position, now, until, found)
+        return found
+
     def sweep(self, trigger: Trigger = Trigger.MUTATIONS, *, dry_run: bool = False) -> Sweep:
         """A sweep now, whatever the triggers say (`lcg gc run`); `dry_run` appends nothing."""
         with self._lock:
@@ -212,10 +243,12 @@ class MemoryJobs:
 
     def _sweep(self, trigger: Trigger, now: datetime, *, dry_run: bool) -> Sweep | None:
         def plan(conn: sqlite3.Connection) -> tuple[Sweep, int]:
-            snap = canon_measure.load(conn, self.session)
-            facts = canon_measure.gc_facts(snap)
+            columns = canon_measure.load_columns(conn, self.session, self._pause)
             evidence = canon_measure.gc_evidence(conn, self.session)
-            return plan_sweep(facts, evidence, self.gc_knobs, now, trigger), snap.clock.epoch
+            sweep = plan_sweep(
+                columns.facts, evidence, self.gc_knobs, now, trigger, pause=self._pause
+            )
+            return sweep, columns.clock.epoch
 
         if dry_run:
             conn = self._reader()
@@ -262,19 +295,56 @@ class MemoryJobs:
         self.writer.execute(handler)
 
 
+class GilYield:
+    """A job's pause between chunks of pure-Python work: every few milliseconds it lets a
+    thread waiting for the GIL (a lambo_recall on the serving process) take it, before the
+    interpreter's 5 ms switch interval would. Each pause is a system call, and on a loaded
+    machine it can cost the job its time slice (1-2 ms measured at load 5 on 2 cores), so it
+    is not made more often (bench_canon: 1 ms and 3 ms helped recall alike)."""
+
+    def __init__(self, every: float = 0.003) -> None:
+        self._every = every
+        self._last = time.perf_counter()
+
+    def __call__(self) -> None:
+        now = time.perf_counter()
+        if now - self._last >= self._every:
+            time.sleep(0)  # releases the GIL: a waiting thread takes it
+            self._last = time.perf_counter()
+
+
+@dataclass(frozen=True, slots=True)
+class _Contradicted:
+    """A tick's contradiction list, what it was read from, and until when it holds."""
+
+    position: int | None  # the memory projection's position in the session
+    at: datetime
+    until: datetime | None  # the rule's next change over those rows; None: never
+    found: frozenset[str]
+
+
 def contradicted_now(
     conn: sqlite3.Connection, session: str, now: datetime, knobs: Knobs
 ) -> frozenset[str]:
     """The concepts of the session a Contradicted warning fires on at `now` (the rule of
     lcg.domain.memory.evidence over every contradicted concept)."""
+    return contradicted_until(conn, session, now, knobs)[0]
+
+
+def contradicted_until(
+    conn: sqlite3.Connection, session: str, now: datetime, knobs: Knobs
+) -> tuple[frozenset[str], datetime | None]:
+    """`contradicted_now`, and the instant after `now` until which it holds if the session's
+    rows do not change (`evidence.next_change`)."""
     targets = memory_evidence.contradicted_targets(conn, session)
     if not targets:
-        return frozenset()
+        return frozenset(), None
     loaded = memory_evidence.load(conn, session, targets)
     fired = evidence.current_contradictions(
         loaded.concepts.values(), loaded.contradictions, loaded.support, now, knobs.edge_min_age
     )
-    return frozenset(fired)
+    until = evidence.next_change(loaded.contradictions, loaded.support, now, knobs.edge_min_age)
+    return frozenset(fired), until
 
 
 def _existing(conn: sqlite3.Connection, nodes: Sequence[str]) -> set[str]:

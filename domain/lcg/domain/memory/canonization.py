@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from functools import cached_property
 from itertools import islice
 from typing import Final
 
@@ -243,6 +244,76 @@ class SessionStats:
     concepts: tuple[ConceptStats, ...]
     evidence: SupersessionEvidence = SupersessionEvidence()
     cursors: Cursors = Cursors()
+
+
+@dataclass(frozen=True)  # no slots: `ladder` is worked out once per rows
+class ConceptRows:
+    """Every concept of a session as columns (row i of each is one concept): what a cycle
+    reads about all of them. The rest of a concept's `ConceptStats` (`Measures`) is read only
+    for the concepts the cycle's windows evaluate (`cycle_needs`), so a cycle over 100k
+    concepts builds no object per concept."""
+
+    node_ids: Sequence[ConceptId]
+    statuses: Sequence[Status]
+    concept_types: Sequence[ConceptType]
+    canonical_keys: Sequence[str | None]
+    scores: Sequence[float]
+    gc_survived: Sequence[int]
+
+    def __post_init__(self) -> None:
+        size = len(self.node_ids)
+        columns = (
+            self.statuses,
+            self.concept_types,
+            self.canonical_keys,
+            self.scores,
+            self.gc_survived,
+        )
+        if any(len(column) != size for column in columns):
+            raise DomainError(
+                "every concept column needs one value per concept",
+                field="concepts",
+                rule="columns",
+            )
+
+    @cached_property
+    def ladder(self) -> _Ladder:
+        """The rows by status in id order (`cycle_needs` and `plan_cycle_over` share it)."""
+        return _Ladder.of(self)
+
+    @classmethod
+    def of(cls, concepts: Sequence[ConceptStats]) -> ConceptRows:
+        """The rows of measured concepts."""
+        return cls(
+            node_ids=[c.node_id for c in concepts],
+            statuses=[c.status for c in concepts],
+            concept_types=[c.concept_type for c in concepts],
+            canonical_keys=[c.canonical_key for c in concepts],
+            scores=[c.score for c in concepts],
+            gc_survived=[c.gc_survived for c in concepts],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Measures:
+    """The part of a concept's `ConceptStats` that is not in its `ConceptRows` row."""
+
+    distinct_interactions: int = 0
+    coverage: float = 0.0
+    blast_radius: int = 0
+    last_demotion: Demotion | None = None
+    solo: SoloMeasures = SoloMeasures()
+
+    @classmethod
+    def of(cls, stats: ConceptStats) -> Measures:
+        """A measured concept's measures."""
+        return cls(
+            stats.distinct_interactions,
+            stats.coverage,
+            stats.blast_radius,
+            stats.last_demotion,
+            stats.solo,
+        )
 
 
 # --- what the policy answers ------------------------------------------------------------------
@@ -741,17 +812,17 @@ def evaluate(concept: ConceptId, session: SessionStats, knobs: Knobs, now: datet
 
 
 def _ring(
-    members: Sequence[ConceptStats], cursor: ConceptId | None, size: int
-) -> tuple[list[ConceptStats], ConceptId | None]:
-    """Up to `size` members (in id order) from the first id after `cursor`, wrapping; the
+    members: Sequence[int], ids: Sequence[ConceptId], cursor: ConceptId | None, size: int
+) -> tuple[list[int], ConceptId | None]:
+    """Up to `size` members (rows in id order) from the first id after `cursor`, wrapping; the
     cursor becomes the window's last id (unchanged when there is nothing to take)."""
     if not members:
         return [], cursor
     start = 0
     if cursor is not None:
-        start = next((i for i, m in enumerate(members) if m.node_id > cursor), 0)
+        start = next((i for i, m in enumerate(members) if ids[m] > cursor), 0)
     window = [members[(start + k) % len(members)] for k in range(min(size, len(members)))]
-    return window, window[-1].node_id
+    return window, ids[window[-1]]
 
 
 def _stage3_order(stats: ConceptStats) -> tuple[float, bool, str, str]:
@@ -778,54 +849,180 @@ def _demotion(
     return Transition(stats.node_id, stats.status, Status.NONE, None, cause, now, now, by)
 
 
-def plan_cycle_with_cursors(session: SessionStats, knobs: Knobs, now: datetime) -> CyclePlan:
-    """One canonization cycle over a pre-cycle snapshot (§2): Stage 1 (first `batch_size`
-    eligible None concepts by id), Stage 2 and Stage 3 (round-robin windows), then
-    supersession demotions (§6, when on) and budget demotions. A concept takes at most one hop.
-    The plan depends on the snapshot's content, never on the order of `session.concepts`."""
-    ctx = _context(session, knobs, now)
-    ordered = sorted(_index(session).values(), key=lambda c: c.node_id)
+@dataclass(frozen=True, slots=True)
+class _Ladder:
+    """A snapshot's rows by status, each list in id order."""
 
-    def with_status(status: Status) -> list[ConceptStats]:
-        return [c for c in ordered if c.status is status]
+    rows: ConceptRows
+    by_status: Mapping[Status, list[int]]
+
+    @classmethod
+    def of(cls, rows: ConceptRows) -> _Ladder:
+        ids = rows.node_ids
+        if len(set(ids)) != len(ids):
+            seen: set[ConceptId] = set()
+            for node in ids:
+                if node in seen:
+                    raise DomainError(
+                        f"concept {node} measured twice", field="concepts", rule="unique ids"
+                    )
+                seen.add(node)
+        by_status: dict[Status, list[int]] = {status: [] for status in Status}
+        statuses = rows.statuses
+        for row in sorted(range(len(ids)), key=ids.__getitem__):
+            by_status[statuses[row]].append(row)
+        return cls(rows, by_status)
+
+    def context(self, evidence: SupersessionEvidence, knobs: Knobs, now: datetime) -> _Context:
+        """`_context` over the rows."""
+        rows = self.rows
+        canonical = len(self.by_status[Status.CANONICAL])
+        peers = [
+            score
+            for score, status in zip(rows.scores, rows.statuses, strict=True)
+            if status is not Status.CANONICAL
+        ]
+        superseded: dict[ConceptId, ConceptId] = {}
+        if knobs.supersede:
+            high = (rows.node_ids[row] for status in _HIGH for row in self.by_status[status])
+            found = superseders(evidence, high, now, knobs.edge_min_age)
+            superseded = {target: edge.source for target, edge in found.items()}
+        return _Context(len(peers), p90(peers), canonical, superseded)
+
+    def stage1(self, ctx: _Context, knobs: Knobs) -> list[int]:
+        """The None rows in id order that can pass Stage 1. Under Swarm its gates read only the
+        rows, so those failing them are left out here (at 100k concepts most are); under Solo
+        every None row is a candidate until its band is known."""
+        nones = self.by_status[Status.NONE]
+        if knobs.promotion_policy is Policy.SOLO:
+            return nones
+        if ctx.peer_count < knobs.min_peer_count:
+            return []
+        survived, scores = self.rows.gc_survived, self.rows.scores
+        return [
+            row
+            for row in nones
+            if survived[row] >= GC_SURVIVED_BAR and _clean(scores[row]) > ctx.p90
+        ]
+
+    def windows(
+        self, cursors: Cursors, knobs: Knobs
+    ) -> tuple[list[int], ConceptId | None, list[int], ConceptId | None]:
+        """Stage 2's and Stage 3's ring windows (rows) and the cursors after them. While the
+        Canonical budget is full, Stage 3 has no window and its cursor stays."""
+        ids = self.rows.node_ids
+        candidates = self.by_status[Status.CANDIDATE]
+        window2, stage2 = _ring(candidates, ids, cursors.stage2, knobs.batch_size)
+        window3: list[int] = []
+        stage3 = cursors.stage3
+        if knobs.max_canonical_nodes - len(self.by_status[Status.CANONICAL]) > 0:
+            venerables = self.by_status[Status.VENERABLE]
+            window3, stage3 = _ring(venerables, ids, stage3, knobs.batch_size)
+        return window2, stage2, window3, stage3
+
+
+def cycle_needs(
+    rows: ConceptRows, knobs: Knobs, cursors: Cursors = Cursors()
+) -> tuple[ConceptId, ...]:
+    """The concepts whose `Measures` the next cycle over `rows` reads, in id order: Stage 2's
+    and Stage 3's windows, every Canonical while the budget overflows, and under Solo every None
+    concept (Stage 1 under Swarm reads only the rows)."""
+    ladder = rows.ladder
+    window2, _, window3, _ = ladder.windows(cursors, knobs)
+    needed = set(window2) | set(window3)
+    if knobs.promotion_policy is Policy.SOLO:
+        needed.update(ladder.by_status[Status.NONE])
+    canonical = ladder.by_status[Status.CANONICAL]
+    if len(canonical) > knobs.max_canonical_nodes:
+        needed.update(canonical)
+    return tuple(sorted(rows.node_ids[row] for row in needed))
+
+
+def plan_cycle_over(
+    rows: ConceptRows,
+    measures: Mapping[ConceptId, Measures],
+    knobs: Knobs,
+    now: datetime,
+    evidence: SupersessionEvidence = SupersessionEvidence(),
+    cursors: Cursors = Cursors(),
+) -> CyclePlan:
+    """`plan_cycle_with_cursors` over rows and the measures of (at least) the `cycle_needs`
+    concepts; a needed concept without measures is refused."""
+    ladder = rows.ladder
+    ctx = ladder.context(evidence, knobs, now)
+
+    def stats(row: int, *, measured: bool = True) -> ConceptStats:
+        node = rows.node_ids[row]
+        found = measures.get(node)
+        if found is None:
+            if measured:
+                raise DomainError(
+                    f"concept {node} is not measured", field="measures", rule="cycle_needs"
+                )
+            found = _UNMEASURED
+        return ConceptStats(
+            node,
+            rows.statuses[row],
+            rows.concept_types[row],
+            rows.canonical_keys[row],
+            rows.scores[row],
+            rows.gc_survived[row],
+            found.distinct_interactions,
+            found.coverage,
+            found.blast_radius,
+            found.last_demotion,
+            found.solo,
+        )
 
     plan: list[Transition] = []
     # Decision: the policy's Stage-1 candidates are the None concepts that pass every Stage-1
     # gate, so the batch (no cursor) never starves behind concepts that fail.
     # Judged in id order until the batch is full: the rest could not enter it.
-    admitted = ((c, _admit(c, ctx, knobs, now)) for c in with_status(Status.NONE))
+    solo = knobs.promotion_policy is Policy.SOLO
+    judged = (stats(row, measured=solo) for row in ladder.stage1(ctx, knobs))
+    admitted = ((c, _admit(c, ctx, knobs, now)) for c in judged)
     eligible = ((c, a) for c, a in admitted if a.eligible)
     plan += [_promotion(c, a, now) for c, a in islice(eligible, knobs.batch_size)]
 
-    window, stage2 = _ring(with_status(Status.CANDIDATE), session.cursors.stage2, knobs.batch_size)
-    for stats in window:
-        admission = _admit(stats, ctx, knobs, now)
+    window2, stage2, window3, stage3 = ladder.windows(cursors, knobs)
+    for row in window2:
+        candidate = stats(row)
+        admission = _admit(candidate, ctx, knobs, now)
         if admission.eligible:
-            plan.append(_promotion(stats, admission, now))
+            plan.append(_promotion(candidate, admission, now))
 
     remaining = knobs.max_canonical_nodes - ctx.canonical_count
-    stage3 = session.cursors.stage3
-    if remaining > 0:
-        window, stage3 = _ring(with_status(Status.VENERABLE), stage3, knobs.batch_size)
-        for stats in sorted(window, key=_stage3_order):
-            admission = _admit(stats, ctx, knobs, now)
-            if remaining > 0 and admission.eligible:
-                plan.append(_promotion(stats, admission, now))
-                remaining -= 1
+    for venerable in sorted((stats(row) for row in window3), key=_stage3_order):
+        admission = _admit(venerable, ctx, knobs, now)
+        if remaining > 0 and admission.eligible:
+            plan.append(_promotion(venerable, admission, now))
+            remaining -= 1
 
-    canonical = with_status(Status.CANONICAL)
-    kept = [c for c in canonical if c.node_id not in ctx.superseded_by]
-    plan += [
-        _demotion(c, Cause.SUPERSESSION, now, ctx.superseded_by[c.node_id])
-        for c in canonical
-        if c.node_id in ctx.superseded_by
-    ]
+    canonical = ladder.by_status[Status.CANONICAL]
+    kept = [row for row in canonical if rows.node_ids[row] not in ctx.superseded_by]
+    for row in canonical:
+        by = ctx.superseded_by.get(rows.node_ids[row])
+        if by is not None:
+            plan.append(_demotion(stats(row, measured=False), Cause.SUPERSESSION, now, by))
     overflow = len(kept) - knobs.max_canonical_nodes
     if overflow > 0:
-        plan += [
-            _demotion(c, Cause.BUDGET, now) for c in sorted(kept, key=_budget_order)[:overflow]
-        ]
+        ranked = sorted((stats(row) for row in kept), key=_budget_order)
+        plan += [_demotion(c, Cause.BUDGET, now) for c in ranked[:overflow]]
     return CyclePlan(tuple(plan), Cursors(stage2, stage3))
+
+
+_UNMEASURED: Final = Measures()
+
+
+def plan_cycle_with_cursors(session: SessionStats, knobs: Knobs, now: datetime) -> CyclePlan:
+    """One canonization cycle over a pre-cycle snapshot (§2): Stage 1 (first `batch_size`
+    eligible None concepts by id), Stage 2 and Stage 3 (round-robin windows), then
+    supersession demotions (§6, when on) and budget demotions. A concept takes at most one hop.
+    The plan depends on the snapshot's content, never on the order of `session.concepts`."""
+    by_id = _index(session)
+    measures = {node: Measures.of(stats) for node, stats in by_id.items()}
+    rows = ConceptRows.of(session.concepts)
+    return plan_cycle_over(rows, measures, knobs, now, session.evidence, session.cursors)
 
 
 def plan_cycle(session: SessionStats, knobs: Knobs, now: datetime) -> list[Transition]:

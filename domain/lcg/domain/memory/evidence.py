@@ -347,6 +347,22 @@ def current_contradictions(
     return found
 
 
+def next_change(
+    contradictions: Iterable[Contradiction],
+    support: Iterable[Support],
+    now: datetime,
+    min_age: timedelta = EDGE_MIN_AGE,
+) -> datetime | None:
+    """The first instant after `now` at which `current_contradictions` over these records can
+    answer differently with no new record, or None when it never can: the rule reads the clock
+    only as "a contradiction written by now" and "support at least `min_age` old", so the
+    answer holds until the next write time of a contradiction, or of support plus `min_age`."""
+    _check_clock(now, min_age)
+    later = [edge.written_at for edge in contradictions if edge.written_at > now]
+    later += [aged for piece in support if (aged := piece.written_at + min_age) > now]
+    return min(later, default=None)
+
+
 def rests_on_contradicted(
     hit: ConceptId,
     cited: Iterable[Concept],

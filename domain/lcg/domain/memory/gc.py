@@ -13,12 +13,14 @@ what `plan_sweep` returns as events; nothing here reads a clock or a store.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections import abc
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from fractions import Fraction
-from typing import Final
+from itertools import islice
+from typing import Any, Final, TypeVar
 
 from lcg.domain.memory.canonization import Status
 from lcg.domain.memory.evidence import (
@@ -30,6 +32,8 @@ from lcg.domain.memory.evidence import (
     current_contradictions,
 )
 from lcg.domain.memory.text import ConceptType
+
+_T = TypeVar("_T")
 
 GC_SURVIVED_MAX: Final = 2**31 - 1
 """`gc_survived` saturates here (upstream's i32)."""
@@ -242,6 +246,58 @@ class SessionFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class FactColumns:
+    """`SessionFacts` as columns (row i of each concept column is one concept) and the edges as
+    `(kind value, source, target)` triples: what the store hands a sweep and the daemon score
+    without an object per concept or per edge (100k concepts, 250k edges)."""
+
+    node_ids: Sequence[ConceptId]
+    concept_types: Sequence[ConceptType]
+    statuses: Sequence[CanonizationStatus]
+    created_at: Sequence[datetime]
+    last_accessed: Sequence[datetime | None]
+    access_counts: Sequence[int]
+    gc_survived: Sequence[int]
+    root_goals: Sequence[bool]
+    edges: abc.Collection[tuple[str, str, str]]
+    interaction_count: int
+    epoch: int
+    edges_distinct: bool = False  # True when the store's unique key already dedupes `edges`
+
+    def __post_init__(self) -> None:
+        size = len(self.node_ids)
+        columns = (
+            self.concept_types,
+            self.statuses,
+            self.created_at,
+            self.last_accessed,
+            self.access_counts,
+            self.gc_survived,
+            self.root_goals,
+        )
+        if any(len(column) != size for column in columns):
+            raise ValueError("every concept column needs one value per concept")
+
+    @classmethod
+    def of(cls, facts: SessionFacts) -> FactColumns:
+        """The same session, as columns."""
+        concepts = facts.concepts
+        return cls(
+            node_ids=[c.node_id for c in concepts],
+            concept_types=[c.concept_type for c in concepts],
+            statuses=[c.status for c in concepts],
+            created_at=[c.created_at for c in concepts],
+            last_accessed=[c.last_accessed for c in concepts],
+            access_counts=[c.access_count for c in concepts],
+            gc_survived=[c.gc_survived for c in concepts],
+            root_goals=[c.root_goal for c in concepts],
+            edges={(e.kind.value, e.source, e.target) for e in facts.edges},
+            interaction_count=facts.interaction_count,
+            epoch=facts.epoch,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class EvidenceInputs:
     """The contradiction records (§7) and what the evidence rule needs about contradicted
     concepts. `concepts` need only the targets of `contradictions`."""
@@ -339,95 +395,181 @@ class Sweep:
 
 # --- the graph a sweep walks ------------------------------------------------------------------
 
+_PROVENANCE_VALUES: Final = frozenset(kind.value for kind in PROVENANCE_KINDS)
+_UNCONNECTING_VALUES: Final = frozenset({EdgeKind.PRECEDES.value, EdgeKind.CONTRADICTS.value})
+
+Pause = Callable[[], None]
+"""Called between chunks of a long pass over a session's rows or edges. A job on a thread that
+others share passes one that lets them run; the rules themselves never wait."""
+PAUSE_EVERY: Final = 512
+
+
+def no_pause() -> None:
+    """Run a pass straight through."""
+
+
+def _paced(items: Iterable[_T], pause: Pause) -> Iterator[_T]:
+    """`items`, calling `pause()` before each `PAUSE_EVERY` of them."""
+    if pause is no_pause:
+        yield from items
+        return
+    rest = iter(items)
+    while chunk := tuple(islice(rest, PAUSE_EVERY)):
+        pause()
+        yield from chunk
+
 
 @dataclass(frozen=True, slots=True)
 class _Graph:
-    """The session's concepts and their edges, indexed once per sweep.
+    """The session's concepts (by row: row i is `facts.node_ids[i]`) and their edges, indexed
+    once per sweep.
 
     Contradicts edges are left out of everything here: a contradiction keeps nothing connected
     and changes no score (M-CAN-014, M-CAN-045); its two protections read `EvidenceInputs`.
+    `neighbours` is empty unless the graph was built to be walked.
     """
 
-    concepts: Mapping[ConceptId, ConceptFacts]
-    neighbours: Mapping[ConceptId, frozenset[ConceptId]]
-    anchored: frozenset[ConceptId]
-    incident: Mapping[ConceptId, int]
-    bonus: Mapping[ConceptId, float]
-    derived_by: Mapping[ConceptId, int]
-    dependents: frozenset[ConceptId]
+    facts: FactColumns
+    row: Mapping[str, int]
+    neighbours: Sequence[list[int]]
+    anchored: Sequence[int]
+    incident: Sequence[int]
+    bonus: Sequence[float]
+    derived_by: Sequence[int]
+    dependents: frozenset[int]
     most_incident: int
+    pause: Pause
 
 
-def _index_concepts(concepts: Iterable[ConceptFacts]) -> dict[ConceptId, ConceptFacts]:
-    indexed: dict[ConceptId, ConceptFacts] = {}
-    for concept in concepts:
-        if concept.node_id in indexed:
-            raise ValueError(f"concept {concept.node_id} is listed twice")
-        indexed[concept.node_id] = concept
-    return indexed
+def _rows(node_ids: Sequence[ConceptId]) -> dict[str, int]:
+    row: dict[str, int] = dict(zip(node_ids, range(len(node_ids)), strict=True))
+    if len(row) != len(node_ids):
+        seen: set[str] = set()
+        for node in node_ids:
+            if node in seen:
+                raise ValueError(f"concept {node} is listed twice")
+            seen.add(node)
+    return row
 
 
-def _build(facts: SessionFacts) -> _Graph:
-    concepts = _index_concepts(facts.concepts)
-    neighbours: dict[ConceptId, set[ConceptId]] = {c: set() for c in concepts}
-    incident = dict.fromkeys(concepts, 0)
-    bonus = dict.fromkeys(concepts, 0.0)
-    derivers: dict[ConceptId, set[str]] = {c: set() for c in concepts}
-    sources: dict[ConceptId, set[ConceptId]] = {c: set() for c in concepts}
-    parents: set[ConceptId] = set()
-    # A re-sent edge is one edge; a fixed order keeps the float sums independent of input order
-    # (plain tuples: they hash and compare in C, in the (kind, source, target) order).
-    for kind, source_text, target_text in sorted(
-        {(e.kind, e.source, e.target) for e in facts.edges}
-    ):
-        target, source = ConceptId(target_text), ConceptId(source_text)
-        if kind in PROVENANCE_KINDS:
-            if target in concepts:
+_BONUS_SUMS: dict[tuple[int, int, int], float] = {}
+
+
+def _bonus_sum(steady: int, parents: int, produces: int) -> float:
+    """A concept's edge bonus summed edge by edge in the (kind, source, target) order of its
+    distinct edges: depends_on and modifies (0.02 each), then parent_of (0.015), then produces
+    (0.02). Float sums depend on their order, so the order is the one a sorted edge list gives,
+    whatever order the edges arrive in; equal counts give the same sum, so it is kept."""
+    key = (steady, parents, produces)
+    found = _BONUS_SUMS.get(key)
+    if found is None:
+        total = 0.0
+        for _ in range(steady):
+            total += EDGE_BONUS[EdgeKind.DEPENDS_ON]
+        for _ in range(parents):
+            total += EDGE_BONUS[EdgeKind.PARENT_OF]
+        for _ in range(produces):
+            total += EDGE_BONUS[EdgeKind.PRODUCES]
+        found = _BONUS_SUMS[key] = total
+    return found
+
+
+def _build(facts: FactColumns, *, walk: bool = True, pause: Pause = no_pause) -> _Graph:
+    """Index the session once, in one pass over the edges that turns their ends into rows:
+    every later pass reads small ints (a pass over 250k edges' strings is memory-bound)."""
+    row = _rows(facts.node_ids)
+    size = len(facts.node_ids)
+    incident = [0] * size
+    steady, parent_edges, produced = [0] * size, [0] * size, [0] * size
+    derivers: set[tuple[str, int]] = set()
+    pairs: set[tuple[int, int]] = set()  # (source, target) of structural edges, distinct
+    parents: set[int] = set()
+    neighbours: list[list[int]] = [[] for _ in range(size)] if walk else []
+    at = row.get
+    # A re-sent edge is one edge; kind values compare as strings (EdgeKind is a StrEnum).
+    edges = facts.edges if facts.edges_distinct else set(facts.edges)
+    for kind, source_text, target_text in _paced(edges, pause):
+        target = at(target_text)
+        if kind in _PROVENANCE_VALUES:
+            if target is not None:
                 incident[target] += 1
-                derivers[target].add(source_text)
+                derivers.add((source_text, target))
             continue
-        if kind in (EdgeKind.PRECEDES, EdgeKind.CONTRADICTS):
+        if kind in _UNCONNECTING_VALUES:
             continue
-        if source not in concepts or target not in concepts or source == target:
+        source = at(source_text)
+        if source is None or target is None or source == target:
             continue
-        for end, other in ((source, target), (target, source)):
-            incident[end] += 1
-            bonus[end] += EDGE_BONUS.get(kind, 0.0)
-            neighbours[end].add(other)
-        sources[target].add(source)
-        if kind is EdgeKind.PARENT_OF:
+        incident[source] += 1
+        incident[target] += 1
+        if kind == EdgeKind.PARENT_OF:
+            parent_edges[source] += 1
+            parent_edges[target] += 1
             parents.add(source)
+        elif kind == EdgeKind.PRODUCES:
+            produced[source] += 1
+            produced[target] += 1
+        elif kind in (EdgeKind.DEPENDS_ON, EdgeKind.MODIFIES):
+            steady[source] += 1
+            steady[target] += 1
+        if walk:
+            neighbours[source].append(target)
+            neighbours[target].append(source)
+        pairs.add((source, target))
+    derived_by = [0] * size
+    for _, target in derivers:
+        derived_by[target] += 1
     return _Graph(
-        concepts=concepts,
-        neighbours={c: frozenset(n) for c, n in neighbours.items()},
-        anchored=frozenset(c for c, d in derivers.items() if d),
+        facts=facts,
+        row=row,
+        neighbours=neighbours,
+        anchored=[node for node in range(size) if derived_by[node]],
         incident=incident,
-        bonus=bonus,
-        derived_by={c: len(d) for c, d in derivers.items()},
-        dependents=_with_dependents(sources, parents),
-        most_incident=max(incident.values(), default=0),
+        bonus=list(map(_bonus_sum, steady, parent_edges, produced)),
+        derived_by=derived_by,
+        dependents=_with_dependents(size, pairs, parents),
+        most_incident=max(incident, default=0),
+        pause=pause,
     )
 
 
-def _with_dependents(
-    sources: Mapping[ConceptId, set[ConceptId]], parents: set[ConceptId]
-) -> frozenset[ConceptId]:
+def _with_dependents(size: int, pairs: set[tuple[int, int]], parents: set[int]) -> frozenset[int]:
     """Concepts others depend on: another concept has a structural edge into it (it is cited,
     a parent_of child, or an action's target), it has parent_of children (the seed's dependents),
     or it is some concept's only structural source (upstream's blast radius)."""
-    found = {target for target, into in sources.items() if into} | parents
-    found.update(next(iter(into)) for into in sources.values() if len(into) == 1)
+    sources = [0] * size
+    only = [0] * size
+    for source, target in pairs:
+        sources[target] += 1
+        only[target] = source
+    found = set(parents)
+    for target in range(size):
+        if sources[target]:
+            found.add(target)
+            if sources[target] == 1:
+                found.add(only[target])
     return frozenset(found)
 
 
-def _reachable(graph: _Graph, removed: frozenset[ConceptId]) -> set[ConceptId]:
-    """Concepts reachable from any interaction, edges followed either way, without `removed`."""
-    seen = {c for c in graph.anchored if c not in removed}
-    stack = list(seen)
+def _reachable(graph: _Graph, removed: Iterable[int] = ()) -> bytearray:
+    """Concepts reachable from any interaction, edges followed either way, without `removed`:
+    a flag per row (1: reachable)."""
+    blocked = bytearray(len(graph.facts.node_ids))
+    for node in removed:
+        blocked[node] = 1
+    seen = bytearray(len(blocked))
+    stack = [node for node in graph.anchored if not blocked[node]]
+    for node in stack:
+        seen[node] = 1
+    neighbours, pause = graph.neighbours, graph.pause
+    walked = 0
     while stack:
-        for other in graph.neighbours[stack.pop()]:
-            if other not in seen and other not in removed:
-                seen.add(other)
+        walked += 1
+        if not walked % PAUSE_EVERY:
+            pause()
+        for other in neighbours[stack.pop()]:
+            if not seen[other] and not blocked[other]:
+                seen[other] = 1
                 stack.append(other)
     return seen
 
@@ -439,44 +581,68 @@ def _unit(value: float) -> float:
     return min(1.0, max(0.0, value)) if math.isfinite(value) else 0.0
 
 
-def eviction_recency(concept: ConceptFacts, now: datetime, window: timedelta) -> float:
-    """1 at the last touch (the later of creation and last recall), falling to 0 over
-    `window`; a touch in the future counts as now."""
-    touched = concept.created_at
-    if concept.last_accessed is not None:
-        touched = max(touched, concept.last_accessed)
+def _touched(created_at: datetime, last_accessed: datetime | None) -> datetime:
+    return created_at if last_accessed is None else max(created_at, last_accessed)
+
+
+def _recency_of(touched: datetime, now: datetime, window: timedelta) -> float:
     if window <= timedelta(0):
         return 0.0
     age = max(timedelta(0), now - touched)
     return _unit(1 - age / window)
 
 
-def _score(
-    graph: _Graph, concept: ConceptFacts, facts: SessionFacts, knobs: GcKnobs, now: datetime
-) -> float:
-    """The eviction score: the live dimensions renormalised, plus the concept's own frequency,
-    its edge bonus and its type modifier, clamped to [0, 1.40]."""
-    node = concept.node_id
-    most = graph.most_incident
-    activity = graph.derived_by[node] / facts.interaction_count if facts.interaction_count else 0
-    density = graph.incident[node] / most if most else 0.0
+def eviction_recency(concept: ConceptFacts, now: datetime, window: timedelta) -> float:
+    """1 at the last touch (the later of creation and last recall), falling to 0 over
+    `window`; a touch in the future counts as now."""
+    return _recency_of(_touched(concept.created_at, concept.last_accessed), now, window)
+
+
+class _Memo(dict[Any, float]):
+    """A term of the daemon score per distinct input: most concepts share their write's time
+    and small counts, so each product is worked out once (the same float every time)."""
+
+    def __init__(self, term: Callable[[Any], float]) -> None:
+        super().__init__()
+        self._term = term
+
+    def __missing__(self, key: Any) -> float:
+        value = self[key] = self._term(key)
+        return value
+
+
+def _eviction_scores(graph: _Graph, knobs: GcKnobs, now: datetime) -> Callable[[int], float]:
+    """The eviction score of a row: the live dimensions renormalised, plus the concept's own
+    frequency, its edge bonus and its type modifier, clamped to [0, 1.40]. Each term is worked
+    out once per distinct input (the same floats, summed in the same order)."""
+    facts = graph.facts
+    most, count = graph.most_incident, facts.interaction_count
     live = knobs.weight_recency + knobs.weight_activity + knobs.weight_density
-    weighted = (
-        knobs.weight_recency * eviction_recency(concept, now, knobs.recency_window)
-        + knobs.weight_activity * _unit(activity)
-        + knobs.weight_density * _unit(density)
-    )
-    total = (
-        (weighted / live if live > 0 else 0.0)
-        + min(MAX_EDGE_BONUS, graph.bonus[node])
-        + TYPE_MODIFIER[concept.concept_type]
-        + knobs.weight_frequency * _unit(concept.access_count / 10)
-    )
-    return min(MAX_SCORE, max(0.0, total)) if math.isfinite(total) else 0.0
+    recency = _Memo(lambda at: knobs.weight_recency * _recency_of(at, now, knobs.recency_window))
+    activity = _Memo(lambda n: knobs.weight_activity * _unit(n / count if count else 0))
+    density = _Memo(lambda n: knobs.weight_density * _unit(n / most if most else 0.0))
+    frequency = _Memo(lambda n: knobs.weight_frequency * _unit(n / 10))
+    bonus = _Memo(lambda b: min(MAX_EDGE_BONUS, b))
+
+    def score(node: int) -> float:
+        weighted = (
+            recency[_touched(facts.created_at[node], facts.last_accessed[node])]
+            + activity[graph.derived_by[node]]
+            + density[graph.incident[node]]
+        )
+        total = (
+            (weighted / live if live > 0 else 0.0)
+            + bonus[graph.bonus[node]]
+            + TYPE_MODIFIER[facts.concept_types[node]]
+            + frequency[facts.access_counts[node]]
+        )
+        return min(MAX_SCORE, max(0.0, total)) if math.isfinite(total) else 0.0
+
+    return score
 
 
 def daemon_scores(
-    facts: SessionFacts, span: tuple[datetime, datetime] | None, knobs: GcKnobs
+    facts: SessionFacts | FactColumns, span: tuple[datetime, datetime] | None, knobs: GcKnobs
 ) -> dict[ConceptId, float]:
     """The daemon score S(c) of every concept (canonization.md §3), which Stage 1 ranks.
 
@@ -486,29 +652,49 @@ def daemon_scores(
     none) gives 1. F is access_count / 10, A the share of interactions that derived it, D its
     incident edges over the session's most.
     """
-    graph = _build(facts)
-    most = graph.most_incident
-    scores: dict[ConceptId, float] = {}
-    for node, concept in graph.concepts.items():
-        touched = concept.created_at
-        if concept.last_accessed is not None:
-            touched = max(touched, concept.last_accessed)
-        if span is None or span[1] <= span[0]:
-            recency = 1.0
-        else:
-            recency = _unit((touched - span[0]) / (span[1] - span[0]))
-        activity = (
-            graph.derived_by[node] / facts.interaction_count if facts.interaction_count else 0
-        )
+    columns = facts if isinstance(facts, FactColumns) else FactColumns.of(facts)
+    return dict(zip(columns.node_ids, daemon_score_column(columns, span, knobs), strict=True))
+
+
+def daemon_score_column(
+    facts: FactColumns,
+    span: tuple[datetime, datetime] | None,
+    knobs: GcKnobs,
+    pause: Pause = no_pause,
+) -> list[float]:
+    """`daemon_scores` as a column: row i is `facts.node_ids[i]`'s score."""
+    graph = _build(facts, walk=False, pause=pause)
+    most, count = graph.most_incident, facts.interaction_count
+    if span is None or span[1] <= span[0]:
+        recency = _Memo(lambda _: knobs.weight_recency * 1.0)
+    else:
+        start, width = span[0], span[1] - span[0]
+        recency = _Memo(lambda at: knobs.weight_recency * _unit((at - start) / width))
+    frequency = _Memo(lambda n: knobs.weight_frequency * _unit(n / 10))
+    activity = _Memo(lambda n: knobs.weight_activity * _unit(n / count if count else 0))
+    density = _Memo(lambda n: knobs.weight_density * _unit(n / most if most else 0.0))
+    bonus = _Memo(lambda b: min(MAX_EDGE_BONUS, b))
+    scores: list[float] = []
+    columns = zip(
+        facts.created_at,
+        facts.last_accessed,
+        facts.access_counts,
+        facts.concept_types,
+        graph.derived_by,
+        graph.incident,
+        graph.bonus,
+        strict=True,
+    )
+    for created, accessed, accesses, kind, derived, incident, edge_bonus in _paced(columns, pause):
         total = (
-            knobs.weight_recency * recency
-            + knobs.weight_frequency * _unit(concept.access_count / 10)
-            + knobs.weight_activity * _unit(activity)
-            + knobs.weight_density * _unit(graph.incident[node] / most if most else 0.0)
-            + min(MAX_EDGE_BONUS, graph.bonus[node])
-            + TYPE_MODIFIER[concept.concept_type]
+            recency[created if accessed is None else max(created, accessed)]
+            + frequency[accesses]
+            + activity[derived]
+            + density[incident]
+            + bonus[edge_bonus]
+            + TYPE_MODIFIER[kind]
         )
-        scores[node] = min(MAX_SCORE, max(0.0, total)) if math.isfinite(total) else 0.0
+        scores.append(min(MAX_SCORE, max(0.0, total)) if math.isfinite(total) else 0.0)
     return scores
 
 
@@ -522,20 +708,23 @@ def _protected(
 ) -> dict[ConceptId, KeptReason]:
     """Protection by status, root goal, and P1: contradicting a concept that is Venerable or
     Canonical right now (it follows the status, not the warning)."""
+    facts = graph.facts
     kept: dict[ConceptId, KeptReason] = {}
-    for node, concept in sorted(graph.concepts.items()):
-        if concept.status in _HELD_STATUSES:
+    for node, status, root_goal in zip(
+        facts.node_ids, facts.statuses, facts.root_goals, strict=True
+    ):
+        if status in _HELD_STATUSES:
             kept[node] = KeptReason.STATUS
-        elif concept.root_goal:
+        elif root_goal:
             kept[node] = KeptReason.ROOT_GOAL
     for edge in evidence.contradictions:
-        target = graph.concepts.get(edge.target)
+        target = graph.row.get(edge.target)
         if (
             edge.written_at <= now
-            and edge.source in graph.concepts
+            and edge.source in graph.row
             and edge.source != edge.target
             and target is not None
-            and target.status in _HELD_STATUSES
+            and facts.statuses[target] in _HELD_STATUSES
         ):
             kept.setdefault(edge.source, KeptReason.CONTRADICTS_HELD_STATUS)
     return kept
@@ -545,8 +734,8 @@ def _corrections(
     graph: _Graph, evidence: EvidenceInputs, knobs: GcKnobs, now: datetime
 ) -> dict[ConceptId, ConceptId]:
     """For each contradicted concept in memory, the correction recall shows for it now."""
-    concepts = [c for c in evidence.concepts if c.node_id in graph.concepts]
-    edges = [e for e in evidence.contradictions if e.source in graph.concepts]
+    concepts = [c for c in evidence.concepts if c.node_id in graph.row]
+    edges = [e for e in evidence.contradictions if e.source in graph.row]
     current = current_contradictions(concepts, edges, evidence.support, now, knobs.edge_min_age)
     return {target: edge.source for target, edge in current.items()}
 
@@ -564,7 +753,7 @@ def _shown_corrections(
     while changed:
         changed = False
         for target, source in sorted(corrections.items()):
-            if target in graph.concepts and target not in doomed and source in doomed:
+            if target in graph.row and target not in doomed and source in doomed:
                 doomed.discard(source)
                 kept.add(source)
                 changed = True
@@ -627,24 +816,28 @@ class _Candidates:
 def _candidates(
     graph: _Graph,
     protected: Mapping[ConceptId, KeptReason],
-    facts: SessionFacts,
     knobs: GcKnobs,
     now: datetime,
 ) -> _Candidates:
-    reachable = _reachable(graph, frozenset())
+    reachable = _reachable(graph)
+    facts = graph.facts
+    bars = {kind: knobs.bar(kind) for kind in ConceptType}
+    score_of = _eviction_scores(graph, knobs, now)
     found = _Candidates([], [], [], [])
-    for node, concept in graph.concepts.items():
+    for row, (node, concept_type) in _paced(
+        enumerate(zip(facts.node_ids, facts.concept_types, strict=True)), graph.pause
+    ):
         if node in protected:
             continue
-        if graph.incident[node] == 0:
+        if graph.incident[row] == 0:
             found.orphans.append(node)
-        elif node not in reachable:
+        elif not reachable[row]:
             found.disconnected.append(node)
-        elif (bar := knobs.bar(concept.concept_type)) is not None:
-            score = _score(graph, concept, facts, knobs, now)
+        elif (bar := bars[concept_type]) is not None:
+            score = score_of(row)
             if score >= bar:
                 continue
-            if concept.concept_type is ConceptType.RESOURCE and node in graph.dependents:
+            if concept_type is ConceptType.RESOURCE and row in graph.dependents:
                 found.spared.append(node)
             else:
                 found.under_bar.append((score / bar, node))
@@ -652,48 +845,53 @@ def _candidates(
 
 
 def plan_sweep(
-    facts: SessionFacts,
+    facts: SessionFacts | FactColumns,
     evidence: EvidenceInputs,
     knobs: GcKnobs,
     now: datetime,
     trigger: Trigger,
+    *,
+    pause: Pause = no_pause,
 ) -> Sweep:
     """Decide one sweep at `now`: what it collects, defers, spares, protects and bumps.
 
     Pure and deterministic: the input order of concepts, edges and evidence changes nothing.
     The caller appends the result as events (collections, bumps, the new `last_gc_at` and
-    `last_gc_epoch`) and drains `pending_bumps` with `drain_bumps` on later ticks.
+    `last_gc_epoch`) and drains `pending_bumps` with `drain_bumps` on later ticks. `pause` is
+    called between chunks of the long passes (see `Pause`).
     """
     _check_aware(now)
-    graph = _build(facts)
+    columns = facts if isinstance(facts, FactColumns) else FactColumns.of(facts)
+    graph = _build(columns, pause=pause)
+    ids = graph.facts.node_ids
     protected = _protected(graph, evidence, now)
-    found = _candidates(graph, protected, facts, knobs, now)
+    found = _candidates(graph, protected, knobs, now)
     corrections = _corrections(graph, evidence, knobs, now)
     for node in _shown_corrections(graph, found.ids(), corrections):
         protected[node] = KeptReason.SHOWN_CORRECTION
     found = found.without(set(protected))
-    cap = collection_cap(len(graph.concepts) - len(protected), knobs)
+    cap = collection_cap(len(ids) - len(protected), knobs)
     ordered = found.ordered()
     collected = dict(ordered[:cap])
     held = [node for node, _ in ordered[cap:]]
     _keep_corrections_of(held, collected, corrections)
-    reachable = _reachable(graph, frozenset(collected))
+    reachable = _reachable(graph, [graph.row[node] for node in collected])
+    kept_back = set(held)
     cascade = sorted(
         node
-        for node in graph.concepts
-        if node not in reachable and node not in protected and node not in collected
-        if node not in held
+        for row, node in enumerate(ids)
+        if not reachable[row] and node not in protected and node not in collected
+        if node not in kept_back
     )
     room = max(0, cap - len(collected))
     collected.update((node, CollectReason.CASCADE) for node in cascade[:room])
     held.extend(cascade[room:])
     _keep_corrections_of(held, collected, corrections)
-    return _sweep(graph, facts, knobs, trigger, collected, held, cap, found, protected)
+    return _sweep(graph, knobs, trigger, collected, held, cap, found, protected)
 
 
 def _sweep(
     graph: _Graph,
-    facts: SessionFacts,
     knobs: GcKnobs,
     trigger: Trigger,
     collected: Mapping[ConceptId, CollectReason],
@@ -702,13 +900,17 @@ def _sweep(
     found: _Candidates,
     protected: Mapping[ConceptId, KeptReason],
 ) -> Sweep:
+    facts = graph.facts
     deferred = set(held)
-    survivors = sorted(n for n in graph.concepts if n not in collected and n not in deferred)
+    survivors = sorted(n for n in facts.node_ids if n not in collected and n not in deferred)
     order = survivor_drain_order(survivors, facts.epoch)
     canonical = sum(
-        1 for n in survivors if graph.concepts[n].status is CanonizationStatus.CANONICAL
+        1
+        for status, node in zip(facts.statuses, facts.node_ids, strict=True)
+        if status is CanonizationStatus.CANONICAL and node not in collected
+        if node not in deferred
     )
-    remaining = len(graph.concepts) - len(collected)
+    remaining = len(facts.node_ids) - len(collected)
     warnings: list[str] = []
     if deferred:
         warnings.append(

@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from itertools import repeat
 
 from lcg.domain.memory.canonization import (
     Cause,
+    ConceptRows,
     ConceptStats,
     Cursors,
     Demotion,
     Knobs,
+    Measures,
     SessionStats,
     SoloMeasures,
     Status,
@@ -29,13 +33,14 @@ from lcg.domain.memory.canonization import (
 )
 from lcg.domain.memory.evidence import ConceptId, dated
 from lcg.domain.memory.gc import (
-    ConceptFacts,
     EdgeKind,
     EvidenceInputs,
-    GcEdge,
+    FactColumns,
     GcKnobs,
-    SessionFacts,
+    Pause,
+    daemon_score_column,
     daemon_scores,
+    no_pause,
 )
 from lcg.domain.memory.text import ConceptType
 from lcg.projections.canonization import state as canon
@@ -156,7 +161,7 @@ def load(conn: sqlite3.Connection, session: str) -> Snapshot:
         edge(str(kind), str(source), str(target), str(created), str(about), int(seq))
         for kind, source, target, created, about, seq in conn.execute(
             "SELECT kind, source, target, created_at, about_time, seq FROM memory_edges"
-            " WHERE group_id=?",
+            " WHERE group_id=? ORDER BY kind, source, target",
             (session,),
         )
     ]
@@ -171,25 +176,20 @@ def load(conn: sqlite3.Connection, session: str) -> Snapshot:
     )
 
 
-def gc_facts(snap: Snapshot) -> SessionFacts:
+def gc_facts(snap: Snapshot) -> FactColumns:
     """The session as a sweep (and the daemon score) reads it."""
-    return SessionFacts(
-        concepts=[
-            ConceptFacts(
-                ConceptId(row.node_id),
-                row.concept_type,
-                snap.status(row.node_id),
-                row.created_at,
-                row.last_accessed,
-                row.access_count,
-                snap.state(row.node_id).gc_survived,
-            )
-            for row in snap.concepts.values()
-        ],
-        edges=[
-            GcEdge(_EDGE_KINDS.get(e.kind) or EdgeKind(e.kind), e.source, e.target)
-            for e in snap.edges
-        ],
+    rows = list(snap.concepts.values())
+    states = [snap.state(row.node_id) for row in rows]
+    return FactColumns(
+        node_ids=[ConceptId(row.node_id) for row in rows],
+        concept_types=[row.concept_type for row in rows],
+        statuses=[_STATUSES.get(s.status) or Status(s.status) for s in states],
+        created_at=[row.created_at for row in rows],
+        last_accessed=[row.last_accessed for row in rows],
+        access_counts=[row.access_count for row in rows],
+        gc_survived=[s.gc_survived for s in states],
+        root_goals=[False] * len(rows),
+        edges={(e.kind, e.source, e.target) for e in snap.edges},
         interaction_count=len(snap.interactions),
         epoch=snap.clock.epoch,
     )
@@ -233,6 +233,22 @@ def _supersession(conn: sqlite3.Connection, snap: Snapshot) -> SupersessionEvide
     )
 
 
+class _Contents(Mapping[str, str]):
+    """The snapshot's concept contents by id, read on demand."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self._concepts = snap.concepts
+
+    def __getitem__(self, node: str) -> str:
+        return self._concepts[node].content
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._concepts)
+
+    def __len__(self) -> int:
+        return len(self._concepts)
+
+
 @dataclass
 class _Inbound:
     """Per concept: the aged structural support Stage 2, Stage 3 and Solo read."""
@@ -244,39 +260,51 @@ class _Inbound:
     causal_sources: set[str] = field(default_factory=set)
 
 
-def _inbound(snap: Snapshot, now: datetime, min_age: timedelta) -> dict[str, _Inbound]:
+# An edge as `_inbound` reads it: kind, source, target, written, dated (its about-time clamped
+# to when it was written), seq.
+InboundEdge = tuple[str, str, str, datetime, datetime, int]
+
+
+def _inbound(
+    edges: Iterable[InboundEdge], seqs: Mapping[str, int], now: datetime, min_age: timedelta
+) -> dict[str, _Inbound]:
+    """The aged structural support of each concept (`seqs`: every concept of the session and
+    the seq that created it), from `edges` in (kind, source, target) order: the first edge of a
+    seq gives that interaction's time."""
     found: dict[str, _Inbound] = defaultdict(_Inbound)
-    for edge in snap.edges:
-        if edge.kind == "derives" and edge.target in snap.concepts:
-            found[edge.target].solo_times.append(edge.dated)
+    for kind, source, target, created_at, when, seq in edges:
+        if kind == "derives" and target in seqs:
+            found[target].solo_times.append(when)
             continue
-        if edge.kind == "parent_of":
-            node, other = edge.source, edge.target
-        elif edge.kind in STAGE2_KINDS:
-            node, other = edge.target, edge.source
+        if kind == "parent_of":
+            node, other = source, target
+        elif kind in STAGE2_KINDS:
+            node, other = target, source
         else:
             continue
-        if node not in snap.concepts or other not in snap.concepts or node == other:
+        if node not in seqs or other not in seqs or node == other:
             continue
         into = found[node]
-        if edge.kind in CAUSAL_KINDS:
-            into.solo_times.append(edge.dated)
+        if kind in CAUSAL_KINDS:
+            into.solo_times.append(when)
             into.causal_sources.add(other)
-        if now - edge.created_at < min_age:
+        if now - created_at < min_age:
             continue
-        if edge.kind in ("depends_on", "parent_of"):
+        if kind in ("depends_on", "parent_of"):
             into.dependents.add(other)
-        if edge.seq != snap.concepts[node].seq and edge.seq not in into.seqs:
-            into.seqs.add(edge.seq)
-            into.times.append(edge.dated)
+        if seq != seqs[node] and seq not in into.seqs:
+            into.seqs.add(seq)
+            into.times.append(when)
     return found
 
 
-def _demotion(snap: Snapshot, state: NodeState) -> Demotion | None:
+def _demotion(state: NodeState, contents: Mapping[str, str]) -> Demotion | None:
+    """The last demotion; `contents` holds (at least) the superseding concept's content while
+    it is a concept of the session."""
     if state.last_demotion_at is None or state.demotion_cause is None:
         return None
     by = state.superseded_by
-    content = snap.concepts[by].content if by is not None and by in snap.concepts else None
+    content = contents.get(by) if by is not None else None
     return Demotion(
         state.last_demotion_at,
         Cause(state.demotion_cause),
@@ -295,7 +323,9 @@ def session_stats(
 ) -> SessionStats:
     """The pre-cycle snapshot the policy decides on (every concept of the session)."""
     scores = daemon_scores(gc_facts(snap), interaction_span(snap), gc_knobs)
-    inbound = _inbound(snap, now, knobs.edge_min_age)
+    seqs = {node: row.seq for node, row in snap.concepts.items()}
+    edges = ((e.kind, e.source, e.target, e.created_at, e.dated, e.seq) for e in snap.edges)
+    inbound = _inbound(edges, seqs, now, knobs.edge_min_age)
     extent = _extent(snap)
     concepts = []
     for node, row in snap.concepts.items():
@@ -312,7 +342,7 @@ def session_stats(
                 distinct_interactions=len(into.seqs),
                 coverage=coverage(into.times, extent) if into.times else 0.0,
                 blast_radius=len(into.dependents),
-                last_demotion=_demotion(snap, state),
+                last_demotion=_demotion(state, _Contents(snap)),
                 solo=SoloMeasures(
                     support_times=tuple(sorted(into.solo_times)),
                     human_confirmed=0,
@@ -323,3 +353,227 @@ def session_stats(
         )
     evidence = _supersession(conn, snap) if knobs.supersede else SupersessionEvidence()
     return SessionStats(tuple(concepts), evidence, cursors or Cursors())
+
+
+# --- the jobs' read: columns, and the measures only of what a cycle evaluates -----------------
+
+CONNECTING_KINDS = ("derives", "semantic", "depends_on", "parent_of", "produces", "modifies")
+"""The edge kinds a sweep and the daemon score read (precedes and contradicts connect nothing)."""
+SUPPORT_KINDS = ("depends_on", "derives", "modifies", "produces")  # into; parent_of: out of
+BULK_MEASURES = 2_000
+"""Above this many concepts to measure, one pass over the session's edges beats a lookup each."""
+
+
+class _Times(dict[str, datetime]):
+    """Stored time strings, each parsed once (the rows of one write share theirs)."""
+
+    def __missing__(self, text: str) -> datetime:
+        value = self[text] = datetime.fromisoformat(text)
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """One session as the jobs read it, without an object per concept or edge: the facts of a
+    sweep and of the daemon score, and what a cycle adds to them."""
+
+    session: str
+    facts: FactColumns
+    canonical_keys: Sequence[str | None]
+    seqs: Mapping[str, int]  # concept -> the seq that created it
+    span: tuple[datetime, datetime] | None  # interaction write times: the score's R
+    extent: timedelta  # interaction about-times: coverage's denominator
+    clock: SessionClock
+
+
+def _tuples(conn: sqlite3.Connection) -> sqlite3.Cursor:
+    cursor = conn.cursor()
+    cursor.row_factory = None  # plain tuples: a Row each costs more than the rest of the read
+    return cursor
+
+
+def load_columns(conn: sqlite3.Connection, session: str, pause: Pause = no_pause) -> Columns:
+    """Every concept and connecting edge of the session, its interactions' times, and its
+    canonization state, in one read (the caller holds one transaction for a single snapshot);
+    `pause` between its passes."""
+    times = _Times()
+    cursor = _tuples(conn)
+    nodes = cursor.execute(
+        "SELECT uuid, concept_type, canonical_key, created_at, last_accessed, access_count, seq"
+        " FROM memory_nodes WHERE group_id=? AND node_kind != 'interaction' ORDER BY uuid",
+        (session,),  # in id order: the cycle's ladder then sorts an already sorted run
+    ).fetchall()
+    pause()
+    ids, types, keys, created, accessed, counts, seqs = list(zip(*nodes, strict=True)) or [()] * 7
+    pause()
+    written: list[datetime] = []
+    about: list[datetime] = []
+    for created_at, about_time in cursor.execute(
+        "SELECT created_at, about_time FROM memory_nodes WHERE group_id=?"
+        " AND node_kind='interaction'",
+        (session,),
+    ):
+        written.append(times[created_at])
+        about.append(dated(times[about_time], times[created_at]))
+    # Two-column rows make a dict in C; most concepts of a large session have a row.
+    statuses: dict[str, str] = dict(
+        cursor.execute("SELECT node_id, status FROM canon_nodes WHERE group_id=?", (session,))
+    )
+    survived: dict[str, int] = dict(
+        cursor.execute("SELECT node_id, gc_survived FROM canon_nodes WHERE group_id=?", (session,))
+    )
+    clock = canon.clock(conn, session)
+    marks = ",".join("?" * len(CONNECTING_KINDS))
+    edges = cursor.execute(
+        f"SELECT kind, source, target FROM memory_edges WHERE group_id=? AND kind IN ({marks})",
+        (session, *CONNECTING_KINDS),
+    ).fetchall()
+    pause()
+    facts = FactColumns(
+        node_ids=ids,
+        concept_types=[_TYPES.get(kind) or ConceptType(kind) for kind in types],
+        statuses=[
+            _STATUSES.get(value) or Status(value)
+            for value in map(statuses.get, ids, repeat("None"))
+        ],
+        created_at=[times[text] for text in created],
+        last_accessed=[None if text is None else times[text] for text in accessed],
+        access_counts=counts,
+        gc_survived=[survived.get(node, 0) for node in ids],
+        root_goals=[False] * len(ids),
+        edges=edges,
+        interaction_count=len(written),
+        epoch=clock.epoch,
+        edges_distinct=True,  # memory_edges is unique on (group_id, kind, source, target)
+    )
+    return Columns(
+        session,
+        facts,
+        keys,
+        dict(zip(ids, seqs, strict=True)),
+        (min(written), max(written)) if written else None,
+        max(about) - min(about) if about else timedelta(0),
+        clock,
+    )
+
+
+def cycle_rows(columns: Columns, gc_knobs: GcKnobs, pause: Pause = no_pause) -> ConceptRows:
+    """What a cycle reads about every concept: status, type, key, daemon score, gc_survived."""
+    facts = columns.facts
+    return ConceptRows(
+        node_ids=facts.node_ids,
+        statuses=facts.statuses,
+        concept_types=facts.concept_types,
+        canonical_keys=columns.canonical_keys,
+        scores=daemon_score_column(facts, columns.span, gc_knobs, pause),
+        gc_survived=facts.gc_survived,
+    )
+
+
+def _in_chunks(nodes: Sequence[str], size: int = 500) -> Iterator[tuple[str, list[str]]]:
+    for start in range(0, len(nodes), size):
+        part = list(nodes[start : start + size])
+        yield ",".join("?" * len(part)), part
+
+
+def _support_edges(
+    conn: sqlite3.Connection, session: str, nodes: Sequence[str]
+) -> list[tuple[str, str, str, str, str, int]]:
+    """The edges `_inbound` reads about `nodes`, in (kind, source, target) order: all the
+    session's when there are many, else each node's (its order within them is the same)."""
+    cursor = _tuples(conn)
+    columns = "kind, source, target, created_at, about_time, seq"
+    if len(nodes) > BULK_MEASURES:
+        marks = ",".join("?" * (len(SUPPORT_KINDS) + 1))
+        return cursor.execute(
+            f"SELECT {columns} FROM memory_edges WHERE group_id=? AND kind IN ({marks})"
+            " ORDER BY kind, source, target",
+            (session, *SUPPORT_KINDS, "parent_of"),
+        ).fetchall()
+    kinds = ",".join("?" * len(SUPPORT_KINDS))
+    found: list[tuple[str, str, str, str, str, int]] = []
+    for marks, part in _in_chunks(nodes):
+        found += cursor.execute(
+            f"SELECT {columns} FROM memory_edges WHERE +group_id=? AND target IN ({marks})"
+            f" AND kind IN ({kinds}) UNION ALL SELECT {columns} FROM memory_edges"
+            f" WHERE +group_id=? AND source IN ({marks}) AND kind='parent_of'",
+            (session, *part, *SUPPORT_KINDS, session, *part),
+        ).fetchall()
+    return sorted(found, key=lambda edge: (edge[0], edge[1], edge[2]))
+
+
+def _contents(conn: sqlite3.Connection, session: str, nodes: Iterable[str]) -> dict[str, str]:
+    wanted = sorted(set(nodes))
+    found: dict[str, str] = {}
+    for marks, part in _in_chunks(wanted):
+        found.update(
+            _tuples(conn).execute(
+                "SELECT uuid, content FROM memory_nodes WHERE +group_id=? AND uuid IN"
+                f" ({marks}) AND node_kind != 'interaction'",
+                (session, *part),
+            )
+        )
+    return found
+
+
+def cycle_measures(
+    conn: sqlite3.Connection,
+    columns: Columns,
+    nodes: Sequence[ConceptId],
+    knobs: Knobs,
+    now: datetime,
+) -> dict[ConceptId, Measures]:
+    """The `Measures` of `nodes` (a cycle's `cycle_needs`), as `session_stats` measures them."""
+    if not nodes:
+        return {}
+    times = _Times()
+    edges = (
+        (kind, source, target, times[created], dated(times[about], times[created]), seq)
+        for kind, source, target, created, about, seq in _support_edges(
+            conn, columns.session, nodes
+        )
+    )
+    inbound = _inbound(edges, columns.seqs, now, knobs.edge_min_age)
+    states = canon.node_states_of(conn, columns.session, nodes)
+    by = (s.superseded_by for s in states.values() if s.superseded_by is not None)
+    contents = _contents(conn, columns.session, by)
+    reverts = canon.reverts(conn, columns.session)
+    measured: dict[ConceptId, Measures] = {}
+    for node in nodes:
+        into = inbound.get(node) or _Inbound()
+        measured[node] = Measures(
+            distinct_interactions=len(into.seqs),
+            coverage=coverage(into.times, columns.extent) if into.times else 0.0,
+            blast_radius=len(into.dependents),
+            last_demotion=_demotion(states.get(node, _NO_STATE), contents),
+            solo=SoloMeasures(
+                support_times=tuple(sorted(into.solo_times)),
+                human_confirmed=0,
+                valid_actions=len(into.causal_sources),
+                reverts=reverts.get(node, 0),
+            ),
+        )
+    return measured
+
+
+def cycle_evidence(
+    conn: sqlite3.Connection, columns: Columns, knobs: Knobs
+) -> SupersessionEvidence:
+    """What supersession reads (§6), when it is on."""
+    if not knobs.supersede:
+        return SupersessionEvidence()
+    targets = memory_evidence.contradicted_targets(conn, columns.session)
+    sources = {
+        str(row[0])
+        for row in conn.execute(
+            "SELECT DISTINCT source FROM memory_edges WHERE group_id=? AND kind='contradicts'",
+            (columns.session,),
+        )
+    }
+    loaded = memory_evidence.load(conn, columns.session, sorted(set(targets) | sources))
+    return SupersessionEvidence(
+        concepts=tuple(loaded.concepts.values()),
+        contradictions=tuple(loaded.contradictions),
+        support=tuple(loaded.support),
+        interaction_extent=columns.extent,
+    )

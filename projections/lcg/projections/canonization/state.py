@@ -61,6 +61,26 @@ def node_states(conn: sqlite3.Connection, session: str) -> dict[str, NodeState]:
     }
 
 
+def node_states_of(
+    conn: sqlite3.Connection, session: str, nodes: Sequence[str]
+) -> dict[str, NodeState]:
+    """`node_states` of the nodes asked about that have a row."""
+    found: dict[str, NodeState] = {}
+    for start in range(0, len(nodes), 500):
+        part = list(nodes[start : start + 500])
+        marks = ",".join("?" * len(part))
+        found.update(
+            (str(node), NodeState(str(status), int(survived), radius, _time(at), cause, by))
+            for node, status, survived, radius, at, cause, by in conn.execute(
+                "SELECT node_id, status, gc_survived, blast_radius, last_demotion_at,"
+                f" demotion_cause, superseded_by FROM canon_nodes WHERE node_id IN ({marks})"
+                " AND group_id=?",
+                (*part, session),
+            )
+        )
+    return found
+
+
 def statuses(conn: sqlite3.Connection, nodes: Sequence[str]) -> dict[str, str]:
     """The ladder status of each node asked about (None where it has no row)."""
     if not nodes:
@@ -118,6 +138,19 @@ def clock(conn: sqlite3.Connection, session: str) -> SessionClock:
         int(row[4]),
         None if row[5] is None else orjson.loads(row[5]),
     )
+
+
+def memory_position(conn: sqlite3.Connection, session: str) -> int | None:
+    """The memory projection's position in the session (None while it has none, as during a
+    rebuild): its rows change only when it moves. A pinned session's is None too."""
+    row = conn.execute(
+        "SELECT position, pinned_to FROM projection_positions WHERE projection='memory'"
+        " AND group_id=?",
+        (session,),
+    ).fetchone()
+    if row is None or row[1] is not None:
+        return None
+    return int(row[0])
 
 
 def history(
