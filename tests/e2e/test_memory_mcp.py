@@ -191,11 +191,15 @@ def test_m_der_081_082_089_086_087_ack_wait_for_applied_and_the_piggybacked_rece
             assert numbers == [numbers[0], numbers[0] + 1, numbers[0] + 2]
             waited = await stats(client, receipt=third["receipt"], wait_ms=WAIT_MS)
             assert structured(waited)["receipt"]["state"] == "applied"
-            piggy = structured(waited)["write_receipts"]
+            # The second is delivered once: by the wait's response, or already by the third's
+            # ack when the processor applied it before that ack was written (a loaded machine).
+            early = third.get("write_receipts", [])
+            piggy = [*early, *structured(waited).get("write_receipts", [])]
             assert [(r["id"], r["state"]) for r in piggy] == [(second["receipt"], "applied")]
-            block = text_of(waited).split("\n\n")[-1].split("\n")
-            assert block[0] == "write receipts:"
-            assert block[1].startswith(f"receipt {second['receipt']}: applied — derived 1 ")
+            if not early:
+                block = text_of(waited).split("\n\n")[-1].split("\n")
+                assert block[0] == "write receipts:"
+                assert block[1].startswith(f"receipt {second['receipt']}: applied — derived 1 ")
             assert "write_receipts" not in structured(await stats(client))  # delivered once
 
             # Another agent waits for a fourth write: forbidden, and the owner's next response

@@ -139,7 +139,15 @@ def test_every_write_operation_is_tried() -> None:
     """The list above covers the table's write and admin operations that change memory
     (lambo_reserve's locks live in memory only; the memory reads are read_only)."""
     tried = {name for name, _, _ in writes({"e1": "0" * 32})}
-    untried = {"knowledge_close", "lambo_reserve"}
+    # not tried on a read-only disk yet: recovery (it renames files and reopens the
+    # workspace, ADR 0038) and prepare_checkpoint (ADR 0036)
+    untried = {
+        "knowledge_close",
+        "lambo_reserve",
+        "knowledge_recover",
+        "knowledge_recover_full",
+        "knowledge_prepare_checkpoint",
+    }
     assert tried == {op.name for op in OPERATIONS if not op.read_only} - untried
 
 
