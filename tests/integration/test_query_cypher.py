@@ -178,3 +178,12 @@ def test_a_read_only_workspace_refuses_cypher_with_a_clear_error(
         pytest.raises(WorkspaceClosed, match="Cypher queries need the workspace open"),
     ):
         _ = ws.cypher
+
+
+def test_a_query_sees_every_write_acknowledged_before_it(app: App) -> None:
+    call = make_call(app, settle=False)  # the follower is not waited for by the test
+    for i in range(30):
+        call("knowledge_assert_entity", name=f"e{i}", group_id="g")
+    rows = call("knowledge_query_cypher", query="MATCH (n:Entity) RETURN count(*) AS n")["rows"]
+    assert rows == [{"n": 30}]
+    assert app.workspace.cypher_follower.processed_batches >= 1

@@ -27,6 +27,7 @@ from lcg.interfaces.memory_service import MemoryService
 from lcg.interfaces.private_files import DIR_MODE, make_private
 from lcg.interfaces.rebuild_jobs import RebuildJobs
 from lcg.projections import damage
+from lcg.projections.cypher.follower import CypherFollower
 from lcg.projections.cypher.store import CypherGraph
 from lcg.projections.damage import DamagedFile, Repair
 from lcg.projections.embedding.cache import EmbeddingCache
@@ -116,6 +117,7 @@ class Workspace:
         self._vectors: VectorIndex | None = None
         self._text: TextScorer | None = None
         self._cypher: CypherGraph | None = None
+        self._cypher_follower: CypherFollower | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._follower: VectorFollower | None = None
         self._memory: MemoryService | None = None
@@ -257,13 +259,17 @@ class Workspace:
         if self._new_workspace:  # what the libraries just created in it, with the umask
             self._make_private(new_files=True)
 
-    def _open_cypher(self, conn: sqlite3.Connection) -> CypherGraph:
-        """The Cypher projection (ADR 0039), brought in line with the graph before any write."""
+    def _open_cypher(self, conn: sqlite3.Connection) -> CypherFollower:
+        """The Cypher projection (ADR 0039), brought in line with the graph before any write,
+        and its follower (stopped before the database closes)."""
         cypher = CypherGraph(self.settings.cypher_dir)
         self._stack.callback(self._release, "_cypher", cypher.close)
         cypher.open(conn)
-        self._cypher = cypher
-        return cypher
+        graph_path = str(self.settings.graph_path)
+        follower = CypherFollower(cypher, lambda: schema.connect(graph_path, read_only=True))
+        self._stack.callback(self._release, "_cypher_follower", follower.stop)
+        self._cypher, self._cypher_follower = cypher, follower
+        return follower
 
     def _open_memory(self, cache: EmbeddingCache, vectors: VectorIndex) -> None:
         """The session's memory service and its intent processor (ADR 0026), stopped first at
@@ -424,9 +430,18 @@ class Workspace:
         return self._vectors
 
     @property
+    def cypher_follower(self) -> CypherFollower:
+        """What follows the writer's commits into the Cypher projection (benchmarks)."""
+        if self._cypher_follower is None:
+            raise WorkspaceClosed("the Cypher projection needs the workspace open for writing")
+        return self._cypher_follower
+
+    @property
     def cypher(self) -> CypherGraph:
-        if self._cypher is None:
+        """The Cypher projection, once it holds every acknowledged write (ADR 0039)."""
+        if self._cypher is None or self._cypher_follower is None:
             raise WorkspaceClosed("Cypher queries need the workspace open for writing")
+        self._cypher_follower.settle()
         return self._cypher
 
     @property

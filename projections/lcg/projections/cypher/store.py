@@ -1,7 +1,8 @@
 """The Cypher projection: the graph's entities and live edges in a ladybug database (ADR 0039).
 
-It follows committed writes as a CommitListener and copies the rows the events touched from
-graph.sqlite, so it always equals the graph projection it mirrors. Ladybug shares no
+It follows committed writes (through `CypherFollower`, off the writer's thread) and copies
+the rows the events touched from graph.sqlite, so it always equals the graph projection it
+mirrors. Ladybug shares no
 transaction with graph.sqlite: each group's mirrored graph position is written in the same
 ladybug transaction as its rows, and at open every group whose position (or whose WAL) differs
 from graph.sqlite's is copied again. Cypher sent by clients runs in a read-only transaction.
@@ -137,8 +138,9 @@ class CypherGraph:
                 with self._transaction() as tx:
                     for item in recorded:
                         _follow(tx, conn, item)
+                    positions = _graph_positions(conn)
                     for group in {item.group_id for item in recorded}:
-                        _set_position(tx, group, _graph_positions(conn).get(group, 0))
+                        _set_position(tx, group, positions.get(group, 0))
             except Exception as error:
                 self.failure = f"CypherGraph: {error}"
                 raise
