@@ -46,6 +46,10 @@ from lcg.projections.positions import recorded_wal_identity
 from lcg.projections.wal.store import RecordedEvent
 
 DATABASE_FILE = "graph.lbug"
+# Ladybug's defaults take 80% of RAM for its buffer pool and reserve 8 TiB of address space
+# per database: a process holding a few workspaces (tests, benchmarks) would run out of it.
+BUFFER_POOL_BYTES = 256 * 1024 * 1024
+MAX_DATABASE_BYTES = 64 * 1024**3
 HANDLES: frozenset[type[DomainEvent]] = frozenset(
     {EntityCreated, EntityRevised, RelationshipCreated, RelationshipRevised, GroupPurged}
 )
@@ -111,7 +115,11 @@ class CypherGraph:
         position again (a crash between the two commits, a rebuild while closed, a new WAL)."""
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         with self._lock:
-            self._db = ladybug.Database(str(self.directory / DATABASE_FILE))
+            self._db = ladybug.Database(
+                str(self.directory / DATABASE_FILE),
+                buffer_pool_size=BUFFER_POOL_BYTES,
+                max_db_size=MAX_DATABASE_BYTES,
+            )
             self._conn = ladybug.Connection(self._db)
             for statement in SCHEMA:
                 self._conn.execute(statement)
