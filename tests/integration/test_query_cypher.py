@@ -187,3 +187,17 @@ def test_a_query_sees_every_write_acknowledged_before_it(app: App) -> None:
     rows = call("knowledge_query_cypher", query="MATCH (n:Entity) RETURN count(*) AS n")["rows"]
     assert rows == [{"n": 30}]
     assert app.workspace.cypher_follower.processed_batches >= 1
+
+
+def test_a_lost_follow_up_is_mended_by_the_next_commit(app: App, call: Call) -> None:
+    call("knowledge_assert_entity", name="Ada", group_id="g")
+    graph = app.workspace.cypher
+    with graph._transaction() as tx:  # a batch the follower lost: the node is not there
+        tx.execute("MATCH (n:Entity) DETACH DELETE n")
+    graph.failure = "CypherGraph: lost"
+    call("knowledge_assert_entity", name="Bob", group_id="g")
+    rows = call(
+        "knowledge_query_cypher", query="MATCH (n:Entity) RETURN n.name AS name ORDER BY name"
+    )
+    assert rows["rows"] == [{"name": "Ada"}, {"name": "Bob"}]
+    assert graph.failure is None
