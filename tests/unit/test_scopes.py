@@ -1,6 +1,6 @@
 """`--scope` parsing and what each MCP server shows (lcg.interfaces.scopes), in-process.
 
-Checklist: K-SCP-001..003/007..009/014/016/018, K-MCP-012, P-012.
+Checklist: K-SCP-001..003/006..010/014/016/018, K-MCP-012, P-012.
 """
 
 from __future__ import annotations
@@ -49,6 +49,14 @@ def test_cypher_is_never_implied_by_other_scopes() -> None:
     shown = names(Visibility(parse_scopes("read,write,admin")))
     assert "knowledge_query_cypher" not in shown
     assert shown == expected_tools("read", "write", "admin")
+
+
+def test_k_scp_006_cypher_scope_advertises_exactly_knowledge_query_cypher() -> None:
+    assert names(Visibility(parse_scopes("cypher"))) == {"knowledge_query_cypher"}
+
+
+def test_k_scp_010_the_default_all_advertises_knowledge_query_cypher() -> None:
+    assert "knowledge_query_cypher" in names(Visibility(parse_scopes("all")))
 
 
 def test_close_follows_the_access_mode() -> None:

@@ -26,6 +26,7 @@ SOCKET_FILE = "service.sock"  # K-CFG-003: the socket service listens at .lcg/se
 ATTACHED_TIMEOUT_DEFAULT_MS = 30_000  # K-DBM-008
 EMBEDDINGS_FILE = "embeddings.sqlite"
 VECTORS_DIR = "vectors"
+CYPHER_DIR = "cypher"  # the ladybug database of the Cypher projection (ADR 0039)
 TEXT_SCORER_FILE = "text-scorer.npz"
 
 
@@ -91,6 +92,10 @@ class Settings:
     @property
     def vectors_dir(self) -> Path:
         return self.state_dir / VECTORS_DIR
+
+    @property
+    def cypher_dir(self) -> Path:
+        return self.state_dir / CYPHER_DIR
 
     @property
     def text_scorer_path(self) -> Path:

@@ -22,6 +22,7 @@ from lcg.interfaces.params import NoParams, P, Params, parse
 from lcg.interfaces.tools import (
     admin,
     curation,
+    cypher,
     episodes,
     graph,
     ingest,
@@ -150,6 +151,7 @@ OPERATIONS: tuple[AnyOperation, ...] = (
     _row("knowledge_find_entities", READ, search.FindParams, search.find_entities),
     _row("knowledge_find_relationships", READ, search.FindParams, search.find_relationships),
     _row("knowledge_search_passages", READ, search.SearchPassagesParams, search.search_passages),
+    _row("knowledge_query_cypher", Scope.CYPHER, cypher.QueryCypherParams, cypher.query_cypher),
     _row(
         "knowledge_get_entities_by_source",
         READ,

@@ -95,7 +95,12 @@ FILES: dict[str, dict[str, str]] = {
 }
 
 # families split over modules: ingestion and source deletion are episode tools
-FAMILY_OF = {"memory_read": "memory", "memory_recall": "memory", "ingest": "episodes"}
+FAMILY_OF = {
+    "memory_read": "memory",
+    "memory_recall": "memory",
+    "ingest": "episodes",
+    "cypher": "search",  # the seed files knowledge_query_cypher under Search
+}
 
 # What every example runs against: the same small story, written before the example call.
 STORY: tuple[tuple[str, Params], ...] = (
@@ -194,6 +199,10 @@ EXAMPLES: dict[str, Params] = {
     "knowledge_find_relationships": {"query": "notes on the engine", "num_results": 3},
     "knowledge_search_passages": {"query": "Bernoulli numbers", "num_results": 3},
     "knowledge_get_entities_by_source": {"source": "letters/1843.txt"},
+    "knowledge_query_cypher": {
+        "query": "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE a.name = 'Ada Lovelace'"
+        " RETURN a.name AS source, r.name AS predicate, r.fact AS fact, b.labels AS labels"
+    },
     "knowledge_backfill_summary_embeddings": {"group_id": "liminis", "dry_run": True},
     "knowledge_build_indices": {},
     "knowledge_merge_entities": {

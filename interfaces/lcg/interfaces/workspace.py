@@ -27,6 +27,8 @@ from lcg.interfaces.memory_service import MemoryService
 from lcg.interfaces.private_files import DIR_MODE, make_private
 from lcg.interfaces.rebuild_jobs import RebuildJobs
 from lcg.projections import damage
+from lcg.projections.cypher.follower import CypherFollower
+from lcg.projections.cypher.store import CypherGraph
 from lcg.projections.damage import DamagedFile, Repair
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.minilm import MiniLmEmbedder
@@ -114,6 +116,8 @@ class Workspace:
         self._cache: EmbeddingCache | None = None
         self._vectors: VectorIndex | None = None
         self._text: TextScorer | None = None
+        self._cypher: CypherGraph | None = None
+        self._cypher_follower: CypherFollower | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._follower: VectorFollower | None = None
         self._memory: MemoryService | None = None
@@ -248,11 +252,24 @@ class Workspace:
         stack.callback(self.rebuild_jobs.join)  # a background rebuild ends before the writer
         self._writer.listeners.append(follower)
         self._writer.listeners.append(text)
+        self._writer.listeners.append(self._open_cypher(conn))
         for group, error in self.catch_up_failures.items():
             self._writer.block(group, error)
         self._open_memory(cache, vectors)
         if self._new_workspace:  # what the libraries just created in it, with the umask
             self._make_private(new_files=True)
+
+    def _open_cypher(self, conn: sqlite3.Connection) -> CypherFollower:
+        """The Cypher projection (ADR 0039), brought in line with the graph before any write,
+        and its follower (stopped before the database closes)."""
+        cypher = CypherGraph(self.settings.cypher_dir)
+        self._stack.callback(self._release, "_cypher", cypher.close)
+        cypher.open(conn)
+        graph_path = str(self.settings.graph_path)
+        follower = CypherFollower(cypher, lambda: schema.connect(graph_path, read_only=True))
+        self._stack.callback(self._release, "_cypher_follower", follower.stop)
+        self._cypher, self._cypher_follower = cypher, follower
+        return follower
 
     def _open_memory(self, cache: EmbeddingCache, vectors: VectorIndex) -> None:
         """The session's memory service and its intent processor (ADR 0026), stopped first at
@@ -411,6 +428,21 @@ class Workspace:
         if self._vectors is None:
             raise WorkspaceClosed("vector search needs the workspace open for writing")
         return self._vectors
+
+    @property
+    def cypher_follower(self) -> CypherFollower:
+        """What follows the writer's commits into the Cypher projection (benchmarks)."""
+        if self._cypher_follower is None:
+            raise WorkspaceClosed("the Cypher projection needs the workspace open for writing")
+        return self._cypher_follower
+
+    @property
+    def cypher(self) -> CypherGraph:
+        """The Cypher projection, once it holds every acknowledged write (ADR 0039)."""
+        if self._cypher is None or self._cypher_follower is None:
+            raise WorkspaceClosed("Cypher queries need the workspace open for writing")
+        self._cypher_follower.settle()
+        return self._cypher
 
     @property
     def text_scorer(self) -> TextScorer:

@@ -1,0 +1,1 @@
+"""The Cypher projection (ladybug), ADR 0039."""
