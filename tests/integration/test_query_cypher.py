@@ -201,3 +201,34 @@ def test_a_lost_follow_up_is_mended_by_the_next_commit(app: App, call: Call) -> 
     )
     assert rows["rows"] == [{"name": "Ada"}, {"name": "Bob"}]
     assert graph.failure is None
+
+
+def test_p_124_a_merge_is_seen_by_cypher_and_survives_a_rebuild(call: Call) -> None:
+    """The merged alias leaves the Cypher graph, its edge is the canonical's, and the edge
+    that became a duplicate is gone (ADR 0034, 0039); a rebuild gives the same answer."""
+    _chain(call)  # Ada -mentors-> Bob -funds-> Cy
+    call("knowledge_assert_entity", name="Robert", group_id="g", summary="Bob, in full")
+    call(
+        "knowledge_assert_relationship",
+        source_name="Robert",
+        target_name="Cy",
+        predicate="funds",
+        group_id="g",
+    )
+    call(
+        "knowledge_assert_relationship",
+        source_name="Ada",
+        target_name="Robert",
+        predicate="thanks",
+        group_id="g",
+    )
+    call("knowledge_merge_entities", canonical_name="Bob", alias_names=["Robert"], group_id="g")
+    rows = call("knowledge_query_cypher", query=EVERYTHING)["rows"]
+    assert [(r["entity"], r["p"], r["other"]) for r in rows] == [
+        ("Ada", "mentors", "Bob"),
+        ("Ada", "thanks", "Bob"),
+        ("Bob", "funds", "Cy"),
+        ("Cy", None, None),
+    ]
+    call("knowledge_rebuild_from_wal", group_id="g", force_clear=True)
+    assert call("knowledge_query_cypher", query=EVERYTHING)["rows"] == rows

@@ -25,7 +25,9 @@ from lcg.domain.errors import InvalidParams
 from lcg.domain.events import (
     ChunkExtracted,
     ConceptsCanonized,
+    CorrectionsApplied,
     DomainEvent,
+    EntitiesMerged,
     EntityCreated,
     EntityRevised,
     EpisodeAdded,
@@ -39,6 +41,7 @@ from lcg.domain.events import (
     MemoryWriteApplied,
     MemoryWriteFailed,
     RelationshipCreated,
+    RelationshipInvalidated,
     RelationshipRevised,
     SummaryEmbedded,
 )
@@ -51,11 +54,20 @@ DATABASE_FILE = "graph.lbug"
 BUFFER_POOL_BYTES = 256 * 1024 * 1024
 MAX_DATABASE_BYTES = 64 * 1024**3
 HANDLES: frozenset[type[DomainEvent]] = frozenset(
-    {EntityCreated, EntityRevised, RelationshipCreated, RelationshipRevised, GroupPurged}
+    {
+        EntityCreated,
+        EntityRevised,
+        RelationshipCreated,
+        RelationshipRevised,
+        RelationshipInvalidated,
+        EntitiesMerged,
+        GroupPurged,
+    }
 )
 # they change no entity or edge row the projection mirrors (episodes, mentions, memory, gc)
 IGNORES: frozenset[type[DomainEvent]] = frozenset(
     {
+        CorrectionsApplied,  # a record of which corrections ran; their changes are events
         EpisodeAdded,
         EpisodeDeleted,
         ChunkExtracted,
@@ -214,7 +226,9 @@ class CypherGraph:
     def _copy_group(self, graph: sqlite3.Connection, group: str) -> None:
         with self._transaction() as tx:
             tx.execute("MATCH (n:Entity) WHERE n.group_id = $g DETACH DELETE n", {"g": group})
-            for row in graph.execute("SELECT * FROM entities WHERE group_id=?", (group,)):
+            for row in graph.execute(
+                "SELECT * FROM entities WHERE group_id=? AND merged_into IS NULL", (group,)
+            ):
                 _put_entity(tx, row)
             for row in graph.execute("SELECT * FROM relationships WHERE group_id=?", (group,)):
                 _put_edge(tx, row)
@@ -278,12 +292,19 @@ def _follow(tx: ladybug.Connection, graph: sqlite3.Connection, item: RecordedEve
             tx.execute("MATCH (n:Entity {uuid: $u}) DETACH DELETE n", {"u": event.entity_uuid})
         else:
             _put_entity(tx, row)
-    elif isinstance(event, RelationshipCreated | RelationshipRevised):
-        row = graph.execute(
-            "SELECT * FROM relationships WHERE uuid=?", (event.edge_uuid,)
-        ).fetchone()
-        if row is not None:
-            _put_edge(tx, row)
+    elif isinstance(event, RelationshipCreated | RelationshipRevised | RelationshipInvalidated):
+        _copy_edge(tx, graph, event.edge_uuid)
+    elif isinstance(event, EntitiesMerged):  # aliases leave (tombstones are not read)
+        for alias in event.alias_uuids:
+            tx.execute("MATCH (n:Entity {uuid: $u}) DETACH DELETE n", {"u": alias})
+        for edge in (*event.rewritten, *event.self_loops, *event.duplicates, *event.duplicate_of):
+            _copy_edge(tx, graph, edge)  # now the canonical's, or invalidated: left out
+
+
+def _copy_edge(tx: ladybug.Connection, graph: sqlite3.Connection, edge_uuid: str) -> None:
+    row = graph.execute("SELECT * FROM relationships WHERE uuid=?", (edge_uuid,)).fetchone()
+    if row is not None:
+        _put_edge(tx, row)
 
 
 def _put_entity(tx: ladybug.Connection, row: sqlite3.Row) -> None:
