@@ -67,9 +67,18 @@ def fill_cache(directory: Path, texts: Sequence[str], label: str) -> tuple[int, 
 
 
 def copy_cache(source: Path, target: Path) -> None:
-    """Give `target` the embedding cache of `source` (SQLite's backup), unless it has one."""
+    """Give `target` the embedding cache of `source`: SQLite's backup, or, when it has a cache
+    already (an earlier run of a smaller size), the rows it lacks (the rows carry their own
+    checksums, so they are copied as they are)."""
     into = Settings(workspace=target).embeddings_path
     if into.exists():
+        with sqlite3.connect(str(into)) as dst:
+            dst.execute(
+                "ATTACH DATABASE ? AS source", (str(Settings(workspace=source).embeddings_path),)
+            )
+            dst.execute("INSERT OR IGNORE INTO main.embeddings SELECT * FROM source.embeddings")
+            dst.commit()
+            dst.execute("DETACH DATABASE source")
         return
     into.parent.mkdir(parents=True, exist_ok=True)
     with (
