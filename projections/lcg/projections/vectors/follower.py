@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from lcg.domain.ids import GroupId
+from lcg.projections.follower import CommitFollower
 from lcg.projections.vectors.catalog import touched_owners
 from lcg.projections.vectors.index import VectorIndex
 from lcg.projections.wal.store import RecordedEvent
@@ -29,93 +30,32 @@ from lcg.projections.wal.store import RecordedEvent
 log = logging.getLogger(__name__)
 
 
-class VectorFollower:
+class VectorFollower(CommitFollower):
     """A CommitListener that updates the vector indexes on a background thread."""
+
+    label = "VectorIndex"
 
     def __init__(self, index: VectorIndex, connect: Callable[[], sqlite3.Connection]) -> None:
         self.index = index
-        self._connect = connect
-        self._pending: list[RecordedEvent] = []
-        self._busy = False
-        self._stopping = False
-        self._changed = threading.Condition()
-        self.failure: str | None = None
-        self.processed_batches = 0
-        self._thread = threading.Thread(target=self._run, name="lcg-vectors", daemon=True)
-        self._thread.start()
+        super().__init__(connect, thread_name="lcg-vectors")
 
-    # -- CommitListener ---------------------------------------------------------------------
-
-    def committed(self, conn: sqlite3.Connection, recorded: Sequence[RecordedEvent]) -> None:
-        """Queue the batch; the writer does not wait for the model. Events that touch no
-        vector (a memory write's intent, access counts) are not queued: nothing wakes."""
-        relevant = [item for item in recorded if touched_owners(item.event) != ()]
-        if not relevant:
-            return
-        with self._changed:
-            self._pending.extend(relevant)
-            self._changed.notify_all()
+    def _relevant(self, recorded: Sequence[RecordedEvent]) -> list[RecordedEvent]:
+        """Events that touch no vector (a memory write's intent, access counts) are not
+        queued: nothing wakes."""
+        return [item for item in recorded if touched_owners(item.event) != ()]
 
     def rebuilt(self, conn: sqlite3.Connection, groups: Sequence[GroupId] | None) -> None:
         """Let the follower finish, then re-sync the rebuilt groups here."""
         self.settle()
         self.index.rebuilt(conn, groups)
 
-    # -- state ------------------------------------------------------------------------------
-
-    @property
-    def pending(self) -> int:
-        """Committed events the indexes have not followed yet."""
-        with self._changed:
-            return len(self._pending)
-
-    def settle(self, timeout: float | None = None) -> bool:
-        """Wait until every batch committed so far is in the indexes; False on timeout."""
-        with self._changed:
-            return self._changed.wait_for(
-                lambda: (not self._pending and not self._busy) or not self._thread.is_alive(),
-                timeout,
-            )
-
-    def stop(self) -> None:
-        """Follow what is queued, then end the thread (close: before the index checkpoint)."""
-        with self._changed:
-            self._stopping = True
-            self._changed.notify_all()
-        self._thread.join()
-
-    # -- the thread -------------------------------------------------------------------------
-
-    def _run(self) -> None:
+    def _on_thread_start(self) -> None:
         _yield_to_searches()
-        conn: sqlite3.Connection | None = None
-        try:
-            while True:
-                with self._changed:
-                    self._changed.wait_for(lambda: bool(self._pending) or self._stopping)
-                    if not self._pending:
-                        return  # stopping, and nothing left to follow
-                    batch, self._pending = self._pending, []
-                    self._busy = True
-                try:
-                    if conn is None:
-                        conn = self._connect()
-                    if self.failure is not None:
-                        # an earlier batch was lost: bring every group in line with the catalog
-                        self.index.rebuilt(conn, None)
-                    self.index.committed(conn, batch)
-                    self.failure = None
-                except Exception as error:  # reported in status until a later commit mends it
-                    self.failure = f"VectorIndex: {error}"
-                    log.exception("the vector indexes could not follow a commit")
-                finally:
-                    self.processed_batches += 1
-                    with self._changed:
-                        self._busy = False
-                        self._changed.notify_all()
-        finally:
-            if conn is not None:
-                conn.close()
+
+    def _apply(self, conn: sqlite3.Connection, batch: Sequence[RecordedEvent]) -> None:
+        if self.failure is not None:  # an earlier batch was lost: every group to the catalog
+            self.index.rebuilt(conn, None)
+        self.index.committed(conn, batch)
 
 
 FOLLOWER_NICENESS = 10
