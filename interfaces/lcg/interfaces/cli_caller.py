@@ -108,6 +108,14 @@ class SocketCaller:
 
 def _healthy_service(path: Path) -> SocketCaller | None:
     """A connection to the socket service at `path` if one answers healthy, else None."""
+    return service_at(path, healthy_only=True)
+
+
+def service_at(
+    path: Path, *, healthy_only: bool, timeout: float = CALL_SECONDS
+) -> SocketCaller | None:
+    """A connection to the socket service at `path` if one answers health_check (healthy,
+    or in any state when not `healthy_only`: recovery reaches a degraded one), else None."""
     if not path.exists():
         return None
     try:
@@ -115,8 +123,9 @@ def _healthy_service(path: Path) -> SocketCaller | None:
     except OSError:
         return None
     try:
-        if remote.call("health_check", {}).get("healthy"):
-            remote.timeout(CALL_SECONDS)
+        health = remote.call("health_check", {})
+        if health.get("healthy") or not healthy_only:
+            remote.timeout(timeout)
             return remote
     except (OSError, ValueError, ServiceError):
         pass

@@ -5,20 +5,17 @@ workspace that does not open: that is when it is needed)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from lcg.domain.errors import InvalidParams
-from lcg.interfaces.cli_caller import ServiceError, SocketCaller
+from lcg.interfaces.cli_caller import ServiceError, service_at
 from lcg.interfaces.cli_common import JsonOpt, WorkspaceOpt, complain, errors, load_settings, show
 from lcg.interfaces.config import Settings
 from lcg.interfaces.jsonrpc import RpcError
 from lcg.interfaces.recovery import StrategyName
 from lcg.interfaces.service import Service
-
-PROBE_SECONDS = 2.0
 
 
 def recover(
@@ -67,7 +64,8 @@ def recover(
 
 
 def _call(settings: Settings, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    remote = _service_at(settings.socket_path)
+    # healthy or degraded; a rebuild of a large workspace takes a while
+    remote = service_at(settings.socket_path, healthy_only=False, timeout=600.0)
     if remote is not None:
         complain("note", f"the workspace is served at {settings.socket_path}; recovering there")
         try:
@@ -82,20 +80,3 @@ def _call(settings: Settings, method: str, params: dict[str, Any]) -> dict[str, 
         raise ServiceError(error) from None
     finally:
         service.close()
-
-
-def _service_at(path: Path) -> SocketCaller | None:
-    """A connection to a serving process that answers health_check, healthy or not."""
-    if not path.exists():
-        return None
-    try:
-        remote = SocketCaller(path, timeout=PROBE_SECONDS)
-    except OSError:
-        return None
-    try:
-        remote.call("health_check", {})
-    except (OSError, ValueError, ServiceError):
-        remote.close()
-        return None
-    remote.timeout(600.0)  # a rebuild of a large workspace takes a while
-    return remote
