@@ -38,8 +38,9 @@ def time_writes(entities: int, *, follow: bool) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="lcg-bench-cypher-") as directory:
         ws = open_workspace(Path(directory), HashingEmbedder())
         try:
+            follower = ws.cypher_follower  # opens the projection (it opens at first use)
             if not follow:
-                ws.writer.listeners.remove(ws.cypher_follower)
+                ws.writer.listeners.remove(follower)
             app = App(ws)
             started = time.perf_counter()
             for i in range(entities):

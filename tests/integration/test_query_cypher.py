@@ -182,6 +182,7 @@ def test_a_read_only_workspace_refuses_cypher_with_a_clear_error(
 
 def test_a_query_sees_every_write_acknowledged_before_it(app: App) -> None:
     call = make_call(app, settle=False)  # the follower is not waited for by the test
+    call("knowledge_query_cypher", query="MATCH (n:Entity) RETURN count(*) AS n")  # opens it
     for i in range(30):
         call("knowledge_assert_entity", name=f"e{i}", group_id="g")
     rows = call("knowledge_query_cypher", query="MATCH (n:Entity) RETURN count(*) AS n")["rows"]
@@ -232,3 +233,17 @@ def test_p_124_a_merge_is_seen_by_cypher_and_survives_a_rebuild(call: Call) -> N
     ]
     call("knowledge_rebuild_from_wal", group_id="g", force_clear=True)
     assert call("knowledge_query_cypher", query=EVERYTHING)["rows"] == rows
+
+
+def test_a_workspace_that_asks_no_cypher_query_opens_no_ladybug_database(
+    call: Call, settings: Settings
+) -> None:
+    """ADR 0039: the projection opens at the first query, so writes pay nothing for it
+    before; then it holds everything written before and after."""
+    _chain(call)
+    assert not (settings.cypher_dir / DATABASE_FILE).exists()
+    assert call("knowledge_query_cypher", query=TWO_HOPS)["rows"]
+    assert (settings.cypher_dir / DATABASE_FILE).exists()
+    call("knowledge_assert_entity", name="Dee", group_id="g")
+    rows = call("knowledge_query_cypher", query="MATCH (n:Entity) RETURN count(*) AS n")["rows"]
+    assert rows == [{"n": 4}]

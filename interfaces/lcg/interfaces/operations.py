@@ -151,7 +151,13 @@ OPERATIONS: tuple[AnyOperation, ...] = (
     _row("knowledge_find_entities", READ, search.FindParams, search.find_entities),
     _row("knowledge_find_relationships", READ, search.FindParams, search.find_relationships),
     _row("knowledge_search_passages", READ, search.SearchPassagesParams, search.search_passages),
-    _row("knowledge_query_cypher", Scope.CYPHER, cypher.QueryCypherParams, cypher.query_cypher),
+    _row(
+        "knowledge_query_cypher",
+        Scope.CYPHER,
+        cypher.QueryCypherParams,
+        cypher.query_cypher,
+        reads=True,  # Cypher that writes is refused (ADR 0039)
+    ),
     _row(
         "knowledge_get_entities_by_source",
         READ,

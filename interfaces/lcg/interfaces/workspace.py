@@ -118,6 +118,7 @@ class Workspace:
         self._text: TextScorer | None = None
         self._cypher: CypherGraph | None = None
         self._cypher_follower: CypherFollower | None = None
+        self._cypher_lock = threading.Lock()  # the first Cypher query opens it, once
         self._pool: ThreadPoolExecutor | None = None
         self._follower: VectorFollower | None = None
         self._memory: MemoryService | None = None
@@ -252,24 +253,34 @@ class Workspace:
         stack.callback(self.rebuild_jobs.join)  # a background rebuild ends before the writer
         self._writer.listeners.append(follower)
         self._writer.listeners.append(text)
-        self._writer.listeners.append(self._open_cypher(conn))
         for group, error in self.catch_up_failures.items():
             self._writer.block(group, error)
         self._open_memory(cache, vectors)
         if self._new_workspace:  # what the libraries just created in it, with the umask
             self._make_private(new_files=True)
 
-    def _open_cypher(self, conn: sqlite3.Connection) -> CypherFollower:
-        """The Cypher projection (ADR 0039), brought in line with the graph before any write,
-        and its follower (stopped before the database closes)."""
-        cypher = CypherGraph(self.settings.cypher_dir)
-        self._stack.callback(self._release, "_cypher", cypher.close)
-        cypher.open(conn)
-        graph_path = str(self.settings.graph_path)
-        follower = CypherFollower(cypher, lambda: schema.connect(graph_path, read_only=True))
-        self._stack.callback(self._release, "_cypher_follower", follower.stop)
-        self._cypher, self._cypher_follower = cypher, follower
-        return follower
+    def _open_cypher(self) -> CypherFollower:
+        """The Cypher projection (ADR 0039), opened at its first use: a process that asks no
+        Cypher query pays nothing for it (no ladybug database, no follower, no cost per
+        write). It is brought in line with the graph (the groups whose position differs are
+        copied) and starts following commits while every batch is held off, so no commit
+        falls between; it closes before the writer."""
+        with self._cypher_lock:
+            if self._cypher_follower is not None:
+                return self._cypher_follower
+            writer = self.writer
+            with writer.exclusive():
+                cypher = CypherGraph(self.settings.cypher_dir)
+                self._stack.callback(self._release, "_cypher", cypher.close)
+                cypher.open(writer.runner.conn)
+                graph_path = str(self.settings.graph_path)
+                follower = CypherFollower(
+                    cypher, lambda: schema.connect(graph_path, read_only=True)
+                )
+                self._stack.callback(self._release, "_cypher_follower", follower.stop)
+                writer.listeners.append(follower)
+                self._cypher, self._cypher_follower = cypher, follower
+            return follower
 
     def _open_memory(self, cache: EmbeddingCache, vectors: VectorIndex) -> None:
         """The session's memory service and its intent processor (ADR 0026), stopped first at
@@ -431,17 +442,18 @@ class Workspace:
 
     @property
     def cypher_follower(self) -> CypherFollower:
-        """What follows the writer's commits into the Cypher projection (benchmarks)."""
-        if self._cypher_follower is None:
+        """What follows the writer's commits into the Cypher projection (opened if need be)."""
+        if self._writer is None:
             raise WorkspaceClosed("the Cypher projection needs the workspace open for writing")
-        return self._cypher_follower
+        return self._open_cypher()
 
     @property
     def cypher(self) -> CypherGraph:
         """The Cypher projection, once it holds every acknowledged write (ADR 0039)."""
-        if self._cypher is None or self._cypher_follower is None:
+        if self._writer is None:
             raise WorkspaceClosed("Cypher queries need the workspace open for writing")
-        self._cypher_follower.settle()
+        self._open_cypher().settle()
+        assert self._cypher is not None
         return self._cypher
 
     @property
