@@ -4,6 +4,7 @@ and F5; ADR 0019). Nothing acknowledged is lost or hidden; every failure names i
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -203,3 +204,31 @@ def test_k_rec_002_a_degraded_server_recovers_in_place_through_knowledge_recover
             assert episode_names(client) == ["e1", "e2", "e4"]
     finally:
         degraded.stop()
+
+
+def test_k_rec_001_lcg_recover_on_a_workspace_that_does_not_open(tmp_path: Path) -> None:
+    """ADR 0038: `lcg recover` runs where `lcg status` is refused (the WAL put back from an
+    older copy), through a serving process of its own; `--full` after it has nothing to do;
+    neither or both of STRATEGY and --full is a usage error naming STRATEGY."""
+    workspace = tmp_path / "ws"
+    for name in ("e1", "e2"):
+        assert lcg(workspace, "add-episode", name, f"body of {name}", "-g", "g").returncode == 0
+    older = tmp_path / "older.sqlite"
+    shutil.copy(workspace / ".lcg" / "wal.sqlite", older)
+    assert lcg(workspace, "add-episode", "e3", "body of e3", "-g", "g").returncode == 0
+    shutil.copy(older, workspace / ".lcg" / "wal.sqlite")
+    refused_status = lcg(workspace, "status")
+    assert refused_status.returncode == EXIT_STORAGE
+    assert "lcg recover rebuild_from_workspace_wal" in said(refused_status.stderr)
+    neither = lcg(workspace, "recover")
+    assert neither.returncode == 2
+    assert said(neither.stderr).startswith("error: STRATEGY: give one strategy")
+    recovered = lcg(workspace, "recover", "rebuild_from_workspace_wal", "--json")
+    assert recovered.returncode == 0, recovered.stderr
+    result = json.loads(recovered.stdout)
+    assert (result["success"], result["strategy"]) == (True, "rebuild_from_workspace_wal")
+    wal = json.loads(lcg(workspace, "status", "--json").stdout)["wal_groups"]["g"]
+    assert (wal["applied_seq"], wal["max_seq"]) == (2, 2)  # every event the log holds
+    full = lcg(workspace, "recover", "--full")
+    assert full.returncode == 0
+    assert "nothing to recover" in full.stdout
