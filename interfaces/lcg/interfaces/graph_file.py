@@ -17,7 +17,6 @@ In order (docs/adr/0019 and 0020):
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing
@@ -136,14 +135,11 @@ def _recorded_identity(
             f"{graph} was built from another WAL (identity {recorded}, this WAL is "
             f"{identity}); the next writer to open the workspace sets it aside"
         )
-    stamp = clock().strftime("%Y%m%dT%H%M%S.%fZ")
+    now = clock()
     for path in (graph, settings.vectors_dir):
-        for suffix in ("", "-wal", "-shm") if path == graph else ("",):
-            source = Path(f"{path}{suffix}")
-            if source.exists():
-                target = Path(f"{path}.foreign-{stamp}{suffix}")
-                os.replace(source, target)
-                set_aside.append(target)
+        target = damage.set_aside(path, now, sqlite=path == graph, why="foreign")
+        if target is not None:
+            set_aside.append(target)
     log.warning(
         "%s was built from another WAL (identity %s, %s is %s): set aside as %s; the "
         "projections are rebuilt from the WAL",

@@ -22,7 +22,6 @@ file a strategy replaces is renamed `<name>.recovered-<UTC time>` beside it.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sqlite3
 import threading
@@ -37,13 +36,14 @@ from typing import Literal, NotRequired, TypedDict, TypeVar
 from lcg.domain.errors import Conflict, NotFound
 from lcg.interfaces.config import Settings
 from lcg.interfaces.restore import restore
-from lcg.projections.damage import SQLITE_SIDECARS, utc_stamp
+from lcg.projections.damage import SQLITE_SIDECARS, set_aside, utc_stamp
 from lcg.projections.graph import schema
 from lcg.projections.wal.dump import check_dump
 from lcg.projections.wal.lease import WriterLease
 
 BACKUP_DIR = "wal-compacted"  # knowledge_dump_wal's default target (P-133), in .lcg/
 IN_PROGRESS = "Recovery already in progress"
+RECOVERED = "recovered"  # a replaced file is renamed <name>.recovered-<UTC time>
 
 
 StrategyName = Literal["drop_lbug_wal", "rebuild_from_workspace_wal", "restore_from_backup"]
@@ -110,16 +110,11 @@ def apply_strategy(settings: Settings, strategy: Strategy, now: datetime) -> Mov
                 else f"{settings.graph_path.name} had no -wal/-shm to drop; nothing moved"
             )
             return Moved(moved, detail)
-        derived = [
-            settings.graph_path,
-            *(Path(f"{settings.graph_path}{s}") for s in SQLITE_SIDECARS),
-            settings.vectors_dir,
-            settings.text_scorer_path,
-        ]
-        moved = _aside(derived, now)
+        graph = set_aside(settings.graph_path, now, sqlite=True, why=RECOVERED)  # with sidecars
+        moved = [*([] if graph is None else [graph])]
+        moved += _aside([settings.vectors_dir, settings.text_scorer_path], now)
         return Moved(
-            # graph.sqlite's sidecars go with it (whether a close left them varies): not listed
-            [p for p in moved if not p.name.split(".recovered-")[0].endswith(SQLITE_SIDECARS)],
+            moved,
             f"the projections were set aside; every group is rebuilt from "
             f"{settings.wal_path.name} (untouched)",
         )
@@ -144,13 +139,8 @@ def relative(settings: Settings, paths: list[Path]) -> list[str]:
 
 
 def _aside(paths: list[Path], now: datetime) -> list[Path]:
-    moved = []
-    for path in paths:
-        if path.exists():
-            target = path.with_name(f"{path.name}.recovered-{utc_stamp(now)}")
-            os.replace(path, target)
-            moved.append(target)
-    return moved
+    moved = (set_aside(path, now, why=RECOVERED) for path in paths)
+    return [target for target in moved if target is not None]
 
 
 def _restore_from_backup(settings: Settings, now: datetime) -> Moved:

@@ -52,11 +52,14 @@ def utc_stamp(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
 
 
-def set_aside(path: Path, now: datetime, *, sqlite: bool = False) -> Path | None:
-    """Rename a damaged file (and an SQLite file's -wal/-shm) out of the way; None if absent."""
+def set_aside(
+    path: Path, now: datetime, *, sqlite: bool = False, why: str = "damaged"
+) -> Path | None:
+    """Rename a file (and an SQLite file's -wal/-shm) out of the way as
+    `<name>.<why>-<UTC time>`, never deleting it; None if absent."""
     if not path.exists():
         return None
-    target = path.with_name(f"{path.name}.damaged-{utc_stamp(now)}")
+    target = path.with_name(f"{path.name}.{why}-{utc_stamp(now)}")
     os.replace(path, target)
     if sqlite:
         for suffix in SQLITE_SIDECARS:
