@@ -664,3 +664,33 @@ def test_m_sta_040_stats_and_inspect_report_the_configured_policy(
         settled(app, derive(app, concept("a solo session's fact")))
         inspected = call(app, "lambo_inspect", agent_id=AGENT, focus="a solo session's fact")
         assert inspected["structuredContent"]["admission"]["policy"] == "Solo"
+
+
+def test_m_arg_040_identity_lookups_read_the_key_and_content_indexes(
+    app: App, workspace: Workspace
+) -> None:
+    """A derive looks its concept up by canonical key and by content (the identity rule of
+    M-ARG-040). With no statistics SQLite preferred the (group, node_kind, seq) index for both,
+    so every derive scanned all of the session's concepts: a 100k session wrote ~20x slower
+    than an empty one. Each lookup must search the index on its own column."""
+    for index in range(3):
+        settled(app, derive(app, concept(f"indexed lookup fact number {index}")))
+    conn = workspace.reader()
+    issued: list[str] = []
+    conn.set_trace_callback(issued.append)
+    try:
+        found = node_by_content(workspace, "indexed lookup fact number 1")
+        assert found.canonical_key is not None
+        assert [n.uuid for n in state.concepts_with_key(conn, SESSION, found.canonical_key)] == [
+            found.uuid
+        ]
+    finally:
+        conn.set_trace_callback(None)
+    lookups = [sql for sql in issued if sql.lstrip().upper().startswith("SELECT")]
+    assert len(lookups) == 2
+    plans = [
+        " ".join(str(row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        for sql in lookups
+    ]
+    assert "memory_nodes_content (group_id=? AND content=?)" in plans[0], plans[0]
+    assert "memory_nodes_key (group_id=? AND canonical_key=?)" in plans[1], plans[1]

@@ -45,13 +45,16 @@ def nodes_with_prefix(conn: sqlite3.Connection, group: str, prefix: str) -> list
     return _nodes(conn, "group_id=? AND uuid >= ? AND uuid < ?", (group, prefix, prefix + "g"))
 
 
+# `+node_kind` keeps SQLite from answering these two through memory_nodes_kind (group_id,
+# node_kind, seq), which it prefers with no statistics: that scans every concept of the
+# session for each derive. The key and content indexes find the one or two rows.
 def concepts_with_content(conn: sqlite3.Connection, group: str, content: str) -> list[Node]:
-    return _nodes(conn, "group_id=? AND content=? AND node_kind='concept'", (group, content))
+    return _nodes(conn, "group_id=? AND content=? AND +node_kind='concept'", (group, content))
 
 
 def concepts_with_key(conn: sqlite3.Connection, group: str, key: str) -> list[Node]:
     """Concepts whose canonical key is `key` (observations have none: never matched by key)."""
-    return _nodes(conn, "group_id=? AND canonical_key=? AND node_kind='concept'", (group, key))
+    return _nodes(conn, "group_id=? AND canonical_key=? AND +node_kind='concept'", (group, key))
 
 
 def edge_uuid(
