@@ -107,10 +107,11 @@ def test_serve_flags_select_the_serve_command() -> None:
 
 def test_issue_10_tools_lists_every_tool_and_describe_shows_its_parameters() -> None:
     runner = CliRunner()
-    listed = runner.invoke(cli, ["tools"], env={"COLUMNS": "200"})
-    assert listed.exit_code == 0, listed.output
-    for operation in OPERATIONS:
-        assert operation.name in listed.output
+    for columns in ("200", "80"):  # in a narrow terminal names are kept whole too
+        listed = runner.invoke(cli, ["tools"], env={"COLUMNS": columns})
+        assert listed.exit_code == 0, listed.output
+        for operation in OPERATIONS:
+            assert operation.name in listed.output, (columns, operation.name)
     described = runner.invoke(cli, ["describe", "knowledge_add_episode"], env={"COLUMNS": "200"})
     assert described.exit_code == 0, described.output
     for parameter in ("name", "episode_body", "source", "reference_time", "group_id"):

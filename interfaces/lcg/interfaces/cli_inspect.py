@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 from lcg.domain.errors import NotFound
@@ -117,7 +117,10 @@ def _event_summary(event: DomainEvent, width: int = 200) -> str:
 
 def tools() -> None:
     """List every tool: its name, scope and what it does (from the operation table)."""
-    table = Table("tool", "scope", "what it does")
+    # Names and scopes never wrap (a wrapped name cannot be copied); the description does.
+    table = Table(
+        Column("tool", no_wrap=True), Column("scope", no_wrap=True), Column("what it does")
+    )
     for operation in operations.OPERATIONS:
         first = operation.description.split(". ")[0].rstrip(".") + "."
         table.add_row(Text(operation.name), operation.scope.value, Text(first))
