@@ -70,13 +70,17 @@ def test_issue_10_the_readme_links_every_tool_page() -> None:
         assert f"(docs/tools/{family}.md)" in readme, family
 
 
-def test_issue_10_check_fails_on_a_stale_page_and_passes_once_written(tmp_path: Path) -> None:
-    assert tool_docs.main([str(tmp_path), "--check"]) == 1
-    assert tool_docs.main([str(tmp_path)]) == 0
-    assert tool_docs.main([str(tmp_path), "--check"]) == 0
+def test_issue_10_check_fails_on_a_stale_page_and_passes_once_written(
+    pages: dict[str, str], tmp_path: Path
+) -> None:
+    assert tool_docs.stale_pages(pages, tmp_path) == list(pages)
+    tool_docs.write_pages(pages, tmp_path)
+    assert tool_docs.main([str(tmp_path), "--check"]) == 0  # the command renders its own
     page = tmp_path / "graph.md"
     page.write_text(page.read_text(encoding="utf-8") + "edited\n", encoding="utf-8")
-    assert tool_docs.main([str(tmp_path), "--check"]) == 1
+    assert tool_docs.stale_pages(pages, tmp_path) == ["graph.md"]
+    page.unlink()
+    assert tool_docs.stale_pages(pages, tmp_path) == ["graph.md"]
 
 
 def test_the_generator_is_not_on_the_cli_import_path() -> None:

@@ -469,14 +469,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     directory: Path = args.directory
     pages = render_pages()
     if args.check:
-        stale = [name for name, text in pages.items() if _read(directory / name) != text]
+        stale = stale_pages(pages, directory)
         for name in stale:
             sys.stderr.write(f"{directory / name} differs from the table; regenerate it\n")
         return 1 if stale else 0
+    write_pages(pages, directory)
+    return 0
+
+
+def stale_pages(pages: dict[str, str], directory: Path) -> list[str]:
+    """The names of the pages whose file in `directory` is missing or says something else."""
+    return [name for name, text in pages.items() if _read(directory / name) != text]
+
+
+def write_pages(pages: dict[str, str], directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     for name, text in pages.items():
         (directory / name).write_text(text, encoding="utf-8")
-    return 0
 
 
 def _read(path: Path) -> str | None:
