@@ -234,3 +234,48 @@ def test_a_16_status_reads_initializing_while_a_recovery_runs(
         assert (status["initializing"], status["connected"]) == (False, True)
     finally:
         service.close()
+
+
+def test_p_003_p_136_mark_list_and_delete_answer_while_degraded(
+    settings: Settings, embedder: Embedder, tmp_path: Path
+) -> None:
+    """P-003: while the workspace does not open, knowledge_wal_mark_list and _delete still
+    answer, from the WAL file alone (marks are rows of wal.sqlite, ADR 0032); a delete made
+    then holds once the service recovers. Creating a mark stays refused."""
+    with make_workspace(settings, embedder) as ws:
+        call = make_call(App(ws))
+        for name in ("a", "b"):
+            call("knowledge_add_episode", name=name, episode_body=f"body of {name}", group_id="g")
+        call("knowledge_wal_mark_create", name="before-c", group_id="g")
+        call("knowledge_wal_mark_create", name="spare", group_id="g")
+    older = tmp_path / "older-wal.sqlite"
+    shutil.copy(settings.wal_path, older)
+    add_episodes(settings, embedder, "g", "c")
+    shutil.copy(older, settings.wal_path)  # projections ahead of the WAL: degraded
+    service = _service(settings)
+    try:
+        assert service.state == "degraded"
+        listed = service.call("knowledge_wal_mark_list", {"group_id": "g"})
+        assert [(m["name"], m["seq"], m["reachable"]) for m in listed["checkpoints"]] == [
+            ("before-c", 2, True),
+            ("spare", 2, True),
+        ]
+        assert service.call("knowledge_wal_mark_list", {"group_id": "other"})["checkpoints"] == []
+        deleted = service.call("knowledge_wal_mark_delete", {"group_id": "g", "name": "spare"})
+        assert deleted == {"success": True, "name": "spare", "group_id": "g"}
+        with pytest.raises(RpcError) as unknown:
+            service.call("knowledge_wal_mark_delete", {"group_id": "g", "name": "spare"})
+        assert "its marks: before-c" in unknown.value.message
+        with pytest.raises(RpcError) as bad:
+            service.call("knowledge_wal_mark_list", {"group_id": "g", "extra": 1})
+        assert "extra" in bad.value.message
+        with pytest.raises(RpcError) as create:
+            service.call("knowledge_wal_mark_create", {"group_id": "g", "name": "new"})
+        assert create.value.code == UNAVAILABLE
+        assert service.state == "degraded"  # the answers changed nothing else
+        service.call("knowledge_recover", {"strategy": "rebuild_from_workspace_wal"})
+        assert service.state == "healthy"
+        healthy = service.call("knowledge_wal_mark_list", {"group_id": "g"})
+        assert [m["name"] for m in healthy["checkpoints"]] == ["before-c"]
+    finally:
+        service.close()

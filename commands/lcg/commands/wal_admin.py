@@ -106,9 +106,15 @@ def _checkpoint(mark: Mark, generation: int, low: int | None, high: int | None) 
 def delete_mark(writer: Writer, group_id: GroupId, name: str, now: datetime) -> MarkDeleted:
     """Tombstone the mark; the name is free again (P-136). An unknown name is refused."""
     with writer.exclusive():  # a storage failure shows in health, as a write's does
-        deleted = writer.log.delete_mark(group_id, name, now)
+        return delete_mark_in(writer.log, group_id, name, now)
+
+
+def delete_mark_in(log: EventLog, group_id: GroupId, name: str, now: datetime) -> MarkDeleted:
+    """delete_mark on the WAL file itself: what a degraded service, which has no writer,
+    answers with (P-003; marks live in the WAL, ADR 0032)."""
+    deleted = log.delete_mark(group_id, name, now)
     if deleted is None:
-        names = ", ".join(mark.name for mark in writer.log.marks(group_id)) or "none"
+        names = ", ".join(mark.name for mark in log.marks(group_id)) or "none"
         raise NotFound(
             f"name: group {group_id!r} has no mark named {name!r} (its marks: {names})",
             field="name",

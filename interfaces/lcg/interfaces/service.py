@@ -12,23 +12,34 @@ import threading
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from lcg.domain.errors import Conflict
+from lcg.commands import wal_admin
+from lcg.domain.errors import Conflict, NotFound
+from lcg.domain.events import EventCodec
+from lcg.domain.ids import GroupId
 from lcg.interfaces import operations, recovery
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.jsonrpc import JsonObject, error_from_exception, unavailable
 from lcg.interfaces.params import NoParams, parse
-from lcg.interfaces.tools.admin import CloseResult, RecoverParams
+from lcg.interfaces.tools.admin import (
+    CloseResult,
+    RecoverParams,
+    WalMarkDeleteParams,
+    WalMarkListParams,
+)
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.damage import DamagedFile, is_corruption, sqlite_problem
 from lcg.projections.faults import LogBehindProjections
 from lcg.projections.runner import Progress
+from lcg.projections.wal.store import EventLog
 
 HEALTH_CHECK = "health_check"
 STATUS = "knowledge_status"
 CLOSE = "knowledge_close"
 RECOVER = "knowledge_recover"
 RECOVER_FULL = "knowledge_recover_full"
+MARK_LIST = "knowledge_wal_mark_list"
+MARK_DELETE = "knowledge_wal_mark_delete"
 
 State = Literal["initializing", "healthy", "degraded", "closing"]
 
@@ -118,7 +129,7 @@ class Service:
 
     def _call_unready(self, method: str, params: dict[str, Any] | None) -> JsonObject:
         """Degraded, closing or recovering: only status, close, the recovery methods and
-        health_check answer (P-003)."""
+        health_check answer, and, while degraded, mark list and delete (P-003)."""
         if method == STATUS:
             return self._unready_status()
         if method == CLOSE:
@@ -130,7 +141,48 @@ class Service:
             return dict(CloseResult(status="closed"))
         if method not in operations.BY_NAME:
             raise error_from_exception(operations.UnknownMethod(method))
+        if method in (MARK_LIST, MARK_DELETE) and self.state == "degraded":
+            return self._marks_while_degraded(method, params)
         raise unavailable(self.reason or self.state)
+
+    def _marks_while_degraded(self, method: str, params: dict[str, Any] | None) -> JsonObject:
+        """P-003: mark list and delete answer while degraded, from the WAL file alone (marks
+        are rows of wal.sqlite, ADR 0032), so an operator can find the seq to recover to. A
+        WAL that does not exist holds no marks and is not created; one that does not open
+        either is the degraded reason plus why."""
+        try:
+            if method == MARK_LIST:
+                listing = parse(WalMarkListParams, params)
+                group, name = GroupId(listing.group_id), None
+            else:
+                deleting = parse(WalMarkDeleteParams, params)
+                group, name = GroupId(deleting.group_id), deleting.name
+        except Exception as error:
+            raise error_from_exception(error) from error
+        path = self.settings.wal_path
+        if not EventLog.holds_anything(path):
+            if name is None:
+                return dict(wal_admin.MarkList(group_id=group, generation=1, checkpoints=[]))
+            raise error_from_exception(
+                NotFound(
+                    f"name: group {group!r} has no mark named {name!r} (its marks: none;"
+                    f" {path.name} holds nothing)",
+                    field="name",
+                    rule="must name an active mark of the group",
+                )
+            )
+        try:
+            log = EventLog(path, EventCodec(), self.settings.durability)
+        except Exception as error:
+            raise unavailable(f"{self.reason}; {path.name} did not open either: {error}") from error
+        try:
+            if name is None:
+                return dict(wal_admin.list_marks(log, group))
+            return dict(wal_admin.delete_mark_in(log, group, name, datetime.now(UTC)))
+        except Exception as error:
+            raise error_from_exception(error) from error
+        finally:
+            log.close()
 
     def _recover(self, method: str, params: dict[str, Any] | None) -> JsonObject:
         """knowledge_recover / knowledge_recover_full (ADR 0038): close the workspace, apply
