@@ -314,3 +314,30 @@ def test_a_second_service_on_a_live_socket_exits_4_and_names_connect(
     assert result.returncode == 4, result.stderr
     assert f"--connect {service.socket_path}" in result.stderr
     assert service.wait_ready()["healthy"] is True
+
+
+def test_k_rdy_001_a_legacy_workspace_is_moved_before_the_socket_is_bound(
+    tmp_path: Path,
+) -> None:
+    """K-RDY-001, P-021: `lcg serve` on a workspace whose state is in `.graphiti/` moves it to
+    `.lcg/` before it binds `.lcg/service.sock` (binding first would make an empty `.lcg/`
+    and leave the data behind), then serves what it held."""
+    workspace = tmp_path / "ws"
+    first = ServiceProcess(workspace)
+    assert first.wait_ready()["healthy"] is True, first.log
+    with first.connect() as client:
+        client.result("knowledge_add_episode", {"name": "legacy", "episode_body": "b"})
+        assert client.result("knowledge_close") == {"status": "closed"}
+    assert first.proc.wait(DEADLINE) == 0
+    (workspace / ".lcg").rename(workspace / ".graphiti")
+    process = ServiceProcess(workspace)
+    try:
+        assert process.wait_ready()["healthy"] is True, process.log
+        assert not (workspace / ".graphiti").exists()
+        assert process.socket_path.parent == workspace / ".lcg"
+        with process.connect() as client:
+            episodes = client.result("knowledge_get_episodes", {})
+        assert [e["name"] for e in episodes["episodes"]] == ["legacy"]
+        assert "moved the legacy workspace directory" in process.own_log
+    finally:
+        process.stop()

@@ -29,6 +29,7 @@ from lcg.interfaces.exit_codes import (
     EXIT_STORAGE,
     EXIT_UNREACHABLE,
 )
+from lcg.interfaces.legacy import migrate_legacy_state_dir
 from lcg.interfaces.scopes import ScopeError, Visibility, parse_scopes
 from lcg.interfaces.service import Service
 from lcg.interfaces.socket_server import SocketInUse, serve_socket
@@ -132,6 +133,10 @@ def _refuse_mcp_only_flags(connect: Path | None, allow_remote_close: bool) -> No
 
 
 def _serve_socket(settings: Settings, path: Path) -> None:
+    try:
+        migrate_legacy_state_dir(settings.workspace)  # before the socket is bound: K-RDY-001
+    except OSError as error:
+        _fail(str(error), EXIT_STORAGE)
     service = Service(settings, command=f"lcg serve (socket {path})")
     try:
         serve_socket(service, path)

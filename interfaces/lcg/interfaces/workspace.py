@@ -23,6 +23,7 @@ from lcg.domain.ids import GroupId
 from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
 from lcg.interfaces.config import Settings
 from lcg.interfaces.graph_file import open_graph, refuse_if_the_log_is_lost
+from lcg.interfaces.legacy import migrate_legacy_state_dir
 from lcg.interfaces.memory_service import MemoryService
 from lcg.interfaces.private_files import DIR_MODE, make_private
 from lcg.interfaces.rebuild_jobs import RebuildJobs
@@ -147,6 +148,7 @@ class Workspace:
         Each resource registers its own release as it is opened, so `close` (or a failed
         open) releases exactly what was opened, in reverse order, even if one release fails.
         """
+        migrate_legacy_state_dir(self.settings.workspace)  # K-RDY-001 (idempotent)
         self._new_workspace = not self.settings.state_dir.exists()
         self._make_private()
         try:
