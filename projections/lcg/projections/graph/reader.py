@@ -58,6 +58,12 @@ class EpisodeRow(TypedDict):
 GroupFilter = Sequence[str] | None  # None: every group; a sequence (maybe empty): exactly those
 
 
+# For a query that finds edges by their ends: `+group_id` keeps SQLite (which has no statistics
+# here) off the (group_id, seq) index, which it otherwise prefers and so scans every edge of the
+# group in seq order; with it, it searches the source and target indexes and sorts the few rows.
+SEARCH_ENDS = "+group_id"
+
+
 def _where_groups(groups: GroupFilter, column: str = "group_id") -> tuple[str, list[str]]:
     if groups is None:
         return "1=1", []
@@ -211,7 +217,7 @@ def neighbors(
     conn: sqlite3.Connection, entity_uuid: str, groups: GroupFilter, limit: int
 ) -> tuple[list[EntityRow], list[EdgeRow]]:
     """Active edges touching the entity (within the groups) and the entities at their ends."""
-    where, params = _where_groups(groups)
+    where, params = _where_groups(groups, SEARCH_ENDS)
     edge_rows = conn.execute(
         f"SELECT * FROM relationships WHERE (source_uuid=? OR target_uuid=?) AND {where}"
         " AND invalid_at IS NULL ORDER BY seq LIMIT ?",
@@ -263,7 +269,7 @@ def neighbor_ids(
     """Entities one active edge away from any of `entity_uuids`: neighbour -> via whom."""
     if not entity_uuids:
         return {}
-    where, params = _where_groups(groups)
+    where, params = _where_groups(groups, SEARCH_ENDS)
     marks = ",".join("?" * len(entity_uuids))
     found: dict[str, str] = {}
     for source, target in conn.execute(
@@ -284,7 +290,7 @@ def edges_touching(
     """Uuids of active edges with an endpoint among `entity_uuids`."""
     if not entity_uuids:
         return []
-    where, params = _where_groups(groups)
+    where, params = _where_groups(groups, SEARCH_ENDS)
     marks = ",".join("?" * len(entity_uuids))
     return [
         row[0]

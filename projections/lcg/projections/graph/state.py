@@ -53,7 +53,7 @@ def entity_by_name(conn: sqlite3.Connection, group_id: str, name: str) -> Entity
     (a merged alias's tombstone keeps its name but is never found by it)."""
     row = conn.execute(
         f"{_ENTITY_STATE} WHERE group_id=? AND name_key=? AND merged_into IS NULL"
-        " ORDER BY seq LIMIT 1",
+        " ORDER BY +seq LIMIT 1",  # + : search (group, name_key), not scan the group by seq
         (group_id, rules.name_key(name)),
     ).fetchone()
     return _entity_state(row)
@@ -62,7 +62,7 @@ def entity_by_name(conn: sqlite3.Connection, group_id: str, name: str) -> Entity
 def entities_named(conn: sqlite3.Connection, group_id: str, name: str) -> list[EntityState]:
     """Every entity of the group with this name, tombstones included, oldest first."""
     rows = conn.execute(
-        f"{_ENTITY_STATE} WHERE group_id=? AND name_key=? ORDER BY seq",
+        f"{_ENTITY_STATE} WHERE group_id=? AND name_key=? ORDER BY +seq",
         (group_id, rules.name_key(name)),
     ).fetchall()
     return [state for row in rows if (state := _entity_state(row)) is not None]
@@ -114,7 +114,7 @@ def active_edge(
     """find_active_relates_to_uuid: the edge's identity, skipping invalidated edges."""
     row = conn.execute(
         "SELECT uuid FROM relationships WHERE group_id=? AND source_uuid=? AND name=?"
-        " AND target_uuid=? AND invalid_at IS NULL ORDER BY seq LIMIT 1",
+        " AND target_uuid=? AND invalid_at IS NULL ORDER BY +seq LIMIT 1",  # the 4-column index
         (group_id, source, predicate, target),
     ).fetchone()
     return None if row is None else EdgeUuid(row[0])
@@ -194,8 +194,8 @@ def episodes_matching(
         ).fetchall()
     else:
         rows = conn.execute(
-            f"SELECT group_id, uuid FROM episodes WHERE group_id IN ({marks}) AND chunk_id = ?"
-            " ORDER BY seq",
+            f"SELECT group_id, uuid FROM episodes WHERE +group_id IN ({marks}) AND chunk_id = ?"
+            " ORDER BY seq",  # + : search the chunk_id index, not scan the groups by seq
             [*group_ids, chunk_id],
         ).fetchall()
     return [(GroupId(row[0]), EpisodeUuid(row[1])) for row in rows]
