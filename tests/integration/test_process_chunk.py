@@ -83,7 +83,7 @@ def test_k_ing_process_chunk_writes_the_episode_entities_edges_and_mentions(
     assert by_source["count"] == 5  # the mentions are recorded (they were empty before)
 
 
-def test_k_ing_002_006_010_011_012_013_an_edge_to_no_entity_is_dropped_and_only_reported(
+def test_k_ing_001_002_005_006_010_011_012_013_an_edge_to_no_entity_is_dropped_and_reported(
     ws: Workspace,
 ) -> None:
     result = _chunk(ws)
@@ -130,7 +130,7 @@ def test_k_ing_009_dropped_edges_keep_extraction_order(ws: Workspace) -> None:
     assert [d["source_name"] for d in result["dropped_edges"]] == ["Bob", "Carol"]
 
 
-def test_k_ing_014_016_017_018_020_021_the_oversized_warning(
+def test_k_ing_014_016_017_018_019_020_021_the_oversized_warning(
     ws: Workspace, caplog: pytest.LogCaptureFixture
 ) -> None:
     assert "warning" not in _chunk(ws, "Bob met Alice." + " " * 186)  # 200: not over
@@ -179,7 +179,7 @@ def test_a_replay_of_process_chunk_calls_no_extractor_and_equals_the_incremental
     [("knowledge_delete_by_source", "source_file"), ("knowledge_delete_chunk_episode", "chunk_id")],
 )
 @pytest.mark.parametrize("group_ids", ["omitted", None, [], [""]])
-def test_k_del_001_007_group_ids_is_required_before_anything_is_deleted(
+def test_k_del_001_to_007_013_group_ids_is_required_before_anything_is_deleted(
     ws: Workspace, tool: str, key: str, group_ids: Any
 ) -> None:
     _chunk(ws)
