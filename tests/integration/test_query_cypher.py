@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace, WorkspaceClosed
+from lcg.projections.cypher import store as cypher_store
 from lcg.projections.cypher.store import DATABASE_FILE, HANDLES, IGNORES
 from lcg.projections.embedding.port import Embedder
 from lcg.projections.graph.projection import GraphProjection
@@ -160,6 +163,72 @@ def test_the_projection_catches_up_at_open_when_it_missed_writes(
         assert make_call(App(ws))("knowledge_query_cypher", query=EVERYTHING)["rows"] == expected
     with make_workspace(settings, embedder) as ws:
         assert ws.cypher.resynced == []  # in line: nothing copied again
+
+
+def test_k_wal_a_rebuild_copies_a_group_in_several_transactions_with_nulls_kept(
+    call: Call, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group is copied again COPY_ROWS rows per ladybug transaction (one transaction for a
+    100k-entity group filled ladybug's buffer pool); NULL fields (relation_type, valid_at)
+    are copied as NULL, given ones as given."""
+    _chain(call)
+    call(
+        "knowledge_assert_relationship",
+        source_name="Ada",
+        target_name="Cy",
+        predicate="knows",
+        relation_type="KNOWS",
+        valid_at="2024-01-02T00:00:00Z",
+        group_id="g",
+    )
+    fields = (
+        "MATCH (x:Entity)-[r:RELATES]->(y:Entity) RETURN x.name AS a, r.name AS p,"
+        " r.relation_type AS t, r.valid_at IS NULL AS open, y.name AS b ORDER BY a, p"
+    )
+    before = call("knowledge_query_cypher", query=fields)["rows"]
+    assert [(r["t"], r["open"]) for r in before] == [("KNOWS", False), (None, True), (None, True)]
+    everything = call("knowledge_query_cypher", query=EVERYTHING)["rows"]
+    monkeypatch.setattr(cypher_store, "COPY_ROWS", 2)  # 6 rows: four transactions
+    transactions: list[int] = []
+    original = cypher_store.CypherGraph._transaction
+
+    def counted(self: cypher_store.CypherGraph) -> Any:
+        transactions.append(1)
+        return original(self)
+
+    monkeypatch.setattr(cypher_store.CypherGraph, "_transaction", counted)
+    call("knowledge_rebuild_from_wal", group_id="g", force_clear=True)
+    assert len(transactions) >= 4
+    assert call("knowledge_query_cypher", query=fields)["rows"] == before
+    assert call("knowledge_query_cypher", query=EVERYTHING)["rows"] == everything
+
+
+def test_a_copy_cut_short_leaves_the_group_stale_and_the_next_open_copies_it_again(
+    settings: Settings, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with make_workspace(settings, embedder) as ws:
+        call = make_call(App(ws))
+        _chain(call)
+        expected = call("knowledge_query_cypher", query=EVERYTHING)["rows"]
+        monkeypatch.setattr(cypher_store, "COPY_ROWS", 2)
+        puts = 0
+        real_put = cypher_store._put_edge
+
+        def failing_put(tx: Any, row: Any, *, new: bool = False) -> None:
+            nonlocal puts
+            puts += 1
+            if puts == 2:
+                raise RuntimeError("disk gone mid-copy")
+            real_put(tx, row, new=new)
+
+        monkeypatch.setattr(cypher_store, "_put_edge", failing_put)
+        with pytest.raises(RuntimeError, match="mid-copy"):
+            ws.cypher.rebuilt(ws.runner.conn, ["g"])
+        assert "g" not in ws.cypher.positions()  # the partial copy is not taken as current
+        monkeypatch.undo()
+    with make_workspace(settings, embedder) as ws:
+        assert ws.cypher.resynced == ["g"]
+        assert make_call(App(ws))("knowledge_query_cypher", query=EVERYTHING)["rows"] == expected
 
 
 def test_every_event_type_is_handled_or_ignored_by_the_cypher_projection() -> None:

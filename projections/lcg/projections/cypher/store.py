@@ -10,6 +10,7 @@ from graph.sqlite's is copied again. Cypher sent by clients runs in a read-only 
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 import threading
@@ -53,6 +54,7 @@ DATABASE_FILE = "graph.lbug"
 # per database: a process holding a few workspaces (tests, benchmarks) would run out of it.
 BUFFER_POOL_BYTES = 256 * 1024 * 1024
 MAX_DATABASE_BYTES = 64 * 1024**3
+COPY_ROWS = 5_000  # rows per ladybug transaction when a group is copied again
 HANDLES: frozenset[type[DomainEvent]] = frozenset(
     {
         EntityCreated,
@@ -225,19 +227,41 @@ class CypherGraph:
         self.resynced = sorted(str(g) for (g,) in groups)
 
     def _copy_group(self, graph: sqlite3.Connection, group: str) -> None:
+        """Copy the group again, COPY_ROWS rows per ladybug transaction: one transaction
+        for a large group filled the buffer pool (it failed at 100k entities). The group's
+        position is deleted with its nodes and written with the last rows, so a copy cut
+        short leaves the group stale, and the next open copies it again (`_sync_stale`)."""
         with self._transaction() as tx:
             tx.execute("MATCH (n:Entity) WHERE n.group_id = $g DETACH DELETE n", {"g": group})
-            # The group's nodes and their edges were just deleted: CREATE, never MERGE or
-            # replace (a per-edge delete-match made a 100k-edge copy take minutes).
-            for row in graph.execute(
-                "SELECT * FROM entities WHERE group_id=? AND merged_into IS NULL", (group,)
-            ):
-                _put_entity(tx, row, new=True)
-            for row in graph.execute(
-                "SELECT * FROM relationships WHERE group_id=? AND invalid_at IS NULL", (group,)
-            ):
-                _put_edge(tx, row, new=True)
-            _set_position(tx, group, _graph_positions(graph).get(group, 0))
+            tx.execute("MATCH (p:CypherPosition) WHERE p.group_id = $g DELETE p", {"g": group})
+        # The group's nodes and their edges are gone: CREATE, never MERGE or replace (a
+        # per-edge delete-match made a 100k-edge copy take minutes).
+        rows = itertools.chain(
+            (
+                (True, row)
+                for row in graph.execute(
+                    "SELECT * FROM entities WHERE group_id=? AND merged_into IS NULL", (group,)
+                )
+            ),
+            (
+                (False, row)
+                for row in graph.execute(
+                    "SELECT * FROM relationships WHERE group_id=? AND invalid_at IS NULL",
+                    (group,),
+                )
+            ),
+        )
+        while True:
+            chunk = list(itertools.islice(rows, COPY_ROWS))
+            with self._transaction() as tx:
+                for is_entity, row in chunk:
+                    if is_entity:
+                        _put_entity(tx, row, new=True)
+                    else:
+                        _put_edge(tx, row, new=True)
+                if len(chunk) < COPY_ROWS:
+                    _set_position(tx, group, _graph_positions(graph).get(group, 0))
+                    return
 
     @contextmanager
     def _transaction(self) -> Iterator[ladybug.Connection]:
