@@ -149,7 +149,7 @@ class Service:
         """P-003: mark list and delete answer while degraded, from the WAL file alone (marks
         are rows of wal.sqlite, ADR 0032), so an operator can find the seq to recover to. A
         WAL that does not exist holds no marks and is not created; one that does not open
-        either is the degraded reason plus why."""
+        either (a read-only disk) gets the degraded answer every other method gets."""
         try:
             if method == MARK_LIST:
                 listing = parse(WalMarkListParams, params)
@@ -172,17 +172,18 @@ class Service:
                 )
             )
         try:
-            log = EventLog(path, EventCodec(), self.settings.durability)
-        except Exception as error:
-            raise unavailable(f"{self.reason}; {path.name} did not open either: {error}") from error
+            events = EventLog(path, EventCodec(), self.settings.durability)
+        except Exception as error:  # e.g. a read-only disk: the degraded answer, as for the rest
+            log.warning("%s while degraded: %s did not open either: %s", method, path, error)
+            raise unavailable(self.reason or self.state) from error
         try:
             if name is None:
-                return dict(wal_admin.list_marks(log, group))
-            return dict(wal_admin.delete_mark_in(log, group, name, datetime.now(UTC)))
+                return dict(wal_admin.list_marks(events, group))
+            return dict(wal_admin.delete_mark_in(events, group, name, datetime.now(UTC)))
         except Exception as error:
             raise error_from_exception(error) from error
         finally:
-            log.close()
+            events.close()
 
     def _recover(self, method: str, params: dict[str, Any] | None) -> JsonObject:
         """knowledge_recover / knowledge_recover_full (ADR 0038): close the workspace, apply

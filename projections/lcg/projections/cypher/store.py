@@ -10,7 +10,10 @@ from graph.sqlite's is copied again. Cypher sent by clients runs in a read-only 
 
 from __future__ import annotations
 
+import ctypes
 import itertools
+import logging
+import os
 import re
 import sqlite3
 import threading
@@ -54,6 +57,7 @@ DATABASE_FILE = "graph.lbug"
 # per database: a process holding a few workspaces (tests, benchmarks) would run out of it.
 BUFFER_POOL_BYTES = 256 * 1024 * 1024
 MAX_DATABASE_BYTES = 64 * 1024**3
+log = logging.getLogger("lcg.cypher")
 COPY_ROWS = 5_000  # rows per ladybug transaction when a group is copied again
 HANDLES: frozenset[type[DomainEvent]] = frozenset(
     {
@@ -140,12 +144,33 @@ class CypherGraph:
             self._sync_stale(graph)
 
     def close(self) -> None:
+        """Close the database; on a disk that can no longer be written, leave it open.
+
+        Ladybug writes at close (its WAL, a checkpoint) and, when that write fails, throws a
+        C++ exception from a destructor, which aborts the whole process (SIGABRT): a
+        serving process whose disk turned read-only would die at knowledge_close instead of
+        finishing its other close steps. So when the directory cannot be written, the
+        handles are abandoned (kept alive until the process ends, never destroyed); the
+        projection is rebuildable, and the next open copies any group that is not in line."""
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-            if self._db is not None:
-                self._db.close()
+            conn, db = self._conn, self._db
             self._conn = self._db = None
+            if db is None:
+                return
+            problem = _unwritable(self.directory)
+            if problem is not None:
+                log.warning(
+                    "the Cypher projection in %s is left unclosed: %s (closing it would abort"
+                    " the process; it is copied again at the next open if it is behind)",
+                    self.directory,
+                    problem,
+                )
+                _abandon(conn)
+                _abandon(db)
+                return
+            if conn is not None:
+                conn.close()
+            db.close()
 
     # -- CommitListener ---------------------------------------------------------------------
 
@@ -278,6 +303,32 @@ class CypherGraph:
         if self._conn is None:
             raise RuntimeError("the Cypher projection is closed")
         return self._conn
+
+
+_ABANDONED: list[object] = []
+
+
+def _abandon(handle: object) -> None:
+    """Keep a ladybug handle alive for the rest of the process: one extra reference that is
+    never released, so neither close() nor interpreter shutdown runs its destructor."""
+    if handle is not None:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(handle))
+        _ABANDONED.append(handle)
+
+
+def _unwritable(directory: Path) -> str | None:
+    """Why a file cannot be written in `directory` now (None: it can)."""
+    probe = directory / f".close-probe-{os.getpid()}"
+    try:
+        descriptor = os.open(probe, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        try:
+            os.write(descriptor, b"x")
+        finally:
+            os.close(descriptor)
+        probe.unlink()
+    except OSError as error:
+        return f"{error.strerror or error}"
+    return None
 
 
 def _read(conn: ladybug.Connection, text: str) -> tuple[list[str], list[Row]]:
