@@ -26,6 +26,7 @@ from lcg.domain.events import (
     ChunkExtracted,
     ConceptsCanonized,
     CorrectionsApplied,
+    CrossGroupEdgeAdded,
     DomainEvent,
     EntitiesMerged,
     EntityCreated,
@@ -40,6 +41,7 @@ from lcg.domain.events import (
     MemoryWriteAccepted,
     MemoryWriteApplied,
     MemoryWriteFailed,
+    PointersRebound,
     RelationshipCreated,
     RelationshipInvalidated,
     RelationshipRevised,
@@ -62,6 +64,8 @@ HANDLES: frozenset[type[DomainEvent]] = frozenset(
         RelationshipInvalidated,
         EntitiesMerged,
         GroupPurged,
+        CrossGroupEdgeAdded,
+        PointersRebound,
     }
 )
 # they change no entity or edge row the projection mirrors (episodes, mentions, memory, gc)
@@ -292,8 +296,17 @@ def _follow(tx: ladybug.Connection, graph: sqlite3.Connection, item: RecordedEve
             tx.execute("MATCH (n:Entity {uuid: $u}) DETACH DELETE n", {"u": event.entity_uuid})
         else:
             _put_entity(tx, row)
-    elif isinstance(event, RelationshipCreated | RelationshipRevised | RelationshipInvalidated):
+    elif isinstance(
+        event,
+        RelationshipCreated | RelationshipRevised | RelationshipInvalidated | CrossGroupEdgeAdded,
+    ):  # a cross-group edge is mirrored once both of its ends are bound
         _copy_edge(tx, graph, event.edge_uuid)
+    elif isinstance(event, PointersRebound):  # an end may have moved or gone: drop, re-copy
+        for edge in dict.fromkeys(str(b["edge_uuid"]) for b in event.bindings):
+            tx.execute("MATCH ()-[r:RELATES]->() WHERE r.uuid = $u DELETE r", {"u": edge})
+            _copy_edge(tx, graph, edge)
+        for edge in (*event.self_loops, *event.duplicates):
+            _copy_edge(tx, graph, edge)
     elif isinstance(event, EntitiesMerged):  # aliases leave (tombstones are not read)
         for alias in event.alias_uuids:
             tx.execute("MATCH (n:Entity {uuid: $u}) DETACH DELETE n", {"u": alias})
