@@ -457,3 +457,24 @@ def test_rebound_edges_survive_a_rebuild_of_the_edge_group_without_re_resolving(
     assert after == before
     assert after[0]["target_node_uuid"] == ada
     assert pointers(call) == {"bound": 1, "unbound": 0, "ambiguous": 0}
+
+
+def test_p_122_a_purged_source_group_leaves_foreign_pointers_unbound(
+    call: Call, workspace: Workspace
+) -> None:
+    paper = entity(call, "Paper", "hub")
+    entity(call, "Ada", "people")
+    edge = add_edge(call, {"uuid": paper}, foreign("people", "Ada"))
+    add_edge(call, {"uuid": paper}, foreign("places", "Paris"))  # another source: untouched
+    head = workspace.log.head(GroupId("hub"))
+    preview = call("knowledge_delete_by_group", group_ids=["people"], dry_run=True)
+    assert preview["unbound_impacts"] == [{"group_id": "hub", "pointer_count": 1}]
+    assert workspace.log.head(GroupId("hub")) == head
+    assert pointers(call) == {"bound": 1, "unbound": 1, "ambiguous": 0}
+    result = call("knowledge_delete_by_group", group_ids=["people"], confirm=True)
+    assert result["unbound_impacts"] == [{"group_id": "hub", "pointer_count": 1}]
+    assert workspace.log.head(GroupId("hub")) == head + 1  # recorded in the edge's stream
+    assert pointers(call) == {"bound": 0, "unbound": 2, "ambiguous": 0}
+    assert call("knowledge_get_edges_by_uuids", uuids=[edge["uuid"]])["edges"] == []
+    again = call("knowledge_delete_by_group", group_ids=["people"], confirm=True)
+    assert again["unbound_impacts"] == []

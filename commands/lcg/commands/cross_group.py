@@ -3,12 +3,16 @@ pointers; load what the pure deciders of `lcg.domain.cross_group` need, decide, 
 
 from __future__ import annotations
 
+import sqlite3
+from datetime import datetime
+
 from lcg.commands.writer import WriteContext
 from lcg.domain import cross_group, rules
 from lcg.domain.commands import (
     AddCrossGroupEdge,
     CrossGroupEndpoint,
     NameEndpoint,
+    PurgeGroup,
     RebindPointers,
 )
 from lcg.domain.cross_group import CrossGroupEdgeResult, EndpointLookup, RebindResult
@@ -70,3 +74,19 @@ def rebind_pointers(ctx: WriteContext, command: RebindPointers) -> RebindResult:
     for edge_group, event in events:
         ctx.append(GroupId(edge_group), (event,))
     return result
+
+
+def unbind_purged(ctx: WriteContext, command: PurgeGroup) -> dict[GroupId, int]:
+    """After the group's purge in this batch: unbind the other groups' pointers naming it,
+    one event per edge group; the pointers unbound per edge group (P-122)."""
+    edges = state.pointed_edges(ctx.conn, command.group_id)
+    events, impacts = cross_group.decide_unbind_purged(command.group_id, edges, command.now)
+    for edge_group, event in events:
+        ctx.append(edge_group, (event,))
+    return impacts
+
+
+def purge_impacts(conn: sqlite3.Connection, group_id: GroupId, now: datetime) -> dict[GroupId, int]:
+    """What unbind_purged would unbind (a dry run of knowledge_delete_by_group)."""
+    edges = [e for e in state.pointed_edges(conn, group_id) if e.group_id != group_id]
+    return cross_group.decide_unbind_purged(group_id, edges, now)[1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal, TypedDict
 
 from lcg.domain import rules
@@ -278,3 +279,29 @@ def decide_rebind(
         for edge_group, change in sorted(changes.items())
     ]
     return events, counts
+
+
+def decide_unbind_purged(
+    source_group_id: GroupId, edges: Sequence[PointedEdge], now: datetime
+) -> tuple[list[tuple[GroupId, PointersRebound]], dict[GroupId, int]]:
+    """The purge of `source_group_id` left its pointers nothing to bind to: every pointer of
+    `edges` naming it that is not unbound yet becomes unbound, in its edge's group (P-122: a
+    foreign group's edge is never deleted, it is left unbound). Also the count per edge group
+    (`unbound_impacts`)."""
+    changes: dict[GroupId, list[dict[str, object]]] = {}
+    for edge in edges:
+        sides: tuple[tuple[Side, Pointer | None], ...] = (("src", edge.src), ("dst", edge.dst))
+        for side, pointer in sides:
+            if pointer is None or pointer["source_group_id"] != source_group_id:
+                continue
+            if pointer["binding_state"] == "unbound":
+                continue
+            unbound = bind(source_group_id, pointer["endpoint_name"], (), 0)
+            changes.setdefault(edge.group_id, []).append(
+                {"edge_uuid": edge.uuid, "side": side, **unbound}
+            )
+    events = [
+        (group, PointersRebound(now, source_group_id, bindings, (), (), ()))
+        for group, bindings in sorted(changes.items())
+    ]
+    return events, {group: len(bindings) for group, bindings in sorted(changes.items())}
