@@ -478,3 +478,22 @@ def test_p_122_a_purged_source_group_leaves_foreign_pointers_unbound(
     assert call("knowledge_get_edges_by_uuids", uuids=[edge["uuid"]])["edges"] == []
     again = call("knowledge_delete_by_group", group_ids=["people"], confirm=True)
     assert again["unbound_impacts"] == []
+
+
+def test_adr_0041_cypher_mirrors_a_cross_group_edge_once_bound(call: Call) -> None:
+    """The Cypher projection (ADR 0039) copies the edge row: absent while unbound, a RELATES
+    rel between the two groups' entities once bound, gone again when a purge unbinds it."""
+    query = (
+        "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.name = 'CITES'"
+        " RETURN a.group_id AS a, b.name AS b, r.group_id AS g"
+    )
+    paper = entity(call, "Paper", "hub")
+    add_edge(call, {"uuid": paper}, foreign("people", "Ada"))
+    assert call("knowledge_query_cypher", query=query)["rows"] == []
+    entity(call, "Ada", "people")
+    rebind(call)
+    assert call("knowledge_query_cypher", query=query)["rows"] == [
+        {"a": "hub", "b": "Ada", "g": "hub"}
+    ]
+    call("knowledge_delete_by_group", group_ids=["people"], confirm=True)
+    assert call("knowledge_query_cypher", query=query)["rows"] == []

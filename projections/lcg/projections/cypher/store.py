@@ -302,8 +302,10 @@ def _follow(tx: ladybug.Connection, graph: sqlite3.Connection, item: RecordedEve
     ):  # a cross-group edge is mirrored once both of its ends are bound
         _copy_edge(tx, graph, event.edge_uuid)
     elif isinstance(event, PointersRebound):  # an end may have moved or gone: drop, re-copy
-        for edge in dict.fromkeys(str(b["edge_uuid"]) for b in event.bindings):
-            tx.execute("MATCH ()-[r:RELATES]->() WHERE r.uuid = $u DELETE r", {"u": edge})
+        edges = list(dict.fromkeys(str(b["edge_uuid"]) for b in event.bindings))
+        if edges:  # one scan of the rels for the whole event (rel properties have no index)
+            tx.execute("MATCH ()-[r:RELATES]->() WHERE r.uuid IN $u DELETE r", {"u": edges})
+        for edge in edges:
             _copy_edge(tx, graph, edge)
         for edge in (*event.self_loops, *event.duplicates):
             _copy_edge(tx, graph, edge)
