@@ -17,6 +17,7 @@ from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.port import Embedder
+from lcg.projections.graph import state
 from tests.conftest import Call, make_call, make_workspace
 
 REBIND_KEYS = {
@@ -497,3 +498,27 @@ def test_adr_0041_cypher_mirrors_a_cross_group_edge_once_bound(call: Call) -> No
     ]
     call("knowledge_delete_by_group", group_ids=["people"], confirm=True)
     assert call("knowledge_query_cypher", query=query)["rows"] == []
+
+
+def test_name_and_edge_lookups_read_their_indexes_not_the_whole_group(
+    workspace: Workspace,
+) -> None:
+    """Without statistics SQLite answered `ORDER BY seq` through the (group_id, seq) index and
+    scanned the group for every name (and every edge) lookup: a 10k-pointer rebind took 49 s.
+    The statements a rebind runs per pointer must search by name key and by the edge's ends."""
+    conn = workspace.reader()
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        state.live_entities_named(conn, "g", "Ada")
+        state.active_edge(conn, "g", "a", "KNEW", "b")
+    finally:
+        conn.set_trace_callback(None)
+    indexes = (
+        "idx_entities_group_id_name_key",
+        "idx_relationships_group_id_source_uuid_name_target_uuid",
+    )
+    assert len(statements) == len(indexes)
+    for statement, index in zip(statements, indexes, strict=True):
+        plan = " ".join(str(row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}"))
+        assert f"USING INDEX {index} " in plan, plan

@@ -58,7 +58,7 @@ def live_entities_named(
     (K-XG-007): extraction takes the first, a pointer binds only when there is one."""
     rows = conn.execute(
         f"{_ENTITY_STATE} WHERE group_id=? AND name_key=? AND merged_into IS NULL"
-        " ORDER BY seq LIMIT ?",
+        " ORDER BY +seq LIMIT ?",  # +seq: read the name index, not the whole group by seq
         (group_id, rules.name_key(name), limit),
     ).fetchall()
     return [state for row in rows if (state := _entity_state(row)) is not None]
@@ -73,7 +73,7 @@ def entity_by_name(conn: sqlite3.Connection, group_id: str, name: str) -> Entity
 def entities_named(conn: sqlite3.Connection, group_id: str, name: str) -> list[EntityState]:
     """Every entity of the group with this name, tombstones included, oldest first."""
     rows = conn.execute(
-        f"{_ENTITY_STATE} WHERE group_id=? AND name_key=? ORDER BY seq",
+        f"{_ENTITY_STATE} WHERE group_id=? AND name_key=? ORDER BY +seq",
         (group_id, rules.name_key(name)),
     ).fetchall()
     return [state for row in rows if (state := _entity_state(row)) is not None]
@@ -125,7 +125,7 @@ def active_edge(
     """find_active_relates_to_uuid: the edge's identity, skipping invalidated edges."""
     row = conn.execute(
         "SELECT uuid FROM relationships WHERE group_id=? AND source_uuid=? AND name=?"
-        " AND target_uuid=? AND invalid_at IS NULL ORDER BY seq LIMIT 1",
+        " AND target_uuid=? AND invalid_at IS NULL ORDER BY +seq LIMIT 1",  # the ends' index
         (group_id, source, predicate, target),
     ).fetchone()
     return None if row is None else EdgeUuid(row[0])
