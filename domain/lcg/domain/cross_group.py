@@ -10,7 +10,7 @@ events, so a replay never resolves a name again (ADR 0041).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, TypedDict
 
@@ -182,10 +182,46 @@ class RebindResult(TypedDict):
 
 @dataclass
 class _GroupChanges:
-    bindings: list[dict[str, object]]
-    self_loops: list[EdgeUuid]
-    duplicates: list[EdgeUuid]
-    duplicate_of: list[EdgeUuid]
+    bindings: list[dict[str, object]] = field(default_factory=list)
+    self_loops: list[EdgeUuid] = field(default_factory=list)
+    duplicates: list[EdgeUuid] = field(default_factory=list)
+    duplicate_of: list[EdgeUuid] = field(default_factory=list)
+
+
+@dataclass
+class _Sides:
+    """One edge's pointers to the group being rebound, re-resolved: the new bindings of those
+    past the gate (`checked`), the ends they give the edge, the changed ones as event rows,
+    and how many the gate skipped."""
+
+    checked: list[Pointer] = field(default_factory=list)
+    ends: tuple[EntityUuid | None, EntityUuid | None] = (None, None)
+    bindings: list[dict[str, object]] = field(default_factory=list)
+    skipped: int = 0
+
+
+def _resolve_sides(
+    edge: PointedEdge, group: str, matches: Mapping[str, Sequence[str]], applied_seq: int
+) -> _Sides:
+    result = _Sides(ends=(edge.source_uuid, edge.target_uuid))
+    ends = list(result.ends)
+    for index, side, pointer in ((0, "src", edge.src), (1, "dst", edge.dst)):
+        if pointer is None or pointer["source_group_id"] != group:
+            continue
+        if gated(pointer, applied_seq):
+            result.skipped += 1
+            continue
+        name = pointer["endpoint_name"]
+        # an edge of the source group itself: its event lands one seq past `applied_seq`
+        at = applied_seq + 1 if edge.group_id == group else applied_seq
+        new = bind(group, name, matches.get(rules.name_key(name), ()), at)
+        result.checked.append(new)
+        resolved = new["resolved_uuid"]
+        ends[index] = None if resolved is None else EntityUuid(resolved)
+        if new != pointer:
+            result.bindings.append({"edge_uuid": edge.uuid, "side": side, **new})
+    result.ends = (ends[0], ends[1])
+    return result
 
 
 def gated(pointer: Pointer, applied_seq: int) -> bool:
@@ -221,47 +257,31 @@ def decide_rebind(
     changes: dict[GroupId, _GroupChanges] = {}
     claimed: dict[tuple[str, str, str, str], EdgeUuid] = {}  # keys this rebind made visible
     for edge in edges:
-        ends: dict[Side, EntityUuid | None] = {"src": edge.source_uuid, "dst": edge.target_uuid}
-        checked: list[tuple[Side, Pointer]] = []
-        sides: tuple[tuple[Side, Pointer | None], ...] = (("src", edge.src), ("dst", edge.dst))
-        for side, pointer in sides:
-            if pointer is None or pointer["source_group_id"] != group:
-                continue
-            if gated(pointer, applied_seq):
-                counts["staleness_skipped"] += 1
-                continue
-            name = pointer["endpoint_name"]
-            # an edge of the source group itself: its event lands one seq past `applied_seq`
-            at = applied_seq + 1 if edge.group_id == group else applied_seq
-            new = bind(group, name, matches.get(rules.name_key(name), ()), at)
-            checked.append((side, new))
-            resolved = new["resolved_uuid"]
-            ends[side] = None if resolved is None else EntityUuid(resolved)
-            if new != pointer:
-                change = changes.setdefault(edge.group_id, _GroupChanges([], [], [], []))
-                change.bindings.append({"edge_uuid": edge.uuid, "side": side, **new})
-        if not checked:
+        sides = _resolve_sides(edge, group, matches, applied_seq)
+        counts["staleness_skipped"] += sides.skipped
+        if not sides.checked:
             continue
-        counts["checked"] += len(checked)
-        source, target = ends["src"], ends["dst"]
-        moved = (source, target) != (edge.source_uuid, edge.target_uuid)
+        counts["checked"] += len(sides.checked)
+        if sides.bindings:
+            changes.setdefault(edge.group_id, _GroupChanges()).bindings.extend(sides.bindings)
         collapse = None
-        if moved and source is not None and target is not None:
+        source, target = sides.ends
+        if sides.ends != (edge.source_uuid, edge.target_uuid) and source and target:
             key = (source, edge.predicate, target)
             other = claimed.get((edge.group_id, *key)) or active_edge(edge.group_id, *key)
             collapse = collapsed(key, {key: other} if other and other != edge.uuid else {})
             if collapse is None:
                 claimed[(edge.group_id, *key)] = edge.uuid
         if collapse is None:
-            for _, pointer in checked:
+            for pointer in sides.checked:
                 counts[pointer["binding_state"]] += 1
             continue
-        change = changes.setdefault(edge.group_id, _GroupChanges([], [], [], []))
+        change = changes.setdefault(edge.group_id, _GroupChanges())
         if collapse.kept is None:
-            counts["invalidated_self_loop"] += len(checked)
+            counts["invalidated_self_loop"] += len(sides.checked)
             change.self_loops.append(edge.uuid)
         else:
-            counts["invalidated_duplicate"] += len(checked)
+            counts["invalidated_duplicate"] += len(sides.checked)
             change.duplicates.append(edge.uuid)
             change.duplicate_of.append(collapse.kept)
     events = [
