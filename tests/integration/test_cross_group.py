@@ -522,3 +522,17 @@ def test_name_and_edge_lookups_read_their_indexes_not_the_whole_group(
     for statement, index in zip(statements, indexes, strict=True):
         plan = " ".join(str(row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}"))
         assert f"USING INDEX {index} " in plan, plan
+
+
+def test_adr_0041_cypher_keeps_a_bound_edge_when_the_source_group_is_copied_again(
+    call: Call,
+) -> None:
+    """A rebuild of the source group copies its entities into the Cypher mirror again (a
+    DETACH DELETE first): the other groups' bound edges to them are copied back too."""
+    query = "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.name = 'CITES' RETURN b.name AS b"
+    paper = entity(call, "Paper", "hub")
+    entity(call, "Ada", "people")
+    add_edge(call, {"uuid": paper}, foreign("people", "Ada"))
+    assert call("knowledge_query_cypher", query=query)["rows"] == [{"b": "Ada"}]
+    call("knowledge_rebuild_from_wal", group_id="people", force_clear=True)
+    assert call("knowledge_query_cypher", query=query)["rows"] == [{"b": "Ada"}]

@@ -236,6 +236,8 @@ class CypherGraph:
                 _put_entity(tx, row)
             for row in graph.execute("SELECT * FROM relationships WHERE group_id=?", (group,)):
                 _put_edge(tx, row)
+            for row in graph.execute(_FOREIGN_EDGES, (group, group, group)):
+                _put_edge(tx, row)  # the DETACH DELETE took them; their rows are unchanged
             _set_position(tx, group, _graph_positions(graph).get(group, 0))
 
     @contextmanager
@@ -314,6 +316,14 @@ def _follow(tx: ladybug.Connection, graph: sqlite3.Connection, item: RecordedEve
             tx.execute("MATCH (n:Entity {uuid: $u}) DETACH DELETE n", {"u": alias})
         for edge in (*event.rewritten, *event.self_loops, *event.duplicates, *event.duplicate_of):
             _copy_edge(tx, graph, edge)  # now the canonical's, or invalidated: left out
+
+
+# Other groups' cross-group edges with an end among a group's entities (ADR 0041)
+_FOREIGN_EDGES = (
+    "SELECT * FROM relationships WHERE cross_group = 1 AND group_id != ? AND invalid_at IS NULL"
+    " AND (source_uuid IN (SELECT uuid FROM entities WHERE group_id = ?)"
+    " OR target_uuid IN (SELECT uuid FROM entities WHERE group_id = ?))"
+)
 
 
 def _copy_edge(tx: ladybug.Connection, graph: sqlite3.Connection, edge_uuid: str) -> None:
