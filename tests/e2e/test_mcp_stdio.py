@@ -411,3 +411,83 @@ def test_k_inv_038_040_curation_tools_over_mcp_stdio(tmp_path: Path) -> None:
             assert nodes == {"Ada": ["Person"], "Analytical Engine": ["Entity"]}
 
     anyio.run(main)
+
+
+def test_k_xg_009_012_013_cross_group_edge_over_mcp_stdio(tmp_path: Path) -> None:
+    """A real MCP client adds an edge whose target is a name the group `people` does not hold
+    yet: the edge is kept but invisible (neighbours, list, get by uuid) and status counts it
+    unbound; the entity is asserted in `people`, a rebind binds it, and every read shows it
+    with its pointer (K-XG-009/012/013, K-STA-008). A uuid of another group is an isError
+    result naming the field (K-XG-004)."""
+    workspace = tmp_path / "ws"
+
+    async def main() -> None:
+        async with mcp_client("serve", "--mcp-stdio", "--workspace", str(workspace)) as client:
+            paper = structured(
+                await client.call_tool(
+                    "knowledge_assert_entity", {"name": "Sketch", "group_id": "hub"}
+                )
+            )["entity_uuid"]
+            added = structured(
+                await client.call_tool(
+                    "knowledge_add_cross_group_edge",
+                    {
+                        "name": "CITES",
+                        "source": {"uuid": paper},
+                        "target": {"source_group_id": "people", "endpoint_name": "ada lovelace"},
+                        "fact": "The sketch cites Ada Lovelace.",
+                        "group_id": "hub",
+                    },
+                )
+            )
+            assert added["cross_group_pointers"]["dst"]["binding_state"] == "unbound"
+
+            async def reads() -> tuple[int, int, int, dict[str, int]]:
+                near = await client.call_tool(
+                    "knowledge_get_entity_neighbors", {"entity_uuid": paper}
+                )
+                listed = await client.call_tool("knowledge_list_relationships", {})
+                got = await client.call_tool(
+                    "knowledge_get_edges_by_uuids", {"uuids": [added["uuid"]]}
+                )
+                status = structured(await client.call_tool("knowledge_status", {}))
+                return (
+                    len(structured(near)["edges"]),
+                    structured(listed)["count"],
+                    len(structured(got)["edges"]),
+                    status["cross_group_pointers"],
+                )
+
+            assert await reads() == (0, 0, 0, {"bound": 0, "unbound": 1, "ambiguous": 0})
+            ada = structured(
+                await client.call_tool(
+                    "knowledge_assert_entity", {"name": "Ada Lovelace", "group_id": "people"}
+                )
+            )["entity_uuid"]
+            refused = await client.call_tool(
+                "knowledge_add_cross_group_edge",
+                {
+                    "name": "CITES",
+                    "source": {"uuid": paper},
+                    "target": {"uuid": ada},
+                    "fact": "x",
+                    "group_id": "hub",
+                },
+            )
+            assert refused.is_error is True
+            assert structured(refused)["data"]["field"] == "target.uuid"
+            rebound = structured(
+                await client.call_tool("knowledge_rebind_pointers", {"source_group_id": "people"})
+            )
+            assert (rebound["checked"], rebound["bound"]) == (1, 1)
+            assert await reads() == (1, 1, 1, {"bound": 1, "unbound": 0, "ambiguous": 0})
+            got = await client.call_tool("knowledge_get_edges_by_uuids", {"uuids": [added["uuid"]]})
+            [edge] = structured(got)["edges"]
+            assert edge["target_node_uuid"] == ada
+            assert edge["cross_group_pointers"]["dst"]["resolved_uuid"] == ada
+            again = structured(
+                await client.call_tool("knowledge_rebind_pointers", {"source_group_id": "people"})
+            )
+            assert (again["checked"], again["staleness_skipped"]) == (0, 1)
+
+    anyio.run(main)

@@ -24,7 +24,14 @@ SEARCH_ROWS = {
 def dump(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
     tables = {
         table: [tuple(row) for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2")]
-        for table in ("entities", "relationships", "episodes", "mentions", "projection_positions")
+        for table in (
+            "entities",
+            "relationships",
+            "episodes",
+            "mentions",
+            "cross_group_pointers",
+            "projection_positions",
+        )
     }
     for name, query in SEARCH_ROWS.items():
         tables[name] = sorted(tuple(row) for row in conn.execute(query))

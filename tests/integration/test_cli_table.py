@@ -33,6 +33,7 @@ NAMED_COMMANDS: dict[str, tuple[str, list[str]]] = {
     "stats": ("lambo_stats", []),
     "ingest": ("knowledge_process_chunk", ["{tmp}/note.md", "--group", "g"]),
     "dump": ("knowledge_dump_wal", ["{tmp}/dump"]),
+    "rebind": ("knowledge_rebind_pointers", ["--source-group", "g"]),
 }
 # restore installs a dump's WAL before the workspace is opened: no operation does that;
 # recover goes through a serving process's Service.call, which closes the workspace first

@@ -76,6 +76,28 @@ command = st.one_of(
         lambda g: ("knowledge_delete_by_group", {"group_ids": [g], "confirm": True}),
         st.sampled_from(GROUPS),
     ),
+    st.builds(  # ends named by pointers into either group (ADR 0041)
+        lambda g, sg, sn, tg, tn, p: (
+            "knowledge_add_cross_group_edge",
+            {
+                "group_id": g,
+                "name": p,
+                "fact": f"{sn} {p} {tn}",
+                "source": {"source_group_id": sg, "endpoint_name": sn},
+                "target": {"source_group_id": tg, "endpoint_name": tn},
+            },
+        ),
+        st.sampled_from(GROUPS),
+        st.sampled_from(GROUPS),
+        st.sampled_from(NAMES),
+        st.sampled_from(GROUPS),
+        st.sampled_from(NAMES),
+        st.sampled_from(["KNEW", "MET"]),
+    ),
+    st.builds(
+        lambda g: ("knowledge_rebind_pointers", {"source_group_id": g}),
+        st.sampled_from(GROUPS),
+    ),
 )
 
 

@@ -11,12 +11,14 @@ import pytest
 from lcg.domain.events import (
     EVENT_TYPES,
     CorrectionsApplied,
+    CrossGroupEdgeAdded,
     DomainEvent,
     EntitiesMerged,
     EntityCreated,
     EpisodeAdded,
     EventCodec,
     JsonDict,
+    PointersRebound,
     RelationshipCreated,
     RelationshipInvalidated,
     UnknownEventType,
@@ -49,6 +51,8 @@ def test_wire_names_are_stable() -> None:
         "entities_merged",
         "relationship_invalidated",
         "corrections_applied",
+        "cross_group_edge_added",
+        "pointers_rebound",
     ]
 
 
@@ -89,6 +93,42 @@ def test_events_are_frozen() -> None:
         ),
         RelationshipInvalidated(NOW, EdgeUuid("e"), "correction drop-1"),
         CorrectionsApplied(NOW, ("merge-bob", "fix-ada")),
+        CrossGroupEdgeAdded(
+            NOW,
+            EdgeUuid("x"),
+            EntityUuid("a"),
+            None,
+            "KNOWS",
+            "a knows b",
+            None,
+            datetime(1843, 9, 1, tzinfo=UTC),
+            None,
+            {
+                "source_group_id": "people",
+                "endpoint_name": "B",
+                "resolved_uuid": None,
+                "bound_at_seq": None,
+                "binding_state": "unbound",
+            },
+        ),
+        PointersRebound(
+            NOW,
+            "people",
+            [
+                {
+                    "edge_uuid": "x",
+                    "side": "dst",
+                    "source_group_id": "people",
+                    "endpoint_name": "B",
+                    "resolved_uuid": "b",
+                    "bound_at_seq": 4,
+                    "binding_state": "bound",
+                }
+            ],
+            (EdgeUuid("y"),),
+            (EdgeUuid("z"),),
+            (EdgeUuid("w"),),
+        ),
     ],
 )
 def test_codec_round_trips_every_field(event: DomainEvent) -> None:

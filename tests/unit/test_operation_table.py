@@ -142,7 +142,7 @@ def test_issue_10_every_parameter_has_a_description(operation: AnyOperation) -> 
 
 def test_issue_10_descriptions_name_only_tools_that_exist_today() -> None:
     """Advice must name what works today: a tool a description names is in the table, or is
-    said to be not in this version yet (the seed's knowledge_add_cross_group_edge)."""
+    said to be not in this version yet (`(not in this version ...)` right after its name)."""
     texts = [operation.description for operation in OPERATIONS]
     texts += [
         str(spec.get("description", ""))

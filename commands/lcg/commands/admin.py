@@ -8,8 +8,8 @@ from datetime import datetime
 from functools import partial
 from typing import NotRequired, TypedDict
 
-from lcg.commands import handlers
-from lcg.commands.writer import Writer
+from lcg.commands import cross_group, handlers
+from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.commands import PurgeGroup
 from lcg.domain.errors import Conflict, InvalidParams, NotFound
 from lcg.domain.ids import GroupId
@@ -183,22 +183,43 @@ def delete_by_group(
         raise InvalidParams(
             "confirm", "Must set 'confirm' to true to purge group data (or 'dry_run' to preview)"
         )
+    impacts: dict[GroupId, int] = {}
     if dry_run:
         with writer.exclusive():
             counts = [state.group_counts(writer.runner.conn, g) for g in group_ids]
+            for group in group_ids:
+                found = cross_group.purge_impacts(writer.runner.conn, group, now())
+                for edge_group, count in found.items():
+                    impacts[edge_group] = impacts.get(edge_group, 0) + count
     else:
         purges = [PurgeGroup(group, now()) for group in group_ids]
         outcomes = writer.execute_many(
-            [partial(handlers.purge_group, command=command) for command in purges]
+            [partial(_purge_and_unbind, command=command) for command in purges]
         )
         counts = []
         for outcome in outcomes:
             if isinstance(outcome, Exception):
                 raise outcome
-            counts.append(outcome)
+            counts.append(outcome[0])
+            for edge_group, count in outcome[1].items():
+                impacts[edge_group] = impacts.get(edge_group, 0) + count
     return DeleteByGroupResult(
-        success=True, dry_run=dry_run, groups=counts, unbound_impacts=[], applied_seq_reset=False
+        success=True,
+        dry_run=dry_run,
+        groups=counts,
+        unbound_impacts=[
+            UnboundImpact(group_id=group, pointer_count=count)
+            for group, count in sorted(impacts.items())
+        ],
+        applied_seq_reset=False,
     )
+
+
+def _purge_and_unbind(
+    ctx: WriteContext, command: PurgeGroup
+) -> tuple[state.GroupCounts, dict[GroupId, int]]:
+    """The group's purge, then its foreign pointers left unbound (P-122, ADR 0041)."""
+    return handlers.purge_group(ctx, command), cross_group.unbind_purged(ctx, command)
 
 
 class ClearAllResult(TypedDict):

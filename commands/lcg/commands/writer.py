@@ -66,6 +66,11 @@ class WriteContext:
             return True
         return False
 
+    def applied_seq(self, group_id: GroupId) -> int:
+        """The group's applied seq as this batch sees it (the lowest of its projections'
+        positions, counting the events this batch applied): a pointer's bound_at_seq."""
+        return self._writer.applied_seq(group_id)
+
     def append(self, group_id: GroupId, events: Sequence[DomainEvent]) -> list[RecordedEvent]:
         """Give the events the group's next seqs and apply them to the projections."""
         if not events:
@@ -129,6 +134,15 @@ class Writer:
     def conn(self) -> sqlite3.Connection:
         """The projection connection handlers read through (inside the batch's transaction)."""
         return self.runner.conn
+
+    def applied_seq(self, group_id: GroupId) -> int:
+        """See WriteContext.applied_seq."""
+        return min(
+            self._positions[(name, group_id)]
+            if (name, group_id) in self._positions
+            else self.runner.stored_position(name, group_id)
+            for name in self.runner.names
+        )
 
     def head(self, group_id: GroupId) -> int:
         if group_id not in self._heads:

@@ -123,3 +123,45 @@ class MergeEntities:
     merge_all_by_name: bool
     dry_run: bool
     now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class UuidEndpoint:
+    """`{"uuid": ...}`: an entity of the edge's own group; no resolution, no pointer."""
+
+    uuid: EntityUuid
+
+
+@dataclass(frozen=True, slots=True)
+class NameEndpoint:
+    """`{"source_group_id", "endpoint_name"}`: a foreign endpoint, resolved by name."""
+
+    source_group_id: GroupId
+    endpoint_name: str
+
+
+CrossGroupEndpoint = UuidEndpoint | NameEndpoint
+
+
+@dataclass(frozen=True, slots=True)
+class AddCrossGroupEdge:
+    """knowledge_add_cross_group_edge (P-131): an edge of `group_id` whose ends may be
+    entities of other groups, named by a pointer."""
+
+    group_id: GroupId
+    predicate: str
+    source: CrossGroupEndpoint
+    target: CrossGroupEndpoint
+    fact: str
+    relation_type: str | None
+    valid_at: datetime | None
+    new_uuid: EdgeUuid
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RebindPointers:
+    """knowledge_rebind_pointers (P-132): re-resolve the pointers naming `source_group_id`."""
+
+    source_group_id: GroupId
+    now: datetime

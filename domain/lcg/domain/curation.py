@@ -7,10 +7,10 @@ timed or minted in this module.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 from lcg.domain.commands import MergeEntities
 from lcg.domain.deciders import EntityState
@@ -163,6 +163,28 @@ class MergeDecision:
     merged: tuple[EntityUuid, ...] = field(default=())
 
 
+EdgeKey = tuple[str, str, str]  # (source, predicate, target) of a directed edge
+
+
+@dataclass(frozen=True, slots=True)
+class Collapse:
+    """An edge that must be invalidated: a self-loop, or a duplicate of the `kept` edge."""
+
+    kind: Literal["self_loop", "duplicate"]
+    kept: EdgeUuid | None = None
+
+
+def collapsed(key: EdgeKey, kept: Mapping[EdgeKey, EdgeUuid]) -> Collapse | None:
+    """What becomes of an edge whose ends would now be `key`: a self-loop when both ends are
+    one entity, a duplicate of the kept edge when an active directed edge already has this
+    key, None when the edge stands. The one policy of merges and of pointer rebinds
+    (K-XG-026)."""
+    if key[0] == key[2]:
+        return Collapse("self_loop")
+    other = kept.get(key)
+    return None if other is None else Collapse("duplicate", other)
+
+
 def decide_merge(
     command: MergeEntities, targets: MergeTargets, edges: Sequence[EdgeEnds]
 ) -> MergeDecision:
@@ -179,7 +201,7 @@ def decide_merge(
     def mapped(uuid: EntityUuid) -> EntityUuid:
         return canonical if uuid in order else uuid
 
-    kept: dict[tuple[str, str, str], EdgeUuid] = {
+    kept: dict[EdgeKey, EdgeUuid] = {
         (e.source, e.predicate, e.target): e.uuid
         for e in reversed(edges)  # the oldest wins a key
         if e.group_id == command.group_id and e.source not in order and e.target not in order
@@ -201,13 +223,14 @@ def decide_merge(
             continue
         counts[0] += 1
         key = (mapped(edge.source), edge.predicate, mapped(edge.target))
-        if key[0] == key[2]:
+        collapse = collapsed(key, kept)
+        if collapse is not None and collapse.kept is None:
             counts[1] += 1
             self_loops.append(edge.uuid)
-        elif key in kept:
+        elif collapse is not None and collapse.kept is not None:
             counts[1] += 1
             duplicates.append(edge.uuid)
-            duplicate_of.append(kept[key])
+            duplicate_of.append(collapse.kept)
         else:
             kept[key] = edge.uuid
             rewritten.append(edge.uuid)

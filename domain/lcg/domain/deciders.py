@@ -34,9 +34,8 @@ from lcg.domain.extraction import DroppedEdge, Resolved
 from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid, GroupId
 
 CROSS_GROUP_HINT = (
-    "endpoints resolve only inside the call's group_id; knowledge_add_cross_group_edge "
-    "(not in this version yet) will connect entities across groups: until then, assert the "
-    "entity in this group first"
+    "endpoints resolve only inside the call's group_id; use knowledge_add_cross_group_edge "
+    "to connect entities across groups (or assert the entity in this group first)"
 )
 
 

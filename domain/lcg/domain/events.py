@@ -279,6 +279,45 @@ class CorrectionsApplied(DomainEvent):
     correction_ids: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class CrossGroupEdgeAdded(DomainEvent):
+    """knowledge_add_cross_group_edge (P-131): an edge of this group whose endpoints may live
+    in other groups. `src` / `dst` are the pointers of the sides named by a foreign endpoint
+    ({source_group_id, endpoint_name, resolved_uuid, bound_at_seq, binding_state}), None for a
+    side given by uuid; `source_uuid` / `target_uuid` are the entities the sides resolve to
+    now (None while a pointer is unbound or ambiguous). The binding is recorded, so a replay
+    never resolves a name again."""
+
+    wire_name: ClassVar[str] = "cross_group_edge_added"
+
+    edge_uuid: EdgeUuid
+    source_uuid: EntityUuid | None
+    target_uuid: EntityUuid | None
+    predicate: str
+    fact: str
+    relation_type: str | None
+    valid_at: datetime | None
+    src: dict[str, Any] | None
+    dst: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class PointersRebound(DomainEvent):
+    """knowledge_rebind_pointers (P-132) for this group's edges whose pointers name
+    `source_group_id`: each changed pointer's new binding ({edge_uuid, side, resolved_uuid,
+    bound_at_seq, binding_state}), and the edges a binding would have turned into a self-loop
+    or a duplicate of an active edge (`duplicate_of`, index by index), which are invalidated
+    instead (the merge policy: ADR 0034, 0041)."""
+
+    wire_name: ClassVar[str] = "pointers_rebound"
+
+    source_group_id: str
+    bindings: list[dict[str, Any]]
+    self_loops: tuple[EdgeUuid, ...]
+    duplicates: tuple[EdgeUuid, ...]
+    duplicate_of: tuple[EdgeUuid, ...]
+
+
 EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     EntityCreated,
     EntityRevised,
@@ -300,12 +339,17 @@ EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     EntitiesMerged,
     RelationshipInvalidated,
     CorrectionsApplied,
+    CrossGroupEdgeAdded,
+    PointersRebound,
 )
-# The graph curation events (P-124, P-125): what the memory projections declare ignored.
+# The graph curation and cross-group events (P-124, P-125, P-131, P-132): what the memory
+# projections declare ignored.
 CURATION_EVENTS: tuple[type[DomainEvent], ...] = (
     EntitiesMerged,
     RelationshipInvalidated,
     CorrectionsApplied,
+    CrossGroupEdgeAdded,
+    PointersRebound,
 )
 
 Upcaster: TypeAlias = Callable[[JsonDict], JsonDict]

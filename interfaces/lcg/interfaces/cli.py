@@ -339,3 +339,19 @@ def service_main() -> None:
     """`liminis-context-graph`, the seed's binary: with no command it serves the socket."""
     os.umask(PRIVATE_UMASK)
     cli(args=serve.with_serve_default(sys.argv[1:]) or ["serve"])
+
+
+@cli.command("rebind")
+def rebind(
+    source_group: Annotated[
+        str, typer.Option("--source-group", help="Re-resolve the pointers naming this group.")
+    ],
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Re-resolve the cross-group pointers naming a group (knowledge_rebind_pointers)."""
+    flags = {"source_group_id": "--source-group"}
+    with workspace_caller(workspace, "lcg rebind", flags=flags) as app:
+        result = app.call("knowledge_rebind_pointers", {"source_group_id": source_group})
+    summary = ", ".join(f"{key} {value}" for key, value in result.items())
+    show(result, as_json, f"rebound pointers of {source_group}: {summary}")

@@ -21,6 +21,7 @@ from lcg.interfaces.app import App
 from lcg.interfaces.params import NoParams, P, Params, parse
 from lcg.interfaces.tools import (
     admin,
+    cross_group,
     curation,
     cypher,
     episodes,
@@ -178,6 +179,18 @@ OPERATIONS: tuple[AnyOperation, ...] = (
         WRITE,
         curation.ApplyCorrectionsParams,
         curation.apply_corrections,
+    ),
+    _row(
+        "knowledge_add_cross_group_edge",
+        WRITE,
+        cross_group.AddCrossGroupEdgeParams,
+        cross_group.add_cross_group_edge,
+    ),
+    _row(
+        "knowledge_rebind_pointers",
+        ADMIN,
+        cross_group.RebindPointersParams,
+        cross_group.rebind_pointers,
     ),
     _row(
         "lambo_recall", MEMORY, memory_recall.RecallParams, memory_recall.lambo_recall, reads=True

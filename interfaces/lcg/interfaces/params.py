@@ -40,7 +40,12 @@ class Params(BaseModel):
         Inspector's cannot fill (they sent a list as a string). Null is still accepted, and
         omitting the parameter means the same."""
         schema = super().model_json_schema(*args, **kwargs)
+        defs = schema.pop("$defs", {})
         for spec in schema.get("properties", {}).values():
+            ref = spec.pop("$ref", None)  # a nested object (an endpoint): inlined, type object
+            if isinstance(ref, str):
+                nested = defs[ref.rsplit("/", 1)[-1]]
+                spec.update({k: v for k, v in nested.items() if k not in spec and k != "title"})
             options = spec.get("anyOf")
             if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
                 spec.pop("anyOf")
@@ -110,8 +115,12 @@ def parse(model: type[P], raw: dict[str, Any] | None) -> P:
         rule = first["msg"]
         if first["type"] == "missing":
             rule = "is required"
+        elif first["type"] == "extra_forbidden" and len(first["loc"]) > 1:
+            rule = "is not a key of this object"
         elif first["type"] == "extra_forbidden":
             rule = _unknown_key_rule(model, field)
+        elif first["type"] == "value_error":  # a model validator's rule, as it reads
+            rule = str(first.get("ctx", {}).get("error", rule))
         elif first["type"] == "string_pattern_mismatch":
             rule = rules.PATTERN_RULES.get(str(first.get("ctx", {}).get("pattern")), rule)
         detail = None

@@ -74,6 +74,22 @@ BEFORE: dict[str, tuple[tuple[str, Params], ...]] = {
     "knowledge_rebuild_status": (
         ("knowledge_rebuild_from_wal", {"group_id": "liminis", "force_clear": True}),
     ),
+    # an edge whose foreign end was unbound when added, then the entity it names
+    "knowledge_rebind_pointers": (
+        (
+            "knowledge_add_cross_group_edge",
+            {
+                "name": "CORRESPONDED_WITH",
+                "source": {"uuid": "00000000-0000-4000-8000-000000000001"},
+                "target": {"source_group_id": "people", "endpoint_name": "charles babbage"},
+                "fact": "Ada Lovelace corresponded with Charles Babbage.",
+            },
+        ),
+        ("knowledge_assert_entity", {"name": "Charles Babbage", "group_id": "people"}),
+    ),
+    "knowledge_add_cross_group_edge": (
+        ("knowledge_assert_entity", {"name": "Charles Babbage", "group_id": "people"}),
+    ),
 }
 SERVICE_METHODS = frozenset({RECOVER, RECOVER_FULL})  # run through a Service, not in process
 JOB_ID = "<the job_id knowledge_rebuild_from_wal returned>"  # replaced by the real one
@@ -215,6 +231,14 @@ EXAMPLES: dict[str, Params] = {
     "knowledge_wal_mark_create": {"name": "before-cleanup", "group_id": "liminis"},
     "knowledge_wal_mark_list": {"group_id": "liminis"},
     "knowledge_wal_mark_delete": {"name": "before-cleanup", "group_id": "liminis"},
+    "knowledge_add_cross_group_edge": {
+        "name": "CORRESPONDED_WITH",
+        "source": {"uuid": ADA},
+        "target": {"source_group_id": "people", "endpoint_name": "charles babbage"},
+        "fact": "Ada Lovelace corresponded with Charles Babbage.",
+        "group_id": "liminis",
+    },
+    "knowledge_rebind_pointers": {"source_group_id": "people"},
     "lambo_derive": {
         "agent_id": "agent-a",
         "concepts": [
@@ -406,6 +430,21 @@ def _page(family: str, tools: Sequence[AnyOperation], results: Sequence[Params])
                 "```",
             ]
             if family == "curation"
+            else []
+        ),
+        *(
+            [
+                "",
+                textwrap.fill(
+                    "The example of `knowledge_add_cross_group_edge` first asserts `Charles "
+                    "Babbage` in the group `people`, so its pointer binds. The example of "
+                    "`knowledge_rebind_pointers` first adds that edge while `people` holds no "
+                    "such entity (the pointer is unbound and no read shows the edge), then "
+                    "asserts the entity: the rebind binds it. ADR 0041 records the design.",
+                    width=100,
+                ),
+            ]
+            if family == "cross_group"
             else []
         ),
         "",

@@ -96,7 +96,7 @@ class Status(TypedDict):
     wal: Wal
     wal_groups: dict[str, GroupWal]
     indices_built: bool
-    cross_group_pointers: PointerCounts
+    cross_group_pointers: PointerCounts | None  # null when its table is missing (P-102)
     ontology: Ontology
     projection_error: str | None
     degraded: bool
@@ -167,7 +167,7 @@ def status(
         ),
         wal_groups=groups,
         indices_built=True,
-        cross_group_pointers=PointerCounts(bound=0, unbound=0, ambiguous=0),
+        cross_group_pointers=_pointer_counts(conn),
         ontology=Ontology(
             present=False,
             loaded=False,
@@ -187,6 +187,15 @@ def status(
             " at the next open of the workspace (restart the service)"
             for d in derived["damaged_files"]
         ],
+    )
+
+
+def _pointer_counts(conn: sqlite3.Connection) -> PointerCounts | None:
+    counts = reader.pointer_counts(conn)
+    if counts is None:
+        return None
+    return PointerCounts(
+        bound=counts["bound"], unbound=counts["unbound"], ambiguous=counts["ambiguous"]
     )
 
 

@@ -115,8 +115,8 @@ def assert_entity(app: App, q: AssertEntityParams) -> handlers.AssertEntityResul
 
 def assert_relationship(app: App, q: AssertRelationshipParams) -> handlers.AssertRelationshipResult:
     """Create or replace the active edge (source, predicate, target) of a group. Endpoints
-    resolve only inside group_id; knowledge_add_cross_group_edge (not in this version yet)
-    will link groups. Omitted fact/attributes/relation_type/valid_at are reset."""
+    resolve only inside group_id; knowledge_add_cross_group_edge links groups. Omitted
+    fact/attributes/relation_type/valid_at are reset."""
     command = AssertRelationship(
         group_id=GroupId(q.group_id),
         source_name=q.source_name,

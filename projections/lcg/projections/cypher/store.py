@@ -30,6 +30,7 @@ from lcg.domain.events import (
     ChunkExtracted,
     ConceptsCanonized,
     CorrectionsApplied,
+    CrossGroupEdgeAdded,
     DomainEvent,
     EntitiesMerged,
     EntityCreated,
@@ -44,6 +45,7 @@ from lcg.domain.events import (
     MemoryWriteAccepted,
     MemoryWriteApplied,
     MemoryWriteFailed,
+    PointersRebound,
     RelationshipCreated,
     RelationshipInvalidated,
     RelationshipRevised,
@@ -68,6 +70,8 @@ HANDLES: frozenset[type[DomainEvent]] = frozenset(
         RelationshipInvalidated,
         EntitiesMerged,
         GroupPurged,
+        CrossGroupEdgeAdded,
+        PointersRebound,
     }
 )
 # they change no entity or edge row the projection mirrors (episodes, mentions, memory, gc)
@@ -275,6 +279,9 @@ class CypherGraph:
                     (group,),
                 )
             ),
+            # other groups' cross-group edges to its entities: the DETACH DELETE took them,
+            # their rows are unchanged (ADR 0041)
+            ((False, row) for row in graph.execute(_FOREIGN_EDGES, (group, group, group))),
         )
         while True:
             chunk = list(itertools.islice(rows, COPY_ROWS))
@@ -379,13 +386,39 @@ def _follow(
     elif isinstance(event, RelationshipCreated) and event.edge_uuid not in created:
         created.add(event.edge_uuid)
         _copy_edge(tx, graph, event.edge_uuid, new=True)
-    elif isinstance(event, RelationshipCreated | RelationshipRevised | RelationshipInvalidated):
+    elif isinstance(
+        event,
+        RelationshipCreated | RelationshipRevised | RelationshipInvalidated | CrossGroupEdgeAdded,
+    ):  # a cross-group edge is mirrored once both of its ends are bound
         _copy_edge(tx, graph, event.edge_uuid)
+    elif isinstance(event, PointersRebound):
+        _follow_rebind(tx, graph, event)
     elif isinstance(event, EntitiesMerged):  # aliases leave (tombstones are not read)
         for alias in event.alias_uuids:
             tx.execute("MATCH (n:Entity {uuid: $u}) DETACH DELETE n", {"u": alias})
         for edge in (*event.rewritten, *event.self_loops, *event.duplicates, *event.duplicate_of):
             _copy_edge(tx, graph, edge)  # now the canonical's, or invalidated: left out
+
+
+def _follow_rebind(
+    tx: ladybug.Connection, graph: sqlite3.Connection, event: PointersRebound
+) -> None:
+    """A rebind: an end may have moved or gone, so its edges are dropped and copied again."""
+    edges = list(dict.fromkeys(str(b["edge_uuid"]) for b in event.bindings))
+    if edges:  # one scan of the rels for the whole event (rel properties have no index)
+        tx.execute("MATCH ()-[r:RELATES]->() WHERE r.uuid IN $u DELETE r", {"u": edges})
+    for edge in edges:
+        _copy_edge(tx, graph, edge)
+    for edge in (*event.self_loops, *event.duplicates):
+        _copy_edge(tx, graph, edge)
+
+
+# Other groups' cross-group edges with an end among a group's entities (ADR 0041)
+_FOREIGN_EDGES = (
+    "SELECT * FROM relationships WHERE cross_group = 1 AND group_id != ? AND invalid_at IS NULL"
+    " AND (source_uuid IN (SELECT uuid FROM entities WHERE group_id = ?)"
+    " OR target_uuid IN (SELECT uuid FROM entities WHERE group_id = ?))"
+)
 
 
 def _copy_edge(

@@ -13,6 +13,7 @@ from lcg.domain.events import (
     ChunkExtracted,
     ConceptsCanonized,
     CorrectionsApplied,
+    CrossGroupEdgeAdded,
     EntitiesMerged,
     EntityCreated,
     EntityRevised,
@@ -26,6 +27,7 @@ from lcg.domain.events import (
     MemoryWriteAccepted,
     MemoryWriteApplied,
     MemoryWriteFailed,
+    PointersRebound,
     RelationshipCreated,
     RelationshipInvalidated,
     RelationshipRevised,
@@ -124,6 +126,84 @@ def _relationship_created(
             for seq, event in run
         ],
     )
+
+
+@TABLE.on(CrossGroupEdgeAdded)
+def _cross_group_edge_added(
+    conn: sqlite3.Connection, group: GroupId, run: Run[CrossGroupEdgeAdded]
+) -> None:
+    """The edge, its ends as bound (NULL for a side still unbound or ambiguous: the edge is
+    then incomplete and no read returns it, K-XG-012) and its pointers (ADR 0041)."""
+    conn.executemany(
+        "INSERT INTO relationships (uuid, group_id, source_uuid, target_uuid, name, fact,"
+        " relation_type, attributes, valid_at, invalid_at, created_at, episodes, seq,"
+        " cross_group) VALUES (?,?,?,?,?,?,?,'{}',?,NULL,?,'[]',?,1)",
+        [
+            (
+                event.edge_uuid,
+                group,
+                event.source_uuid,
+                event.target_uuid,
+                event.predicate,
+                event.fact,
+                event.relation_type,
+                _iso(event.valid_at),
+                event.occurred_at.isoformat(),
+                seq,
+            )
+            for seq, event in run
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO cross_group_pointers (edge_uuid, side, group_id, source_group_id,"
+        " endpoint_name, resolved_uuid, bound_at_seq, binding_state, seq)"
+        " VALUES (?,?,?,?,?,?,?,?,?)",
+        [
+            (
+                event.edge_uuid,
+                side,
+                group,
+                pointer["source_group_id"],
+                pointer["endpoint_name"],
+                pointer["resolved_uuid"],
+                pointer["bound_at_seq"],
+                pointer["binding_state"],
+                seq,
+            )
+            for seq, event in run
+            for side, pointer in (("src", event.src), ("dst", event.dst))
+            if pointer is not None
+        ],
+    )
+
+
+@TABLE.on(PointersRebound)
+def _pointers_rebound(conn: sqlite3.Connection, group: GroupId, run: Run[PointersRebound]) -> None:
+    """Each recorded binding replaces its pointer's and moves the edge's end (NULL while
+    unbound); the collapsed edges are invalidated, as a merge invalidates them."""
+    for _, event in run:
+        for binding in event.bindings:
+            conn.execute(
+                "UPDATE cross_group_pointers SET resolved_uuid=?, bound_at_seq=?,"
+                " binding_state=? WHERE edge_uuid=? AND side=?",
+                (
+                    binding["resolved_uuid"],
+                    binding["bound_at_seq"],
+                    binding["binding_state"],
+                    binding["edge_uuid"],
+                    binding["side"],
+                ),
+            )
+            column = "source_uuid" if binding["side"] == "src" else "target_uuid"
+            conn.execute(
+                f"UPDATE relationships SET {column}=? WHERE uuid=?",
+                (binding["resolved_uuid"], binding["edge_uuid"]),
+            )
+        invalid_at = event.occurred_at.isoformat()
+        conn.executemany(
+            "UPDATE relationships SET invalid_at=? WHERE uuid=?",
+            [(invalid_at, edge) for edge in (*event.self_loops, *event.duplicates)],
+        )
 
 
 @TABLE.on(RelationshipRevised)
@@ -280,7 +360,7 @@ class GraphProjection:
     """Folds every event type into the graph tables (SummaryEmbedded is declared ignored)."""
 
     name = "graph"
-    version = 1
+    version = 2  # 2: cross-group edges and their pointers (ADR 0041)
     handles = TABLE.handles
     ignores = TABLE.ignores
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import orjson
+
+from lcg.domain.cross_group import BINDING_STATES, CrossGroupPointers
+from lcg.projections.graph.state import pointers_of
 
 
 class EntityRow(TypedDict):
@@ -39,6 +42,7 @@ class EdgeRow(TypedDict):
     relation_type: str | None
     episode_uuids: list[str]
     source_descriptions: list[str]
+    cross_group_pointers: NotRequired[CrossGroupPointers]  # only on a cross-group edge
 
 
 class EpisodeRow(TypedDict):
@@ -54,6 +58,10 @@ class EpisodeRow(TypedDict):
     valid_at: str
     entity_edges: list[str]
 
+
+# An edge is read only when both of its ends exist: a cross-group edge whose pointer is
+# unbound or ambiguous has a NULL end and is left out of every read (K-XG-012, ADR 0041).
+COMPLETE = "source_uuid IS NOT NULL AND target_uuid IS NOT NULL"
 
 GroupFilter = Sequence[str] | None  # None: every group; a sequence (maybe empty): exactly those
 
@@ -80,6 +88,23 @@ def total_counts(conn: sqlite3.Connection) -> tuple[int, int, int]:
         " (SELECT COUNT(*) FROM episodes)"
     ).fetchone()
     return int(row[0]), int(row[1]), int(row[2])
+
+
+def pointer_counts(conn: sqlite3.Connection) -> dict[str, int] | None:
+    """Pointers of active edges per binding_state; None when the pointers table is missing
+    (a core table: P-102 then reports the counts as null)."""
+    present = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='cross_group_pointers'"
+    ).fetchone()
+    if present is None:
+        return None
+    counts: dict[str, int] = dict.fromkeys(BINDING_STATES, 0)
+    for state, count in conn.execute(
+        "SELECT p.binding_state, COUNT(*) FROM cross_group_pointers p JOIN relationships r"
+        " ON r.uuid = p.edge_uuid WHERE r.invalid_at IS NULL GROUP BY p.binding_state"
+    ):
+        counts[str(state)] = int(count)
+    return counts
 
 
 def _entity_rows(conn: sqlite3.Connection, rows: list[sqlite3.Row]) -> list[EntityRow]:
@@ -123,27 +148,31 @@ def _edge_rows(conn: sqlite3.Connection, rows: list[sqlite3.Row]) -> list[EdgeRo
                 list(episode_ids),
             ).fetchall()
         )
+    pointers = pointers_of(conn, [row["uuid"] for row in rows if row["cross_group"]])
     result: list[EdgeRow] = []
     for row in rows:
         episodes: list[str] = orjson.loads(row["episodes"])
         sources = list(dict.fromkeys(descriptions[e] for e in episodes if e in descriptions))
-        result.append(
-            EdgeRow(
-                uuid=row["uuid"],
-                name=row["name"],
-                source_node_uuid=row["source_uuid"],
-                target_node_uuid=row["target_uuid"],
-                group_id=row["group_id"],
-                fact=row["fact"],
-                created_at=row["created_at"],
-                valid_at=row["valid_at"],
-                invalid_at=row["invalid_at"],
-                attributes=row["attributes"],
-                relation_type=row["relation_type"],
-                episode_uuids=episodes,
-                source_descriptions=sources,
-            )
+        edge = EdgeRow(
+            uuid=row["uuid"],
+            name=row["name"],
+            source_node_uuid=row["source_uuid"],
+            target_node_uuid=row["target_uuid"],
+            group_id=row["group_id"],
+            fact=row["fact"],
+            created_at=row["created_at"],
+            valid_at=row["valid_at"],
+            invalid_at=row["invalid_at"],
+            attributes=row["attributes"],
+            relation_type=row["relation_type"],
+            episode_uuids=episodes,
+            source_descriptions=sources,
         )
+        if row["cross_group"]:
+            edge["cross_group_pointers"] = CrossGroupPointers(
+                src=pointers.get((row["uuid"], "src")), dst=pointers.get((row["uuid"], "dst"))
+            )
+        result.append(edge)
     return result
 
 
@@ -162,7 +191,7 @@ def list_edges(conn: sqlite3.Connection, groups: GroupFilter, limit: int) -> lis
     """Active (not invalidated) edges of the groups, oldest first."""
     where, params = _where_groups(groups)
     rows = conn.execute(
-        f"SELECT * FROM relationships WHERE {where} AND invalid_at IS NULL"
+        f"SELECT * FROM relationships WHERE {where} AND invalid_at IS NULL AND {COMPLETE}"
         " ORDER BY group_id, seq LIMIT ?",
         [*params, limit],
     ).fetchall()
@@ -176,7 +205,9 @@ def edges_by_uuids(conn: sqlite3.Connection, uuids: Sequence[str]) -> list[EdgeR
     marks = ",".join("?" * len(uuids))
     found = {
         row["uuid"]: row
-        for row in conn.execute(f"SELECT * FROM relationships WHERE uuid IN ({marks})", list(uuids))
+        for row in conn.execute(
+            f"SELECT * FROM relationships WHERE uuid IN ({marks}) AND {COMPLETE}", list(uuids)
+        )
     }
     ordered = [found[u] for u in dict.fromkeys(uuids) if u in found]
     return _edge_rows(conn, ordered)
@@ -220,7 +251,7 @@ def neighbors(
     where, params = _where_groups(groups, SEARCH_ENDS)
     edge_rows = conn.execute(
         f"SELECT * FROM relationships WHERE (source_uuid=? OR target_uuid=?) AND {where}"
-        " AND invalid_at IS NULL ORDER BY seq LIMIT ?",
+        f" AND invalid_at IS NULL AND {COMPLETE} ORDER BY seq LIMIT ?",
         [entity_uuid, entity_uuid, *params, limit],
     ).fetchall()
     others = list(
@@ -273,7 +304,8 @@ def neighbor_ids(
     marks = ",".join("?" * len(entity_uuids))
     found: dict[str, str] = {}
     for source, target in conn.execute(
-        f"SELECT source_uuid, target_uuid FROM relationships WHERE invalid_at IS NULL AND {where}"
+        "SELECT source_uuid, target_uuid FROM relationships WHERE invalid_at IS NULL AND"
+        f" {COMPLETE} AND {where}"
         f" AND (source_uuid IN ({marks}) OR target_uuid IN ({marks})) ORDER BY seq",
         [*params, *entity_uuids, *entity_uuids],
     ):
@@ -295,8 +327,8 @@ def edges_touching(
     return [
         row[0]
         for row in conn.execute(
-            f"SELECT uuid FROM relationships WHERE invalid_at IS NULL AND {where} AND"
-            f" (source_uuid IN ({marks}) OR target_uuid IN ({marks})) ORDER BY seq LIMIT ?",
+            f"SELECT uuid FROM relationships WHERE invalid_at IS NULL AND {COMPLETE} AND {where}"
+            f" AND (source_uuid IN ({marks}) OR target_uuid IN ({marks})) ORDER BY seq LIMIT ?",
             [*params, *entity_uuids, *entity_uuids, limit],
         )
     ]

@@ -6,7 +6,14 @@ import sqlite3
 
 import sqlite_utils
 
-GRAPH_TABLES = ("entities", "relationships", "episodes", "mentions", "applied_corrections")
+GRAPH_TABLES = (
+    "entities",
+    "relationships",
+    "episodes",
+    "mentions",
+    "applied_corrections",
+    "cross_group_pointers",
+)
 
 
 def connect(path: str, *, read_only: bool = False) -> sqlite3.Connection:
@@ -58,10 +65,14 @@ def install(conn: sqlite3.Connection) -> None:
             "created_at": str,
             "episodes": str,
             "seq": int,
+            "cross_group": int,
         },
         pk="uuid",
         if_not_exists=True,
     )
+    if "cross_group" not in {row[1] for row in conn.execute("PRAGMA table_info(relationships)")}:
+        # a graph.sqlite from before cross-group edges (graph v2): none of its edges is one
+        conn.execute("ALTER TABLE relationships ADD COLUMN cross_group INTEGER")
     db["episodes"].create(  # type: ignore[union-attr]
         {
             "uuid": str,
@@ -89,6 +100,23 @@ def install(conn: sqlite3.Connection) -> None:
         pk=("group_id", "correction_id"),
         if_not_exists=True,
     )
+    # One row per pointer (ADR 0041): `group_id` is the edge's group (a reset of it drops
+    # them), `source_group_id` the group the pointer resolves its endpoint name in.
+    db["cross_group_pointers"].create(  # type: ignore[union-attr]
+        {
+            "edge_uuid": str,
+            "side": str,
+            "group_id": str,
+            "source_group_id": str,
+            "endpoint_name": str,
+            "resolved_uuid": str,
+            "bound_at_seq": int,
+            "binding_state": str,
+            "seq": int,
+        },
+        pk=("edge_uuid", "side"),
+        if_not_exists=True,
+    )
     indexes = {
         "entities": [(["group_id", "name_key"], False), (["group_id", "seq"], False)],
         "relationships": [
@@ -99,6 +127,7 @@ def install(conn: sqlite3.Connection) -> None:
         ],
         "episodes": [(["group_id", "seq"], False), (["chunk_id"], False), (["source_file"], False)],
         "mentions": [(["entity_uuid"], False), (["group_id"], False)],
+        "cross_group_pointers": [(["source_group_id"], False), (["group_id"], False)],
     }
     for table, specs in indexes.items():
         for columns, unique in specs:

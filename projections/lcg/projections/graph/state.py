@@ -10,6 +10,7 @@ from typing import TypedDict
 import orjson
 
 from lcg.domain import rules
+from lcg.domain.cross_group import PointedEdge, Pointer
 from lcg.domain.curation import EdgeEnds
 from lcg.domain.deciders import EdgeState, EntityState
 from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid, GroupId
@@ -48,15 +49,25 @@ def entity_by_uuid(conn: sqlite3.Connection, entity_uuid: str) -> EntityState | 
     return _entity_state(row)
 
 
-def entity_by_name(conn: sqlite3.Connection, group_id: str, name: str) -> EntityState | None:
-    """The live entity of the group whose name matches case- and whitespace-insensitively
-    (a merged alias's tombstone keeps its name but is never found by it)."""
-    row = conn.execute(
+def live_entities_named(
+    conn: sqlite3.Connection, group_id: str, name: str, limit: int = 2
+) -> list[EntityState]:
+    """The group's live entities whose name matches case- and whitespace-insensitively,
+    oldest first, at most `limit` (a merged alias's tombstone keeps its name but is never
+    found by it). The one name lookup of extraction, assertion and cross-group pointers
+    (K-XG-007): extraction takes the first, a pointer binds only when there is one."""
+    rows = conn.execute(
         f"{_ENTITY_STATE} WHERE group_id=? AND name_key=? AND merged_into IS NULL"
-        " ORDER BY +seq LIMIT 1",  # + : search (group, name_key), not scan the group by seq
-        (group_id, rules.name_key(name)),
-    ).fetchone()
-    return _entity_state(row)
+        " ORDER BY +seq LIMIT ?",  # +seq: read the name index, not the whole group by seq
+        (group_id, rules.name_key(name), limit),
+    ).fetchall()
+    return [state for row in rows if (state := _entity_state(row)) is not None]
+
+
+def entity_by_name(conn: sqlite3.Connection, group_id: str, name: str) -> EntityState | None:
+    """The oldest live entity of the group with this name (`live_entities_named`)."""
+    found = live_entities_named(conn, group_id, name, limit=1)
+    return found[0] if found else None
 
 
 def entities_named(conn: sqlite3.Connection, group_id: str, name: str) -> list[EntityState]:
@@ -114,7 +125,7 @@ def active_edge(
     """find_active_relates_to_uuid: the edge's identity, skipping invalidated edges."""
     row = conn.execute(
         "SELECT uuid FROM relationships WHERE group_id=? AND source_uuid=? AND name=?"
-        " AND target_uuid=? AND invalid_at IS NULL ORDER BY +seq LIMIT 1",  # the 4-column index
+        " AND target_uuid=? AND invalid_at IS NULL ORDER BY +seq LIMIT 1",  # the ends' index
         (group_id, source, predicate, target),
     ).fetchone()
     return None if row is None else EdgeUuid(row[0])
@@ -199,3 +210,52 @@ def episodes_matching(
             [*group_ids, chunk_id],
         ).fetchall()
     return [(GroupId(row[0]), EpisodeUuid(row[1])) for row in rows]
+
+
+def _pointer(row: sqlite3.Row) -> Pointer:
+    return Pointer(
+        source_group_id=row["source_group_id"],
+        endpoint_name=row["endpoint_name"],
+        resolved_uuid=row["resolved_uuid"],
+        bound_at_seq=row["bound_at_seq"],
+        binding_state=row["binding_state"],
+    )
+
+
+def pointed_edges(conn: sqlite3.Connection, source_group_id: str) -> list[PointedEdge]:
+    """The active edges with a pointer naming `source_group_id`, in any group, oldest first
+    (an invalidated edge's pointers are not rebound)."""
+    rows = conn.execute(
+        "SELECT r.uuid, r.group_id, r.name, r.source_uuid, r.target_uuid, r.seq FROM"
+        " relationships r WHERE r.invalid_at IS NULL AND r.uuid IN (SELECT edge_uuid FROM"
+        " cross_group_pointers WHERE source_group_id=?) ORDER BY r.seq, r.group_id, r.uuid",
+        (source_group_id,),
+    ).fetchall()
+    pointers = pointers_of(conn, [row["uuid"] for row in rows])
+    return [
+        PointedEdge(
+            EdgeUuid(row["uuid"]),
+            GroupId(row["group_id"]),
+            str(row["name"]),
+            None if row["source_uuid"] is None else EntityUuid(row["source_uuid"]),
+            None if row["target_uuid"] is None else EntityUuid(row["target_uuid"]),
+            pointers.get((row["uuid"], "src")),
+            pointers.get((row["uuid"], "dst")),
+        )
+        for row in rows
+    ]
+
+
+def pointers_of(
+    conn: sqlite3.Connection, edge_uuids: Sequence[str]
+) -> dict[tuple[str, str], Pointer]:
+    """The pointers of these edges by (edge uuid, side)."""
+    found: dict[tuple[str, str], Pointer] = {}
+    for start in range(0, len(edge_uuids), 500):
+        chunk = edge_uuids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(
+            f"SELECT * FROM cross_group_pointers WHERE edge_uuid IN ({marks})", list(chunk)
+        ):
+            found[(row["edge_uuid"], row["side"])] = _pointer(row)
+    return found

@@ -16,6 +16,7 @@ from lcg.domain.events import (
     ChunkExtracted,
     ConceptsCanonized,
     CorrectionsApplied,
+    CrossGroupEdgeAdded,
     EntitiesMerged,
     EntityCreated,
     EntityRevised,
@@ -29,6 +30,7 @@ from lcg.domain.events import (
     MemoryWriteAccepted,
     MemoryWriteApplied,
     MemoryWriteFailed,
+    PointersRebound,
     RelationshipCreated,
     RelationshipInvalidated,
     RelationshipRevised,
@@ -139,6 +141,19 @@ def _relationship_created(
     )
 
 
+@TABLE.on(CrossGroupEdgeAdded)
+def _cross_group_edge_added(
+    conn: sqlite3.Connection, group: GroupId, run: Run[CrossGroupEdgeAdded]
+) -> None:
+    """Indexed like any edge; while a pointer is unbound the edge reads leave it out."""
+    ids = new_docs(conn, "edge", [(group, event.edge_uuid, 0, 0, 0) for _, event in run])
+    put_new(
+        conn,
+        "edge",
+        [(doc, e.predicate, e.fact) for doc, (_, e) in zip(ids, run, strict=True)],
+    )
+
+
 @TABLE.on(RelationshipRevised)
 def _relationship_revised(
     conn: sqlite3.Connection, group: GroupId, run: Run[RelationshipRevised]
@@ -173,6 +188,14 @@ def _relationship_invalidated(
     conn: sqlite3.Connection, group: GroupId, run: Run[RelationshipInvalidated]
 ) -> None:
     _drop_owned(conn, "edge", [event.edge_uuid for _, event in run])
+
+
+@TABLE.on(PointersRebound)
+def _pointers_rebound(conn: sqlite3.Connection, group: GroupId, run: Run[PointersRebound]) -> None:
+    """The edges a rebind collapsed leave the index, as a merge's do."""
+    _drop_owned(
+        conn, "edge", [e for _, event in run for e in (*event.self_loops, *event.duplicates)]
+    )
 
 
 @TABLE.on(MemoryWriteApplied)

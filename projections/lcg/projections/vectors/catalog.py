@@ -18,6 +18,7 @@ from lcg.domain.events import (
     ChunkExtracted,
     ConceptsCanonized,
     CorrectionsApplied,
+    CrossGroupEdgeAdded,
     DomainEvent,
     EntitiesMerged,
     EntityCreated,
@@ -32,6 +33,7 @@ from lcg.domain.events import (
     MemoryWriteAccepted,
     MemoryWriteApplied,
     MemoryWriteFailed,
+    PointersRebound,
     RelationshipCreated,
     RelationshipInvalidated,
     RelationshipRevised,
@@ -123,6 +125,23 @@ def _relationship_created(
     )
 
 
+@TABLE.on(CrossGroupEdgeAdded)
+def _cross_group_edge_added(
+    conn: sqlite3.Connection, group: GroupId, run: Run[CrossGroupEdgeAdded]
+) -> None:
+    conn.executemany(
+        _INSERT, [(group, FACT, event.edge_uuid, 0, event.fact, seq) for seq, event in run]
+    )
+
+
+@TABLE.on(PointersRebound)
+def _pointers_rebound(conn: sqlite3.Connection, group: GroupId, run: Run[PointersRebound]) -> None:
+    conn.executemany(
+        "DELETE FROM vector_catalog WHERE owner_uuid=?",
+        [(edge,) for _, event in run for edge in (*event.self_loops, *event.duplicates)],
+    )
+
+
 @TABLE.on(EpisodeAdded)
 def _episode_added(conn: sqlite3.Connection, group: GroupId, run: Run[EpisodeAdded]) -> None:
     conn.executemany(
@@ -168,6 +187,13 @@ def _memory_applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWri
     )
 
 
+def _collapsed_owners(event: EntitiesMerged | PointersRebound) -> tuple[str, ...]:
+    """What a merge or a rebind takes out of the vector indexes (collapsed edges, aliases)."""
+    if isinstance(event, PointersRebound):
+        return (*event.self_loops, *event.duplicates)
+    return _merge_drops(event)
+
+
 def _merge_drops(event: EntitiesMerged) -> tuple[str, ...]:
     """What a merge takes out of the vector indexes: the aliases and the collapsed edges."""
     return (*event.alias_uuids, *event.self_loops, *event.duplicates)
@@ -192,8 +218,8 @@ def _relationship_invalidated(
 
 def touched_owners(event: DomainEvent) -> tuple[str, ...] | None:
     """The owners whose vectors the event may change; None means the whole group."""
-    if isinstance(event, EntitiesMerged):
-        return _merge_drops(event)
+    if isinstance(event, EntitiesMerged | PointersRebound):
+        return _collapsed_owners(event)
     if isinstance(event, MemoryWriteApplied):
         return tuple(n["uuid"] for n in event.outcome.get("nodes", []) if n.get("embedding_text"))
     if isinstance(event, GcSwept):
