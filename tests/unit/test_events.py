@@ -14,11 +14,13 @@ from lcg.domain.events import (
     DomainEvent,
     EntitiesMerged,
     EntityCreated,
+    EntityTypesAssigned,
     EpisodeAdded,
     EventCodec,
     JsonDict,
     RelationshipCreated,
     RelationshipInvalidated,
+    RelationTypesAssigned,
     UnknownEventType,
 )
 from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid
@@ -49,6 +51,8 @@ def test_wire_names_are_stable() -> None:
         "entities_merged",
         "relationship_invalidated",
         "corrections_applied",
+        "relation_types_assigned",
+        "entity_types_assigned",
     ]
 
 
@@ -89,6 +93,17 @@ def test_events_are_frozen() -> None:
         ),
         RelationshipInvalidated(NOW, EdgeUuid("e"), "correction drop-1"),
         CorrectionsApplied(NOW, ("merge-bob", "fix-ada")),
+        RelationTypesAssigned(
+            NOW,
+            "knowledge_canonicalize_relations",
+            (EdgeUuid("e1"), EdgeUuid("e2")),
+            ("HOLDS", "UNCLASSIFIED"),
+            ("lexical", "residual"),
+            {"embedding_threshold": 0.7},
+        ),
+        EntityTypesAssigned(
+            NOW, "knowledge_reprocess_entity_types", (EntityUuid("a"),), [["Person"]], {}
+        ),
     ],
 )
 def test_codec_round_trips_every_field(event: DomainEvent) -> None:

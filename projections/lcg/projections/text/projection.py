@@ -19,6 +19,7 @@ from lcg.domain.events import (
     EntitiesMerged,
     EntityCreated,
     EntityRevised,
+    EntityTypesAssigned,
     EpisodeAdded,
     EpisodeDeleted,
     GcBumped,
@@ -32,6 +33,7 @@ from lcg.domain.events import (
     RelationshipCreated,
     RelationshipInvalidated,
     RelationshipRevised,
+    RelationTypesAssigned,
     SummaryEmbedded,
 )
 from lcg.domain.ids import GroupId, Seq
@@ -62,6 +64,8 @@ TABLE = EventTable(
         GcBumped,
         ChunkExtracted,
         CorrectionsApplied,
+        RelationTypesAssigned,  # a type is neither embedded nor indexed as text
+        EntityTypesAssigned,
     ),
 )
 Run = Sequence[tuple[Seq, E]]
