@@ -225,21 +225,6 @@ def typing_entities(conn: sqlite3.Connection, group_id: str) -> list[EntityRow]:
     ]
 
 
-def relation_type_counts(conn: sqlite3.Connection) -> dict[str, int]:
-    """Active edges per relation_type over every group (NULL and blank left out)."""
-    rows = conn.execute(
-        "SELECT relation_type, COUNT(*) FROM relationships WHERE invalid_at IS NULL"
-        " AND relation_type IS NOT NULL AND trim(relation_type) != '' GROUP BY relation_type"
-    ).fetchall()
-    return {str(r[0]): int(r[1]) for r in rows}
-
-
-def entity_labels(conn: sqlite3.Connection) -> list[tuple[str, ...]]:
-    """Every live entity's labels (the status's drift check reads their types)."""
-    rows = conn.execute("SELECT labels FROM entities WHERE merged_into IS NULL").fetchall()
-    return [tuple(orjson.loads(r[0] or "[]")) for r in rows]
-
-
 def typing_edges_by_uuid(conn: sqlite3.Connection, edge_uuids: Sequence[str]) -> list[EdgeRow]:
     """These edges if still active, as relation typing reads them."""
     marks = ",".join("?" * len(edge_uuids))
