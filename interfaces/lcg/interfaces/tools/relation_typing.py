@@ -1,5 +1,7 @@
-"""Relation and entity typing (seed 000 §Relation typing; P-126..P-129; ADR 0042):
-canonicalize, backfill (deprecated), reprocess relation types, reprocess entity types."""
+"""Relation and entity typing against the workspace's ontology (docs/ontology.md).
+
+Seed 000 §Relation typing, P-126..P-129, ADR 0042: canonicalize, backfill (deprecated),
+reprocess relation types, reprocess entity types."""
 
 from __future__ import annotations
 
