@@ -1,5 +1,6 @@
-"""knowledge_canonicalize_relations over `lcg serve --mcp-stdio` with a progress token (K-PRG-001
-..003/005; ADR 0042): a real subprocess, the SDK's own client, MiniLM for the fallback."""
+"""The typing tools over real transports (K-PRG-002/003/005/006..009; ADR 0042): canonicalize
+over `lcg serve --mcp-stdio` with the SDK's own client and a progress token, and the backfill
+over `lcg serve`'s socket with `_progress_token`; real subprocesses, MiniLM."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from lcg.interfaces.config import Settings
 from lcg.projections.embedding.minilm import MiniLmEmbedder
 from tests.conftest import make_workspace
 from tests.helpers.mcp_session import mcp_client, structured
+from tests.helpers.service_process import ServiceProcess
 
 pytestmark = pytest.mark.slow
 
@@ -90,3 +92,33 @@ def test_k_prg_002_003_005_canonicalize_streams_progress_before_its_result(
     anyio.run(main)
     method = "knowledge_canonicalize_relations"
     assert seen == [(1, 2, f"{method}: 2 of 2"), (2, 3, f"{method}: 3 of 3")]
+
+
+def test_k_prg_006_to_009_backfill_streams_socket_frames_only_with_a_token(
+    tmp_path: Path, minilm: MiniLmEmbedder
+) -> None:
+    """Over `lcg serve`'s socket: with _progress_token the deprecated backfill sends
+    {"type":"progress"} lines (no id, result or error) before its response; without one the
+    next line is the response."""
+    workspace = tmp_path / "ws"
+    _seed(minilm, workspace)
+    process = ServiceProcess(workspace)
+    try:
+        assert process.wait_ready()["healthy"] is True, process.log
+        with process.connect() as client:
+            params = {"group_id": "t", "dry_run": True, "_progress_token": "tok"}
+            quiet = client.result("knowledge_backfill_relation_types", params)  # a dry run
+            assert quiet["backfilled"] == 3
+            rid = client.send("knowledge_backfill_relation_types", {**params, "dry_run": False})
+            frames = [client.read()]
+            while frames[-1].get("type") == "progress":
+                frames.append(client.read())
+            *progress, terminal = frames
+            assert [(f["processed"], f["total"]) for f in progress] == [(3, 3)]
+            assert all({"id", "result", "error"}.isdisjoint(f) for f in progress)
+            assert terminal["id"] == rid
+            assert terminal["result"]["backfilled"] == 3
+            client.send("knowledge_canonicalize_relations", {"group_id": "t"})
+            assert "result" in client.read()  # K-PRG-009: no token, no frame
+    finally:
+        process.stop()
