@@ -378,7 +378,7 @@ def test_k_et_004_p_126_scopes_plan_and_apply_with_restamps(
         "unchanged_count": 1,
         "restamped_count": 1,
         "group_id": "g1",
-        "breakdown": {"Person": 3},
+        "breakdown": {"Person": 4},  # every verdict, Bob's (already Person) too
     }
     assert labels(llm) == {bare: ["Person"], off: ["Person"], lower: ["Person"], typed: ["Person"]}
 

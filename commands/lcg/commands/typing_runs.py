@@ -323,14 +323,15 @@ def reprocess_entities(
     with writer.exclusive():
         entities = state.typing_entities(writer.runner.conn, run.group_id)
     entities = [e for e in entities if rules.entity_in_scope(e, scope, declared)]
-    changes: list[tuple[rules.EntityRow, str]] = []
+    verdicts: list[tuple[rules.EntityRow, str]] = []
     for index, entity in enumerate(entities, 1):
         text = f"{entity.name}: {entity.summary}" if entity.summary else entity.name
         verdict = classifier.classify("entity", text, menu)
-        if verdict is not None and verdict != rules.entity_type(entity.labels):
-            changes.append((entity, verdict))
+        if verdict is not None:  # an abstention leaves the entity as it is (K-ET-003)
+            verdicts.append((entity, verdict))
         run.report(index, len(entities))
-    breakdown = rules.breakdown([t for _, t in changes])
+    changes = [(e, t) for e, t in verdicts if t != rules.entity_type(e.labels)]
+    breakdown = rules.breakdown([t for _, t in verdicts])  # every verdict, as for relations
     if dry_run:
         plan = [
             EntityPlanEntry(
