@@ -122,3 +122,34 @@ def test_k_prg_006_to_009_backfill_streams_socket_frames_only_with_a_token(
             assert "result" in client.read()  # K-PRG-009: no token, no frame
     finally:
         process.stop()
+
+
+def test_k_prg_004_attached_mcp_bridges_the_services_frames_for_canonicalize(
+    tmp_path: Path, minilm: MiniLmEmbedder
+) -> None:
+    """`lcg serve --mcp-stdio --connect SOCK` in front of a real `lcg serve`: the service's
+    progress frames for canonicalize arrive as the MCP client's progress notifications."""
+    workspace = tmp_path / "ws"
+    _seed(minilm, workspace)
+    process = ServiceProcess(workspace)
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async def main() -> None:
+        args = ("serve", "--mcp-stdio", "--connect", str(process.socket_path))
+        async with mcp_client(*args) as client:
+            params = {"group_id": "t", "embedding_threshold": 0.3}
+            result = await client.call_tool(
+                "knowledge_canonicalize_relations", params, None, on_progress
+            )
+            assert structured(result)["mapped_count"] == 2
+
+    try:
+        assert process.wait_ready()["healthy"] is True, process.log
+        anyio.run(main)
+    finally:
+        process.stop()
+    method = "knowledge_canonicalize_relations"
+    assert seen == [(1, 2, f"{method}: 2 of 2"), (2, 3, f"{method}: 3 of 3")]
