@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
@@ -130,7 +130,7 @@ def _write_page(
     run: Run,
     tool: str,
     page: Sequence[tuple[rules.EdgeRow, rules.Assignment]],
-    detail: dict[str, Any],
+    detail: dict[str, object],
 ) -> int:
     """Append one page's assignments, skipping edges changed since they were decided."""
     now = {
@@ -156,7 +156,7 @@ def _apply(
     tool: str,
     edges: Sequence[rules.EdgeRow],
     writes: Sequence[rules.Assignment],
-    detail: dict[str, Any],
+    detail: dict[str, object],
 ) -> int:
     by_uuid = {edge.uuid: edge for edge in edges}
     pairs = [(by_uuid[a.edge_uuid], a) for a in writes]
@@ -274,7 +274,11 @@ def reprocess_relations(
     writes = [
         rules.Assignment(e.uuid, t, "abstained" if t == UNCLASSIFIED else "llm") for e, t in changes
     ]
-    detail = {"scope": scope, "classifier": classifier.name, "model": classifier.model}
+    detail: dict[str, object] = {
+        "scope": scope,
+        "classifier": classifier.name,
+        "model": classifier.model,
+    }
     written = _apply(writer, run, REPROCESS_RELATIONS, edges, writes, detail)
     return ReprocessRelationsResult(
         success=True,
@@ -289,8 +293,10 @@ def _write_entities(
     ctx: WriteContext,
     run: Run,
     page: Sequence[tuple[rules.EntityRow, tuple[str, ...]]],
-    detail: dict[str, Any],
-) -> int:
+    detail: dict[str, object],
+) -> list[rules.EntityRow]:
+    """Append one page's new labels, skipping entities changed since they were classified;
+    the entities written."""
     now = {e.uuid: e for e in state.typing_entities_by_uuid(ctx.conn, [e.uuid for e, _ in page])}
     kept = [(entity, labels) for entity, labels in page if now.get(entity.uuid) == entity]
     if kept:
@@ -302,7 +308,12 @@ def _write_entities(
             run=detail,
         )
         ctx.append(run.group_id, [event])
-    return len(kept)
+    return [entity for entity, _ in kept]
+
+
+def _restamp(entity: rules.EntityRow, new_type: str) -> bool:
+    """The verdict names the current type in other letters (person for Person)."""
+    return (rules.entity_type(entity.labels) or "").casefold() == new_type.casefold()
 
 
 def reprocess_entities(
@@ -345,21 +356,23 @@ def reprocess_entities(
         return ReprocessEntitiesResult(
             would_reclassify_count=len(plan), plan=plan, breakdown=breakdown
         )
-    detail = {"scope": scope, "classifier": classifier.name, "model": classifier.model}
+    detail: dict[str, object] = {
+        "scope": scope,
+        "classifier": classifier.name,
+        "model": classifier.model,
+    }
     pairs = [(e, rules.retyped_labels(e.labels, t)) for e, t in changes]
-    restamps = sum(
-        1 for e, t in changes if (rules.entity_type(e.labels) or "").casefold() == t.casefold()
-    )
-    written = 0
+    restamps = {e.uuid for e, t in changes if _restamp(e, t)}
+    written: list[rules.EntityRow] = []
     for start in range(0, len(pairs), PAGE):
         page = pairs[start : start + PAGE]
         written += writer.execute(partial(_write_entities, run=run, page=page, detail=detail))
         run.report(start + len(page), len(pairs))
-    restamped = min(restamps, written)
+    restamped = sum(1 for entity in written if entity.uuid in restamps)
     return ReprocessEntitiesResult(
         success=True,
-        reclassified_count=written - restamped,
-        unchanged_count=len(entities) - written,
+        reclassified_count=len(written) - restamped,
+        unchanged_count=len(entities) - len(written),
         restamped_count=restamped,
         group_id=run.group_id,
         breakdown=breakdown,
