@@ -163,6 +163,12 @@ def test_k_rt_010_embedding_threshold_defaults_to_0_7(
     canonicalize(call)
     (event,) = typing_events(workspace)
     assert event.run["embedding_threshold"] == 0.7
+    assert event.run["summary"] == {  # the run's summary rides with its decisions
+        "total_edges": 1,
+        "mapped_count": 0,
+        "noise_count": 0,
+        "residual_count": 1,
+    }
 
 
 def _nearest(workspace: Workspace, fact: str) -> float:

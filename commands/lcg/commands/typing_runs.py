@@ -207,13 +207,10 @@ def canonicalize(
     decided, residual = rules.lexical_pass(ontology, edges)
     nearest = nearest_types(ontology, residual, embed, run)
     plan = rules.decide_canonicalize(edges, decided, nearest, threshold)
-    if not dry_run:
-        detail = {"embedding_threshold": threshold, "ontology": ontology.source}
-        _apply(writer, run, CANONICALIZE, edges, plan.writes, detail)
     total = len(edges)
     mapped = plan.count("mapped") + plan.count("promoted")
     noise, residual_count = plan.count("noise"), plan.count("residual")
-    return CanonicalizeResult(
+    result = CanonicalizeResult(
         group_id=run.group_id,
         total_edges=total,
         mapped_count=mapped,
@@ -225,6 +222,15 @@ def canonicalize(
         residual_pct=rules.pct(residual_count, total),
         dry_run=dry_run,
     )
+    if not dry_run:
+        summary = {k: v for k, v in result.items() if k.endswith("_count") or k == "total_edges"}
+        detail: dict[str, object] = {
+            "embedding_threshold": threshold,
+            "ontology": ontology.source,
+            "summary": summary,  # the run's counts as decided (the events follow in pages)
+        }
+        _apply(writer, run, CANONICALIZE, edges, plan.writes, detail)
+    return result
 
 
 def backfill(writer: Writer, run: Run, *, dry_run: bool) -> BackfillResult:
@@ -233,7 +239,8 @@ def backfill(writer: Writer, run: Run, *, dry_run: bool) -> BackfillResult:
     writes = rules.decide_backfill(edges)
     done = len(writes)
     if not dry_run:
-        done = _apply(writer, run, BACKFILL, edges, writes, {"deprecated": True})
+        detail: dict[str, object] = {"deprecated": True, "summary": {"candidates": len(writes)}}
+        done = _apply(writer, run, BACKFILL, edges, writes, detail)
     return BackfillResult(
         group_id=run.group_id, total_edges=len(edges), backfilled=done, dry_run=dry_run
     )
@@ -278,6 +285,7 @@ def reprocess_relations(
         "scope": scope,
         "classifier": classifier.name,
         "model": classifier.model,
+        "summary": {"candidates": len(edges), "breakdown": breakdown},
     }
     written = _apply(writer, run, REPROCESS_RELATIONS, edges, writes, detail)
     return ReprocessRelationsResult(
@@ -360,6 +368,7 @@ def reprocess_entities(
         "scope": scope,
         "classifier": classifier.name,
         "model": classifier.model,
+        "summary": {"candidates": len(entities), "breakdown": breakdown},
     }
     pairs = [(e, rules.retyped_labels(e.labels, t)) for e, t in changes]
     restamps = {e.uuid for e, t in changes if _restamp(e, t)}
