@@ -71,6 +71,19 @@ command = st.one_of(
         st.sampled_from(NAMES),
         st.sampled_from(["set_summary", "rename", "delete_edge"]),
     ),
+    st.builds(
+        lambda g, t, dry: (
+            "knowledge_canonicalize_relations",
+            {"group_id": g, "embedding_threshold": t, "dry_run": dry},
+        ),
+        st.sampled_from(GROUPS),
+        st.sampled_from([-1.0, 0.5, 1.0]),  # the fallback promotes everything, some, nothing
+        st.booleans(),
+    ),
+    st.builds(
+        lambda g: ("knowledge_backfill_relation_types", {"group_id": g}),
+        st.sampled_from(GROUPS),
+    ),
     st.builds(lambda i: ("delete_nth_episode", {"index": i}), st.integers(0, 5)),
     st.builds(
         lambda g: ("knowledge_delete_by_group", {"group_ids": [g], "confirm": True}),
@@ -122,6 +135,11 @@ def run(call: Any, name: str, params: dict[str, Any], workspace: Path | None = N
         (workspace / "knowledge-corrections.yaml").write_text(corrections_file(params))
         call("knowledge_apply_corrections")  # a failing correction writes nothing
         return
+    if name == "knowledge_canonicalize_relations" and workspace is not None:
+        ontology = workspace / ".lcg" / "ontology.yaml"  # ADR 0042: KNEW maps, MET is residual
+        ontology.write_text(
+            "relation_types:\n  - {name: KNEW, description: Two people knew each other.}\n"
+        )
     if name == "delete_nth_episode":
         episodes = [
             e for g in GROUPS for e in call("knowledge_get_episodes", group_id=g)["episodes"]

@@ -49,6 +49,7 @@ def test_issue_10_every_tool_has_an_example_and_a_section_on_its_familys_page(
         "admin",
         "curation",
         "cross_group",
+        "typing",
         "memory",
     }
 

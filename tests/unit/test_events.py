@@ -15,12 +15,14 @@ from lcg.domain.events import (
     DomainEvent,
     EntitiesMerged,
     EntityCreated,
+    EntityTypesAssigned,
     EpisodeAdded,
     EventCodec,
     JsonDict,
     PointersRebound,
     RelationshipCreated,
     RelationshipInvalidated,
+    RelationTypesAssigned,
     UnknownEventType,
 )
 from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid
@@ -53,6 +55,8 @@ def test_wire_names_are_stable() -> None:
         "corrections_applied",
         "cross_group_edge_added",
         "pointers_rebound",
+        "relation_types_assigned",
+        "entity_types_assigned",
     ]
 
 
@@ -128,6 +132,17 @@ def test_events_are_frozen() -> None:
             (EdgeUuid("y"),),
             (EdgeUuid("z"),),
             (EdgeUuid("w"),),
+        ),
+        RelationTypesAssigned(
+            NOW,
+            "knowledge_canonicalize_relations",
+            (EdgeUuid("e1"), EdgeUuid("e2")),
+            ("HOLDS", "UNCLASSIFIED"),
+            ("lexical", "residual"),
+            {"embedding_threshold": 0.7},
+        ),
+        EntityTypesAssigned(
+            NOW, "knowledge_reprocess_entity_types", (EntityUuid("a"),), [["Person"]], {}
         ),
     ],
 )

@@ -318,6 +318,36 @@ class PointersRebound(DomainEvent):
     duplicate_of: tuple[EdgeUuid, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class RelationTypesAssigned(DomainEvent):
+    """A typing run (canonicalize, backfill or reprocess: `tool`) set the relation_type of
+    these edges, at the same index of `relation_types`, for the reason at that index of
+    `reasons` (lexical, embedding_fallback, noise, residual, fact_prefix, llm, abstained).
+    `run` is the run's settings and summary (threshold, scope, model). A replay applies these
+    lists, never calling a model or the embedder (ADR 0042)."""
+
+    wire_name: ClassVar[str] = "relation_types_assigned"
+
+    tool: str
+    edge_uuids: tuple[EdgeUuid, ...]
+    relation_types: tuple[str, ...]
+    reasons: tuple[str, ...]
+    run: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class EntityTypesAssigned(DomainEvent):
+    """knowledge_reprocess_entity_types set these entities' labels (each the list at the same
+    index of `labels`, the new type first); `run` is the run's scope, model and summary."""
+
+    wire_name: ClassVar[str] = "entity_types_assigned"
+
+    tool: str
+    entity_uuids: tuple[EntityUuid, ...]
+    labels: list[list[str]]
+    run: dict[str, Any]
+
+
 EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     EntityCreated,
     EntityRevised,
@@ -341,6 +371,8 @@ EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     CorrectionsApplied,
     CrossGroupEdgeAdded,
     PointersRebound,
+    RelationTypesAssigned,
+    EntityTypesAssigned,
 )
 # The graph curation and cross-group events (P-124, P-125, P-131, P-132): what the memory
 # projections declare ignored.
@@ -350,6 +382,8 @@ CURATION_EVENTS: tuple[type[DomainEvent], ...] = (
     CorrectionsApplied,
     CrossGroupEdgeAdded,
     PointersRebound,
+    RelationTypesAssigned,
+    EntityTypesAssigned,
 )
 
 Upcaster: TypeAlias = Callable[[JsonDict], JsonDict]

@@ -28,6 +28,7 @@ from lcg.interfaces import (
     cli_inspect,
     cli_jobs,
     cli_memory,
+    cli_ontology,
     cli_recover,
     cli_recovery,
     operations,
@@ -327,6 +328,7 @@ cli.command()(serve.serve)
 cli_memory.register(cli)
 cli_jobs.register(cli)
 cli_ingest.register(cli)
+cli_ontology.register(cli)
 
 
 def main() -> None:

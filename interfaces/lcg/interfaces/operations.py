@@ -31,6 +31,7 @@ from lcg.interfaces.tools import (
     memory_jobs,
     memory_read,
     memory_recall,
+    relation_typing,
     search,
 )
 from lcg.projections.damage import is_corruption
@@ -191,6 +192,30 @@ OPERATIONS: tuple[AnyOperation, ...] = (
         ADMIN,
         cross_group.RebindPointersParams,
         cross_group.rebind_pointers,
+    ),
+    _row(
+        "knowledge_reprocess_entity_types",
+        WRITE,
+        relation_typing.ReprocessParams,
+        relation_typing.reprocess_entity_types,
+    ),
+    _row(
+        "knowledge_canonicalize_relations",
+        WRITE,
+        relation_typing.CanonicalizeParams,
+        relation_typing.canonicalize_relations,
+    ),
+    _row(
+        "knowledge_backfill_relation_types",
+        WRITE,
+        relation_typing.BackfillParams,
+        relation_typing.backfill_relation_types,
+    ),
+    _row(
+        "knowledge_reprocess_relation_types",
+        WRITE,
+        relation_typing.ReprocessParams,
+        relation_typing.reprocess_relation_types,
     ),
     _row(
         "lambo_recall", MEMORY, memory_recall.RecallParams, memory_recall.lambo_recall, reads=True

@@ -69,6 +69,12 @@ BEFORE: dict[str, tuple[tuple[str, Params], ...]] = {
             },
         ),
     ),
+    "knowledge_reprocess_entity_types": (
+        (
+            "knowledge_assert_entity",
+            {"name": "Charles Babbage", "summary": "Designed the Analytical Engine."},
+        ),
+    ),
     "knowledge_wal_mark_list": (("knowledge_wal_mark_create", {"name": "before-cleanup"}),),
     "knowledge_wal_mark_delete": (("knowledge_wal_mark_create", {"name": "before-cleanup"}),),
     "knowledge_rebuild_status": (
@@ -105,10 +111,42 @@ CORRECTIONS_EXAMPLE = """corrections:
     entity: Analytical Engine
     summary: Babbage's design for a general-purpose mechanical computer.
 """
+ONTOLOGY_EXAMPLE = """relation_types:
+  - name: AUTHORED
+    description: A person wrote a text about a subject.
+    aliases: [wrote notes on]
+  - name: DESIGNED
+    description: A person designed a machine or a system.
+entity_types:
+  - {name: Person, description: A human being.}
+  - {name: Machine, description: A mechanical or computing device.}
+"""
+TYPING_TOOLS = (
+    "knowledge_canonicalize_relations",
+    "knowledge_backfill_relation_types",
+    "knowledge_reprocess_relation_types",
+    "knowledge_reprocess_entity_types",
+)
 FILES: dict[str, dict[str, str]] = {
     "knowledge_validate_corrections": {"knowledge-corrections.yaml": CORRECTIONS_EXAMPLE},
     "knowledge_apply_corrections": {"knowledge-corrections.yaml": CORRECTIONS_EXAMPLE},
+    **{tool: {".lcg/ontology.yaml": ONTOLOGY_EXAMPLE} for tool in TYPING_TOOLS},
 }
+# What the typing examples' stand-in for the LLM endpoint answers: the first type whose word
+# the text holds (the real tools ask the configured [extraction] endpoint: ADR 0042).
+STAND_IN_VERDICTS = (("wrote", "AUTHORED"), ("designed", "DESIGNED"), ("Babbage", "Person"))
+
+
+class _StandInClassifier:
+    """A scripted classifier for the pages (a page cannot call a remote model)."""
+
+    name = "stand-in"
+    model = "scripted"
+
+    def classify(self, kind: str, text: str, menu: Sequence[tuple[str, str]]) -> str | None:
+        names = {name for name, _ in menu}
+        return next((t for word, t in STAND_IN_VERDICTS if word in text and t in names), None)
+
 
 # families split over modules: ingestion and source deletion are episode tools
 FAMILY_OF = {
@@ -116,6 +154,7 @@ FAMILY_OF = {
     "memory_recall": "memory",
     "ingest": "episodes",
     "cypher": "search",  # the seed files knowledge_query_cypher under Search
+    "relation_typing": "typing",
 }
 
 # What every example runs against: the same small story, written before the example call.
@@ -227,6 +266,10 @@ EXAMPLES: dict[str, Params] = {
     },
     "knowledge_validate_corrections": {},
     "knowledge_apply_corrections": {"dry_run": False},
+    "knowledge_canonicalize_relations": {"group_id": "liminis"},
+    "knowledge_backfill_relation_types": {"group_id": "liminis", "dry_run": True},
+    "knowledge_reprocess_relation_types": {"group_id": "liminis", "scope": "all", "dry_run": True},
+    "knowledge_reprocess_entity_types": {"group_id": "liminis"},
     "knowledge_dump_wal": {"target_dir": "backups/2026-01-01", "group_ids": ["liminis"]},
     "knowledge_wal_mark_create": {"name": "before-cleanup", "group_id": "liminis"},
     "knowledge_wal_mark_list": {"group_id": "liminis"},
@@ -297,9 +340,11 @@ def run_example(operation: AnyOperation) -> Params:
             command="lcg tool_docs",
             memory_ids=_Ids(first=1000),
         )
-        for name, text in FILES.get(operation.name, {}).items():
-            (Path(directory) / name).write_text(text, encoding="utf-8")
+        if operation.name in TYPING_TOOLS:
+            workspace.classifier = _StandInClassifier()
         with workspace as ws:
+            for name, text in FILES.get(operation.name, {}).items():  # .lcg/ exists now
+                (Path(directory) / name).write_text(text, encoding="utf-8")
             app = App(ws, new_id=_Ids())
             before: Params = {}
             for name, params in (*STORY, *BEFORE.get(operation.name, ())):
@@ -445,6 +490,26 @@ def _page(family: str, tools: Sequence[AnyOperation], results: Sequence[Params])
                 ),
             ]
             if family == "cross_group"
+            else []
+        ),
+        *(
+            [
+                "",
+                textwrap.fill(
+                    "The typing examples run with this `.lcg/ontology.yaml` (its format: "
+                    "[docs/ontology.md](../ontology.md)). The reprocess tools ask the "
+                    "configured LLM endpoint; a page cannot, so their examples get a scripted "
+                    "stand-in that picks the first type whose word the text holds (wrote: "
+                    "AUTHORED, designed: DESIGNED, Babbage: Person). The entity example first "
+                    "asserts an untyped `Charles Babbage`.",
+                    width=100,
+                ),
+                "",
+                "```yaml",
+                ONTOLOGY_EXAMPLE.rstrip(),
+                "```",
+            ]
+            if family == "typing"
             else []
         ),
         "",

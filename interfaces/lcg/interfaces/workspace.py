@@ -7,7 +7,7 @@ import logging
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
@@ -34,6 +34,7 @@ from lcg.projections.damage import DamagedFile, Repair
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.embedding.port import CountingEmbedder, Embedder, Vectors
+from lcg.projections.extraction.classify import Classifier, OpenAiCompatibleClassifier
 from lcg.projections.extraction.openai_compat import OpenAiCompatibleExtractor
 from lcg.projections.extraction.port import Extractor
 from lcg.projections.extraction.spacy_rules import default_extractor
@@ -99,6 +100,8 @@ class Workspace:
         self.settings = settings
         # knowledge_process_chunk's extractor (issue 14): spaCy's rules unless one is given
         self.extractor: Extractor = extractor or configured_extractor(settings)
+        # the reprocess tools' classifier: the LLM extractor's endpoint, or none (ADR 0042)
+        self.classifier: Classifier | None = configured_classifier(settings)
         self.clock: Clock = clock or (
             utc_now if settings.clock_file is None else shifted_clock(settings.clock_file)
         )
@@ -342,6 +345,13 @@ class Workspace:
             raise WorkspaceClosed("agent memory needs the workspace open for writing")
         return self._memory
 
+    def embed_texts(self, texts: Sequence[str]) -> Vectors:
+        """Stored texts' vectors through the persistent embedding cache (the model runs only
+        for a text it never embedded under this contract)."""
+        if self._cache is None:
+            return self.embedder.embed(texts)
+        return self._cache.embed(texts)
+
     def forget_query_embeddings(self) -> None:
         """Empty the query-embedding cache (benchmarks measure a query asked the first time)."""
         self._query_cache.cache_clear()
@@ -514,3 +524,17 @@ def configured_extractor(settings: Settings) -> Extractor:
             tuning.get_float("extraction", "timeout_secs"),
         )
     return default_extractor()
+
+
+def configured_classifier(settings: Settings) -> Classifier | None:
+    """The OpenAI-compatible endpoint of `[extraction]` as a classifier; None with spaCy's
+    rules, which cannot classify (the reprocess tools then refuse, naming the setting)."""
+    tuning = settings.tuning
+    if tuning.text("extraction", "extractor") != "openai":
+        return None
+    return OpenAiCompatibleClassifier(
+        tuning.text("extraction", "base_url"),
+        tuning.text("extraction", "model"),
+        settings.extraction_api_key,
+        tuning.get_float("extraction", "timeout_secs"),
+    )

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal, TypedDict
 
 from lcg.domain.ids import DEFAULT_GROUP
+from lcg.domain.ontology import UNCLASSIFIED
 from lcg.projections.damage import Repair
 from lcg.projections.graph import reader
 from lcg.projections.positions import GroupPosition, read_positions
@@ -134,6 +135,7 @@ def status(
     derived: Derived,
     faults: Sequence[str],
     extractor: ExtractorInfo,
+    ontology: Ontology,
 ) -> Status:
     """The workspace's status as seen through `conn` (a read connection to the graph)."""
     heads = log.heads()
@@ -168,15 +170,7 @@ def status(
         wal_groups=groups,
         indices_built=True,
         cross_group_pointers=_pointer_counts(conn),
-        ontology=Ontology(
-            present=False,
-            loaded=False,
-            mode=None,
-            entity_type_count=0,
-            relation_type_count=0,
-            drifted=False,
-            drift_summary=None,
-        ),
+        ontology=ontology,
         projection_error=projection_error,
         degraded=bool(faults),
         reason="; ".join(faults) or None,
@@ -197,6 +191,46 @@ def _pointer_counts(conn: sqlite3.Connection) -> PointerCounts | None:
     return PointerCounts(
         bound=counts["bound"], unbound=counts["unbound"], ambiguous=counts["ambiguous"]
     )
+
+
+class Declared(TypedDict):
+    """What one group's resolved ontology declares (None: that kind is not declared)."""
+
+    relation_types: frozenset[str] | None
+    entity_types: frozenset[str] | None
+
+
+def ontology_drift(
+    conn: sqlite3.Connection, declared: Callable[[str], Declared | None]
+) -> tuple[bool, str | None]:
+    """Whether the graph holds relation or entity types its groups' ontologies do not
+    declare (UNCLASSIFIED is an abstention, not drift; a group with no ontology, or one
+    declaring no types of a kind, cannot drift in that kind), and a one-line summary."""
+    edges: dict[str, int] = {}
+    for group, relation_type, count in reader.relation_types_by_group(conn):
+        menu = declared(group)
+        names = None if menu is None else menu["relation_types"]
+        if names is not None and relation_type != UNCLASSIFIED and relation_type not in names:
+            edges[relation_type] = edges.get(relation_type, 0) + count
+    entities: dict[str, int] = {}
+    for group, labels, count in reader.labels_by_group(conn):
+        menu = declared(group)
+        names = None if menu is None else menu["entity_types"]
+        kind = next((label for label in labels if label != "Entity"), None)
+        if names is not None and kind is not None and kind not in names:
+            entities[kind] = entities.get(kind, 0) + count
+    parts = [
+        f"{sum(found.values())} {what} in {len(found)} undeclared type(s) ({_names(found)})"
+        for what, found in (("edge(s)", edges), ("entity(ies)", entities))
+        if found
+    ]
+    return bool(parts), "; ".join(parts) or None
+
+
+def _names(found: dict[str, int], shown: int = 5) -> str:
+    names = sorted(found, key=lambda name: (-found[name], name))
+    more = f", +{len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _database_path(conn: sqlite3.Connection) -> str:

@@ -13,7 +13,7 @@ from lcg.domain import rules
 from lcg.domain.commands import BackfillSummaries
 from lcg.domain.errors import Conflict
 from lcg.domain.ids import DEFAULT_GROUP, GroupId
-from lcg.interfaces import checkpoint, rebuild_jobs, recovery
+from lcg.interfaces import checkpoint, ontology_file, rebuild_jobs, recovery
 from lcg.interfaces.app import App
 from lcg.interfaces.params import GroupIdField, NoParams, Params
 from lcg.queries import status as status_query
@@ -149,8 +149,10 @@ def status(app: App, _: NoParams) -> status_query.Status:
         )
         failure = ws.runner.failure
     extractor = status_query.ExtractorInfo(name=ws.extractor.name, model=ws.extractor.model)
+    conn = ws.reader()
+    ontology = ontology_file.status_block(ws.settings.state_dir, conn)
     return status_query.status(
-        ws.reader(), ws.log, ws.runner.names, failure, embedding, derived, ws.faults(), extractor
+        conn, ws.log, ws.runner.names, failure, embedding, derived, ws.faults(), extractor, ontology
     )
 
 

@@ -35,6 +35,7 @@ from lcg.domain.events import (
     EntitiesMerged,
     EntityCreated,
     EntityRevised,
+    EntityTypesAssigned,
     EpisodeAdded,
     EpisodeDeleted,
     GcBumped,
@@ -49,6 +50,7 @@ from lcg.domain.events import (
     RelationshipCreated,
     RelationshipInvalidated,
     RelationshipRevised,
+    RelationTypesAssigned,
     SummaryEmbedded,
 )
 from lcg.projections.positions import recorded_wal_identity
@@ -72,6 +74,8 @@ HANDLES: frozenset[type[DomainEvent]] = frozenset(
         GroupPurged,
         CrossGroupEdgeAdded,
         PointersRebound,
+        RelationTypesAssigned,
+        EntityTypesAssigned,
     }
 )
 # they change no entity or edge row the projection mirrors (episodes, mentions, memory, gc)
@@ -393,11 +397,29 @@ def _follow(
         _copy_edge(tx, graph, event.edge_uuid)
     elif isinstance(event, PointersRebound):
         _follow_rebind(tx, graph, event)
+    elif isinstance(event, RelationTypesAssigned | EntityTypesAssigned):
+        _follow_typing(tx, graph, event)
     elif isinstance(event, EntitiesMerged):  # aliases leave (tombstones are not read)
         for alias in event.alias_uuids:
             tx.execute("MATCH (n:Entity {uuid: $u}) DETACH DELETE n", {"u": alias})
         for edge in (*event.rewritten, *event.self_loops, *event.duplicates, *event.duplicate_of):
             _copy_edge(tx, graph, edge)  # now the canonical's, or invalidated: left out
+
+
+def _follow_typing(
+    tx: ladybug.Connection,
+    graph: sqlite3.Connection,
+    event: RelationTypesAssigned | EntityTypesAssigned,
+) -> None:
+    """A typing run's edges (or entities), copied as graph.sqlite holds them now."""
+    if isinstance(event, RelationTypesAssigned):
+        for edge in event.edge_uuids:
+            _copy_edge(tx, graph, edge)
+        return
+    for entity in event.entity_uuids:
+        row = graph.execute("SELECT * FROM entities WHERE uuid=?", (entity,)).fetchone()
+        if row is not None:
+            _put_entity(tx, row)
 
 
 def _follow_rebind(

@@ -17,6 +17,7 @@ from lcg.domain.events import (
     EntitiesMerged,
     EntityCreated,
     EntityRevised,
+    EntityTypesAssigned,
     EpisodeAdded,
     EpisodeDeleted,
     GcBumped,
@@ -31,6 +32,7 @@ from lcg.domain.events import (
     RelationshipCreated,
     RelationshipInvalidated,
     RelationshipRevised,
+    RelationTypesAssigned,
     SummaryEmbedded,
 )
 from lcg.domain.ids import GroupId, Seq
@@ -342,6 +344,34 @@ def _corrections_applied(
     conn.executemany(
         "INSERT OR REPLACE INTO applied_corrections (group_id, correction_id, seq) VALUES (?,?,?)",
         [(group, correction, seq) for seq, event in run for correction in event.correction_ids],
+    )
+
+
+@TABLE.on(RelationTypesAssigned)
+def _relation_types_assigned(
+    conn: sqlite3.Connection, group: GroupId, run: Run[RelationTypesAssigned]
+) -> None:
+    conn.executemany(
+        "UPDATE relationships SET relation_type=? WHERE uuid=?",
+        [
+            (relation_type, edge)
+            for _, event in run
+            for edge, relation_type in zip(event.edge_uuids, event.relation_types, strict=True)
+        ],
+    )
+
+
+@TABLE.on(EntityTypesAssigned)
+def _entity_types_assigned(
+    conn: sqlite3.Connection, group: GroupId, run: Run[EntityTypesAssigned]
+) -> None:
+    conn.executemany(
+        "UPDATE entities SET labels=? WHERE uuid=?",
+        [
+            (orjson.dumps(labels).decode(), entity)
+            for _, event in run
+            for entity, labels in zip(event.entity_uuids, event.labels, strict=True)
+        ],
     )
 
 

@@ -107,6 +107,25 @@ def pointer_counts(conn: sqlite3.Connection) -> dict[str, int] | None:
     return counts
 
 
+def relation_types_by_group(conn: sqlite3.Connection) -> list[tuple[str, str, int]]:
+    """(group_id, relation_type, active edges) for every non-blank relation_type in use."""
+    rows = conn.execute(
+        "SELECT group_id, relation_type, COUNT(*) FROM relationships WHERE invalid_at IS NULL"
+        " AND relation_type IS NOT NULL AND trim(relation_type) != ''"
+        " GROUP BY group_id, relation_type ORDER BY group_id, relation_type"
+    ).fetchall()
+    return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+
+def labels_by_group(conn: sqlite3.Connection) -> list[tuple[str, list[str], int]]:
+    """(group_id, labels, live entities) for every label list in use."""
+    rows = conn.execute(
+        "SELECT group_id, labels, COUNT(*) FROM entities WHERE merged_into IS NULL"
+        " GROUP BY group_id, labels ORDER BY group_id, labels"
+    ).fetchall()
+    return [(str(r[0]), list(orjson.loads(r[1] or "[]")), int(r[2])) for r in rows]
+
+
 def _entity_rows(conn: sqlite3.Connection, rows: list[sqlite3.Row]) -> list[EntityRow]:
     provenance: dict[str, tuple[list[str], list[str]]] = {row["uuid"]: ([], []) for row in rows}
     if rows:

@@ -14,6 +14,7 @@ from lcg.domain.cross_group import PointedEdge, Pointer
 from lcg.domain.curation import EdgeEnds
 from lcg.domain.deciders import EdgeState, EntityState
 from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid, GroupId
+from lcg.domain.typing_rules import EdgeRow, EntityRow
 
 
 class GroupCounts(TypedDict):
@@ -259,3 +260,53 @@ def pointers_of(
         ):
             found[(row["edge_uuid"], row["side"])] = _pointer(row)
     return found
+
+
+def typing_edges(conn: sqlite3.Connection, group_id: str) -> list[EdgeRow]:
+    """The group's active edges, oldest first, as relation typing reads them."""
+    rows = conn.execute(
+        "SELECT uuid, name, fact, relation_type FROM relationships WHERE group_id=?"
+        " AND invalid_at IS NULL ORDER BY seq, uuid",
+        (group_id,),
+    ).fetchall()
+    return [EdgeRow(EdgeUuid(r[0]), str(r[1]), str(r[2] or ""), r[3]) for r in rows]
+
+
+def typing_entities(conn: sqlite3.Connection, group_id: str) -> list[EntityRow]:
+    """The group's live entities, oldest first, as entity typing reads them."""
+    rows = conn.execute(
+        "SELECT uuid, name, summary, labels FROM entities WHERE group_id=?"
+        " AND merged_into IS NULL ORDER BY seq, uuid",
+        (group_id,),
+    ).fetchall()
+    return [
+        EntityRow(EntityUuid(r[0]), str(r[1]), str(r[2] or ""), tuple(orjson.loads(r[3] or "[]")))
+        for r in rows
+    ]
+
+
+def typing_edges_by_uuid(conn: sqlite3.Connection, edge_uuids: Sequence[str]) -> list[EdgeRow]:
+    """These edges if still active, as relation typing reads them."""
+    marks = ",".join("?" * len(edge_uuids))
+    rows = conn.execute(
+        f"SELECT uuid, name, fact, relation_type FROM relationships WHERE uuid IN ({marks})"
+        " AND invalid_at IS NULL",
+        list(edge_uuids),
+    ).fetchall()
+    return [EdgeRow(EdgeUuid(r[0]), str(r[1]), str(r[2] or ""), r[3]) for r in rows]
+
+
+def typing_entities_by_uuid(
+    conn: sqlite3.Connection, entity_uuids: Sequence[str]
+) -> list[EntityRow]:
+    """These entities if still live, as entity typing reads them."""
+    marks = ",".join("?" * len(entity_uuids))
+    rows = conn.execute(
+        f"SELECT uuid, name, summary, labels FROM entities WHERE uuid IN ({marks})"
+        " AND merged_into IS NULL",
+        list(entity_uuids),
+    ).fetchall()
+    return [
+        EntityRow(EntityUuid(r[0]), str(r[1]), str(r[2] or ""), tuple(orjson.loads(r[3] or "[]")))
+        for r in rows
+    ]

@@ -20,6 +20,7 @@ from lcg.domain.events import (
     EntitiesMerged,
     EntityCreated,
     EntityRevised,
+    EntityTypesAssigned,
     EpisodeAdded,
     EpisodeDeleted,
     GcBumped,
@@ -34,6 +35,7 @@ from lcg.domain.events import (
     RelationshipCreated,
     RelationshipInvalidated,
     RelationshipRevised,
+    RelationTypesAssigned,
     SummaryEmbedded,
 )
 from lcg.domain.ids import GroupId, Seq
@@ -64,6 +66,8 @@ TABLE = EventTable(
         GcBumped,
         ChunkExtracted,
         CorrectionsApplied,
+        RelationTypesAssigned,  # a type is neither embedded nor indexed as text
+        EntityTypesAssigned,
     ),
 )
 Run = Sequence[tuple[Seq, E]]

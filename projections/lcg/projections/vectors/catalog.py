@@ -23,6 +23,7 @@ from lcg.domain.events import (
     EntitiesMerged,
     EntityCreated,
     EntityRevised,
+    EntityTypesAssigned,
     EpisodeAdded,
     EpisodeDeleted,
     GcBumped,
@@ -37,6 +38,7 @@ from lcg.domain.events import (
     RelationshipCreated,
     RelationshipInvalidated,
     RelationshipRevised,
+    RelationTypesAssigned,
     SummaryEmbedded,
 )
 from lcg.domain.ids import GroupId, Seq
@@ -66,6 +68,8 @@ TABLE = EventTable(
         GcBumped,
         ChunkExtracted,
         CorrectionsApplied,
+        RelationTypesAssigned,  # a type is neither embedded nor indexed as text
+        EntityTypesAssigned,
     ),
 )
 Run = Sequence[tuple[Seq, E]]
