@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lcg.fixtures import extraction_gold
+from lcg.fixtures import corpus, extraction_gold
 from lcg.fixtures.corpus import CorpusError
 
 
@@ -19,7 +19,7 @@ def test_issue_14_the_shipped_extraction_set_is_labelled_consistently() -> None:
 
 
 def _one(chunk: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(extraction_gold.corpus, "read_data", lambda name: {"chunks": [chunk]})
+    monkeypatch.setattr(corpus, "read_data", lambda name: {"chunks": [chunk]})
     extraction_gold.extraction_gold()
 
 
