@@ -135,12 +135,16 @@ def test_issue_14_llama_options_are_checked(
 
 def test_issue_14_the_grammar_is_the_extraction_schema_within_the_domain_limits() -> None:
     schema = llama_cpp.grammar_schema()
+    facts = schema["properties"]["facts"]["items"]["properties"]
+    assert facts["valid_at"] == llama_cpp.VALID_AT
+    facts["valid_at"] = llm.SCHEMA["properties"]["facts"]["items"]["properties"]["valid_at"]
     for key, most in llama_cpp.GRAMMAR_ITEMS.items():
         array, bound = schema["properties"][key], llm.SCHEMA["properties"][key]["maxItems"]
         assert array["maxItems"] == most <= bound
         array["maxItems"] = bound
         for name, value in array["items"]["properties"].items():
-            assert value.pop("maxLength") <= llm.LIMITS.get(name, 40)
+            if name != "valid_at":
+                assert value.pop("maxLength") <= llm.LIMITS[name]
     assert schema == llm.SCHEMA
 
 

@@ -46,19 +46,24 @@ GRAMMAR_CHARS: Final = {
     "predicate": 60,
     "fact": 400,
     "relation_type": 60,
-    "valid_at": 40,
 }
+# valid_at is spelled by the grammar as an RFC 3339 time or null (a small model otherwise
+# writes any text there, and parse_extraction refuses the whole chunk for it)
+VALID_AT: Final = {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]}
 REPEAT_PENALTY: Final = 1.1  # llama.cpp's own default; 1.0 lets a small model loop
 
 
 def grammar_schema() -> dict[str, Any]:
-    """The extraction schema with the grammar's bounds on items and string lengths."""
+    """The extraction schema with the grammar's bounds on items and string lengths, and
+    valid_at as a date-time."""
     schema: dict[str, Any] = json.loads(json.dumps(llm.SCHEMA))
     for key, most in GRAMMAR_ITEMS.items():
         array = schema["properties"][key]
         array["maxItems"] = most
         for field, value in array["items"]["properties"].items():
-            value["maxLength"] = GRAMMAR_CHARS[field]
+            if field in GRAMMAR_CHARS:
+                value["maxLength"] = GRAMMAR_CHARS[field]
+    schema["properties"]["facts"]["items"]["properties"]["valid_at"] = dict(VALID_AT)
     return schema
 
 
