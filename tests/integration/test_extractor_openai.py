@@ -210,7 +210,7 @@ def test_issue_14_the_openai_extractor_needs_its_endpoint_and_model(
     with pytest.raises(InvalidParams) as unknown:
         Settings.load(bad, tmp_path)
     assert unknown.value.field == "LCG_EXTRACTION_EXTRACTOR"
-    assert "must be spacy | openai" in unknown.value.message
+    assert "must be spacy | openai | llama" in unknown.value.message
 
 
 def test_issue_14_the_key_is_never_shown(tmp_path: Path, stand_in: StandIn) -> None:

@@ -12,6 +12,7 @@ from lcg.domain import rules
 from lcg.domain.errors import InvalidParams
 from lcg.domain.ids import DEFAULT_GROUP
 from lcg.interfaces.settings_file import Tuning, load_tuning
+from lcg.projections.extraction import llama_cpp
 from lcg.projections.wal.store import Durability
 from lcg.queries.fusion import Fusion
 
@@ -58,6 +59,9 @@ class Settings:
     # LCG_EXTRACTION_API_KEY: the OpenAI-compatible endpoint's key (environment only, never
     # in lcg.toml, never shown)
     extraction_api_key: str = field(default="", repr=False)
+    # LCG_EXTRACT_MODEL: the GGUF file of the llama extractor (issue 14's name); wins over
+    # [extraction] model_path and its LCG_EXTRACTION_MODEL_PATH
+    extract_model: str = ""
 
     @property
     def promotion_policy(self) -> str:
@@ -132,12 +136,34 @@ class Settings:
                 env, "LCG_CHUNK_TEXT_ADVISORY_MAX_CHARS", 8_000, 1, 1_000_000_000
             ),
             extraction_api_key=env.get("LCG_EXTRACTION_API_KEY", "").strip(),
+            extract_model=env.get("LCG_EXTRACT_MODEL", "").strip(),
         ).checked_extraction()
+
+    @property
+    def llama_model_setting(self) -> str:
+        """The setting that names the llama extractor's GGUF file (what its errors name)."""
+        if self.extract_model:
+            return "LCG_EXTRACT_MODEL"
+        if self.tuning.source.get("[extraction] model_path") == "env":
+            return "LCG_EXTRACTION_MODEL_PATH"
+        return "[extraction] model_path"
+
+    @property
+    def llama_model_path(self) -> Path | None:
+        """The llama extractor's GGUF file; a relative path is under the workspace."""
+        raw = self.extract_model or self.tuning.text("extraction", "model_path")
+        if not raw:
+            return None
+        path = Path(raw).expanduser()
+        return path if path.is_absolute() else self.workspace / path
 
     def checked_extraction(self) -> Settings:
         """An OpenAI-compatible extractor needs its endpoint and model: refuse start-up
         naming the missing key."""
-        if self.tuning.text("extraction", "extractor") == "openai":
+        extractor = self.tuning.text("extraction", "extractor")
+        if extractor == "llama":
+            return self._checked_llama()
+        if extractor == "openai":
             for name in ("base_url", "model"):
                 if not self.tuning.text("extraction", name):
                     raise InvalidParams(
@@ -145,6 +171,27 @@ class Settings:
                         "is required when [extraction] extractor is openai",
                         f"set it in lcg.toml or LCG_EXTRACTION_{name.upper()}",
                     )
+        return self
+
+    def _checked_llama(self) -> Settings:
+        """The llama extractor needs a readable GGUF file and the lcg[llama] extra; the
+        model itself loads on the first chunk."""
+        path = self.llama_model_path
+        if path is None:
+            raise InvalidParams(
+                "[extraction] model_path",
+                "is required when [extraction] extractor is llama",
+                "set LCG_EXTRACT_MODEL, or model_path in lcg.toml, to a GGUF file",
+            )
+        problem = llama_cpp.model_file_problem(path)
+        if problem is not None:
+            raise InvalidParams(self.llama_model_setting, "must name a readable GGUF file", problem)
+        if not llama_cpp.installed():
+            raise InvalidParams(
+                "[extraction] extractor",
+                "llama needs the lcg[llama] extra (llama-cpp-python), which is not installed",
+                "pip install 'liminis-context-graph[llama]'",
+            )
         return self
 
 

@@ -96,15 +96,26 @@ KEYS: Final[tuple[Key, ...]] = (
         meaning="skip_redundant also treats semantic matches as repeats"),
     Key("fusion", "strategy", str, "max", choices=("max", "rrf"),
         meaning="how recall and search fuse their legs' scores"),
-    Key("extraction", "extractor", str, "spacy", choices=("spacy", "openai"),
-        meaning="what knowledge_process_chunk extracts with: spaCy's rules (offline, no LLM)"
-        " or an OpenAI-compatible endpoint (base_url, model; key in LCG_EXTRACTION_API_KEY)"),
+    Key("extraction", "extractor", str, "spacy", choices=("spacy", "openai", "llama"),
+        meaning="what knowledge_process_chunk extracts with: spaCy's rules (offline, no LLM),"
+        " an OpenAI-compatible endpoint (base_url, model; key in LCG_EXTRACTION_API_KEY) or a"
+        " GGUF model in this process (model_path; the lcg[llama] extra)"),
     Key("extraction", "base_url", str, "",
         meaning="the OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 or a local"
         " llama-server's http://127.0.0.1:8080/v1"),
     Key("extraction", "model", str, "", meaning="the endpoint's model name"),
     Key("extraction", "timeout_secs", float, 120.0, 1, 3_600,
         meaning="seconds to wait for the endpoint's answer to one chunk"),
+    Key("extraction", "model_path", str, "",
+        meaning="the GGUF file the llama extractor runs (LCG_EXTRACT_MODEL also sets it and"
+        " wins); a relative path is under the workspace directory"),
+    Key("extraction", "threads", int, 1, 1, 64,
+        meaning="CPU threads the llama extractor computes with"),
+    Key("extraction", "context_tokens", int, 4096, 512, 131_072,
+        meaning="the llama extractor's context: prompt, chunk and answer together"),
+    Key("extraction", "max_tokens", int, 1024, 16, 32_768,
+        meaning="tokens the llama extractor may answer one chunk with; a longer answer refuses"
+        " the chunk"),
     Key("extraction", "name_similarity", float, 0.92, 0, 1.01,
         meaning="cosine of name embeddings at or above which process_chunk resolves an"
         " extracted name to a group entity no name matched (same numbers only; above 1: off)"),
@@ -155,6 +166,9 @@ class Tuning:
 
     def text(self, section: str, name: str) -> str:
         return str(self.get(section, name))
+
+    def get_int(self, section: str, name: str) -> int:
+        return self._int(section, name)
 
     def get_float(self, section: str, name: str) -> float:
         return self._float(section, name)

@@ -35,6 +35,7 @@ from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.embedding.port import CountingEmbedder, Embedder, Vectors
 from lcg.projections.extraction.classify import Classifier, OpenAiCompatibleClassifier
+from lcg.projections.extraction.llama_cpp import loaded_extractor
 from lcg.projections.extraction.openai_compat import OpenAiCompatibleExtractor
 from lcg.projections.extraction.port import Extractor
 from lcg.projections.extraction.spacy_rules import default_extractor
@@ -514,8 +515,17 @@ class Workspace:
 
 
 def configured_extractor(settings: Settings) -> Extractor:
-    """`[extraction] extractor` (ADR 0033): spaCy's rules, or an OpenAI-compatible endpoint."""
+    """`[extraction] extractor` (ADR 0033, 0043): spaCy's rules, an OpenAI-compatible
+    endpoint, or a GGUF model in this process (checked at start-up: Settings.load)."""
     tuning = settings.tuning
+    model_path = settings.llama_model_path
+    if tuning.text("extraction", "extractor") == "llama" and model_path is not None:
+        return loaded_extractor(
+            model_path,
+            tuning.get_int("extraction", "threads"),
+            tuning.get_int("extraction", "context_tokens"),
+            tuning.get_int("extraction", "max_tokens"),
+        )
     if tuning.text("extraction", "extractor") == "openai":
         return OpenAiCompatibleExtractor(
             tuning.text("extraction", "base_url"),
