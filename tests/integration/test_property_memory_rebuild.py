@@ -9,7 +9,8 @@ writes come in a burst while the intent processor is paused, so intents and outc
 interleave in the stream, and a purge between an intent and its outcome makes it fail (it
 cited a purged concept) or apply to the emptied session.
 
-Then, per group: (a) a full `knowledge_rebuild_from_wal` (force_clear) leaves every
+Then, per group: (a) the kept per-concept counters (`memory_degrees`, ADR 0040) are the
+plain count of the edges, and a full `knowledge_rebuild_from_wal` (force_clear) leaves every
 projection table equal to the incrementally built state; (b) one to a random `to_seq` (often
 an intent's seq, so the write shows as pending) equals a graph that only ever received the
 events up to that seq, built from a WAL holding just those; while the group is pinned the
@@ -49,6 +50,7 @@ from lcg.projections.memory.projection import TABLES as MEMORY_TABLES
 from lcg.projections.text import reader
 from lcg.projections.wal.store import EventLog
 from tests.conftest import SteppingClock, make_call, make_workspace
+from tests.helpers.memory_degrees import expected_degrees, kept_degrees
 from tests.helpers.projection_state import assert_scorer_agrees_with_fts5, dump
 from tests.integration.test_property_rebuild import command as knowledge_command
 from tests.integration.test_property_rebuild import run as run_knowledge
@@ -395,6 +397,9 @@ def test_i11_rebuild_equals_incremental_and_a_random_to_seq_shows_the_session_as
             session.settle()
         call = session.call
         live = dump_all(ws.reader())
+        # The kept counters (ADR 0040) are the plain count of the edges, after cycles,
+        # sweeps and purges interleaved with the writes; the rebuilds below reproduce them.
+        assert kept_degrees(ws.reader(), SESSION) == expected_degrees(ws.reader(), SESSION)
         vectors = ws.vectors.count()
         model_calls = ws.embedder.calls
         for group in ws.log.groups():

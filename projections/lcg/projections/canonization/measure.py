@@ -33,13 +33,16 @@ from lcg.domain.memory.canonization import (
 )
 from lcg.domain.memory.evidence import ConceptId, dated
 from lcg.domain.memory.gc import (
+    Degrees,
     EdgeKind,
     EvidenceInputs,
     FactColumns,
     GcKnobs,
     Pause,
+    ScoreInputs,
     daemon_score_column,
     daemon_scores,
+    degree_score_column,
     no_pause,
 )
 from lcg.domain.memory.text import ConceptType
@@ -457,8 +460,95 @@ def load_columns(conn: sqlite3.Connection, session: str, pause: Pause = no_pause
     )
 
 
+@dataclass(frozen=True, slots=True)
+class CycleColumns:
+    """One session as a canonization cycle reads it: a row per concept with its kept edge
+    counters (`memory_degrees`, ADR 0040) instead of the session's edges."""
+
+    session: str
+    rows: ConceptRows
+    seqs: Mapping[str, int]  # concept -> the seq that created it
+    extent: timedelta  # interaction about-times: coverage's denominator
+    clock: SessionClock
+
+
+def _interaction_times(
+    cursor: sqlite3.Cursor, session: str, times: _Times
+) -> tuple[tuple[datetime, datetime] | None, timedelta, int]:
+    """The interactions' write-time span (the score's R), about-time extent and count."""
+    written: list[datetime] = []
+    about: list[datetime] = []
+    for created_at, about_time in cursor.execute(
+        "SELECT created_at, about_time FROM memory_nodes WHERE group_id=?"
+        " AND node_kind='interaction'",
+        (session,),
+    ):
+        written.append(times[created_at])
+        about.append(dated(times[about_time], times[created_at]))
+    span = (min(written), max(written)) if written else None
+    return span, max(about) - min(about) if about else timedelta(0), len(written)
+
+
+def load_cycle_columns(
+    conn: sqlite3.Connection, session: str, gc_knobs: GcKnobs, pause: Pause = no_pause
+) -> CycleColumns:
+    """Every concept's row as a cycle reads it (status, type, key, daemon score, gc_survived),
+    from one row per concept: its node, its canonization row and its kept edge counters; no
+    edge is read (the caller holds one transaction for a single snapshot)."""
+    times = _Times()
+    cursor = _tuples(conn)
+    nodes = cursor.execute(
+        "SELECT n.uuid, n.concept_type, n.canonical_key, n.created_at, n.last_accessed,"
+        " n.access_count, n.seq, coalesce(c.status, 'None'), coalesce(c.gc_survived, 0),"
+        " coalesce(d.incident, 0), coalesce(d.derived_by, 0), coalesce(d.steady, 0),"
+        " coalesce(d.parents, 0), coalesce(d.produced, 0)"
+        " FROM memory_nodes n LEFT JOIN canon_nodes c ON c.node_id = n.uuid"
+        " AND c.group_id = n.group_id LEFT JOIN memory_degrees d ON d.node_id = n.uuid"
+        " WHERE n.group_id=? AND n.node_kind != 'interaction' ORDER BY n.uuid",
+        (session,),  # in id order: the cycle's ladder then sorts an already sorted run
+    ).fetchall()
+    pause()
+    (
+        ids,
+        types,
+        keys,
+        created,
+        accessed,
+        counts,
+        seqs,
+        statuses,
+        survived,
+        *counters,
+    ) = list(zip(*nodes, strict=True)) or [()] * 14
+    pause()
+    span, extent, interactions = _interaction_times(cursor, session, times)
+    concept_types = [_TYPES.get(kind) or ConceptType(kind) for kind in types]
+    inputs = ScoreInputs(
+        created_at=[times[text] for text in created],
+        last_accessed=[None if text is None else times[text] for text in accessed],
+        access_counts=counts,
+        concept_types=concept_types,
+        interaction_count=interactions,
+    )
+    pause()
+    incident, derived_by, steady, parents, produced = counters
+    degrees = Degrees(incident, derived_by, steady, parents, produced)
+    rows = ConceptRows(
+        node_ids=ids,
+        statuses=[_STATUSES.get(value) or Status(value) for value in statuses],
+        concept_types=concept_types,
+        canonical_keys=keys,
+        scores=degree_score_column(inputs, degrees, span, gc_knobs, pause),
+        gc_survived=survived,
+    )
+    return CycleColumns(
+        session, rows, dict(zip(ids, seqs, strict=True)), extent, canon.clock(conn, session)
+    )
+
+
 def cycle_rows(columns: Columns, gc_knobs: GcKnobs, pause: Pause = no_pause) -> ConceptRows:
-    """What a cycle reads about every concept: status, type, key, daemon score, gc_survived."""
+    """What a cycle reads about every concept from the whole-session columns (the edges):
+    `load_cycle_columns` reads the same rows from the kept counters."""
     facts = columns.facts
     return ConceptRows(
         node_ids=facts.node_ids,
@@ -518,7 +608,7 @@ def _contents(conn: sqlite3.Connection, session: str, nodes: Iterable[str]) -> d
 
 def cycle_measures(
     conn: sqlite3.Connection,
-    columns: Columns,
+    columns: Columns | CycleColumns,
     nodes: Sequence[ConceptId],
     knobs: Knobs,
     now: datetime,
@@ -557,7 +647,7 @@ def cycle_measures(
 
 
 def cycle_evidence(
-    conn: sqlite3.Connection, columns: Columns, knobs: Knobs
+    conn: sqlite3.Connection, columns: Columns | CycleColumns, knobs: Knobs
 ) -> SupersessionEvidence:
     """What supersession reads (§6), when it is on."""
     if not knobs.supersede:
@@ -577,3 +667,18 @@ def cycle_evidence(
         support=tuple(loaded.support),
         interaction_extent=columns.extent,
     )
+
+
+def admission_inputs(
+    conn: sqlite3.Connection,
+    session: str,
+    node: ConceptId,
+    knobs: Knobs,
+    gc_knobs: GcKnobs,
+    now: datetime,
+) -> tuple[ConceptRows, Measures, SupersessionEvidence]:
+    """What lambo_inspect's admission of `node` reads, through the cycle's own reader: every
+    concept's row (the kept counters), `node`'s measures alone, and supersession's evidence."""
+    columns = load_cycle_columns(conn, session, gc_knobs)
+    measured = cycle_measures(conn, columns, [node], knobs, now)
+    return columns.rows, measured[node], cycle_evidence(conn, columns, knobs)

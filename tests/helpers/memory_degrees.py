@@ -1,0 +1,51 @@
+"""What `memory_degrees` must hold, counted the plain way from a session's whole edge list
+(ADR 0040): the oracle the projection's kept counters are checked against."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+
+PROVENANCE = ("derives", "semantic")
+STRUCTURAL = {"depends_on": 2, "modifies": 2, "parent_of": 3, "produces": 4}  # counts index
+
+
+def expected_degrees(conn: sqlite3.Connection, session: str) -> list[tuple[object, ...]]:
+    """Every concept of the session with (node_id, group_id, incident, derived_by, steady,
+    parents, produced), sorted by node id."""
+    concepts = {
+        str(row[0])
+        for row in conn.execute(
+            "SELECT uuid FROM memory_nodes WHERE group_id=? AND node_kind != 'interaction'",
+            (session,),
+        )
+    }
+    counts: dict[str, list[int]] = {node: [0, 0, 0, 0, 0] for node in concepts}
+    derivers: dict[str, set[str]] = defaultdict(set)
+    for kind, source, target in conn.execute(
+        "SELECT kind, source, target FROM memory_edges WHERE group_id=?", (session,)
+    ):
+        if kind in PROVENANCE and target in concepts:
+            counts[target][0] += 1
+            derivers[target].add(source)
+        elif kind in STRUCTURAL and source in concepts and target in concepts:
+            if source == target:
+                continue
+            for end in (source, target):
+                counts[end][0] += 1
+                counts[end][STRUCTURAL[kind]] += 1
+    for node, sources in derivers.items():
+        counts[node][1] = len(sources)
+    return [(node, session, *counts[node]) for node in sorted(concepts)]
+
+
+def kept_degrees(conn: sqlite3.Connection, session: str) -> list[tuple[object, ...]]:
+    """The session's `memory_degrees` rows, sorted by node id."""
+    return [
+        tuple(row)
+        for row in conn.execute(
+            "SELECT node_id, group_id, incident, derived_by, steady, parents, produced"
+            " FROM memory_degrees WHERE group_id=? ORDER BY node_id",
+            (session,),
+        )
+    ]
