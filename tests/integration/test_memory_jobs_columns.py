@@ -3,8 +3,9 @@ written through the tools and moved by cycles and sweeps, `load_columns` with th
 only the `cycle_needs` concepts decides every cycle as `load` + `session_stats` +
 `plan_cycle_with_cursors` does, measures each concept as `session_stats` does (both the
 per-concept and the whole-session edge read), and plans the same sweep; the kept per-concept
-counters (`memory_degrees`, ADR 0040) are the plain count of the edges and the cycle's read of
-them (`load_cycle_columns`) gives every concept the row the edges give."""
+rows (`memory_concept_stats`, ADR 0040) are the nodes' fields and the plain count of the edges,
+and the cycle's read of them (`load_cycle_columns`) gives every concept the row the edges
+give."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ from lcg.interfaces.workspace import Workspace
 from lcg.projections.canonization import measure
 from lcg.projections.embedding.port import Embedder
 from tests.conftest import SteppingClock, make_workspace
-from tests.helpers.memory_degrees import expected_degrees, kept_degrees
+from tests.helpers.memory_concept_stats import expected_concept_stats, kept_concept_stats
 from tests.integration.test_memory_writes import AGENT, SESSION, call, concept, derive, settled
 
 TYPES = ("entity", "resource", "logic", "constraint", "observation")
@@ -119,7 +120,7 @@ def _kept_counters_read_as_the_edges(
 ) -> None:
     """ADR 0040: the kept counters are the plain count of the session's edges, and the cycle's
     read of them gives every concept the row (and the same score floats) the edges give."""
-    assert kept_degrees(conn, SESSION) == expected_degrees(conn, SESSION)
+    assert kept_concept_stats(conn, SESSION) == expected_concept_stats(conn, SESSION)
     kept = measure.load_cycle_columns(conn, SESSION, gc_knobs)
     for name in ("node_ids", "statuses", "concept_types", "canonical_keys", "scores"):
         assert list(getattr(kept.rows, name)) == list(getattr(rows, name)), name

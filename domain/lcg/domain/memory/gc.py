@@ -12,7 +12,6 @@ what `plan_sweep` returns as events; nothing here reads a clock or a store.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import abc
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -718,9 +717,17 @@ def degree_score_column(
 ) -> list[float]:
     """`daemon_score_column` from kept counters instead of the edges: the same floats."""
     size = len(concepts.created_at)
-    if any(
-        len(column) != size for column in (*dataclasses.astuple(degrees), concepts.last_accessed)
-    ):
+    columns = (
+        degrees.incident,
+        degrees.derived_by,
+        degrees.steady,
+        degrees.parents,
+        degrees.produced,
+        concepts.last_accessed,
+        concepts.access_counts,
+        concepts.concept_types,
+    )
+    if any(len(column) != size for column in columns):
         raise ValueError("every degree column needs one value per concept")
     bonus = list(map(_bonus_sum, degrees.steady, degrees.parents, degrees.produced))
     return _score_column(concepts, degrees.derived_by, degrees.incident, bonus, span, knobs, pause)

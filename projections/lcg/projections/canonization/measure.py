@@ -463,7 +463,7 @@ def load_columns(conn: sqlite3.Connection, session: str, pause: Pause = no_pause
 @dataclass(frozen=True, slots=True)
 class CycleColumns:
     """One session as a canonization cycle reads it: a row per concept with its kept edge
-    counters (`memory_degrees`, ADR 0040) instead of the session's edges."""
+    counters (`memory_concept_stats`, ADR 0040) instead of the session's edges."""
 
     session: str
     rows: ConceptRows
@@ -489,39 +489,47 @@ def _interaction_times(
     return span, max(about) - min(about) if about else timedelta(0), len(written)
 
 
+def _canon_columns(
+    cursor: sqlite3.Cursor, session: str, ids: Sequence[str]
+) -> tuple[Sequence[str], Sequence[int]]:
+    """Each of `ids`' status and gc_survived (a concept with no row: None, 0). Once every
+    concept has been swept, the session's rows in id order are exactly `ids`: no lookup."""
+    found = cursor.execute(
+        "SELECT node_id, status, gc_survived FROM canon_nodes WHERE group_id=? ORDER BY node_id",
+        (session,),
+    ).fetchall()
+    nodes, statuses, survived = list(zip(*found, strict=True)) or [(), (), ()]
+    if nodes == tuple(ids):
+        return statuses, survived
+    by_node = {node: (status, count) for node, status, count in found}
+    pairs = [by_node.get(node, ("None", 0)) for node in ids]
+    return [status for status, _ in pairs], [count for _, count in pairs]
+
+
 def load_cycle_columns(
     conn: sqlite3.Connection, session: str, gc_knobs: GcKnobs, pause: Pause = no_pause
 ) -> CycleColumns:
-    """Every concept's row as a cycle reads it (status, type, key, daemon score, gc_survived),
-    from one row per concept: its node, its canonization row and its kept edge counters; no
-    edge is read (the caller holds one transaction for a single snapshot)."""
+    """Every concept's row as a cycle reads it (status, type, key, daemon score, gc_survived)
+    from the memory projection's kept rows (`memory_concept_stats`: one range, in id order)
+    and the canonization rows; no edge is read (the caller holds one transaction for a
+    single snapshot)."""
     times = _Times()
     cursor = _tuples(conn)
-    nodes = cursor.execute(
-        "SELECT n.uuid, n.concept_type, n.canonical_key, n.created_at, n.last_accessed,"
-        " n.access_count, n.seq, coalesce(c.status, 'None'), coalesce(c.gc_survived, 0),"
-        " coalesce(d.incident, 0), coalesce(d.derived_by, 0), coalesce(d.steady, 0),"
-        " coalesce(d.parents, 0), coalesce(d.produced, 0)"
-        " FROM memory_nodes n LEFT JOIN canon_nodes c ON c.node_id = n.uuid"
-        " AND c.group_id = n.group_id LEFT JOIN memory_degrees d ON d.node_id = n.uuid"
-        " WHERE n.group_id=? AND n.node_kind != 'interaction' ORDER BY n.uuid",
+    found = cursor.execute(
+        "SELECT node_id, concept_type, canonical_key, created_at, seq, access_count,"
+        " last_accessed, incident, derived_by, steady, parents, produced"
+        " FROM memory_concept_stats WHERE group_id=? ORDER BY node_id",
         (session,),  # in id order: the cycle's ladder then sorts an already sorted run
     ).fetchall()
     pause()
-    (
-        ids,
-        types,
-        keys,
-        created,
-        accessed,
-        counts,
-        seqs,
-        statuses,
-        survived,
-        *counters,
-    ) = list(zip(*nodes, strict=True)) or [()] * 14
+    ids, types, keys, created, seqs, counts, accessed, *counters = (
+        list(zip(*found, strict=True)) or [()] * 12
+    )
+    del found
     pause()
+    statuses, survived = _canon_columns(cursor, session, ids)
     span, extent, interactions = _interaction_times(cursor, session, times)
+    pause()
     concept_types = [_TYPES.get(kind) or ConceptType(kind) for kind in types]
     inputs = ScoreInputs(
         created_at=[times[text] for text in created],
@@ -530,7 +538,6 @@ def load_cycle_columns(
         concept_types=concept_types,
         interaction_count=interactions,
     )
-    pause()
     incident, derived_by, steady, parents, produced = counters
     degrees = Degrees(incident, derived_by, steady, parents, produced)
     rows = ConceptRows(

@@ -37,7 +37,7 @@ from lcg.domain.events import (
 )
 from lcg.domain.ids import GroupId, Seq
 from lcg.projections.dispatch import E, EventTable
-from lcg.projections.memory import degrees
+from lcg.projections.memory import concept_stats
 from lcg.projections.reset import only_group
 from lcg.projections.wal.store import RecordedEvent
 
@@ -64,7 +64,7 @@ TABLES = (
     "memory_edges",
     "memory_writes",
     "memory_superseded",
-    "memory_degrees",
+    "memory_concept_stats",
 )
 
 _SCHEMA = (
@@ -103,7 +103,7 @@ def install(conn: sqlite3.Connection) -> None:
     columns = {row[1] for row in conn.execute("PRAGMA table_info(memory_nodes)")}
     if columns and "last_accessed" not in columns:  # v3 -> v4; the runner then replays
         conn.execute("ALTER TABLE memory_nodes ADD COLUMN last_accessed TEXT")
-    for statement in (*_SCHEMA, *degrees.SCHEMA):
+    for statement in (*_SCHEMA, *concept_stats.SCHEMA):
         conn.execute(statement)
 
 
@@ -201,7 +201,9 @@ def _applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteAppli
         ends = (
             end for edge in outcome.get("edges", []) for end in (edge["source"], edge["target"])
         )
-        degrees.recount(conn, group, {*created, *ends, *degrees.neighbours(conn, group, created)})
+        concept_stats.recount(
+            conn, group, {*created, *ends, *concept_stats.neighbours(conn, group, created)}
+        )
         _settle(
             conn,
             event.receipt,
@@ -266,6 +268,7 @@ def _accessed(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryAccessed]
             for node, count in event.counts.items()
         ],
     )
+    concept_stats.accessed(conn, group, (node for _, event in run for node in event.counts))
 
 
 @TABLE.on(GcSwept)
@@ -273,13 +276,15 @@ def _gc_swept(conn: sqlite3.Connection, group: GroupId, run: Run[GcSwept]) -> No
     """Collected concepts leave memory with their edges and possibly-superseded pairs; the
     interactions that wrote them stay (interactions are never collected)."""
     gone = [(item["node_id"],) for _, event in run for item in event.collected]
-    touched = {node for (node,) in gone} | degrees.neighbours(conn, group, (n for (n,) in gone))
+    touched = {node for (node,) in gone} | concept_stats.neighbours(
+        conn, group, (n for (n,) in gone)
+    )
     conn.executemany("DELETE FROM memory_nodes WHERE uuid=?", gone)
     conn.executemany("DELETE FROM memory_edges WHERE source=?", gone)
     conn.executemany("DELETE FROM memory_edges WHERE target=?", gone)
     conn.executemany("DELETE FROM memory_superseded WHERE older=?", gone)
     conn.executemany("DELETE FROM memory_superseded WHERE newer=?", gone)
-    degrees.recount(conn, group, touched)
+    concept_stats.recount(conn, group, touched)
 
 
 @TABLE.on(GroupPurged)
@@ -289,7 +294,7 @@ def _purged(conn: sqlite3.Connection, group: GroupId, run: Run[GroupPurged]) -> 
     conn.execute("DELETE FROM memory_nodes WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_edges WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_superseded WHERE group_id=?", (group,))
-    conn.execute("DELETE FROM memory_degrees WHERE group_id=?", (group,))
+    conn.execute("DELETE FROM memory_concept_stats WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_writes WHERE group_id=? AND state != 'pending'", (group,))
 
 
@@ -297,7 +302,7 @@ class MemoryProjection:
     """Rows of every session's memory graph and its write receipts."""
 
     name = "memory"
-    # 2: access counts, purge keeps intents; 3: possibly superseded; 4: GC; 5: memory_degrees
+    # 2: access counts, purge keeps intents; 3: possibly superseded; 4: GC; 5: memory_concept_stats
     version = 5
     handles = TABLE.handles
     ignores = TABLE.ignores

@@ -1,8 +1,11 @@
-"""Per-concept edge counters the memory projection keeps as writes land (ADR 0040).
+"""Per-concept rows the memory projection keeps as writes land, for the canonization cycle
+(ADR 0040).
 
-`memory_degrees` holds one row per concept of a session: what the daemon score reads of the
-concept's edges (`lcg.domain.memory.gc.Degrees`), counted as `gc` counts them over the whole
-session's edges, so a canonization cycle reads one row per concept instead of every edge:
+`memory_concept_stats` holds one row per concept of a session, clustered by (session, id):
+the node's fields the cycle reads (type, key, creation, seq, accesses) and what the daemon
+score reads of the concept's edges (`lcg.domain.memory.gc.Degrees`), counted as `gc` counts
+them over the whole session's edges. A cycle then reads one range of one table in id order
+instead of the session's nodes and every edge:
 
 - `incident`: its derives and semantic edges in, plus its depends_on, parent_of, produces and
   modifies edges either way whose other end is another concept of the session;
@@ -10,11 +13,11 @@ session's edges, so a canonization cycle reads one row per concept instead of ev
 - `steady`, `parents`, `produced`: those structural edges by kind (depends_on and modifies,
   parent_of, produces), either way.
 
-A handler does not add deltas: it recounts, from `memory_edges` and `memory_nodes` as they
-stand after its own rows, every concept whose counts the event can have changed (a write's
-new concepts and the ends of its edges, and the neighbours of new concepts; a sweep's
-collected concepts and their neighbours). The counters are then what the definition gives
-whatever order the rows arrived in, and a replay rebuilds the same rows.
+A handler does not add deltas: it rewrites, from `memory_edges` and `memory_nodes` as they
+stand after its own rows, the row of every concept the event can have changed (a write's new
+concepts and the ends of its edges, and the neighbours of new concepts; a sweep's collected
+concepts and their neighbours; a recall's accessed concepts). The rows are then what the
+definition gives whatever order the events arrived in, and a replay rebuilds the same rows.
 """
 
 from __future__ import annotations
@@ -27,12 +30,28 @@ from lcg.domain.ids import GroupId
 PROVENANCE = ("derives", "semantic")
 STRUCTURAL = ("depends_on", "parent_of", "produces", "modifies")
 
+COLUMNS = (
+    "group_id",
+    "node_id",
+    "concept_type",
+    "canonical_key",
+    "created_at",
+    "seq",
+    "access_count",
+    "last_accessed",
+    "incident",
+    "derived_by",
+    "steady",
+    "parents",
+    "produced",
+)
 SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS memory_degrees (node_id TEXT PRIMARY KEY,"
-    " group_id TEXT NOT NULL, incident INTEGER NOT NULL, derived_by INTEGER NOT NULL,"
-    " steady INTEGER NOT NULL, parents INTEGER NOT NULL, produced INTEGER NOT NULL)"
+    "CREATE TABLE IF NOT EXISTS memory_concept_stats (group_id TEXT NOT NULL,"
+    " node_id TEXT NOT NULL, concept_type TEXT, canonical_key TEXT, created_at TEXT NOT NULL,"
+    " seq INTEGER NOT NULL, access_count INTEGER NOT NULL, last_accessed TEXT,"
+    " incident INTEGER NOT NULL, derived_by INTEGER NOT NULL, steady INTEGER NOT NULL,"
+    " parents INTEGER NOT NULL, produced INTEGER NOT NULL, PRIMARY KEY (group_id, node_id))"
     " WITHOUT ROWID",
-    "CREATE INDEX IF NOT EXISTS memory_degrees_group ON memory_degrees (group_id)",
 )
 
 _CHUNK = 400  # ids per statement (two lists of them stay under SQLite's 999 variables)
@@ -63,33 +82,45 @@ def neighbours(conn: sqlite3.Connection, group: GroupId, nodes: Iterable[str]) -
 
 
 def recount(conn: sqlite3.Connection, group: GroupId, nodes: Iterable[str]) -> None:
-    """Set the rows of `nodes` to their counts now: a concept of the session gets its row, any
-    other id (an interaction, a collected concept) has none."""
+    """Set the rows of `nodes` to what they are now: a concept of the session gets its row,
+    any other id (an interaction, a collected concept) has none."""
     wanted = sorted(set(nodes))
-    if not wanted:
-        return
     for marks, part in _chunks(wanted):
-        conn.execute(f"DELETE FROM memory_degrees WHERE node_id IN ({marks})", part)
-        concepts = {
-            str(row[0])
-            for row in conn.execute(
-                f"SELECT uuid FROM memory_nodes WHERE uuid IN ({marks}) AND +group_id=?"
-                " AND node_kind != 'interaction'",
-                (*part, group),
-            )
-        }
+        conn.execute(
+            f"DELETE FROM memory_concept_stats WHERE group_id=? AND node_id IN ({marks})",
+            (group, *part),
+        )
+        concepts = conn.execute(
+            "SELECT uuid, concept_type, canonical_key, created_at, seq, access_count,"
+            f" last_accessed FROM memory_nodes WHERE uuid IN ({marks}) AND +group_id=?"
+            " AND node_kind != 'interaction' ORDER BY uuid",
+            (*part, group),
+        ).fetchall()
         if concepts:
+            counted = _counted(conn, group, [str(row[0]) for row in concepts])
+            values = ",".join("?" * len(COLUMNS))
             conn.executemany(
-                "INSERT INTO memory_degrees (node_id, group_id, incident, derived_by, steady,"
-                " parents, produced) VALUES (?,?,?,?,?,?,?)",
-                _counted(conn, group, sorted(concepts)),
+                f"INSERT INTO memory_concept_stats ({', '.join(COLUMNS)}) VALUES ({values})",
+                [(group, *node, *counts) for node, counts in zip(concepts, counted, strict=True)],
             )
+
+
+def accessed(conn: sqlite3.Connection, group: GroupId, nodes: Iterable[str]) -> None:
+    """Copy the accessed concepts' counts and last recall from their nodes."""
+    for marks, part in _chunks(sorted(set(nodes))):
+        conn.execute(
+            "UPDATE memory_concept_stats SET (access_count, last_accessed) = (SELECT"
+            " n.access_count, n.last_accessed FROM memory_nodes n WHERE n.uuid ="
+            f" memory_concept_stats.node_id) WHERE group_id=? AND node_id IN ({marks})",
+            (group, *part),
+        )
 
 
 def _counted(
     conn: sqlite3.Connection, group: GroupId, concepts: list[str]
-) -> list[tuple[str, str, int, int, int, int, int]]:
-    """Each concept's row, from its edges as they stand (`concepts` are of the session)."""
+) -> list[tuple[int, int, int, int, int]]:
+    """Each concept's edge counters, from its edges as they stand (`concepts` are of the
+    session): incident, derived_by, steady, parents, produced."""
     incident = dict.fromkeys(concepts, 0)
     steady, parents, produced = dict(incident), dict(incident), dict(incident)
     derivers: dict[str, set[str]] = {node: set() for node in concepts}
@@ -123,8 +154,6 @@ def _counted(
             steady[node] += 1
     return [
         (
-            node,
-            group,
             incident[node],
             len(derivers[node]),
             steady[node],

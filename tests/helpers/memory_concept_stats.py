@@ -1,25 +1,28 @@
-"""What `memory_degrees` must hold, counted the plain way from a session's whole edge list
-(ADR 0040): the oracle the projection's kept counters are checked against."""
+"""What `memory_concept_stats` must hold, read the plain way from a session's nodes and its
+whole edge list (ADR 0040): the oracle the projection's kept rows are checked against."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
 
+from lcg.projections.memory.concept_stats import COLUMNS
+
 PROVENANCE = ("derives", "semantic")
 STRUCTURAL = {"depends_on": 2, "modifies": 2, "parent_of": 3, "produces": 4}  # counts index
 
 
-def expected_degrees(conn: sqlite3.Connection, session: str) -> list[tuple[object, ...]]:
-    """Every concept of the session with (node_id, group_id, incident, derived_by, steady,
-    parents, produced), sorted by node id."""
-    concepts = {
-        str(row[0])
+def expected_concept_stats(conn: sqlite3.Connection, session: str) -> list[tuple[object, ...]]:
+    """Every concept of the session's row (`COLUMNS`), sorted by node id."""
+    nodes = {
+        str(row[0]): tuple(row)
         for row in conn.execute(
-            "SELECT uuid FROM memory_nodes WHERE group_id=? AND node_kind != 'interaction'",
+            "SELECT uuid, concept_type, canonical_key, created_at, seq, access_count,"
+            " last_accessed FROM memory_nodes WHERE group_id=? AND node_kind != 'interaction'",
             (session,),
         )
     }
+    concepts = set(nodes)
     counts: dict[str, list[int]] = {node: [0, 0, 0, 0, 0] for node in concepts}
     derivers: dict[str, set[str]] = defaultdict(set)
     for kind, source, target in conn.execute(
@@ -36,16 +39,16 @@ def expected_degrees(conn: sqlite3.Connection, session: str) -> list[tuple[objec
                 counts[end][STRUCTURAL[kind]] += 1
     for node, sources in derivers.items():
         counts[node][1] = len(sources)
-    return [(node, session, *counts[node]) for node in sorted(concepts)]
+    return [(session, *nodes[node], *counts[node]) for node in sorted(concepts)]
 
 
-def kept_degrees(conn: sqlite3.Connection, session: str) -> list[tuple[object, ...]]:
-    """The session's `memory_degrees` rows, sorted by node id."""
+def kept_concept_stats(conn: sqlite3.Connection, session: str) -> list[tuple[object, ...]]:
+    """The session's `memory_concept_stats` rows (`COLUMNS`), sorted by node id."""
     return [
         tuple(row)
         for row in conn.execute(
-            "SELECT node_id, group_id, incident, derived_by, steady, parents, produced"
-            " FROM memory_degrees WHERE group_id=? ORDER BY node_id",
+            f"SELECT {', '.join(COLUMNS)} FROM memory_concept_stats WHERE group_id=?"
+            " ORDER BY node_id",
             (session,),
         )
     ]
