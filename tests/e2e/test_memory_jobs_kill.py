@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,7 +33,7 @@ from lcg.interfaces.app import App
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.hashing import HashingEmbedder
 from lcg.projections.wal.store import RecordedEvent
-from tests.conftest import make_workspace
+from tests.conftest import SteppingClock, make_workspace
 from tests.helpers.jobs_child import settings
 from tests.integration.test_memory_writes import concept, derive, settled
 from tests.integration.test_property_memory_rebuild import dump_all
@@ -46,9 +47,14 @@ KINDS = {"cycle": ConceptsCanonized, "sweep": GcSwept}
 
 def _prepare(workspace: Path) -> None:
     """A session whose concepts survived three sweeps (Stage 1 promotes on the next cycle),
-    then one more write (the next tick's sweep is due)."""
-    with make_workspace(settings(workspace), HashingEmbedder()) as ws:
+    then one more write (the next tick's sweep is due). It is written two years before the
+    child serves it (the child's clock is the real one), so that sweep collects the resources
+    no concept cites: their score is under the Resource bar once recency is 0."""
+    clock = SteppingClock(datetime.now(UTC) - timedelta(days=730))
+    with make_workspace(settings(workspace), HashingEmbedder(), clock=clock) as ws:
         app = App(ws)
+        for number in range(3):
+            settled(app, derive(app, concept(f"scratch export bucket {number}", "resource")))
         written: list[str] = []
         for number in range(12):
             cited = {"depends_on": written[-2:]} if written else {}
@@ -179,6 +185,7 @@ def test_i13_a_sweep_killed_mid_append_leaves_its_whole_event_or_none(
         session = GroupId(ws.settings.session)
         sweeps_before = [r for r in _events(ws, session) if isinstance(r.event, GcSwept)]
     found = _kill_when_held(workspace, "sweep", at, held)
+    assert found["event"]["collected"], "the held sweep collects something"
     with make_workspace(settings(workspace), HashingEmbedder()) as ws:
         sweeps = [r for r in _events(ws, session) if isinstance(r.event, GcSwept)]
         clock = (
@@ -198,7 +205,6 @@ def test_i13_a_sweep_killed_mid_append_leaves_its_whole_event_or_none(
             assert clock["sweeps"] == len(sweeps)
             assert clock["last_gc_epoch"] == found["event"]["epoch"]
             collected = [item["node_id"] for item in found["event"]["collected"]]
-            print("collected", len(collected))
             for node in collected:
                 row = ws.reader().execute("SELECT 1 FROM memory_nodes WHERE uuid=?", (node,))
                 assert row.fetchone() is None, "a collected concept left memory"
