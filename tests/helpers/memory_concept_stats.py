@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
+from datetime import datetime
 
+from lcg.domain.memory.evidence import dated
 from lcg.projections.memory.concept_stats import COLUMNS
 
 PROVENANCE = ("derives", "semantic")
@@ -49,6 +51,35 @@ def kept_concept_stats(conn: sqlite3.Connection, session: str) -> list[tuple[obj
         for row in conn.execute(
             f"SELECT {', '.join(COLUMNS)} FROM memory_concept_stats WHERE group_id=?"
             " ORDER BY node_id",
+            (session,),
+        )
+    ]
+
+
+def expected_session_stats(conn: sqlite3.Connection, session: str) -> list[tuple[object, ...]]:
+    """The session's interaction count and spans, read from every interaction node."""
+    written: list[datetime] = []
+    about: list[datetime] = []
+    for created, about_time in conn.execute(
+        "SELECT created_at, about_time FROM memory_nodes WHERE group_id=?"
+        " AND node_kind='interaction'",
+        (session,),
+    ):
+        written.append(datetime.fromisoformat(created))
+        about.append(dated(datetime.fromisoformat(about_time), written[-1]))
+    if not written:
+        return []
+    spans = (min(written), max(written), min(about), max(about))
+    return [(session, len(written), *(moment.isoformat() for moment in spans))]
+
+
+def kept_session_stats(conn: sqlite3.Connection, session: str) -> list[tuple[object, ...]]:
+    """The session's `memory_session_stats` row, if any."""
+    return [
+        tuple(row)
+        for row in conn.execute(
+            "SELECT group_id, interactions, first_written, last_written, first_about,"
+            " last_about FROM memory_session_stats WHERE group_id=?",
             (session,),
         )
     ]

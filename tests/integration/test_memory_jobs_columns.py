@@ -41,7 +41,12 @@ from lcg.interfaces.workspace import Workspace
 from lcg.projections.canonization import measure
 from lcg.projections.embedding.port import Embedder
 from tests.conftest import SteppingClock, make_workspace
-from tests.helpers.memory_concept_stats import expected_concept_stats, kept_concept_stats
+from tests.helpers.memory_concept_stats import (
+    expected_concept_stats,
+    expected_session_stats,
+    kept_concept_stats,
+    kept_session_stats,
+)
 from tests.integration.test_memory_writes import AGENT, SESSION, call, concept, derive, settled
 
 TYPES = ("entity", "resource", "logic", "constraint", "observation")
@@ -121,6 +126,7 @@ def _kept_counters_read_as_the_edges(
     """ADR 0040: the kept counters are the plain count of the session's edges, and the cycle's
     read of them gives every concept the row (and the same score floats) the edges give."""
     assert kept_concept_stats(conn, SESSION) == expected_concept_stats(conn, SESSION)
+    assert kept_session_stats(conn, SESSION) == expected_session_stats(conn, SESSION)
     kept = measure.load_cycle_columns(conn, SESSION, gc_knobs)
     for name in ("node_ids", "statuses", "concept_types", "canonical_keys", "scores"):
         assert list(getattr(kept.rows, name)) == list(getattr(rows, name)), name

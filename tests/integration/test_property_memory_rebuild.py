@@ -51,7 +51,12 @@ from lcg.projections.memory.projection import TABLES as MEMORY_TABLES
 from lcg.projections.text import reader
 from lcg.projections.wal.store import EventLog
 from tests.conftest import SteppingClock, make_call, make_workspace
-from tests.helpers.memory_concept_stats import expected_concept_stats, kept_concept_stats
+from tests.helpers.memory_concept_stats import (
+    expected_concept_stats,
+    expected_session_stats,
+    kept_concept_stats,
+    kept_session_stats,
+)
 from tests.helpers.projection_state import assert_scorer_agrees_with_fts5, dump
 from tests.integration.test_property_rebuild import command as knowledge_command
 from tests.integration.test_property_rebuild import run as run_knowledge
@@ -404,11 +409,12 @@ def test_i11_rebuild_equals_incremental_and_a_random_to_seq_shows_the_session_as
             session.settle()
         call = session.call
         live = dump_all(ws.reader())
-        # The kept counters (ADR 0040) are the plain count of the edges, after cycles,
-        # sweeps and purges interleaved with the writes; the rebuilds below reproduce them.
-        assert kept_concept_stats(ws.reader(), SESSION) == expected_concept_stats(
-            ws.reader(), SESSION
-        )
+        # The kept rows (ADR 0040) are the nodes' fields and the plain count of the edges
+        # and interactions, after cycles, sweeps, recalls and purges interleaved with the
+        # writes; the rebuilds below reproduce them.
+        conn = ws.reader()
+        assert kept_concept_stats(conn, SESSION) == expected_concept_stats(conn, SESSION)
+        assert kept_session_stats(conn, SESSION) == expected_session_stats(conn, SESSION)
         vectors = ws.vectors.count()
         model_calls = ws.embedder.calls
         for group in ws.log.groups():

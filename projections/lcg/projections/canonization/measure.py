@@ -473,20 +473,19 @@ class CycleColumns:
 
 
 def _interaction_times(
-    cursor: sqlite3.Cursor, session: str, times: _Times
+    cursor: sqlite3.Cursor, session: str
 ) -> tuple[tuple[datetime, datetime] | None, timedelta, int]:
-    """The interactions' write-time span (the score's R), about-time extent and count."""
-    written: list[datetime] = []
-    about: list[datetime] = []
-    for created_at, about_time in cursor.execute(
-        "SELECT created_at, about_time FROM memory_nodes WHERE group_id=?"
-        " AND node_kind='interaction'",
+    """The interactions' write-time span (the score's R), about-time extent and count, from
+    the memory projection's kept session row."""
+    row = cursor.execute(
+        "SELECT interactions, first_written, last_written, first_about, last_about"
+        " FROM memory_session_stats WHERE group_id=?",
         (session,),
-    ):
-        written.append(times[created_at])
-        about.append(dated(times[about_time], times[created_at]))
-    span = (min(written), max(written)) if written else None
-    return span, max(about) - min(about) if about else timedelta(0), len(written)
+    ).fetchone()
+    if row is None:
+        return None, timedelta(0), 0
+    first_w, last_w, first_a, last_a = (datetime.fromisoformat(text) for text in row[1:])
+    return (first_w, last_w), last_a - first_a, int(row[0])
 
 
 def _canon_columns(
@@ -528,7 +527,7 @@ def load_cycle_columns(
     del found
     pause()
     statuses, survived = _canon_columns(cursor, session, ids)
-    span, extent, interactions = _interaction_times(cursor, session, times)
+    span, extent, interactions = _interaction_times(cursor, session)
     pause()
     concept_types = [_TYPES.get(kind) or ConceptType(kind) for kind in types]
     inputs = ScoreInputs(

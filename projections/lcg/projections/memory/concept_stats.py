@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
 
 from lcg.domain.ids import GroupId
+from lcg.domain.memory.evidence import dated
 
 PROVENANCE = ("derives", "semantic")
 STRUCTURAL = ("depends_on", "parent_of", "produces", "modifies")
@@ -52,6 +54,11 @@ SCHEMA = (
     " incident INTEGER NOT NULL, derived_by INTEGER NOT NULL, steady INTEGER NOT NULL,"
     " parents INTEGER NOT NULL, produced INTEGER NOT NULL, PRIMARY KEY (group_id, node_id))"
     " WITHOUT ROWID",
+    # The session's interactions as the score and coverage read them: how many, the span of
+    # their write times and of their about-times (clamped to when they were written).
+    "CREATE TABLE IF NOT EXISTS memory_session_stats (group_id TEXT PRIMARY KEY,"
+    " interactions INTEGER NOT NULL, first_written TEXT NOT NULL, last_written TEXT NOT NULL,"
+    " first_about TEXT NOT NULL, last_about TEXT NOT NULL)",
 )
 
 _CHUNK = 400  # ids per statement (two lists of them stay under SQLite's 999 variables)
@@ -103,6 +110,33 @@ def recount(conn: sqlite3.Connection, group: GroupId, nodes: Iterable[str]) -> N
                 f"INSERT INTO memory_concept_stats ({', '.join(COLUMNS)}) VALUES ({values})",
                 [(group, *node, *counts) for node, counts in zip(concepts, counted, strict=True)],
             )
+
+
+def interactions_added(
+    conn: sqlite3.Connection, group: GroupId, count: int, written: datetime, about: datetime
+) -> None:
+    """`count` interactions written at `written` about `about`: the session's count grows
+    and its two spans widen to cover them (interactions are never collected)."""
+    if count == 0:
+        return
+    when = dated(about, written)
+    row = conn.execute(
+        "SELECT interactions, first_written, last_written, first_about, last_about"
+        " FROM memory_session_stats WHERE group_id=?",
+        (group,),
+    ).fetchone()
+    if row is None:
+        spans = (written, written, when, when)
+        total = count
+    else:
+        first_w, last_w, first_a, last_a = (datetime.fromisoformat(text) for text in row[1:])
+        spans = (min(first_w, written), max(last_w, written), min(first_a, when), max(last_a, when))
+        total = int(row[0]) + count
+    conn.execute(
+        "INSERT OR REPLACE INTO memory_session_stats (group_id, interactions, first_written,"
+        " last_written, first_about, last_about) VALUES (?,?,?,?,?,?)",
+        (group, total, *(moment.isoformat() for moment in spans)),
+    )
 
 
 def accessed(conn: sqlite3.Connection, group: GroupId, nodes: Iterable[str]) -> None:

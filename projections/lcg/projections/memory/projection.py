@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -65,6 +66,7 @@ TABLES = (
     "memory_writes",
     "memory_superseded",
     "memory_concept_stats",
+    "memory_session_stats",
 )
 
 _SCHEMA = (
@@ -197,6 +199,13 @@ def _applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteAppli
                 if edge["kind"] == "contradicts"
             ],
         )
+        concept_stats.interactions_added(
+            conn,
+            group,
+            sum(1 for node in nodes if node["node_kind"] == "interaction"),
+            datetime.fromisoformat(when),
+            datetime.fromisoformat(outcome["about_time"]),
+        )
         created = [node["uuid"] for node in nodes]
         ends = (
             end for edge in outcome.get("edges", []) for end in (edge["source"], edge["target"])
@@ -295,6 +304,7 @@ def _purged(conn: sqlite3.Connection, group: GroupId, run: Run[GroupPurged]) -> 
     conn.execute("DELETE FROM memory_edges WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_superseded WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_concept_stats WHERE group_id=?", (group,))
+    conn.execute("DELETE FROM memory_session_stats WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_writes WHERE group_id=? AND state != 'pending'", (group,))
 
 
