@@ -13,23 +13,28 @@ instead of the session's nodes and every edge:
 - `steady`, `parents`, `produced`: those structural edges by kind (depends_on and modifies,
   parent_of, produces), either way.
 
-A handler does not add deltas: it rewrites, from `memory_edges` and `memory_nodes` as they
-stand after its own rows, the row of every concept the event can have changed (a write's new
-concepts and the ends of its edges, and the neighbours of new concepts; a sweep's collected
-concepts and their neighbours; a recall's accessed concepts). The rows are then what the
-definition gives whatever order the events arrived in, and a replay rebuilds the same rows.
+A write's new concepts get their rows counted from their edges; every other concept at an end
+of one of the write's new edges has that edge added to its counters (a hub cited by every
+write is never re-read). A concept at the far end of an older edge into a new concept (an
+edge written before its end existed) and a sweep's neighbours are recounted from
+`memory_edges` and `memory_nodes` as they stand; a recall copies the accessed concepts' count
+and last access from their nodes. The rows are what the definition gives whatever order the
+events came in (the rebuild property checks them against a plain count), and a replay
+rebuilds the same rows.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from lcg.domain.ids import GroupId
 from lcg.domain.memory.evidence import dated
 
 PROVENANCE = ("derives", "semantic")
+PROVENANCE_SET = frozenset(PROVENANCE)
 STRUCTURAL = ("depends_on", "parent_of", "produces", "modifies")
 
 COLUMNS = (
@@ -69,6 +74,113 @@ def _chunks(nodes: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
     for start in range(0, len(nodes), _CHUNK):
         part = list(nodes[start : start + _CHUNK])
         yield ",".join("?" * len(part)), part
+
+
+@dataclass(frozen=True, slots=True)
+class Added:
+    """An edge a write stored for the first time; `fresh_pair`: its source had no provenance
+    edge into its target before it (for a provenance edge: a new deriving source)."""
+
+    kind: str
+    source: str
+    target: str
+    fresh_pair: bool = False
+
+
+def kinds_between(conn: sqlite3.Connection, group: GroupId, source: str, target: str) -> set[str]:
+    """The kinds of the session's edges from `source` to `target` already stored."""
+    return {
+        str(row[0])
+        for row in conn.execute(
+            "SELECT kind FROM memory_edges WHERE source=? AND target=? AND +group_id=?",
+            (source, target, group),
+        )
+    }
+
+
+def write_applied(
+    conn: sqlite3.Connection,
+    group: GroupId,
+    seq: int,
+    created: Sequence[str],
+    added: Sequence[Added],
+) -> None:
+    """After a write's nodes and edges are stored: its new concepts' rows and its new edges on
+    the concepts they join, counted from the write alone; a concept joined to a new one by an
+    older edge (one stored before its end existed) is recounted from the tables."""
+    older: set[str] = set()
+    for marks, part in _chunks(sorted(set(created))):
+        for source, target in conn.execute(
+            f"SELECT source, target FROM memory_edges WHERE target IN ({marks}) AND seq < ?"
+            f" UNION ALL SELECT source, target FROM memory_edges WHERE source IN ({marks})"
+            " AND seq < ?",
+            (*part, seq, *part, seq),
+        ):
+            older.update((source, target))
+    new = set(created)
+    ends = {end for edge in added for end in (edge.source, edge.target)}
+    concepts = _concepts(conn, group, ends | new)
+    deltas: dict[str, list[int]] = {node: [0, 0, 0, 0, 0] for node in concepts}
+    for edge in added:
+        if edge.kind in PROVENANCE:
+            if edge.target in concepts:
+                into = deltas[edge.target]
+                into[0] += 1
+                into[1] += int(edge.fresh_pair)
+        elif edge.kind in STRUCTURAL and _joins_two(edge, concepts):
+            column = _KIND_COLUMN[edge.kind]
+            for end in (edge.source, edge.target):
+                into = deltas[end]
+                into[0] += 1
+                into[column] += 1
+    fresh = [node for node in concepts if node in new]
+    for marks, part in _chunks(sorted(fresh)):
+        conn.executemany(
+            f"INSERT INTO memory_concept_stats ({', '.join(COLUMNS)}) VALUES"
+            f" ({','.join('?' * len(COLUMNS))})",
+            [
+                (group, *row, *deltas[str(row[0])])
+                for row in conn.execute(
+                    "SELECT uuid, concept_type, canonical_key, created_at, seq, access_count,"
+                    f" last_accessed FROM memory_nodes WHERE uuid IN ({marks}) ORDER BY uuid",
+                    part,
+                ).fetchall()
+            ],
+        )
+    conn.executemany(
+        "UPDATE memory_concept_stats SET incident = incident + ?, derived_by = derived_by + ?,"
+        " steady = steady + ?, parents = parents + ?, produced = produced + ?"
+        " WHERE group_id=? AND node_id=?",
+        [
+            (*counts, group, node)
+            for node, counts in sorted(deltas.items())
+            if node not in new and any(counts)
+        ],
+    )
+    recount(conn, group, older)
+
+
+_KIND_COLUMN = {"depends_on": 2, "modifies": 2, "parent_of": 3, "produces": 4}
+
+
+def _joins_two(edge: Added, concepts: set[str]) -> bool:
+    """A structural edge counts when it joins two distinct concepts of the session."""
+    return edge.source != edge.target and edge.source in concepts and edge.target in concepts
+
+
+def _concepts(conn: sqlite3.Connection, group: GroupId, nodes: Iterable[str]) -> set[str]:
+    """Which of `nodes` are concepts of the session."""
+    found: set[str] = set()
+    for marks, part in _chunks(sorted(set(nodes))):
+        found.update(
+            str(row[0])
+            for row in conn.execute(
+                f"SELECT uuid FROM memory_nodes WHERE uuid IN ({marks}) AND +group_id=?"
+                " AND node_kind != 'interaction'",
+                (*part, group),
+            )
+        )
+    return found
 
 
 def neighbours(conn: sqlite3.Connection, group: GroupId, nodes: Iterable[str]) -> set[str]:

@@ -165,7 +165,13 @@ def _applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteAppli
             "UPDATE memory_nodes SET reinforced = reinforced + 1, last_written_at=? WHERE uuid=?",
             [(when, uuid) for uuid in outcome.get("reinforced_nodes", [])],
         )
+        added: list[concept_stats.Added] = []
         for edge in outcome.get("edges", []):
+            kind, source, target = edge["kind"], edge["source"], edge["target"]
+            between = concept_stats.kinds_between(conn, group, source, target)
+            if kind not in between:  # a new edge (a re-sent one is the same edge)
+                fresh_pair = not between & concept_stats.PROVENANCE_SET
+                added.append(concept_stats.Added(kind, source, target, fresh_pair))
             conn.execute(
                 "INSERT INTO memory_edges (uuid, group_id, kind, source, target, agent_id,"
                 " created_at, about_time, seq) VALUES (?,?,?,?,?,?,?,?,?)"
@@ -174,9 +180,9 @@ def _applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteAppli
                 (
                     edge["uuid"],
                     group,
-                    edge["kind"],
-                    edge["source"],
-                    edge["target"],
+                    kind,
+                    source,
+                    target,
                     outcome["agent_id"],
                     when,
                     outcome["about_time"],
@@ -206,13 +212,7 @@ def _applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteAppli
             datetime.fromisoformat(when),
             datetime.fromisoformat(outcome["about_time"]),
         )
-        created = [node["uuid"] for node in nodes]
-        ends = (
-            end for edge in outcome.get("edges", []) for end in (edge["source"], edge["target"])
-        )
-        concept_stats.recount(
-            conn, group, {*created, *ends, *concept_stats.neighbours(conn, group, created)}
-        )
+        concept_stats.write_applied(conn, group, seq, [node["uuid"] for node in nodes], added)
         _settle(
             conn,
             event.receipt,
