@@ -16,8 +16,9 @@ instead of the session's nodes and every edge:
 A write's new concepts get their rows counted from their edges; every other concept at an end
 of one of the write's new edges has that edge added to its counters (a hub cited by every
 write is never re-read). A concept at the far end of an older edge into a new concept (an
-edge written before its end existed) and a sweep's neighbours are recounted from
-`memory_edges` and `memory_nodes` as they stand; a recall copies the accessed concepts' count
+edge written before its end existed) is recounted from `memory_edges` and `memory_nodes` as
+they stand; a sweep takes the collected concepts' edges off the counters of the concepts
+that stay; a recall copies the accessed concepts' count
 and last access from their nodes. The rows are what the definition gives whatever order the
 events came in (the rebuild property checks them against a plain count), and a replay
 rebuilds the same rows.
@@ -183,21 +184,53 @@ def _concepts(conn: sqlite3.Connection, group: GroupId, nodes: Iterable[str]) ->
     return found
 
 
-def neighbours(conn: sqlite3.Connection, group: GroupId, nodes: Iterable[str]) -> set[str]:
-    """The other ends of the counted edges of `nodes` (their counts move with these nodes)."""
-    found: set[str] = set()
+def collecting(conn: sqlite3.Connection, group: GroupId, gone: Sequence[str]) -> None:
+    """Before a sweep deletes `gone` with their edges: their rows go, and each concept that
+    stays loses the counted edges it had to them (a deriving source that goes takes its
+    distinct count with it)."""
+    edges: set[tuple[str, str, str]] = set()
     kinds = ",".join("?" * len(_KINDS))
-    for marks, part in _chunks(sorted(set(nodes))):
-        found.update(
-            str(row[0])
-            for row in conn.execute(
-                f"SELECT source FROM memory_edges WHERE target IN ({marks}) AND kind IN ({kinds})"
-                f" AND +group_id=? UNION SELECT target FROM memory_edges WHERE source IN ({marks})"
-                f" AND kind IN ({kinds}) AND +group_id=?",
+    for marks, part in _chunks(sorted(set(gone))):
+        conn.execute(
+            f"DELETE FROM memory_concept_stats WHERE group_id=? AND node_id IN ({marks})",
+            (group, *part),
+        )
+        edges.update(
+            (str(kind), str(source), str(target))
+            for kind, source, target in conn.execute(
+                f"SELECT kind, source, target FROM memory_edges WHERE target IN ({marks})"
+                f" AND kind IN ({kinds}) AND +group_id=? UNION SELECT kind, source, target"
+                f" FROM memory_edges WHERE source IN ({marks}) AND kind IN ({kinds})"
+                " AND +group_id=?",
                 (*part, *_KINDS, group, *part, *_KINDS, group),
             )
         )
-    return found
+    leaving = set(gone)
+    concepts = _concepts(
+        conn, group, {end for _, source, target in edges for end in (source, target)}
+    )
+    deltas: dict[str, list[int]] = {}
+    derivers: set[tuple[str, str]] = set()
+    for kind, source, target in sorted(edges):
+        if kind in PROVENANCE_SET:
+            if target in concepts and target not in leaving:
+                into = deltas.setdefault(target, [0, 0, 0, 0, 0])
+                into[0] -= 1
+                if (source, target) not in derivers:  # every edge of the source goes
+                    derivers.add((source, target))
+                    into[1] -= 1
+        elif source != target and source in concepts and target in concepts:
+            for end in (source, target):
+                if end not in leaving:
+                    into = deltas.setdefault(end, [0, 0, 0, 0, 0])
+                    into[0] -= 1
+                    into[_KIND_COLUMN[kind]] -= 1
+    conn.executemany(
+        "UPDATE memory_concept_stats SET incident = incident + ?, derived_by = derived_by + ?,"
+        " steady = steady + ?, parents = parents + ?, produced = produced + ?"
+        " WHERE group_id=? AND node_id=?",
+        [(*counts, group, node) for node, counts in sorted(deltas.items())],
+    )
 
 
 def recount(conn: sqlite3.Connection, group: GroupId, nodes: Iterable[str]) -> None:

@@ -285,15 +285,12 @@ def _gc_swept(conn: sqlite3.Connection, group: GroupId, run: Run[GcSwept]) -> No
     """Collected concepts leave memory with their edges and possibly-superseded pairs; the
     interactions that wrote them stay (interactions are never collected)."""
     gone = [(item["node_id"],) for _, event in run for item in event.collected]
-    touched = {node for (node,) in gone} | concept_stats.neighbours(
-        conn, group, (n for (n,) in gone)
-    )
+    concept_stats.collecting(conn, group, [node for (node,) in gone])  # before the deletes
     conn.executemany("DELETE FROM memory_nodes WHERE uuid=?", gone)
     conn.executemany("DELETE FROM memory_edges WHERE source=?", gone)
     conn.executemany("DELETE FROM memory_edges WHERE target=?", gone)
     conn.executemany("DELETE FROM memory_superseded WHERE older=?", gone)
     conn.executemany("DELETE FROM memory_superseded WHERE newer=?", gone)
-    concept_stats.recount(conn, group, touched)
 
 
 @TABLE.on(GroupPurged)
