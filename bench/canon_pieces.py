@@ -8,7 +8,9 @@ commit before a change), so both are timed in the same run on the same snapshot:
 The pieces are the ones `MemoryJobs` calls in that checkout: `measure.load`,
 `measure.session_stats`, `plan_cycle_with_cursors`, `measure.gc_facts` before the columnar read
 existed, `measure.load_columns`, `cycle_rows` + `cycle_needs` + `cycle_measures` +
-`cycle_evidence`, `plan_cycle_over` after it; `measure.gc_evidence` and `plan_sweep` in both.
+`cycle_evidence`, `plan_cycle_over` after it, and `measure.load_cycle_columns` (the kept
+counters: its scores counted with the measures) in place of `load_columns` + `cycle_rows` since
+ADR 0040; `measure.gc_evidence` and `plan_sweep` in all.
 Each result carries a digest of the decisions (the plan's transitions and cursors, the sweep),
 so the two checkouts can be seen to decide the same.
 """
@@ -61,9 +63,35 @@ def _cycle(conn: sqlite3.Connection, session: str, now: datetime) -> dict[str, A
 
     knobs, gc_knobs = Knobs(), GcKnobs()
     columnar = hasattr(measure, "load_columns")
+    kept = hasattr(measure, "load_cycle_columns")
     gc.collect()
     started = time.perf_counter()
-    if columnar:
+    if kept:  # the kept counters (ADR 0040): the scores run inside the load
+        from lcg.domain.memory.canonization import cycle_needs, plan_cycle_over
+
+        spent = [0.0]
+        score = getattr(measure, "degree_score_column")  # noqa: B009
+
+        def timed_score(*args: Any) -> Any:
+            begun = time.perf_counter()
+            try:
+                return score(*args)
+            finally:
+                spent[0] += time.perf_counter() - begun
+
+        setattr(measure, "degree_score_column", timed_score)  # noqa: B010 (a bench's timer)
+        conn.execute("BEGIN")
+        kept_columns = measure.load_cycle_columns(conn, session, gc_knobs)
+        loaded = time.perf_counter() - spent[0]
+        setattr(measure, "degree_score_column", score)  # noqa: B010
+        rows = kept_columns.rows
+        needed = cycle_needs(rows, knobs, Cursors())
+        measures = measure.cycle_measures(conn, kept_columns, needed, knobs, now)
+        evidence = measure.cycle_evidence(conn, kept_columns, knobs)
+        conn.execute("COMMIT")
+        measured = time.perf_counter()
+        plan = plan_cycle_over(rows, measures, knobs, now, evidence, Cursors())
+    elif columnar:
         from lcg.domain.memory.canonization import cycle_needs, plan_cycle_over
 
         conn.execute("BEGIN")

@@ -2,15 +2,20 @@
 written through the tools and moved by cycles and sweeps, `load_columns` with the measures of
 only the `cycle_needs` concepts decides every cycle as `load` + `session_stats` +
 `plan_cycle_with_cursors` does, measures each concept as `session_stats` does (both the
-per-concept and the whole-session edge read), and plans the same sweep."""
+per-concept and the whole-session edge read), and plans the same sweep; the kept per-concept
+rows (`memory_concept_stats`, ADR 0040) are the nodes' fields and the plain count of the edges,
+and the cycle's read of them (`load_cycle_columns`) gives every concept the row the edges
+give."""
 
 from __future__ import annotations
 
 import dataclasses
 import random
+import sqlite3
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +27,7 @@ from lcg.domain.memory.canonization import (
     Measures,
     Policy,
     cycle_needs,
+    evaluate,
     plan_cycle_over,
     plan_cycle_with_cursors,
 )
@@ -30,11 +36,18 @@ from lcg.domain.memory.gc import GcKnobs, Trigger, plan_sweep
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.settings_file import Tuning
+from lcg.interfaces.tools.memory_read import admission_payload
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.canonization import measure
 from lcg.projections.embedding.port import Embedder
 from tests.conftest import SteppingClock, make_workspace
-from tests.integration.test_memory_writes import SESSION, concept, derive, settled
+from tests.helpers.memory_concept_stats import (
+    expected_concept_stats,
+    expected_session_stats,
+    kept_concept_stats,
+    kept_session_stats,
+)
+from tests.integration.test_memory_writes import AGENT, SESSION, call, concept, derive, settled
 
 TYPES = ("entity", "resource", "logic", "constraint", "observation")
 AGENTS = ("agent-a", "agent-b", "agent-c")
@@ -107,12 +120,27 @@ def _rebuilt(rows: ConceptRows, measures: dict[ConceptId, Measures]) -> dict[str
     return found
 
 
+def _kept_counters_read_as_the_edges(
+    conn: sqlite3.Connection, columns: measure.Columns, rows: ConceptRows, gc_knobs: GcKnobs
+) -> None:
+    """ADR 0040: the kept counters are the plain count of the session's edges, and the cycle's
+    read of them gives every concept the row (and the same score floats) the edges give."""
+    assert kept_concept_stats(conn, SESSION) == expected_concept_stats(conn, SESSION)
+    assert kept_session_stats(conn, SESSION) == expected_session_stats(conn, SESSION)
+    kept = measure.load_cycle_columns(conn, SESSION, gc_knobs)
+    for name in ("node_ids", "statuses", "concept_types", "canonical_keys", "scores"):
+        assert list(getattr(kept.rows, name)) == list(getattr(rows, name)), name
+    assert list(kept.rows.gc_survived) == list(rows.gc_survived)
+    assert (kept.seqs, kept.extent, kept.clock) == (columns.seqs, columns.extent, columns.clock)
+
+
 def _agree(ws: Workspace, knobs: Knobs, gc_knobs: GcKnobs, now: datetime) -> None:
     conn = ws.reader()
     cursors = ws.memory.jobs_or_fail().cursors
     stats = measure.session_stats(conn, measure.load(conn, SESSION), knobs, gc_knobs, now, cursors)
     columns = measure.load_columns(conn, SESSION)
     rows = measure.cycle_rows(columns, gc_knobs)
+    _kept_counters_read_as_the_edges(conn, columns, rows, gc_knobs)
     by_id = {c.node_id: c for c in stats.concepts}
     for bulk in (0, 10**9):  # every concept read the whole session's way, then one by one
         with pytest.MonkeyPatch.context() as patch:
@@ -177,3 +205,49 @@ def test_an_idle_tick_keeps_its_contradiction_list_until_support_ages_in(
     _clock(workspace).now += timedelta(minutes=2)
     jobs.tick()  # nothing written, but the support aged in: the warning lapses at once
     assert jobs.contradiction_list == frozenset()
+
+
+def _admissions(app: App, nodes: list[str]) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for node in nodes:
+        inspected = call(app, "lambo_inspect", agent_id=AGENT, focus=node)["structuredContent"]
+        found[node] = inspected["admission"]
+    return found
+
+
+@pytest.mark.parametrize("policy", [Policy.SWARM, Policy.SOLO])
+def test_m_ins_037_admission_through_the_cycles_reader_is_what_the_next_cycle_decides(
+    moving: Workspace, policy: Policy
+) -> None:
+    """lambo_inspect's admission reads one concept's measures and the kept counters' rows
+    (ADR 0040): it equals the whole-snapshot evaluation, and the concepts it calls eligible
+    are the ones the next cycle promotes, to the status it names (a small session: no batch
+    or budget holds one back)."""
+    app = App(moving)
+    rng = random.Random(7)
+    _write_session(app, rng, 18)
+    jobs = moving.memory.jobs_or_fail()
+    jobs.knobs = dataclasses.replace(jobs.knobs, promotion_policy=policy)
+    promoted = 0
+    for step in range(8):
+        if step % 3 != 2:
+            jobs.sweep(Trigger.MUTATIONS)
+        conn = moving.reader()
+        now = _clock(moving).now
+        nodes = [str(row[0]) for row in conn.execute(
+            "SELECT uuid FROM memory_nodes WHERE group_id=? AND node_kind='concept'", (SESSION,)
+        )]  # fmt: skip
+        stats = measure.session_stats(
+            conn, measure.load(conn, SESSION), jobs.knobs, jobs.gc_knobs, now, jobs.cursors
+        )
+        shown = _admissions(app, nodes)
+        for node in nodes:
+            whole = evaluate(ConceptId(node), stats, jobs.knobs, now)
+            assert shown[node] == admission_payload(whole), node
+        eligible = {node: a["next"] for node, a in shown.items() if a["eligible"]}
+        hops = jobs.run_cycle()
+        ups = {hop.node_id: hop.to_status.value for hop in hops if hop.cause.value == "promotion"}
+        assert ups == eligible
+        promoted += len(ups)
+        _clock(moving).now += timedelta(days=rng.choice([0, 1, 200]))
+    assert promoted > 0

@@ -9,14 +9,16 @@ writes come in a burst while the intent processor is paused, so intents and outc
 interleave in the stream, and a purge between an intent and its outcome makes it fail (it
 cited a purged concept) or apply to the emptied session.
 
-Then, per group: (a) a full `knowledge_rebuild_from_wal` (force_clear) leaves every
-projection table equal to the incrementally built state; (b) one to a random `to_seq` (often
-an intent's seq, so the write shows as pending) equals a graph that only ever received the
-events up to that seq, built from a WAL holding just those; while the group is pinned the
-intent processor applies nothing in it, and releasing the pin brings back the live state.
-What the property found is kept as plain tests below: a pinned session's pending intent
-held up every later write of the intent processor, a purge dropped the intents still owed an
-outcome, and an intent read in the moment after its commit was taken for an earlier process's.
+Then, per group: (a) the kept per-concept rows (`memory_concept_stats`, ADR 0040) are the
+nodes' fields and the plain count of the edges, and a full `knowledge_rebuild_from_wal`
+(force_clear) leaves every projection table equal to the incrementally built state; (b) one to
+a random `to_seq` (often an intent's seq, so the write shows as pending) equals a graph that
+only ever received the events up to that seq, built from a WAL holding just those; while the
+group is pinned the intent processor applies nothing in it, and releasing the pin brings back
+the live state. What the property found is kept as plain tests below: a pinned session's
+pending intent held up every later write of the intent processor, a purge dropped the intents
+still owed an outcome, and an intent read in the moment after its commit was taken for an
+earlier process's.
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ from lcg.projections.memory.projection import TABLES as MEMORY_TABLES
 from lcg.projections.text import reader
 from lcg.projections.wal.store import EventLog
 from tests.conftest import SteppingClock, make_call, make_workspace
+from tests.helpers.memory_concept_stats import (
+    expected_concept_stats,
+    expected_session_stats,
+    kept_concept_stats,
+    kept_session_stats,
+)
 from tests.helpers.projection_state import assert_scorer_agrees_with_fts5, dump
 from tests.integration.test_property_rebuild import command as knowledge_command
 from tests.integration.test_property_rebuild import run as run_knowledge
@@ -177,6 +185,8 @@ job: st.SearchStrategy[tuple[str, dict[str, Any]]] = st.one_of(
     st.just(("canon_cycle", {})),
     st.just(("gc_sweep", {})),
     st.builds(lambda days: ("later", {"days": days}), st.sampled_from([1, 30, 400])),
+    # A recall's access counts (MemoryAccessed) move the rows a cycle scores (ADR 0040).
+    st.builds(lambda query: ("recall", {"query": query}), st.sampled_from(CONTENTS)),
 )
 operation = st.one_of(single, single, burst, loop, purge, job, job)
 
@@ -281,6 +291,10 @@ class Session:
             self.settle()  # a sweep decides on applied writes only
             sweep = self.ws.memory.jobs_or_fail().sweep()
             event(f"a sweep collected {'some' if sweep.collected else 'none'}")
+        elif name == "recall":
+            self.settle()
+            self.call("lambo_recall", agent_id=AGENT, query=spec["query"])
+            self.ws.memory.flush_accesses(min_age=0)
         elif name == "later":
             clock = self.ws.clock
             assert isinstance(clock, SteppingClock)
@@ -395,6 +409,12 @@ def test_i11_rebuild_equals_incremental_and_a_random_to_seq_shows_the_session_as
             session.settle()
         call = session.call
         live = dump_all(ws.reader())
+        # The kept rows (ADR 0040) are the nodes' fields and the plain count of the edges
+        # and interactions, after cycles, sweeps, recalls and purges interleaved with the
+        # writes; the rebuilds below reproduce them.
+        conn = ws.reader()
+        assert kept_concept_stats(conn, SESSION) == expected_concept_stats(conn, SESSION)
+        assert kept_session_stats(conn, SESSION) == expected_session_stats(conn, SESSION)
         vectors = ws.vectors.count()
         model_calls = ws.embedder.calls
         for group in ws.log.groups():

@@ -148,13 +148,16 @@ class MemoryJobs:
             return applied
 
     def _plan_cycle(self, now: datetime) -> CyclePlan:
-        """Read the session (one read transaction: one snapshot) and plan: every concept's row,
-        then the measures of only the concepts the cycle's windows evaluate."""
+        """Read the session (one read transaction: one snapshot) and plan: every concept's row
+        (from its kept edge counters: no edge is read), then the measures of only the concepts
+        the cycle's windows evaluate."""
         conn = self._reader()
         try:
             conn.execute("BEGIN")
-            columns = canon_measure.load_columns(conn, self.session, self._pause)
-            rows = canon_measure.cycle_rows(columns, self.gc_knobs, self._pause)
+            columns = canon_measure.load_cycle_columns(
+                conn, self.session, self.gc_knobs, self._pause
+            )
+            rows = columns.rows
             needed = cycle_needs(rows, self.knobs, self.cursors)
             measures = canon_measure.cycle_measures(conn, columns, needed, self.knobs, now)
             evidence = canon_measure.cycle_evidence(conn, columns, self.knobs)

@@ -808,6 +808,39 @@ def evaluate(concept: ConceptId, session: SessionStats, knobs: Knobs, now: datet
     return _admit(by_id[concept], _context(session, knobs, now), knobs, now)
 
 
+def evaluate_over(
+    concept: ConceptId,
+    rows: ConceptRows,
+    measures: Measures,
+    knobs: Knobs,
+    now: datetime,
+    evidence: SupersessionEvidence = SupersessionEvidence(),
+) -> Admission:
+    """`evaluate` over the rows a cycle reads and the one concept's `measures`: the gates
+    `plan_cycle_over` judges it by, with the session-wide context (peer count, p90, the
+    Canonical count, supersession) worked out from the rows as the cycle works it out."""
+    ladder = rows.ladder
+    row = next((i for i, node in enumerate(rows.node_ids) if node == concept), None)
+    if row is None:
+        raise DomainError(
+            f"concept {concept} is not in the snapshot", field="concept", rule="known"
+        )
+    stats = ConceptStats(
+        concept,
+        rows.statuses[row],
+        rows.concept_types[row],
+        rows.canonical_keys[row],
+        rows.scores[row],
+        rows.gc_survived[row],
+        measures.distinct_interactions,
+        measures.coverage,
+        measures.blast_radius,
+        measures.last_demotion,
+        measures.solo,
+    )
+    return _admit(stats, ladder.context(evidence, knobs, now), knobs, now)
+
+
 # --- the cycle (§2) ---------------------------------------------------------------------------
 
 

@@ -664,7 +664,85 @@ def daemon_score_column(
 ) -> list[float]:
     """`daemon_scores` as a column: row i is `facts.node_ids[i]`'s score."""
     graph = _build(facts, walk=False, pause=pause)
-    most, count = graph.most_incident, facts.interaction_count
+    return _score_column(
+        ScoreInputs(
+            created_at=facts.created_at,
+            last_accessed=facts.last_accessed,
+            access_counts=facts.access_counts,
+            concept_types=facts.concept_types,
+            interaction_count=facts.interaction_count,
+        ),
+        graph.derived_by,
+        graph.incident,
+        graph.bonus,
+        span,
+        knobs,
+        pause,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Degrees:
+    """What the daemon score reads of each concept's edges (row i: one concept), counted as
+    `daemon_score_column` counts them over the session's distinct edges: `incident` its
+    derives and semantic edges in plus its structural edges either way to another concept of
+    the session, `derived_by` the distinct sources of the former, and the latter by kind
+    (`steady`: depends_on and modifies, `parents`: parent_of, `produced`: produces). A store
+    that keeps these as writes land scores a session without reading its edges (ADR 0040)."""
+
+    incident: Sequence[int]
+    derived_by: Sequence[int]
+    steady: Sequence[int]
+    parents: Sequence[int]
+    produced: Sequence[int]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreInputs:
+    """The concept columns the daemon score reads besides the edges (row i: one concept)."""
+
+    created_at: Sequence[datetime]
+    last_accessed: Sequence[datetime | None]
+    access_counts: Sequence[int]
+    concept_types: Sequence[ConceptType]
+    interaction_count: int
+
+
+def degree_score_column(
+    concepts: ScoreInputs,
+    degrees: Degrees,
+    span: tuple[datetime, datetime] | None,
+    knobs: GcKnobs,
+    pause: Pause = no_pause,
+) -> list[float]:
+    """`daemon_score_column` from kept counters instead of the edges: the same floats."""
+    size = len(concepts.created_at)
+    columns = (
+        degrees.incident,
+        degrees.derived_by,
+        degrees.steady,
+        degrees.parents,
+        degrees.produced,
+        concepts.last_accessed,
+        concepts.access_counts,
+        concepts.concept_types,
+    )
+    if any(len(column) != size for column in columns):
+        raise ValueError("every degree column needs one value per concept")
+    bonus = list(map(_bonus_sum, degrees.steady, degrees.parents, degrees.produced))
+    return _score_column(concepts, degrees.derived_by, degrees.incident, bonus, span, knobs, pause)
+
+
+def _score_column(
+    concepts: ScoreInputs,
+    derived_by: Sequence[int],
+    incident: Sequence[int],
+    bonuses: Sequence[float],
+    span: tuple[datetime, datetime] | None,
+    knobs: GcKnobs,
+    pause: Pause,
+) -> list[float]:
+    most, count = max(incident, default=0), concepts.interaction_count
     if span is None or span[1] <= span[0]:
         recency = _Memo(lambda _: knobs.weight_recency * 1.0)
     else:
@@ -676,21 +754,21 @@ def daemon_score_column(
     bonus = _Memo(lambda b: min(MAX_EDGE_BONUS, b))
     scores: list[float] = []
     columns = zip(
-        facts.created_at,
-        facts.last_accessed,
-        facts.access_counts,
-        facts.concept_types,
-        graph.derived_by,
-        graph.incident,
-        graph.bonus,
+        concepts.created_at,
+        concepts.last_accessed,
+        concepts.access_counts,
+        concepts.concept_types,
+        derived_by,
+        incident,
+        bonuses,
         strict=True,
     )
-    for created, accessed, accesses, kind, derived, incident, edge_bonus in _paced(columns, pause):
+    for created, accessed, accesses, kind, derived, edges, edge_bonus in _paced(columns, pause):
         total = (
             recency[created if accessed is None else max(created, accessed)]
             + frequency[accesses]
             + activity[derived]
-            + density[incident]
+            + density[edges]
             + bonus[edge_bonus]
             + TYPE_MODIFIER[kind]
         )

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from lcg.domain.errors import DomainError
 from lcg.domain.memory import evidence, limits, text
-from lcg.domain.memory.canonization import Admission, Status, evaluate
+from lcg.domain.memory.canonization import Admission, Status, evaluate_over
 from lcg.domain.memory.context import quote
 from lcg.domain.memory.evidence import ConceptId
 from lcg.domain.memory.identity import is_node_uuid, is_short_id
@@ -338,13 +338,16 @@ def _rfc3339(text: str) -> str:
 
 
 def _admission(app: App, service: MemoryService, node: str) -> Admission:
-    """The admission block measured the way the next cycle measures (M-INS-037)."""
+    """The admission block measured the way the next cycle measures (M-INS-037): through the
+    cycle's reader, every concept's row from the kept counters and this concept's measures."""
     jobs = service.jobs_or_fail()
     conn = app.workspace.reader()
     now = app.now()
-    snap = measure.load(conn, service.session)
-    stats = measure.session_stats(conn, snap, jobs.knobs, jobs.gc_knobs, now, jobs.cursors)
-    return evaluate(ConceptId(node), stats, jobs.knobs, now)
+    concept = ConceptId(node)
+    rows, measures, evidence = measure.admission_inputs(
+        conn, service.session, concept, jobs.knobs, jobs.gc_knobs, now
+    )
+    return evaluate_over(concept, rows, measures, jobs.knobs, now, evidence)
 
 
 def admission_payload(admission: Admission) -> dict[str, Any]:

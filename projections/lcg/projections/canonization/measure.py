@@ -33,13 +33,16 @@ from lcg.domain.memory.canonization import (
 )
 from lcg.domain.memory.evidence import ConceptId, dated
 from lcg.domain.memory.gc import (
+    Degrees,
     EdgeKind,
     EvidenceInputs,
     FactColumns,
     GcKnobs,
     Pause,
+    ScoreInputs,
     daemon_score_column,
     daemon_scores,
+    degree_score_column,
     no_pause,
 )
 from lcg.domain.memory.text import ConceptType
@@ -457,8 +460,101 @@ def load_columns(conn: sqlite3.Connection, session: str, pause: Pause = no_pause
     )
 
 
+@dataclass(frozen=True, slots=True)
+class CycleColumns:
+    """One session as a canonization cycle reads it: a row per concept with its kept edge
+    counters (`memory_concept_stats`, ADR 0040) instead of the session's edges."""
+
+    session: str
+    rows: ConceptRows
+    seqs: Mapping[str, int]  # concept -> the seq that created it
+    extent: timedelta  # interaction about-times: coverage's denominator
+    clock: SessionClock
+
+
+def _interaction_times(
+    cursor: sqlite3.Cursor, session: str
+) -> tuple[tuple[datetime, datetime] | None, timedelta, int]:
+    """The interactions' write-time span (the score's R), about-time extent and count, from
+    the memory projection's kept session row."""
+    row = cursor.execute(
+        "SELECT interactions, first_written, last_written, first_about, last_about"
+        " FROM memory_session_stats WHERE group_id=?",
+        (session,),
+    ).fetchone()
+    if row is None:
+        return None, timedelta(0), 0
+    first_w, last_w, first_a, last_a = (datetime.fromisoformat(text) for text in row[1:])
+    return (first_w, last_w), last_a - first_a, int(row[0])
+
+
+def _canon_columns(
+    cursor: sqlite3.Cursor, session: str, ids: Sequence[str]
+) -> tuple[Sequence[str], Sequence[int]]:
+    """Each of `ids`' status and gc_survived (a concept with no row: None, 0). Once every
+    concept has been swept, the session's rows in id order are exactly `ids`: no lookup."""
+    found = cursor.execute(
+        "SELECT node_id, status, gc_survived FROM canon_nodes WHERE group_id=? ORDER BY node_id",
+        (session,),
+    ).fetchall()
+    nodes, statuses, survived = list(zip(*found, strict=True)) or [(), (), ()]
+    if nodes == tuple(ids):
+        return statuses, survived
+    by_node = {node: (status, count) for node, status, count in found}
+    pairs = [by_node.get(node, ("None", 0)) for node in ids]
+    return [status for status, _ in pairs], [count for _, count in pairs]
+
+
+def load_cycle_columns(
+    conn: sqlite3.Connection, session: str, gc_knobs: GcKnobs, pause: Pause = no_pause
+) -> CycleColumns:
+    """Every concept's row as a cycle reads it (status, type, key, daemon score, gc_survived)
+    from the memory projection's kept rows (`memory_concept_stats`: one range, in id order)
+    and the canonization rows; no edge is read (the caller holds one transaction for a
+    single snapshot)."""
+    times = _Times()
+    cursor = _tuples(conn)
+    found = cursor.execute(
+        "SELECT node_id, concept_type, canonical_key, created_at, seq, access_count,"
+        " last_accessed, incident, derived_by, steady, parents, produced"
+        " FROM memory_concept_stats WHERE group_id=? ORDER BY node_id",
+        (session,),  # in id order: the cycle's ladder then sorts an already sorted run
+    ).fetchall()
+    pause()
+    ids, types, keys, created, seqs, counts, accessed, *counters = (
+        list(zip(*found, strict=True)) or [()] * 12
+    )
+    del found
+    pause()
+    statuses, survived = _canon_columns(cursor, session, ids)
+    span, extent, interactions = _interaction_times(cursor, session)
+    pause()
+    concept_types = [_TYPES.get(kind) or ConceptType(kind) for kind in types]
+    inputs = ScoreInputs(
+        created_at=[times[text] for text in created],
+        last_accessed=[None if text is None else times[text] for text in accessed],
+        access_counts=counts,
+        concept_types=concept_types,
+        interaction_count=interactions,
+    )
+    incident, derived_by, steady, parents, produced = counters
+    degrees = Degrees(incident, derived_by, steady, parents, produced)
+    rows = ConceptRows(
+        node_ids=ids,
+        statuses=[_STATUSES.get(value) or Status(value) for value in statuses],
+        concept_types=concept_types,
+        canonical_keys=keys,
+        scores=degree_score_column(inputs, degrees, span, gc_knobs, pause),
+        gc_survived=survived,
+    )
+    return CycleColumns(
+        session, rows, dict(zip(ids, seqs, strict=True)), extent, canon.clock(conn, session)
+    )
+
+
 def cycle_rows(columns: Columns, gc_knobs: GcKnobs, pause: Pause = no_pause) -> ConceptRows:
-    """What a cycle reads about every concept: status, type, key, daemon score, gc_survived."""
+    """What a cycle reads about every concept from the whole-session columns (the edges):
+    `load_cycle_columns` reads the same rows from the kept counters."""
     facts = columns.facts
     return ConceptRows(
         node_ids=facts.node_ids,
@@ -518,7 +614,7 @@ def _contents(conn: sqlite3.Connection, session: str, nodes: Iterable[str]) -> d
 
 def cycle_measures(
     conn: sqlite3.Connection,
-    columns: Columns,
+    columns: Columns | CycleColumns,
     nodes: Sequence[ConceptId],
     knobs: Knobs,
     now: datetime,
@@ -557,7 +653,7 @@ def cycle_measures(
 
 
 def cycle_evidence(
-    conn: sqlite3.Connection, columns: Columns, knobs: Knobs
+    conn: sqlite3.Connection, columns: Columns | CycleColumns, knobs: Knobs
 ) -> SupersessionEvidence:
     """What supersession reads (§6), when it is on."""
     if not knobs.supersede:
@@ -577,3 +673,18 @@ def cycle_evidence(
         support=tuple(loaded.support),
         interaction_extent=columns.extent,
     )
+
+
+def admission_inputs(
+    conn: sqlite3.Connection,
+    session: str,
+    node: ConceptId,
+    knobs: Knobs,
+    gc_knobs: GcKnobs,
+    now: datetime,
+) -> tuple[ConceptRows, Measures, SupersessionEvidence]:
+    """What lambo_inspect's admission of `node` reads, through the cycle's own reader: every
+    concept's row (the kept counters), `node`'s measures alone, and supersession's evidence."""
+    columns = load_cycle_columns(conn, session, gc_knobs)
+    measured = cycle_measures(conn, columns, [node], knobs, now)
+    return columns.rows, measured[node], cycle_evidence(conn, columns, knobs)

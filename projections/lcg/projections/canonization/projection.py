@@ -66,6 +66,9 @@ _SCHEMA = (
     " status TEXT NOT NULL DEFAULT 'None', gc_survived INTEGER NOT NULL DEFAULT 0,"
     " blast_radius INTEGER, last_demotion_at TEXT, demotion_cause TEXT, superseded_by TEXT)",
     "CREATE INDEX IF NOT EXISTS canon_nodes_status ON canon_nodes (group_id, status)",
+    # A cycle reads every concept's status and gc_survived in id order (ADR 0040): covered.
+    "CREATE INDEX IF NOT EXISTS canon_nodes_rows ON canon_nodes (group_id, node_id, status,"
+    " gc_survived)",
     # One row per transition, in the order the cycle applied them.
     "CREATE TABLE IF NOT EXISTS canon_history (group_id TEXT NOT NULL, seq INTEGER NOT NULL,"
     " position INTEGER NOT NULL, node_id TEXT NOT NULL, from_status TEXT NOT NULL,"

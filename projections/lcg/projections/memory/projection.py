@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -37,6 +38,7 @@ from lcg.domain.events import (
 )
 from lcg.domain.ids import GroupId, Seq
 from lcg.projections.dispatch import E, EventTable
+from lcg.projections.memory import concept_stats
 from lcg.projections.reset import only_group
 from lcg.projections.wal.store import RecordedEvent
 
@@ -58,7 +60,14 @@ TABLE = EventTable(
     ),
 )
 Run = Sequence[tuple[Seq, E]]
-TABLES = ("memory_nodes", "memory_edges", "memory_writes", "memory_superseded")
+TABLES = (
+    "memory_nodes",
+    "memory_edges",
+    "memory_writes",
+    "memory_superseded",
+    "memory_concept_stats",
+    "memory_session_stats",
+)
 
 _SCHEMA = (
     # A node is a concept or an interaction (one per derive / record_action call).
@@ -96,7 +105,7 @@ def install(conn: sqlite3.Connection) -> None:
     columns = {row[1] for row in conn.execute("PRAGMA table_info(memory_nodes)")}
     if columns and "last_accessed" not in columns:  # v3 -> v4; the runner then replays
         conn.execute("ALTER TABLE memory_nodes ADD COLUMN last_accessed TEXT")
-    for statement in _SCHEMA:
+    for statement in (*_SCHEMA, *concept_stats.SCHEMA):
         conn.execute(statement)
 
 
@@ -156,7 +165,13 @@ def _applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteAppli
             "UPDATE memory_nodes SET reinforced = reinforced + 1, last_written_at=? WHERE uuid=?",
             [(when, uuid) for uuid in outcome.get("reinforced_nodes", [])],
         )
+        added: list[concept_stats.Added] = []
         for edge in outcome.get("edges", []):
+            kind, source, target = edge["kind"], edge["source"], edge["target"]
+            between = concept_stats.kinds_between(conn, group, source, target)
+            if kind not in between:  # a new edge (a re-sent one is the same edge)
+                fresh_pair = not between & concept_stats.PROVENANCE_SET
+                added.append(concept_stats.Added(kind, source, target, fresh_pair))
             conn.execute(
                 "INSERT INTO memory_edges (uuid, group_id, kind, source, target, agent_id,"
                 " created_at, about_time, seq) VALUES (?,?,?,?,?,?,?,?,?)"
@@ -165,9 +180,9 @@ def _applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteAppli
                 (
                     edge["uuid"],
                     group,
-                    edge["kind"],
-                    edge["source"],
-                    edge["target"],
+                    kind,
+                    source,
+                    target,
                     outcome["agent_id"],
                     when,
                     outcome["about_time"],
@@ -190,6 +205,14 @@ def _applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteAppli
                 if edge["kind"] == "contradicts"
             ],
         )
+        concept_stats.interactions_added(
+            conn,
+            group,
+            sum(1 for node in nodes if node["node_kind"] == "interaction"),
+            datetime.fromisoformat(when),
+            datetime.fromisoformat(outcome["about_time"]),
+        )
+        concept_stats.write_applied(conn, group, seq, [node["uuid"] for node in nodes], added)
         _settle(
             conn,
             event.receipt,
@@ -254,6 +277,7 @@ def _accessed(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryAccessed]
             for node, count in event.counts.items()
         ],
     )
+    concept_stats.accessed(conn, group, (node for _, event in run for node in event.counts))
 
 
 @TABLE.on(GcSwept)
@@ -261,6 +285,7 @@ def _gc_swept(conn: sqlite3.Connection, group: GroupId, run: Run[GcSwept]) -> No
     """Collected concepts leave memory with their edges and possibly-superseded pairs; the
     interactions that wrote them stay (interactions are never collected)."""
     gone = [(item["node_id"],) for _, event in run for item in event.collected]
+    concept_stats.collecting(conn, group, [node for (node,) in gone])  # before the deletes
     conn.executemany("DELETE FROM memory_nodes WHERE uuid=?", gone)
     conn.executemany("DELETE FROM memory_edges WHERE source=?", gone)
     conn.executemany("DELETE FROM memory_edges WHERE target=?", gone)
@@ -275,6 +300,8 @@ def _purged(conn: sqlite3.Connection, group: GroupId, run: Run[GroupPurged]) -> 
     conn.execute("DELETE FROM memory_nodes WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_edges WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_superseded WHERE group_id=?", (group,))
+    conn.execute("DELETE FROM memory_concept_stats WHERE group_id=?", (group,))
+    conn.execute("DELETE FROM memory_session_stats WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_writes WHERE group_id=? AND state != 'pending'", (group,))
 
 
@@ -282,7 +309,8 @@ class MemoryProjection:
     """Rows of every session's memory graph and its write receipts."""
 
     name = "memory"
-    version = 4  # 2: access counts, purge keeps intents; 3: possibly superseded; 4: GC
+    # 2: access counts, purge keeps intents; 3: possibly superseded; 4: GC; 5: memory_concept_stats
+    version = 5
     handles = TABLE.handles
     ignores = TABLE.ignores
 
