@@ -5,11 +5,15 @@ Checklist: K-SCP-001..003/006..010/014/016/018, K-MCP-012, P-012.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from lcg.interfaces.operations import Scope
+from lcg.interfaces.config import Settings
+from lcg.interfaces.operations import BY_NAME, Scope
 from lcg.interfaces.scopes import ScopeError, Visibility, parse_scopes
-from tests.helpers.seed_scopes import expected_tools
+from lcg.interfaces.service import HEALTH_CHECK, Service
+from tests.helpers.seed_scopes import SEED_SCOPE_OF, expected_tools
 
 EVERY = frozenset(Scope)
 
@@ -69,3 +73,21 @@ def test_close_follows_the_access_mode() -> None:
     assert "knowledge_close" not in names(Visibility(EVERY, attached=True))
     assert "knowledge_close" in names(Visibility(admin, attached=True, allow_remote_close=True))
     assert names(Visibility(admin, attached=True)) == expected_tools("admin", attached=True)
+
+
+def test_k_inv_mission_tool_coverage_all_43_knowledge_tools_are_served_in_the_seeds_scope(
+    tmp_path: Path,
+) -> None:
+    """Issue 15's coverage check: every tool of seed 000's scope table (43 knowledge_* and
+    knowledge_close among them) is a row of the operation table, in the scope the table gives
+    it, and the service answers health_check besides; nothing outside the table is served
+    but the memory tools."""
+    knowledge = {name for name in SEED_SCOPE_OF if name.startswith("knowledge_")}
+    assert len(knowledge) == 43
+    assert knowledge <= set(BY_NAME), sorted(knowledge - set(BY_NAME))
+    assert {name: BY_NAME[name].scope.value for name in knowledge} == {
+        name: SEED_SCOPE_OF[name] for name in knowledge
+    }
+    assert {n for n in BY_NAME if n.startswith("knowledge_")} == knowledge
+    methods = Service(Settings(tmp_path), command="pytest").methods  # opens nothing
+    assert {HEALTH_CHECK, *knowledge} <= set(methods)
