@@ -167,3 +167,15 @@ def _read_until(leader: int, marker: bytes | None) -> bytes:
             return seen
         seen += chunk
     return seen
+
+
+@pytest.mark.parametrize("command", [("status",), ("status", "--json"), ("list-entities",)])
+def test_issue_14_a_bad_setting_is_one_line_naming_it_for_status_too(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """`lcg status` read the settings outside the error handler and printed a traceback on
+    a bad lcg.toml; like every command it now says the file, the section and the rule."""
+    tmp_path.joinpath("lcg.toml").write_text("[nope]\nx = 1\n", encoding="utf-8")
+    message = refused(lcg(tmp_path, *command), 2)
+    assert message.startswith("error: lcg.toml [nope]: unknown section"), message
+    assert "Traceback" not in message

@@ -37,7 +37,8 @@ def status(
     as_json: JsonOpt = False,
 ) -> None:
     """Counts, and per group the WAL head, applied seq, hydration and pin."""
-    settings = load_settings(workspace)
+    with errors():  # a bad setting is one line naming it, as in every other command
+        settings = load_settings(workspace)
     read_only = settings.graph_path.exists()
     with workspace_caller(workspace, "lcg status", read_only=read_only, reads=True) as app:
         result = app.call("knowledge_status", {})
