@@ -1,6 +1,6 @@
 """`lcg serve --mcp-stdio` (standalone) as a real subprocess, driven by the SDK's own client.
 
-Checklist: K-MCP-001/004..009/012/014/015, K-INV-008..010/013, K-SCP-001..010/014/015,
+Checklist: K-MCP-001/004..009/012/014/015, K-INV-008..010/013, K-SCP-001..010/014/015, K-REC-004/005,
 K-DBM-001..004, K-PRG-002/003/005, K-EXC-001..003/006, P-008..P-012, P-016.
 """
 
@@ -491,3 +491,101 @@ def test_k_xg_009_012_013_cross_group_edge_over_mcp_stdio(tmp_path: Path) -> Non
             assert (again["checked"], again["staleness_skipped"]) == (0, 1)
 
     anyio.run(main)
+
+
+def test_k_rec_004_005_the_recovery_scenario_over_mcp_mark_bad_mutation_rebuild_dump_restore(
+    tmp_path: Path,
+) -> None:
+    """The seed's recovery scenario, end to end over a real MCP client: a mark before a bad
+    mutation at seq S, a bounded rebuild to the mark's seq (K-REC-005) removes it and keeps
+    the other group untouched (K-REC-004), then knowledge_dump_wal, and `lcg restore` makes a
+    workspace whose reads answer the same as the recovered original."""
+    workspace, restored, dump = tmp_path / "ws", tmp_path / "restored", tmp_path / "dump"
+    reads = (
+        ("knowledge_list_entities", {"group_ids": ["proj", "other"]}),
+        ("knowledge_list_relationships", {"group_ids": ["proj", "other"]}),
+    )
+
+    def shape(answers: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+        entities, edges = answers
+        return (
+            sorted(f"{e['group_id']}:{e['name']}" for e in entities["nodes"]),
+            sorted(f"{e['group_id']}:{e['name']}" for e in edges["edges"]),
+        )
+
+    async def read_all(client: Client) -> tuple[list[str], list[str]]:
+        return shape([structured(await client.call_tool(n, p)) for n, p in reads])
+
+    async def original() -> tuple[list[str], list[str]]:
+        async with mcp_client("serve", "--mcp-stdio", "--workspace", str(workspace)) as client:
+            for name in ("Ada", "Bob"):
+                await client.call_tool(
+                    "knowledge_assert_entity", {"name": name, "group_id": "proj"}
+                )
+            await client.call_tool(
+                "knowledge_assert_relationship",
+                {
+                    "source_name": "Ada",
+                    "predicate": "MENTORS",
+                    "target_name": "Bob",
+                    "group_id": "proj",
+                },
+            )
+            await client.call_tool("knowledge_assert_entity", {"name": "Zed", "group_id": "other"})
+            mark = structured(
+                await client.call_tool(
+                    "knowledge_wal_mark_create", {"name": "before-bad", "group_id": "proj"}
+                )
+            )
+            bad = structured(
+                await client.call_tool(
+                    "knowledge_assert_relationship",
+                    {
+                        "source_name": "Bob",
+                        "predicate": "SABOTAGES",
+                        "target_name": "Ada",
+                        "group_id": "proj",
+                    },
+                )
+            )
+            assert bad["created"] is True
+            before = structured(await client.call_tool("knowledge_status", {}))["wal_groups"]
+            assert before["proj"]["max_seq"] == mark["seq"] + 1  # the bad mutation is seq S
+            assert "proj:SABOTAGES" in (await read_all(client))[1]
+            rebuilt = structured(
+                await client.call_tool(
+                    "knowledge_rebuild_from_wal",
+                    {"group_id": "proj", "to_seq": mark["seq"], "force_clear": True},
+                )
+            )
+            assert rebuilt["success"] is True
+            recovered = await read_all(client)
+            assert recovered == (
+                ["other:Zed", "proj:Ada", "proj:Bob"],
+                ["proj:MENTORS"],
+            )
+            after = structured(await client.call_tool("knowledge_status", {}))["wal_groups"]
+            assert after["other"] == before["other"]  # untouched
+            assert after["proj"]["max_seq"] == before["proj"]["max_seq"]  # the log keeps seq S
+            dumped = structured(
+                await client.call_tool("knowledge_dump_wal", {"target_dir": str(dump)})
+            )
+            assert dumped["success"] is True
+            return recovered
+
+    recovered = anyio.run(original)
+    result = subprocess.run(
+        [str(LCG), "restore", str(dump), "--workspace", str(restored)],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+
+    async def from_the_dump() -> None:
+        async with mcp_client("serve", "--mcp-stdio", "--workspace", str(restored)) as client:
+            assert await read_all(client) == recovered
+
+    anyio.run(from_the_dump)
