@@ -1,7 +1,7 @@
 """`lcg serve --mcp-stdio` (standalone) as a real subprocess, driven by the SDK's own client.
 
-Checklist: K-MCP-001/004..009/012/014/015, K-INV-008..010/013, K-SCP-001..010/014/015, K-REC-004/005,
-K-DBM-001..004, K-PRG-002/003/005, K-EXC-001..003/006, P-008..P-012, P-016.
+Checklist: K-MCP-001/004..009/012/014/015, K-INV-008..010/013, K-SCP-001..010/014/015,
+K-REC-004/005, K-DBM-001..004, K-PRG-002/003/005, K-EXC-001..003/006, P-008..P-012, P-016.
 """
 
 from __future__ import annotations
