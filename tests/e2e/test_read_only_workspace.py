@@ -132,6 +132,18 @@ def writes(uuids: dict[str, str]) -> list[tuple[str, dict[str, Any], str]]:
         ("knowledge_dump_wal", {}, "wal-compacted"),  # the default target is in .lcg/
         ("knowledge_merge_entities", {"canonical_name": "Ada", "alias_names": ["Lighthouse"]}, wal),
         ("knowledge_apply_corrections", {}, wal),
+        (
+            "knowledge_add_cross_group_edge",
+            {
+                "name": "CITES",
+                "source": {"source_group_id": "liminis", "endpoint_name": "Ada"},
+                "target": {"source_group_id": "liminis", "endpoint_name": "Lighthouse"},
+                "fact": "Ada cites the lighthouse.",
+                "group_id": "hub",
+            },
+            wal,
+        ),
+        ("knowledge_backfill_relation_types", {"group_id": "liminis"}, wal),  # types `keeps`
     ]
 
 
@@ -147,6 +159,12 @@ def test_every_write_operation_is_tried() -> None:
         "knowledge_recover",
         "knowledge_recover_full",
         "knowledge_prepare_checkpoint",
+        # they append nothing in this workspace, so a read-only disk is never met: no
+        # pointer to rebind, no ontology to canonicalize against, no LLM endpoint to ask
+        "knowledge_rebind_pointers",
+        "knowledge_canonicalize_relations",
+        "knowledge_reprocess_relation_types",
+        "knowledge_reprocess_entity_types",
     }
     assert tried == {op.name for op in OPERATIONS if not op.read_only} - untried
 

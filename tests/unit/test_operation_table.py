@@ -154,3 +154,19 @@ def test_issue_10_descriptions_name_only_tools_that_exist_today() -> None:
         for match in re.finditer(r"\b(?:knowledge|lambo)_\w+", text):
             later = text[match.end() :].lstrip(" ,")
             assert match.group() in BY_NAME or later.startswith("(not in this version"), text
+
+
+def test_every_published_schema_resolves_its_references() -> None:
+    """An inlined endpoint object must not take `$defs` with it while a list of nested
+    objects (lambo_derive's concepts) still points into them: a `$ref` with nothing to
+    resolve it is a schema no client can fill."""
+    import json
+    import re
+
+    from lcg.interfaces.operations import OPERATIONS
+
+    for operation in OPERATIONS:
+        schema = operation.params.model_json_schema()
+        text = json.dumps(schema)
+        for ref in re.findall(r'"\$ref": "#/\$defs/([^"]+)"', text):
+            assert ref in schema.get("$defs", {}), (operation.name, ref)

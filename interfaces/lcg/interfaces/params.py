@@ -9,6 +9,7 @@ P-items. Unknown keys are refused, naming the key (`_`-prefixed keys ride along:
 from __future__ import annotations
 
 import difflib
+import json
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -40,7 +41,7 @@ class Params(BaseModel):
         Inspector's cannot fill (they sent a list as a string). Null is still accepted, and
         omitting the parameter means the same."""
         schema = super().model_json_schema(*args, **kwargs)
-        defs = schema.pop("$defs", {})
+        defs = schema.get("$defs", {})
         for spec in schema.get("properties", {}).values():
             ref = spec.pop("$ref", None)  # a nested object (an endpoint): inlined, type object
             if isinstance(ref, str):
@@ -52,6 +53,8 @@ class Params(BaseModel):
                 spec.update(next(option for option in options if option != {"type": "null"}))
             if "default" in spec and spec["default"] is None:
                 spec.pop("default")
+        if defs and '"$ref"' not in json.dumps(schema.get("properties", {})):
+            schema.pop("$defs")  # every reference was inlined; nested lists still use them
         return schema
 
     @model_validator(mode="before")
