@@ -423,4 +423,30 @@ def run_quality(options: Options) -> str:
         ]
     comparisons = [(a, b) for a, b in COMPARISONS if a in rankings and b in rankings]
     tables = quality_tables(systems, questions, comparisons)
+    if graph is not None:
+        tables += "\n\n" + extraction_table(systems, questions)
     return "\n".join([*header, tables, ""]) + bm25_note
+
+
+def extraction_table(systems: Sequence[System], questions: Sequence[Question]) -> str:
+    """R@10 with extraction off (turns as `text`) and on, by category, and on - off with its
+    paired bootstrap 95% interval within each category."""
+    by_label = {system.label: system for system in systems}
+    off, on = by_label[HYBRID_PLAIN].scores[:, 1], by_label[EXTRACTION_ON].scores[:, 1]
+    categories = np.array([q.category for q in questions])
+    lines = [
+        "Extraction off vs on (knowledge_search_passages, rrf, source `text` both; R@10; "
+        "bootstrap within each category, 2,000 resamples):",
+        "",
+        "| category | questions | off | on | on - off [95% CI] |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    masks = [("all", np.ones(len(questions), dtype=bool))]
+    masks += [(f"{n} {name}", categories == n) for n, name in CATEGORIES.items()]
+    for label, mask in masks:
+        delta, low, high = bootstrap_delta(on[mask], off[mask])
+        lines.append(
+            f"| {label} | {int(mask.sum())} | {off[mask].mean():.3f} | {on[mask].mean():.3f} "
+            f"| {delta:+.3f} [{low:+.3f}, {high:+.3f}] |"
+        )
+    return "\n".join(lines)
