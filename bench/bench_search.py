@@ -4,6 +4,7 @@ Run from the repository root:
 
     .venv/bin/python -m bench.bench_search --quality    # recall@k / MRR on REALTALK
     .venv/bin/python -m bench.bench_search --latency    # ingest rate, p50/p95 search latency
+    .venv/bin/python -m bench.bench_search --quality --extraction  # and extraction on vs off
 
 Both parts compare lcg with baselines run in the same process on the same data: for quality,
 plain BM25 (rank-bm25) and each of lcg's two legs alone; for latency, raw FAISS, raw FTS5 and
@@ -50,12 +51,29 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         help="episode source of the latency passages (message: indexed with neighbours)",
     )
     parser.add_argument("--profile", action="store_true", help="always profile 50 searches")
-    parser.add_argument("--quality-out", type=Path, default=RESULTS / "search-quality.md")
+    parser.add_argument(
+        "--extraction",
+        action="store_true",
+        help="quality: also store each turn through knowledge_process_chunk (spaCy) and compare",
+    )
+    parser.add_argument(
+        "--limit", type=int, default=None, help="quality: only the first N conversations"
+    )
+    parser.add_argument(
+        "--quality-out",
+        type=Path,
+        default=None,
+        help="default: results/search-quality.md (--extraction: search-quality-extraction.md)",
+    )
     parser.add_argument("--latency-out", type=Path, default=RESULTS / "search-latency.md")
     parser.add_argument("--profile-out", type=Path, default=RESULTS / "search-profile.txt")
     args = parser.parse_args(argv)
     if not (args.quality or args.latency):
         parser.error("choose --quality, --latency or both")
+    if args.extraction and not args.quality:
+        parser.error("--extraction needs --quality")
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit must be a positive number of conversations")
     return Options(
         quality=args.quality,
         latency=args.latency,
@@ -68,9 +86,12 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         cold_size=args.cold_size,
         source=args.source,
         profile=args.profile,
-        quality_out=args.quality_out,
+        quality_out=args.quality_out
+        or RESULTS / ("search-quality-extraction.md" if args.extraction else "search-quality.md"),
         latency_out=args.latency_out,
         profile_out=args.profile_out,
+        extraction=args.extraction,
+        limit=args.limit,
     )
 
 

@@ -139,3 +139,5 @@ class Options:
     quality_out: Path
     latency_out: Path
     profile_out: Path
+    extraction: bool = False  # quality: also a workspace built through knowledge_process_chunk
+    limit: int | None = None  # quality: only the first `limit` conversations (a smoke run)

@@ -219,7 +219,10 @@ TEXT_LEG_PLAIN = "lcg FTS5 leg alone; turns as `text`"
 BM25_SAME = "BM25 (rank-bm25), same text"
 BM25_README = "BM25 (rank-bm25), README text"
 BM25_VECTOR_RRF = "rank-bm25 + lcg vector leg, RRF k=60"
+EXTRACTION_ON = "lcg hybrid, rrf; turns through process_chunk (extraction on)"
 COMPARISONS = (
+    (EXTRACTION_ON, HYBRID_PLAIN),
+    (EXTRACTION_ON, HYBRID_RRF),
     (HYBRID_RRF, BM25_SAME),
     (HYBRID_MAX, BM25_SAME),
     (HYBRID_RRF, BM25_VECTOR_RRF),
@@ -237,6 +240,76 @@ class IngestInfo:
     seconds: float
     model_texts: int  # texts run through the model (0: all from the cache)
     passages: int
+
+
+@dataclass(frozen=True, slots=True)
+class GraphInfo:
+    """What knowledge_process_chunk wrote for the turns (extraction on)."""
+
+    seconds: float
+    entities: int
+    edges: int
+    mentions: int
+    dropped: int  # edges the extractor found with an end naming no entity
+
+
+def graph_counts(ws: Workspace, groups: Sequence[str]) -> tuple[int, int, int]:
+    """Entities (not merged away), edges and mentions stored for the groups."""
+    marks = ",".join("?" * len(groups))
+    conn = ws.reader()
+    counts = [
+        conn.execute(
+            f"SELECT COUNT(*) FROM {table} WHERE group_id IN ({marks}){extra}", list(groups)
+        ).fetchone()[0]
+        for table, extra in (
+            ("entities", " AND merged_into IS NULL"),
+            ("relationships", ""),
+            ("mentions", ""),
+        )
+    ]
+    return int(counts[0]), int(counts[1]), int(counts[2])
+
+
+def extraction_rankings(
+    directory: Path, conversations: Sequence[Conversation]
+) -> tuple[list[Ranking], GraphInfo]:
+    """Each turn through knowledge_process_chunk (the workspace's default extractor, spaCy
+    rules), chunk_id = dia_id, in the conversation's group, in time order; then the same
+    knowledge_search_passages calls as the other lcg systems."""
+    groups = [c.group for c in conversations]
+    turns = [t for c in conversations for t in c.turns]
+    reset_workspace(directory)  # keeps the embedding cache: the passages embed from it
+    with Workspace(Settings(workspace=directory, search_fusion="rrf")) as ws:
+        app = App(ws)
+        start = time.perf_counter()
+        dropped = 0
+        step = max(1, len(turns) // 10)
+        for done, turn in enumerate(turns, start=1):
+            result = operations.dispatch(
+                app,
+                "knowledge_process_chunk",
+                {
+                    "chunk_text": turn.body,
+                    "chunk_id": turn.dia_id,
+                    "source_file": f"{turn.group}.txt",
+                    "group_id": turn.group,
+                    "reference_time": turn.time.isoformat(),
+                },
+            )
+            dropped += int(result["edges_dropped_unresolvable"])
+            if done % step == 0 or done == len(turns):
+                elapsed = time.perf_counter() - start
+                log(f"  REALTALK process_chunk: {done:,}/{len(turns):,} turns, {elapsed:.1f} s")
+        ws.settle()
+        seconds = time.perf_counter() - start
+        episodes, _ = stored_counts(ws, groups)
+        require(episodes == len(turns), f"extraction: {episodes} episodes, {len(turns)} turns")
+        entities, edges, mentions = graph_counts(ws, groups)
+        require(entities > 0, "extraction: no entity was written")
+        log(f"extraction: {entities:,} entities, {edges:,} edges, {mentions:,} mentions")
+        log("lcg hybrid (rrf), extraction on ...")
+        rankings = hybrid_rankings(ws, conversations)
+    return rankings, GraphInfo(seconds, entities, edges, mentions, dropped)
 
 
 def lcg_rankings(
@@ -278,6 +351,8 @@ def lcg_rankings(
 def run_quality(options: Options) -> str:
     began = time.perf_counter()
     conversations, stats = load_realtalk(options.data)
+    if options.limit is not None:
+        conversations = conversations[: options.limit]
     questions = [q for c in conversations for q in c.questions]
     turns = [t for c in conversations for t in c.turns]
     log(
@@ -288,6 +363,11 @@ def run_quality(options: Options) -> str:
     )
     names: dict[str, str] = {episode_uuid(t.group, t.dia_id): t.dia_id for t in turns}
     rankings, info = lcg_rankings(options.cache / "realtalk", conversations, names)
+    graph: GraphInfo | None = None
+    if options.extraction:
+        rankings[EXTRACTION_ON], graph = extraction_rankings(
+            options.cache / "realtalk", conversations
+        )
     log("rank-bm25 ...")
     bm25 = bm25_rankings(conversations, lambda t: t.body, LEG_DEPTH)
     bm25_plain = bm25_rankings(conversations, lambda t: t.plain, LEG_DEPTH)
@@ -302,7 +382,7 @@ def run_quality(options: Options) -> str:
             rrf([b, v]) for b, v in zip(bm25, rankings[VECTOR_LEG], strict=True)
         ]
     order = [HYBRID_RRF, HYBRID_MAX, HYBRID_DEFAULTS, TEXT_LEG, VECTOR_LEG, HYBRID_PLAIN]
-    order += [TEXT_LEG_PLAIN]
+    order += [EXTRACTION_ON, TEXT_LEG_PLAIN]
     order += [BM25_SAME, BM25_README, BM25_VECTOR_RRF]
     systems = [
         score_system(label, rankings[label], questions) for label in order if label in rankings
@@ -329,6 +409,44 @@ def run_quality(options: Options) -> str:
         "`speaker: clean_text` only, as in the data README.",
         "",
     ]
+    if options.limit is not None:
+        header[2:2] = [f"Smoke run: only the first {options.limit} conversation(s).", ""]
+    if graph is not None:
+        header += [
+            "'extraction on': the same turns each through `knowledge_process_chunk` (the "
+            "default spaCy extractor; chunk_id = dia_id, source_file `<group>.txt`, so the "
+            "episodes have source `text`, like 'turns as `text`', which is its paired 'off'), "
+            f"{graph.seconds:.1f} s: {graph.entities:,} entities, {graph.edges:,} edges, "
+            f"{graph.mentions:,} mentions written ({graph.dropped:,} edges dropped, no entity "
+            "at an end).",
+            "",
+        ]
     comparisons = [(a, b) for a, b in COMPARISONS if a in rankings and b in rankings]
     tables = quality_tables(systems, questions, comparisons)
+    if graph is not None:
+        tables += "\n\n" + extraction_table(systems, questions)
     return "\n".join([*header, tables, ""]) + bm25_note
+
+
+def extraction_table(systems: Sequence[System], questions: Sequence[Question]) -> str:
+    """R@10 with extraction off (turns as `text`) and on, by category, and on - off with its
+    paired bootstrap 95% interval within each category."""
+    by_label = {system.label: system for system in systems}
+    off, on = by_label[HYBRID_PLAIN].scores[:, 1], by_label[EXTRACTION_ON].scores[:, 1]
+    categories = np.array([q.category for q in questions])
+    lines = [
+        "Extraction off vs on (knowledge_search_passages, rrf, source `text` both; R@10; "
+        "bootstrap within each category, 2,000 resamples):",
+        "",
+        "| category | questions | off | on | on - off [95% CI] |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    masks = [("all", np.ones(len(questions), dtype=bool))]
+    masks += [(f"{n} {name}", categories == n) for n, name in CATEGORIES.items()]
+    for label, mask in masks:
+        delta, low, high = bootstrap_delta(on[mask], off[mask])
+        lines.append(
+            f"| {label} | {int(mask.sum())} | {off[mask].mean():.3f} | {on[mask].mean():.3f} "
+            f"| {delta:+.3f} [{low:+.3f}, {high:+.3f}] |"
+        )
+    return "\n".join(lines)
