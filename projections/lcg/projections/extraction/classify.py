@@ -14,10 +14,9 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final, Literal, Protocol
 
-import httpx
-
 from lcg.domain.errors import ExtractorFailed
 from lcg.domain.ontology import TYPE_NAME_PATTERN, UNCLASSIFIED
+from lcg.projections.extraction.openai_compat import chat_completion
 
 Kind = Literal["relation", "entity"]
 Menu = Sequence[tuple[str, str]]  # (name, description)
@@ -114,26 +113,6 @@ class OpenAiCompatibleClassifier:
         }
 
     def classify(self, kind: Kind, text: str, menu: Menu) -> str | None:
-        url = f"{self.base_url}/chat/completions"
-        try:
-            response = httpx.post(
-                url,
-                json=self.request(kind, text, menu),
-                headers=self._headers,
-                timeout=self._timeout,
-            )
-        except httpx.HTTPError as error:
-            raise ExtractorFailed(NAME, f"{url} could not be reached: {error}") from None
-        if response.status_code != httpx.codes.OK:
-            raise ExtractorFailed(
-                NAME, f"{url} answered HTTP {response.status_code}: {response.text[:300]}"
-            )
-        try:
-            content = response.json()["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise ExtractorFailed(
-                NAME, f"{url} answered no chat completion: {response.text[:300]}"
-            ) from None
-        if not isinstance(content, str):
-            raise ExtractorFailed(NAME, f"{url} answered a message with no text content")
+        body = self.request(kind, text, menu)
+        content = chat_completion(self.base_url, body, self._headers, self._timeout)
         return parse_verdict(content, menu)

@@ -47,26 +47,32 @@ class OpenAiCompatibleExtractor:
         }
 
     def extract(self, text: str, reference_time: datetime) -> Extraction:
-        url = f"{self.base_url}/chat/completions"
-        try:
-            response = httpx.post(
-                url,
-                json=self.request(text, reference_time),
-                headers=self._headers,
-                timeout=self._timeout,
-            )
-        except httpx.HTTPError as error:
-            raise ExtractorFailed(NAME, f"{url} could not be reached: {error}") from None
-        if response.status_code != httpx.codes.OK:
-            raise ExtractorFailed(
-                NAME, f"{url} answered HTTP {response.status_code}: {response.text[:300]}"
-            )
-        try:
-            content = response.json()["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise ExtractorFailed(
-                NAME, f"{url} answered no chat completion: {response.text[:300]}"
-            ) from None
-        if not isinstance(content, str):
-            raise ExtractorFailed(NAME, f"{url} answered a message with no text content")
+        body = self.request(text, reference_time)
+        content = chat_completion(self.base_url, body, self._headers, self._timeout)
         return llm.parse_extraction(content, NAME)
+
+
+def chat_completion(
+    base_url: str, body: dict[str, Any], headers: dict[str, str], timeout: float
+) -> str:
+    """POST one chat completion and return its message's text; every failure (unreachable,
+    not HTTP 200, not a completion, no text) is an ExtractorFailed naming the URL. The one
+    request of the extractor and of the typing classifier over the same endpoint."""
+    url = f"{base_url}/chat/completions"
+    try:
+        response = httpx.post(url, json=body, headers=headers, timeout=timeout)
+    except httpx.HTTPError as error:
+        raise ExtractorFailed(NAME, f"{url} could not be reached: {error}") from None
+    if response.status_code != httpx.codes.OK:
+        raise ExtractorFailed(
+            NAME, f"{url} answered HTTP {response.status_code}: {response.text[:300]}"
+        )
+    try:
+        content = response.json()["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise ExtractorFailed(
+            NAME, f"{url} answered no chat completion: {response.text[:300]}"
+        ) from None
+    if not isinstance(content, str):
+        raise ExtractorFailed(NAME, f"{url} answered a message with no text content")
+    return content
