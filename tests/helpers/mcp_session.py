@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mcp import Client, StdioServerParameters
+from mcp.client.session import SamplingFnT
 
 from tests.helpers.service_process import LCG, clean_env
 
@@ -21,16 +22,25 @@ async def mcp_client(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
     mode: Literal["legacy", "auto"] = "auto",
+    sampling_callback: SamplingFnT | None = None,
+    input_required_max_rounds: int = 10,
 ) -> AsyncIterator[Client]:
     """A connected SDK client of `<command> ARGS` (`lcg serve --mcp-stdio ...` or the seed's
-    `liminis-context-graph --mcp-stdio ...`); mode "legacy" forces the initialize handshake."""
+    `liminis-context-graph --mcp-stdio ...`); mode "legacy" forces the initialize handshake;
+    a sampling callback declares the sampling capability."""
     params = StdioServerParameters(
         command=str(CONSOLE_SCRIPTS / command),
         args=list(args),
         env=clean_env(**(env or {})),
         cwd=cwd,
     )
-    async with Client(params, mode=mode, read_timeout_seconds=60) as client:
+    async with Client(
+        params,
+        mode=mode,
+        read_timeout_seconds=60,
+        sampling_callback=sampling_callback,
+        input_required_max_rounds=input_required_max_rounds,
+    ) as client:
         yield client
 
 

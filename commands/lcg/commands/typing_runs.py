@@ -263,11 +263,11 @@ def reprocess_relations(
     edges = [
         e for e in _read_edges(writer, run.group_id) if rules.edge_in_scope(e, scope, declared)
     ]
-    verdicts: list[tuple[rules.EdgeRow, str]] = []
-    for index, edge in enumerate(edges, 1):
-        verdict = classifier.classify("relation", edge.fact, menu)  # the fact, never the predicate
-        verdicts.append((edge, verdict or UNCLASSIFIED))
-        run.report(index, len(edges))
+    # the fact, never the predicate
+    answers = classifier.classify_all("relation", [e.fact for e in edges], menu, run.report)
+    verdicts = [
+        (edge, verdict or UNCLASSIFIED) for edge, verdict in zip(edges, answers, strict=True)
+    ]
     changes = [(e, t) for e, t in verdicts if t != e.relation_type]
     breakdown = rules.breakdown([t for _, t in verdicts])
     if dry_run:
@@ -342,13 +342,11 @@ def reprocess_entities(
     with writer.exclusive():
         entities = state.typing_entities(writer.runner.conn, run.group_id)
     entities = [e for e in entities if rules.entity_in_scope(e, scope, declared)]
-    verdicts: list[tuple[rules.EntityRow, str]] = []
-    for index, entity in enumerate(entities, 1):
-        text = f"{entity.name}: {entity.summary}" if entity.summary else entity.name
-        verdict = classifier.classify("entity", text, menu)
-        if verdict is not None:  # an abstention leaves the entity as it is (K-ET-003)
-            verdicts.append((entity, verdict))
-        run.report(index, len(entities))
+    texts = [f"{e.name}: {e.summary}" if e.summary else e.name for e in entities]
+    answers = classifier.classify_all("entity", texts, menu, run.report)
+    verdicts = [  # an abstention leaves the entity as it is (K-ET-003)
+        (entity, verdict) for entity, verdict in zip(entities, answers, strict=True) if verdict
+    ]
     changes = [(e, t) for e, t in verdicts if t != rules.entity_type(e.labels)]
     breakdown = rules.breakdown([t for _, t in verdicts])  # every verdict, as for relations
     if dry_run:

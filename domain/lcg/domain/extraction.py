@@ -40,10 +40,12 @@ class ExtractedEdge:
 
 @dataclass(frozen=True, slots=True)
 class Extraction:
-    """One chunk's extraction, in extraction order."""
+    """One chunk's extraction, in extraction order; `model` names the model that answered
+    when the adapter learns it per call (the MCP client's, through sampling)."""
 
     entities: tuple[ExtractedEntity, ...] = ()
     edges: tuple[ExtractedEdge, ...] = ()
+    model: str | None = None
 
 
 Endpoint = Literal["source", "target", "both"]

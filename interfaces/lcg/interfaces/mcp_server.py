@@ -10,6 +10,8 @@ carrying `{code, message, data}`; an unadvertised tool is METHOD_NOT_FOUND (P-01
 from __future__ import annotations
 
 import logging
+import warnings
+from collections.abc import Sequence
 from importlib import metadata
 from typing import Any
 
@@ -18,9 +20,11 @@ import mcp_types as types
 import orjson
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.server import Server, ServerRequestContext
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import SessionMessage
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from lcg.domain.errors import DomainError, ExtractorFailed
 from lcg.domain.ids import DEFAULT_GROUP
 from lcg.interfaces.attached import ProgressSink
 from lcg.interfaces.backends import Backend
@@ -28,6 +32,16 @@ from lcg.interfaces.jsonrpc import INVALID_PARAMS, JsonObject, RpcError, valid_i
 from lcg.interfaces.operations import AnyOperation, Scope
 from lcg.interfaces.scopes import CLOSE, Visibility
 from lcg.interfaces.stdio_pipe import read_lines, write_all
+from lcg.projections.extraction.sampling import (
+    CURRENT_SAMPLER,
+    Answered,
+    InputNeeded,
+    SampledAnswer,
+    SamplingRequest,
+)
+from lcg.projections.extraction.sampling import (
+    NAME as SAMPLING,
+)
 
 NAME = "liminis-context-graph"
 INSTRUCTIONS = (
@@ -160,7 +174,7 @@ class LcgMcpServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         name = params.name
         if name not in self._operations:  # outside the scopes, or close when attached (P-011)
             raise MCPError(code=types.METHOD_NOT_FOUND, message=f"Unknown tool: '{name}'")
@@ -176,10 +190,17 @@ class LcgMcpServer:
             return _memory_error(error) if memory else _result(error.to_json(), is_error=True)
         token = (params.meta or {}).get("progress_token")
         sink = None if token is None else _progress_sink(ctx)
+        arguments.update({k: v for k, v in _chosen(params).items() if k not in arguments})
+        bound = CURRENT_SAMPLER.set(_ClientSampler(ctx, params.input_responses))
         try:
             payload = await self.backend.call(name, arguments, sink)
         except RpcError as error:
+            needed = error.__cause__
+            if isinstance(needed, InputNeeded):  # the 2026-07-28 protocol: ask, then retry
+                return _input_required(needed)
             return _memory_error(error) if memory else _result(error.to_json(), is_error=True)
+        finally:
+            CURRENT_SAMPLER.reset(bound)
         if name == CLOSE and self.exit_on_close:
             self.close_request_id = ctx.request_id
         return _memory_result(payload) if memory else _result(payload)
@@ -256,6 +277,111 @@ class _Exchange:
         """Wait until every request read so far was answered (bounded by the caller)."""
         while self._pending:
             await self._settled.wait()
+
+
+class _ClientSampler:
+    """The MCP client's model for one tools/call (`[extraction] extractor = "sampling"`,
+    ADR 0044); called from the call's worker thread. On a handshake protocol each request is
+    sent to the client in the middle of the call; on the 2026-07-28 protocol the answers are
+    those the client's retry carries, and the requests without one raise InputNeeded, which
+    the call answers as input_required."""
+
+    def __init__(
+        self, ctx: ServerRequestContext[Any], responses: types.InputResponses | None
+    ) -> None:
+        self.ctx = ctx
+        self.responses = responses or {}
+
+    def __call__(
+        self, requests: Sequence[SamplingRequest], answered: Answered
+    ) -> list[SampledAnswer]:
+        session = self.ctx.session
+        if not session.check_client_capability(
+            types.ClientCapabilities(sampling=types.SamplingCapability())
+        ):
+            raise DomainError(
+                'extraction.extractor: "sampling" asks the MCP client\'s own model, and this'
+                " client did not declare the sampling capability; nothing was written",
+                field="extraction.extractor",
+                rule="sampling needs a client that declares the sampling capability",
+            )
+        if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return self._carried(requests, answered)
+        answers = []
+        for request in requests:
+            answers.append(anyio.from_thread.run(self._ask, request))
+            answered(len(answers))
+        return answers
+
+    def _carried(
+        self, requests: Sequence[SamplingRequest], answered: Answered
+    ) -> list[SampledAnswer]:
+        missing = [r for r in requests if r.key not in self.responses]
+        if missing:
+            raise InputNeeded(missing)
+        answers = [_answer(self.responses[r.key]) for r in requests]
+        answered(len(answers))
+        return answers
+
+    async def _ask(self, request: SamplingRequest) -> SampledAnswer:
+        try:
+            with warnings.catch_warnings():  # deprecated as of 2026-07-28 (SEP-2577)
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                result = await self.ctx.session.create_message(
+                    **_sampling_params(request), related_request_id=self.ctx.request_id
+                )
+        except MCPError as error:
+            raise ExtractorFailed(
+                SAMPLING, f"the client refused sampling/createMessage: {error}"
+            ) from None
+        return _answer(result)
+
+
+def _sampling_params(request: SamplingRequest) -> dict[str, Any]:
+    return {
+        "messages": [
+            types.SamplingMessage(
+                role="user", content=types.TextContent(type="text", text=request.user_prompt)
+            )
+        ],
+        "system_prompt": request.system_prompt,
+        "max_tokens": request.max_tokens,
+        "temperature": 0.0,
+        "include_context": "none",
+    }
+
+
+def _answer(result: types.InputResponse) -> SampledAnswer:
+    content = getattr(result, "content", None)
+    if isinstance(result, types.CreateMessageResult) and isinstance(content, types.TextContent):
+        return SampledAnswer(content.text, result.model)
+    raise ExtractorFailed(SAMPLING, "the client's model answered no text")
+
+
+def _input_required(needed: InputNeeded) -> types.InputRequiredResult:
+    """The requests as input_required, with the defaults the round chose as request_state."""
+    return types.InputRequiredResult(
+        input_requests={
+            r.key: types.CreateMessageRequest(
+                params=types.CreateMessageRequestParams(**_sampling_params(r))
+            )
+            for r in needed.requests
+        },
+        request_state=orjson.dumps({"chosen": needed.chosen}).decode(),
+    )
+
+
+def _chosen(params: types.CallToolRequestParams) -> dict[str, str]:
+    """The argument defaults an earlier round chose (its request_state), so that a retry asks
+    the same questions; anything else in the state is ignored."""
+    try:
+        state = orjson.loads(params.request_state or "{}")
+    except orjson.JSONDecodeError:
+        return {}
+    chosen = state.get("chosen") if isinstance(state, dict) else None
+    if not isinstance(chosen, dict):
+        return {}
+    return {k: v for k, v in chosen.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def _progress_sink(ctx: ServerRequestContext[Any]) -> ProgressSink:

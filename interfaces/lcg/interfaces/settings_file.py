@@ -96,10 +96,12 @@ KEYS: Final[tuple[Key, ...]] = (
         meaning="skip_redundant also treats semantic matches as repeats"),
     Key("fusion", "strategy", str, "max", choices=("max", "rrf"),
         meaning="how recall and search fuse their legs' scores"),
-    Key("extraction", "extractor", str, "spacy", choices=("spacy", "openai", "llama"),
+    Key("extraction", "extractor", str, "spacy",
+        choices=("spacy", "openai", "llama", "sampling"),
         meaning="what knowledge_process_chunk extracts with: spaCy's rules (offline, no LLM),"
-        " an OpenAI-compatible endpoint (base_url, model; key in LCG_EXTRACTION_API_KEY) or a"
-        " GGUF model in this process (model_path; the lcg[llama] extra)"),
+        " an OpenAI-compatible endpoint (base_url, model; key in LCG_EXTRACTION_API_KEY), a"
+        " GGUF model in this process (model_path; the lcg[llama] extra) or the MCP client's"
+        " own model through sampling (lcg serve --mcp-stdio only)"),
     Key("extraction", "base_url", str, "",
         meaning="the OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 or a local"
         " llama-server's http://127.0.0.1:8080/v1"),
@@ -114,8 +116,8 @@ KEYS: Final[tuple[Key, ...]] = (
     Key("extraction", "context_tokens", int, 4096, 512, 131_072,
         meaning="the llama extractor's context: prompt, chunk and answer together"),
     Key("extraction", "max_tokens", int, 1024, 16, 32_768,
-        meaning="tokens the llama extractor may answer one chunk with; a longer answer refuses"
-        " the chunk"),
+        meaning="tokens the llama extractor, or the client's model through sampling, may"
+        " answer one chunk with; a longer answer refuses the chunk"),
     Key("extraction", "name_similarity", float, 0.92, 0, 1.01,
         meaning="cosine of name embeddings at or above which process_chunk resolves an"
         " extracted name to a group entity no name matched (same numbers only; above 1: off)"),

@@ -30,6 +30,7 @@ from lcg.interfaces.operations import AnyOperation
 from lcg.interfaces.service import RECOVER, RECOVER_FULL, Service
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.hashing import HashingEmbedder
+from lcg.projections.extraction.classify import Kind, Menu, OneAtATime
 
 Params = dict[str, Any]
 
@@ -137,13 +138,13 @@ FILES: dict[str, dict[str, str]] = {
 STAND_IN_VERDICTS = (("wrote", "AUTHORED"), ("designed", "DESIGNED"), ("Babbage", "Person"))
 
 
-class _StandInClassifier:
+class _StandInClassifier(OneAtATime):
     """A scripted classifier for the pages (a page cannot call a remote model)."""
 
     name = "stand-in"
     model = "scripted"
 
-    def classify(self, kind: str, text: str, menu: Sequence[tuple[str, str]]) -> str | None:
+    def classify(self, kind: Kind, text: str, menu: Menu) -> str | None:
         names = {name for name, _ in menu}
         return next((t for word, t in STAND_IN_VERDICTS if word in text and t in names), None)
 

@@ -38,6 +38,7 @@ from lcg.projections.extraction.classify import Classifier, OpenAiCompatibleClas
 from lcg.projections.extraction.llama_cpp import loaded_extractor
 from lcg.projections.extraction.openai_compat import OpenAiCompatibleExtractor
 from lcg.projections.extraction.port import Extractor
+from lcg.projections.extraction.sampling import SamplingClassifier, SamplingExtractor
 from lcg.projections.extraction.spacy_rules import default_extractor
 from lcg.projections.graph import schema
 from lcg.projections.runner import ProjectionRunner
@@ -526,6 +527,8 @@ def configured_extractor(settings: Settings) -> Extractor:
             tuning.get_int("extraction", "context_tokens"),
             tuning.get_int("extraction", "max_tokens"),
         )
+    if tuning.text("extraction", "extractor") == "sampling":
+        return SamplingExtractor(tuning.get_int("extraction", "max_tokens"))
     if tuning.text("extraction", "extractor") == "openai":
         return OpenAiCompatibleExtractor(
             tuning.text("extraction", "base_url"),
@@ -537,9 +540,12 @@ def configured_extractor(settings: Settings) -> Extractor:
 
 
 def configured_classifier(settings: Settings) -> Classifier | None:
-    """The OpenAI-compatible endpoint of `[extraction]` as a classifier; None with spaCy's
-    rules, which cannot classify (the reprocess tools then refuse, naming the setting)."""
+    """The OpenAI-compatible endpoint of `[extraction]`, or the MCP client's model, as a
+    classifier; None with spaCy's rules, which cannot classify (the reprocess tools then
+    refuse, naming the setting)."""
     tuning = settings.tuning
+    if tuning.text("extraction", "extractor") == "sampling":
+        return SamplingClassifier()
     if tuning.text("extraction", "extractor") != "openai":
         return None
     return OpenAiCompatibleClassifier(

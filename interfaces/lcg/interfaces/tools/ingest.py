@@ -90,7 +90,12 @@ def process_chunk(app: App, q: ProcessChunkParams) -> dict[str, Any]:
         ws.settings.tuning.name_similarity,
     )
     command = ProcessChunk(
-        episode, extraction, extractor.name, extractor.model, app.new_id, similar
+        episode,
+        extraction,
+        extractor.name,
+        extraction.model or extractor.model,
+        app.new_id,
+        similar,
     )
     decision = app.workspace.writer.execute(lambda ctx: handlers.process_chunk(ctx, command))
     result: dict[str, Any] = {

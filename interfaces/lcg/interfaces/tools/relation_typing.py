@@ -72,10 +72,10 @@ def _classifier(app: App) -> Classifier:
         raise DomainError(
             "extraction.extractor: reclassification needs an LLM extractor; set [extraction]"
             ' extractor = "openai" (LCG_EXTRACTION_EXTRACTOR=openai) with its base_url and'
-            " model. The default spaCy extractor cannot classify, and nothing fakes a"
-            " classification",
+            ' model, or "sampling" to ask the MCP client\'s own model. The configured'
+            " extractor cannot classify, and nothing fakes a classification",
             field="extraction.extractor",
-            rule="must name an LLM extractor (openai)",
+            rule="must name an LLM extractor (openai or sampling)",
         )
     return classifier
 

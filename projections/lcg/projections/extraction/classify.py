@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, Protocol
 
 from lcg.domain.errors import ExtractorFailed
@@ -20,6 +20,7 @@ from lcg.projections.extraction.openai_compat import chat_completion
 
 Kind = Literal["relation", "entity"]
 Menu = Sequence[tuple[str, str]]  # (name, description)
+Report = Callable[[int, int], None]  # (done, total)
 NAME: Final = "openai-compatible"
 _TYPE_NAME = re.compile(TYPE_NAME_PATTERN)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
@@ -39,6 +40,36 @@ class Classifier(Protocol):
     model: str
 
     def classify(self, kind: Kind, text: str, menu: Menu) -> str | None: ...
+
+    def classify_all(
+        self, kind: Kind, texts: Sequence[str], menu: Menu, report: Report
+    ) -> list[str | None]:
+        """Every text's verdict, in order; `report(done, total)` as verdicts arrive."""
+        ...
+
+
+class OneAtATime:
+    """classify_all for a classifier that asks about each text on its own."""
+
+    def classify(self, kind: Kind, text: str, menu: Menu) -> str | None:
+        raise NotImplementedError
+
+    def classify_all(
+        self, kind: Kind, texts: Sequence[str], menu: Menu, report: Report
+    ) -> list[str | None]:
+        verdicts = []
+        for index, text in enumerate(texts, 1):
+            verdicts.append(self.classify(kind, text, menu))
+            report(index, len(texts))
+        return verdicts
+
+
+def unreported(done: int, total: int) -> None:
+    """A Report that tells no one."""
+
+
+def json_text(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
 
 def user_prompt(kind: Kind, text: str, menu: Menu) -> str:
@@ -63,7 +94,7 @@ def schema(menu: Menu) -> dict[str, Any]:
     }
 
 
-def parse_verdict(content: str, menu: Menu) -> str | None:
+def parse_verdict(content: str, menu: Menu, classifier: str = NAME) -> str | None:
     """The answer's type, or None for an abstention: UNCLASSIFIED, a name not on the menu (an
     answer off the menu is never mapped to a near name) or, without a menu, not a type name."""
     text = content.strip()
@@ -73,9 +104,9 @@ def parse_verdict(content: str, menu: Menu) -> str | None:
     try:
         data = json.loads(text)
     except ValueError:
-        raise ExtractorFailed(NAME, f"answered no JSON verdict: {content[:200]!r}") from None
+        raise ExtractorFailed(classifier, f"answered no JSON verdict: {content[:200]!r}") from None
     if not isinstance(data, dict) or not isinstance(data.get("type"), str | None):
-        raise ExtractorFailed(NAME, f'answered no {{"type": ...}} object: {content[:200]!r}')
+        raise ExtractorFailed(classifier, f'answered no {{"type": ...}} object: {content[:200]!r}')
     verdict = data.get("type")
     if verdict is None or verdict.strip() in ("", UNCLASSIFIED):
         return None
@@ -85,7 +116,7 @@ def parse_verdict(content: str, menu: Menu) -> str | None:
     return verdict if _TYPE_NAME.match(verdict) and len(verdict) <= 128 else None
 
 
-class OpenAiCompatibleClassifier:
+class OpenAiCompatibleClassifier(OneAtATime):
     """POSTs `{base_url}/chat/completions`, temperature 0, the verdict's schema attached."""
 
     name = NAME
