@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from lcg.domain.errors import InvalidParams
+from lcg.interfaces.app import App
+from lcg.interfaces.tools.search import search_context
 from lcg.interfaces.workspace import Workspace
+from lcg.queries import search
 from tests.conftest import Call
 
 # Every test here is about ranking by meaning or by words on the real model.
@@ -245,3 +249,38 @@ def test_a_chat_reply_is_found_by_its_neighbours_words(call: Call) -> None:
     call("knowledge_delete_episode", episode_uuid=said["q"])
     after = passages(call, "greyhound adopted", group_ids=["chat"])
     assert all("text" not in p["ranks"] for p in after if p["name"] == "a")
+
+
+def test_issue_14_passage_search_expands_through_the_entities_chunks_mention(
+    call: Call, app: App
+) -> None:
+    """A passage found by its words leads, through an entity its chunk mentions, to the
+    passage of another chunk mentioning it (ranked as a graph hop, at half the score, above
+    min_score's floor); a chunk sharing no entity is not brought in, nor is anything with
+    expansion off."""
+    chunks = {
+        "c1": "Ada Lovelace filed ticket zq881 with Charles Babbage in London.",
+        "c2": "Charles Babbage designed the Difference Engine.",
+        "c3": "The weather in Paris was mild all week.",
+    }
+    ids = {
+        chunk_id: call(
+            "knowledge_process_chunk",
+            chunk_text=text,
+            chunk_id=chunk_id,
+            source_file="notes.md",
+            group_id="p",
+        )["episode_uuid"]
+        for chunk_id, text in chunks.items()
+    }
+    found = call("knowledge_search_passages", query="zq881", group_ids=["p"])["passages"]
+    by_episode = {p["episode_uuid"]: p for p in found}
+    assert found[0]["episode_uuid"] == ids["c1"]
+    assert found[0]["ranks"]["text"] == 1
+    assert by_episode[ids["c2"]]["ranks"] == {"graph": 1}
+    assert by_episode[ids["c2"]]["score"] == pytest.approx(found[0]["score"] / 2, abs=1e-6)
+    assert ids["c3"] not in by_episode
+    flat = search.search_passages(
+        replace(search_context(app), expand_depth=0), "zq881", ["p"], 10, 0.5
+    )
+    assert [p["episode_uuid"] for p in flat["passages"]] == [ids["c1"]]

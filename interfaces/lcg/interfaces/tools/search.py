@@ -82,8 +82,10 @@ def find_relationships(app: App, q: FindParams) -> search.EdgeSearchResult:
 
 
 def search_passages(app: App, q: SearchPassagesParams) -> search.PassageSearchResult:
-    """Search episode content (passages) by meaning and by words. Omitted, null or []
-    group_ids: all groups. min_score is a floor on the best leg score."""
+    """Search episode content (passages) by meaning and by words, then through the graph:
+    chunks mentioning the entities the strongest hits' chunks mention join at half their
+    score (ranks.graph). Omitted, null or [] group_ids: all groups. min_score is a floor on
+    the best leg score of the direct hits."""
     return search.search_passages(
         search_context(app), q.query, q.group_ids, q.num_results, q.min_score
     )

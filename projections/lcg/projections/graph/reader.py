@@ -335,6 +335,26 @@ def neighbor_ids(
     return found
 
 
+def co_mentioned_episodes(
+    conn: sqlite3.Connection, episode_uuids: Sequence[str], groups: GroupFilter, limit: int
+) -> dict[str, str]:
+    """Episodes that mention an entity one of `episode_uuids` mentions: neighbour -> via
+    which (the first of `episode_uuids` that shares one). For each episode, at most `limit`
+    neighbours, those sharing the most entities first, then the oldest."""
+    where, params = _where_groups(groups, "+m2.group_id")
+    found: dict[str, str] = {}
+    for via in episode_uuids:
+        for (neighbour,) in conn.execute(
+            "SELECT m2.episode_uuid FROM mentions m1 JOIN mentions m2 ON m2.entity_uuid ="
+            f" m1.entity_uuid WHERE m1.episode_uuid = ? AND m2.episode_uuid != ? AND {where}"
+            " GROUP BY m2.episode_uuid ORDER BY COUNT(*) DESC, MIN(m2.rowid) LIMIT ?",
+            [via, via, *params, limit],
+        ):
+            if neighbour not in episode_uuids:
+                found.setdefault(neighbour, via)
+    return found
+
+
 def edges_touching(
     conn: sqlite3.Connection, entity_uuids: Sequence[str], groups: GroupFilter, limit: int
 ) -> list[str]:
