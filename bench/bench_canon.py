@@ -73,7 +73,8 @@ from typing import Any
 from bench.canon_session import SessionBuilder, query
 from bench.memory_transports import percentile
 from bench.search_common import CACHE, reset_workspace
-from lcg.commands import memory_jobs
+from lcg.commands import job_planner
+from lcg.commands.job_planner import WORKER, Planner
 from lcg.commands.memory_jobs import MemoryJobs
 from lcg.domain.ids import GroupId
 from lcg.domain.memory.gc import Trigger
@@ -140,7 +141,7 @@ def _sweep_targets(jobs: MemoryJobs) -> list[tuple[Any, str, str]]:
     return [
         (measure, "load_columns", "load"),
         (measure, "gc_evidence", "facts"),
-        (memory_jobs, "plan_sweep", "plan"),
+        (job_planner, "plan_sweep", "plan"),
         (jobs.writer, "execute", "batch"),
     ]
 
@@ -149,10 +150,10 @@ def _cycle_targets(jobs: MemoryJobs) -> list[tuple[Any, str, str]]:
     return [
         (measure, "load_cycle_columns", "load"),
         (measure, "degree_score_column", "scores"),
-        (memory_jobs, "cycle_needs", "session_stats"),
+        (job_planner, "cycle_needs", "session_stats"),
         (measure, "cycle_measures", "session_stats"),
         (measure, "cycle_evidence", "session_stats"),
-        (memory_jobs, "plan_cycle_over", "plan"),
+        (job_planner, "plan_cycle_over", "plan"),
         (jobs.writer, "execute", "append"),
     ]
 
@@ -180,8 +181,9 @@ def run_sweep(ws: Workspace, jobs: MemoryJobs, session: GroupId) -> JobRun:
 
 def _sweep_pieces(pieces: Pieces) -> dict[str, float]:
     spent = dict(pieces.spent)
-    planning = spent.get("load", 0.0) + spent.get("facts", 0.0) + spent.get("plan", 0.0)
-    spent["append"] = spent.pop("batch", 0.0) - planning  # the writer batch beyond the plan
+    # the plan is made from a snapshot before the writer's batch (ADR 0045); the batch is the
+    # append (it plans again only when a write came between, which nothing here does)
+    spent["append"] = spent.pop("batch", 0.0)
     return spent
 
 
@@ -238,6 +240,9 @@ class SizeResult:
     trigger_mutations: int = 0
     trigger_tick: JobRun | None = None
     before: list[dict[str, Any]] = field(default_factory=list)  # canon_pieces rounds
+    # (cycle plan here, sweep plan here, cycle plan in the worker, sweep plan in the worker)
+    where: list[tuple[float, float, float, float]] = field(default_factory=list)
+    worker_start_s: float = 0.0
     after: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -273,6 +278,10 @@ def measure_size(size: int, options: argparse.Namespace, model: MiniLmEmbedder) 
         session = GroupId(settings.session)
         with Workspace(settings, command="bench", embedder=model) as ws:
             jobs = ws.memory.jobs_or_fail()
+            worker_path = jobs.planner.path
+            # The pieces are timed by wrapping this process's functions: plan here, as the
+            # jobs did before ADR 0045; `_where` then times the worker against this process.
+            jobs.planner.path = None
             builder = SessionBuilder(ws.writer, session, random.Random(size))
             now = datetime.now(UTC)
             log(f"{size:,}: building the session")
@@ -292,6 +301,8 @@ def measure_size(size: int, options: argparse.Namespace, model: MiniLmEmbedder) 
             for number in range(options.cycles):
                 log(f"{size:,}: cycle {number + 1}")
                 out.cycles.append(run_cycle(ws, jobs, session))
+            log(f"{size:,}: planning in the worker process and in this process")
+            _where(jobs, worker_path, session, options, out)
             log(f"{size:,}: a cycle under cProfile, one under tracemalloc")
             _profiled_cycles(jobs, out)
             log(f"{size:,}: writes worth gc_interval mutations, then a tick that sweeps")
@@ -319,6 +330,37 @@ def _sweeps_and_ticks(
     states = canon.node_states(ws.reader(), session)
     out.survived_3 = sum(1 for s in states.values() if s.gc_survived >= 3)
     require(out.survived_3 == out.concepts_at_cycle, "not every concept survived 3")
+
+
+def _where(
+    jobs: MemoryJobs,
+    worker_path: str | None,
+    session: GroupId,
+    options: argparse.Namespace,
+    out: SizeResult,
+) -> None:
+    """A cycle's plan and a sweep's plan (nothing appended) made by the planning worker and
+    by this process, alternately, `--rounds` times, on the same snapshot (ADR 0045)."""
+    require(worker_path is not None, "the workspace gave the jobs no graph path")
+    here = Planner(None, jobs.planner._reader, jobs.planner.pause)
+    worker = Planner(worker_path, jobs.planner._reader)
+    now = datetime.now(UTC)
+    started = time.perf_counter()
+    WORKER.run(os.getpid)  # the spawn, timed once
+    out.worker_start_s = time.perf_counter() - started
+
+    def timed_plans(planner: Planner) -> tuple[float, float]:
+        started = time.perf_counter()
+        planner.cycle(session, jobs.knobs, jobs.gc_knobs, jobs.cursors, now)
+        cycle = time.perf_counter() - started
+        started = time.perf_counter()
+        planner.sweep(session, jobs.gc_knobs, now, Trigger.MUTATIONS)
+        return cycle, time.perf_counter() - started
+
+    for round_ in range(options.rounds):
+        order = (here, worker) if round_ % 2 == 0 else (worker, here)
+        spent = {id(planner): timed_plans(planner) for planner in order}
+        out.where.append((*spent[id(here)], *spent[id(worker)]))
 
 
 def _profiled_cycles(jobs: MemoryJobs, out: SizeResult) -> None:
@@ -373,8 +415,10 @@ class RecallResult:
     build_s: float = 0.0
     embed_s: float = 0.0
     idle: list[list[float]] = field(default_factory=list)  # per round, ms
-    busy: list[list[float]] = field(default_factory=list)
+    busy: list[list[float]] = field(default_factory=list)  # jobs planned in the worker
+    busy_here: list[list[float]] = field(default_factory=list)  # jobs planned in-process
     jobs_done: list[tuple[int, int]] = field(default_factory=list)  # (cycles, sweeps) per round
+    jobs_done_here: list[tuple[int, int]] = field(default_factory=list)
     concepts: tuple[int, int] = (0, 0)
     vectors: int = 0
 
@@ -421,10 +465,18 @@ def measure_recall(options: argparse.Namespace, model: MiniLmEmbedder) -> Recall
         for round_ in range(options.rounds):
             log(f"recall: round {round_ + 1}, jobs idle")
             out.idle.append(block())
-            log(f"recall: round {round_ + 1}, cycles and sweeps back to back")
+            log(f"recall: round {round_ + 1}, cycles and sweeps back to back, in the worker")
             spent, done = _while_jobs_run(jobs, block)
             out.busy.append(spent)
             out.jobs_done.append(done)
+            log(f"recall: round {round_ + 1}, cycles and sweeps back to back, in this process")
+            path, jobs.planner.path = jobs.planner.path, None
+            try:
+                spent, done = _while_jobs_run(jobs, block)
+            finally:
+                jobs.planner.path = path
+            out.busy_here.append(spent)
+            out.jobs_done_here.append(done)
         out.concepts = (concepts_before, _concepts(ws, session))
     return out
 
@@ -542,8 +594,8 @@ def report(
         )
     lines += [
         "",
-        "**GC sweep** (`sweep()`; ms; the append is the writer batch beyond the planning: "
-        "the GcSwept event, its projection deletes and bumps, the commit)",
+        "**GC sweep** (`sweep()`; ms; planned from a snapshot, then the append is the writer "
+        "batch: the GcSwept event, its projection deletes and bumps, the commit)",
         "",
         "| concepts | sweep | **wall** | snapshot load | gc_evidence | plan_sweep "
         "| append | collected | events appended |",
@@ -575,10 +627,36 @@ def report(
             f"{_ms(t.pieces.get('facts', 0))} / {_ms(t.pieces.get('plan', 0))} / "
             f"{_ms(t.pieces.get('append', 0))} ({r.trigger_mutations:,}) | {t.did:,} |"
         )
+    lines += _where_lines(sizes)
     lines += _compare_lines(options, [r for r in sizes if r.before])
     if recall is not None:
         lines += _recall_lines(recall)
     return "\n".join(lines) + "\n"
+
+
+def _where_lines(sizes: list[SizeResult]) -> list[str]:
+    lines = [
+        "",
+        "**Where the plans are made** (ADR 0045): a cycle's plan and a sweep's plan, nothing "
+        "appended, by this process and by the planning worker process, alternately, on the "
+        "same snapshot; ms per round; the worker's spawn timed once per size",
+        "",
+        "| concepts | worker spawn | cycle plan here / worker | sweep plan here / worker "
+        "| worker / here (cycle, sweep; median) |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for r in sizes:
+        if not r.where:
+            continue
+        cycles = " ; ".join(f"{_ms(c)} / {_ms(w)}" for c, _, w, _ in r.where)
+        sweeps = " ; ".join(f"{_ms(s)} / {_ms(w)}" for _, s, _, w in r.where)
+        cycle_ratio = percentile([w / c for c, _, w, _ in r.where], 50)
+        sweep_ratio = percentile([w / s for _, s, _, w in r.where], 50)
+        lines.append(
+            f"| {r.concepts_at_cycle:,} | {_ms(r.worker_start_s)} | {cycles} | {sweeps} "
+            f"| {cycle_ratio:.2f}x, {sweep_ratio:.2f}x |"
+        )
+    return lines
 
 
 def _compare_lines(options: argparse.Namespace, compared: list[SizeResult]) -> list[str]:
@@ -633,26 +711,32 @@ def _recall_lines(r: RecallResult) -> list[str]:
         f"embedded it in {r.embed_s:.0f} s; {len(r.idle[0])} queries per block, the query "
         "embedding forgotten before each; ms)",
         "",
-        "| round | idle p50 / p95 | cycles + sweeps running p50 / p95 | **p50 ratio** "
-        "| **p95 ratio** | cycles / sweeps during the block |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| round | planned in | idle p50 / p95 | cycles + sweeps running p50 / p95 "
+        "| **p50 ratio** | **p95 ratio** | cycles / sweeps during the block |",
+        "|---:|---|---:|---:|---:|---:|---:|",
     ]
-    for number, (idle, busy, done) in enumerate(zip(r.idle, r.busy, r.jobs_done, strict=True), 1):
+    blocks = (("the worker", r.busy, r.jobs_done), ("this process", r.busy_here, r.jobs_done_here))
+    for number, idle in enumerate(r.idle):
+        for where, busy_blocks, done_blocks in blocks:
+            busy, done = busy_blocks[number], done_blocks[number]
+            lines.append(
+                f"| {number + 1} | {where} | {percentile(idle, 50):.1f} / "
+                f"{percentile(idle, 95):.1f} "
+                f"| {percentile(busy, 50):.1f} / {percentile(busy, 95):.1f} "
+                f"| **{percentile(busy, 50) / percentile(idle, 50):.2f}x** "
+                f"| **{percentile(busy, 95) / percentile(idle, 95):.2f}x** "
+                f"| {done[0]} / {done[1]} |"
+            )
+    idle = [x for block in r.idle for x in block]
+    for where, busy_blocks, _ in blocks:
+        busy = [x for block in busy_blocks for x in block]
         lines.append(
-            f"| {number} | {percentile(idle, 50):.1f} / {percentile(idle, 95):.1f} "
+            f"| all | {where} | {percentile(idle, 50):.1f} / {percentile(idle, 95):.1f} "
             f"| {percentile(busy, 50):.1f} / {percentile(busy, 95):.1f} "
             f"| **{percentile(busy, 50) / percentile(idle, 50):.2f}x** "
-            f"| **{percentile(busy, 95) / percentile(idle, 95):.2f}x** | {done[0]} / {done[1]} |"
+            f"| **{percentile(busy, 95) / percentile(idle, 95):.2f}x** "
+            f"| concepts {r.concepts[0]:,} -> {r.concepts[1]:,} |"
         )
-    idle = [x for block in r.idle for x in block]
-    busy = [x for block in r.busy for x in block]
-    lines.append(
-        f"| all | {percentile(idle, 50):.1f} / {percentile(idle, 95):.1f} "
-        f"| {percentile(busy, 50):.1f} / {percentile(busy, 95):.1f} "
-        f"| **{percentile(busy, 50) / percentile(idle, 50):.2f}x** "
-        f"| **{percentile(busy, 95) / percentile(idle, 95):.2f}x** "
-        f"| concepts {r.concepts[0]:,} -> {r.concepts[1]:,} |"
-    )
     return lines
 
 

@@ -4,6 +4,7 @@ M-STA, M-SNT, M-REC's canonization parts), on a real workspace with a settable c
 from __future__ import annotations
 
 import dataclasses
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from lcg.commands import job_planner
 from lcg.domain.events import ConceptsCanonized, GcSwept
 from lcg.domain.memory.evidence import ConceptId
 from lcg.domain.memory.gc import Trigger
@@ -452,3 +454,54 @@ def test_m_can_the_tick_starts_the_gc_clock_then_sweeps_by_elapsed_time_over_the
         assert clock.last_gc_at is not None
         assert clock.last_gc_at > started
         assert jobs.tick() is None  # no mutation since: under the floor
+
+
+def test_adr_0045_jobs_plan_in_the_worker_process_and_decide_as_this_process_would(
+    tuned: Workspace,
+) -> None:
+    """A cycle's and a sweep's plan come from the planning worker (another process) and equal
+    the plan this process makes of the same snapshot."""
+    app = App(tuned)
+    _story(app)
+    jobs = tuned.memory.jobs_or_fail()
+    assert jobs.planner.path is not None
+    assert job_planner.WORKER.run(os.getpid) != os.getpid()
+    here = job_planner.Planner(None, jobs.planner._reader)
+    now = tuned.clock()
+    args = (SESSION, jobs.knobs, jobs.gc_knobs, jobs.cursors, now)
+    assert jobs.planner.cycle(*args) == here.cycle(*args)
+    swept = jobs.planner.sweep(SESSION, jobs.gc_knobs, now, Trigger.MUTATIONS)
+    assert swept == here.sweep(SESSION, jobs.gc_knobs, now, Trigger.MUTATIONS)
+    assert None not in swept.positions
+
+
+def test_adr_0045_a_write_that_lands_while_a_sweep_is_planned_makes_it_plan_again(
+    tuned: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The snapshot's plan is appended only while the projections are where it was read; a
+    write in between (here: a new concept citing an under-bar Resource the snapshot would
+    collect) makes the writer's batch plan again, on what it sees: the Resource is kept."""
+    app = App(tuned)
+    _story(app)
+    lonely = "a vendor called Quillfeather once quoted for hosting"
+    settled(app, derive(app, concept(lonely, "resource")))
+    gone = node_by_content(tuned, lonely).uuid
+    jobs = tuned.memory.jobs_or_fail()
+    _sweeps(tuned, 3)
+    _later(tuned, 60 * 24 * 400)
+    assert gone in jobs.sweep(Trigger.MUTATIONS, dry_run=True).collected_ids
+    planner = jobs.planner
+    plan = planner.sweep
+
+    def planned_then_written(*args: Any) -> job_planner.PlannedSweep:
+        planned = plan(*args)
+        assert gone in planned.sweep.collected_ids  # the snapshot would collect it
+        citer = concept("the hosting shortlist cites the Quillfeather quote", depends_on=[gone])
+        settled(app, derive(app, citer))
+        return planned
+
+    monkeypatch.setattr(planner, "sweep", planned_then_written)
+    swept = jobs.sweep(Trigger.MUTATIONS)
+    assert jobs.counters.sweeps_replanned == 1
+    assert gone not in swept.collected_ids
+    assert node_by_content(tuned, lonely).uuid == gone

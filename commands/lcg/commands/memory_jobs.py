@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from lcg.commands import job_planner
+from lcg.commands.job_planner import Planner
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.events import ConceptsCanonized, GcBumped, GcClockStarted, GcSwept
 from lcg.domain.ids import GroupId
@@ -40,8 +42,6 @@ from lcg.domain.memory.canonization import (
     CyclePlan,
     Knobs,
     Transition,
-    cycle_needs,
-    plan_cycle_over,
 )
 from lcg.domain.memory.evidence import ConceptId
 from lcg.domain.memory.gc import (
@@ -51,10 +51,8 @@ from lcg.domain.memory.gc import (
     Trigger,
     anchor_gc_clock,
     drain_bumps,
-    plan_sweep,
     should_sweep,
 )
-from lcg.projections.canonization import measure as canon_measure
 from lcg.projections.canonization import state as canon
 from lcg.projections.memory import evidence as memory_evidence
 
@@ -68,6 +66,7 @@ class JobCounters:
     canonization_cycles: int = 0  # cycles that completed or failed
     canonization_failures: int = 0
     daemon_cycles: int = 0
+    sweeps_replanned: int = 0  # planned again in the writer's batch: a write came between
     last_sweep: LastSweep | None = None
     warnings: tuple[str, ...] = ()
 
@@ -112,7 +111,10 @@ class MemoryJobs:
         knobs: Knobs,
         gc_knobs: GcKnobs,
         clock: Callable[[], datetime],
+        graph_path: str | None = None,
     ) -> None:
+        """With `graph_path`, cycles and sweeps are planned in the planning worker process
+        (ADR 0045); without, in this process."""
         self.writer = writer
         self._reader = reader
         self.session = session
@@ -128,7 +130,7 @@ class MemoryJobs:
         self._seen: _Contradicted | None = None
         self.counters = JobCounters()
         self._lock = threading.Lock()
-        self._pause = GilYield()
+        self.planner = Planner(graph_path, reader, GilYield())
 
     # -- the canonization cycle -----------------------------------------------------------
 
@@ -148,22 +150,8 @@ class MemoryJobs:
             return applied
 
     def _plan_cycle(self, now: datetime) -> CyclePlan:
-        """Read the session (one read transaction: one snapshot) and plan: every concept's row
-        (from its kept edge counters: no edge is read), then the measures of only the concepts
-        the cycle's windows evaluate."""
-        conn = self._reader()
-        try:
-            conn.execute("BEGIN")
-            columns = canon_measure.load_cycle_columns(
-                conn, self.session, self.gc_knobs, self._pause
-            )
-            rows = columns.rows
-            needed = cycle_needs(rows, self.knobs, self.cursors)
-            measures = canon_measure.cycle_measures(conn, columns, needed, self.knobs, now)
-            evidence = canon_measure.cycle_evidence(conn, columns, self.knobs)
-        finally:
-            conn.close()  # ends the read transaction
-        return plan_cycle_over(rows, measures, self.knobs, now, evidence, self.cursors)
+        """A plan from one snapshot, with no lock held (job_planner.plan_cycle)."""
+        return self.planner.cycle(self.session, self.knobs, self.gc_knobs, self.cursors, now)
 
     def _append_cycle(self, hops: tuple[Transition, ...], now: datetime) -> tuple[Transition, ...]:
         if not hops:
@@ -245,25 +233,26 @@ class MemoryJobs:
             return swept
 
     def _sweep(self, trigger: Trigger, now: datetime, *, dry_run: bool) -> Sweep | None:
-        def plan(conn: sqlite3.Connection) -> tuple[Sweep, int]:
-            columns = canon_measure.load_columns(conn, self.session, self._pause)
-            evidence = canon_measure.gc_evidence(conn, self.session)
-            sweep = plan_sweep(
-                columns.facts, evidence, self.gc_knobs, now, trigger, pause=self._pause
-            )
-            return sweep, columns.clock.epoch
-
+        """Planned from a snapshot with the writer free; in the writer's batch it is appended
+        as planned while the projections are still where the snapshot was read, and planned
+        again there otherwise (a write landed meanwhile), so no write ever lands between
+        what a sweep read and what it collects."""
+        planned = self.planner.sweep(self.session, self.gc_knobs, now, trigger)
         if dry_run:
-            conn = self._reader()
-            try:
-                return plan(conn)[0]
-            finally:
-                conn.close()
+            return planned.sweep
 
         def handler(ctx: WriteContext) -> Sweep | None:
             if ctx.is_pinned(self.session):
                 return None
-            sweep, epoch = plan(ctx.conn)
+            if None not in planned.positions and (
+                job_planner.positions(ctx.conn, self.session) == planned.positions
+            ):
+                sweep, epoch = planned.sweep, planned.epoch
+            else:
+                self.counters.sweeps_replanned += 1
+                sweep, epoch = job_planner.plan_sweep_over(
+                    ctx.conn, self.session, self.gc_knobs, now, trigger, self.planner.pause
+                )
             ctx.append(self.session, [sweep_event(sweep, now, epoch)])
             return sweep
 

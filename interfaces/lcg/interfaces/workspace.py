@@ -321,6 +321,7 @@ class Workspace:
             tuning.knobs(),
             tuning.gc_knobs(),
             self.clock,
+            graph_path,
         )
         self._memory = MemoryService(
             GroupId(self.settings.session),

@@ -143,10 +143,14 @@ def clock(conn: sqlite3.Connection, session: str) -> SessionClock:
 def memory_position(conn: sqlite3.Connection, session: str) -> int | None:
     """The memory projection's position in the session (None while it has none, as during a
     rebuild): its rows change only when it moves. A pinned session's is None too."""
+    return projection_position(conn, "memory", session)
+
+
+def projection_position(conn: sqlite3.Connection, projection: str, session: str) -> int | None:
+    """A projection's position in the session; None while it has none or is pinned."""
     row = conn.execute(
-        "SELECT position, pinned_to FROM projection_positions WHERE projection='memory'"
-        " AND group_id=?",
-        (session,),
+        "SELECT position, pinned_to FROM projection_positions WHERE projection=? AND group_id=?",
+        (projection, session),
     ).fetchone()
     if row is None or row[1] is not None:
         return None

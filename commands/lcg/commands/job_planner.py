@@ -1,0 +1,246 @@
+"""Where the memory jobs plan: in a child process, beside the serving process (issue 13,
+ADR 0045).
+
+A canonization cycle or a GC sweep reads a session's rows and decides in pure Python for up
+to seconds at 100k concepts. In the serving process that work holds the GIL, and every call
+being served (a lambo_recall is Python between its SQLite and FAISS calls) waits for it: the
+bench measured recall at 2.3x / 4.9x its idle p50 / p95 while jobs ran back to back. Here the
+plan is made by one worker process, shared by every workspace of the process and started on
+the first job, which opens the graph file read-only, plans from one read transaction (a
+snapshot) and hands the plan back; the serving process only appends it. The decisions are
+the same functions on the same rows, wherever they run.
+
+If the worker cannot be started or dies, the plan is made in this process (as before), and
+the worker is tried again on the next job.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeVar
+
+from lcg.domain.memory.canonization import (
+    Cursors,
+    CyclePlan,
+    Knobs,
+    cycle_needs,
+    plan_cycle_over,
+)
+from lcg.domain.memory.gc import GcKnobs, Pause, Sweep, Trigger, no_pause, plan_sweep
+from lcg.projections.canonization import measure as canon_measure
+from lcg.projections.canonization import state as canon
+from lcg.projections.graph import schema
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Positions = tuple[int | None, int | None]  # the memory and canonization projections'
+PARENT_POLL_SECONDS = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedSweep:
+    """A sweep planned from a snapshot: the plan, the session's GC epoch and the projections'
+    positions it was read at (a sweep is appended as planned only while they still hold)."""
+
+    sweep: Sweep
+    epoch: int
+    positions: Positions
+
+
+def positions(conn: sqlite3.Connection, session: str) -> Positions:
+    """The memory and canonization projections' positions in the session: what a sweep reads
+    changes only when one of them moves (None while one is pinned or rebuilding)."""
+    return canon.memory_position(conn, session), canon.projection_position(
+        conn, "canonization", session
+    )
+
+
+def plan_cycle(
+    conn: sqlite3.Connection,
+    session: str,
+    knobs: Knobs,
+    gc_knobs: GcKnobs,
+    cursors: Cursors,
+    now: datetime,
+    pause: Pause = no_pause,
+) -> CyclePlan:
+    """Read the session (one read transaction: one snapshot) and plan a cycle: every
+    concept's row (from its kept edge counters: no edge is read), then the measures of only
+    the concepts the cycle's windows evaluate."""
+    conn.execute("BEGIN")
+    try:
+        columns = canon_measure.load_cycle_columns(conn, session, gc_knobs, pause)
+        rows = columns.rows
+        needed = cycle_needs(rows, knobs, cursors)
+        measures = canon_measure.cycle_measures(conn, columns, needed, knobs, now)
+        evidence = canon_measure.cycle_evidence(conn, columns, knobs)
+    finally:
+        conn.execute("ROLLBACK")  # ends the read transaction
+    return plan_cycle_over(rows, measures, knobs, now, evidence, cursors)
+
+
+def plan_sweep_over(
+    conn: sqlite3.Connection,
+    session: str,
+    gc_knobs: GcKnobs,
+    now: datetime,
+    trigger: Trigger,
+    pause: Pause = no_pause,
+) -> tuple[Sweep, int]:
+    """A sweep of what `conn` sees now (the caller holds the transaction) and the epoch."""
+    columns = canon_measure.load_columns(conn, session, pause)
+    evidence = canon_measure.gc_evidence(conn, session)
+    sweep = plan_sweep(columns.facts, evidence, gc_knobs, now, trigger, pause=pause)
+    return sweep, columns.clock.epoch
+
+
+def plan_sweep_snapshot(
+    conn: sqlite3.Connection,
+    session: str,
+    gc_knobs: GcKnobs,
+    now: datetime,
+    trigger: Trigger,
+    pause: Pause = no_pause,
+) -> PlannedSweep:
+    """A sweep planned from one read transaction, with the positions it was read at."""
+    conn.execute("BEGIN")
+    try:
+        at = positions(conn, session)
+        sweep, epoch = plan_sweep_over(conn, session, gc_knobs, now, trigger, pause)
+    finally:
+        conn.execute("ROLLBACK")
+    return PlannedSweep(sweep, epoch, at)
+
+
+# -- the worker process ---------------------------------------------------------------------
+
+
+def _cycle_in_worker(
+    path: str, session: str, knobs: Knobs, gc_knobs: GcKnobs, cursors: Cursors, now: datetime
+) -> CyclePlan:
+    conn = schema.connect(path, read_only=True)
+    try:
+        return plan_cycle(conn, session, knobs, gc_knobs, cursors, now)
+    finally:
+        conn.close()
+
+
+def _sweep_in_worker(
+    path: str, session: str, gc_knobs: GcKnobs, now: datetime, trigger: Trigger
+) -> PlannedSweep:
+    conn = schema.connect(path, read_only=True)
+    try:
+        return plan_sweep_snapshot(conn, session, gc_knobs, now, trigger)
+    finally:
+        conn.close()
+
+
+def _watch_parent(parent: int) -> None:
+    """In the worker: exit as soon as the process that started it is gone (a SIGKILLed
+    server leaves no planner behind)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="lcg-planner-parent", daemon=True).start()
+
+
+class _Worker:
+    """The one planning process of this process (spawned: the serving process has threads,
+    which a fork would copy mid-lock), started on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool: ProcessPoolExecutor | None = None
+
+    def run(self, fn: Callable[..., T], *args: object) -> T:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(
+                    max_workers=1,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_watch_parent,
+                    initargs=(os.getpid(),),
+                )
+            pool = self._pool
+        try:
+            return pool.submit(fn, *args).result()
+        except BrokenProcessPool:
+            with self._lock:
+                if self._pool is pool:
+                    self._pool = None
+            raise
+
+    def shutdown(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+WORKER = _Worker()
+
+
+class Planner:
+    """Plans a session's cycles and sweeps in the worker process when it has the graph
+    file's path (a serving workspace), else in this process; the same plan either way."""
+
+    def __init__(
+        self,
+        path: str | None,
+        reader: Callable[[], sqlite3.Connection],
+        pause: Pause = no_pause,
+    ) -> None:
+        self.path = path
+        self._reader = reader
+        self.pause = pause  # in this process, between chunks of pure-Python work
+
+    def cycle(
+        self, session: str, knobs: Knobs, gc_knobs: GcKnobs, cursors: Cursors, now: datetime
+    ) -> CyclePlan:
+        if self.path is not None:
+            planned = self._in_worker(
+                _cycle_in_worker, self.path, session, knobs, gc_knobs, cursors, now
+            )
+            if planned is not None:
+                return planned
+        conn = self._reader()
+        try:
+            return plan_cycle(conn, session, knobs, gc_knobs, cursors, now, self.pause)
+        finally:
+            conn.close()
+
+    def sweep(
+        self, session: str, gc_knobs: GcKnobs, now: datetime, trigger: Trigger
+    ) -> PlannedSweep:
+        if self.path is not None:
+            planned = self._in_worker(_sweep_in_worker, self.path, session, gc_knobs, now, trigger)
+            if planned is not None:
+                return planned
+        conn = self._reader()
+        try:
+            return plan_sweep_snapshot(conn, session, gc_knobs, now, trigger, self.pause)
+        finally:
+            conn.close()
+
+    def _in_worker(self, fn: Callable[..., T], *args: object) -> T | None:
+        """The worker's plan; None when the worker could not run it (then this process
+        plans). An error of the plan itself (a damaged file) is raised as it would be here."""
+        try:
+            return WORKER.run(fn, *args)
+        except (BrokenProcessPool, OSError, RuntimeError) as error:
+            log.warning("the planning worker is unavailable (%s); planning in this process", error)
+            return None
