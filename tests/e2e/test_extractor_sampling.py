@@ -158,41 +158,44 @@ def test_a_refused_or_unusable_sampling_answer_writes_nothing(tmp_path: Path, mo
     no sampling capability at all: each is a refusal naming the extractor, and the group
     holds no episode afterwards."""
     workspace = tmp_path / "ws"
+    model = ClientModel(None)
 
-    async def refused(model: ClientModel | None) -> str:
+    async def refused(client: Any, *, capable: bool = True) -> str:
+        if mode == "auto" and model.answer is None and capable:
+            # 2026-07-28: the declined request never reaches the server; the SDK client
+            # raises instead of retrying the call
+            with pytest.raises(MCPError, match="the user declined"):
+                await _chunk(client)
+            message = "the user declined (raised by the client)"
+        else:
+            result = await _chunk(client)
+            assert result.is_error is True
+            error = structured(result)
+            assert error["data"]["field"] == "extraction.extractor" or (
+                error["data"]["kind"] == "extractor_failed"
+            )
+            message = str(error["message"])
+        episodes = structured(await client.call_tool("knowledge_get_episodes", {"group_id": "g"}))
+        assert episodes["episodes"] == []
+        return message
+
+    async def main() -> None:
         async with mcp_client(
             "serve", "--mcp-stdio", "--workspace", str(workspace),
             env=SAMPLING, mode=mode, sampling_callback=model,
         ) as client:  # fmt: skip
-            if mode == "auto" and model is not None and model.answer is None:
-                # 2026-07-28: the declined request never reaches the server; the SDK
-                # client raises instead of retrying the call
-                with pytest.raises(MCPError, match="the user declined"):
-                    await _chunk(client)
-                message = "the user declined (raised by the client)"
-            else:
-                result = await _chunk(client)
-                assert result.is_error is True
-                error = structured(result)
-                assert error["data"]["field"] == "extraction.extractor" or (
-                    error["data"]["kind"] == "extractor_failed"
-                )
-                message = str(error["message"])
-            episodes = structured(
-                await client.call_tool("knowledge_get_episodes", {"group_id": "g"})
-            )
-            assert episodes["episodes"] == []
-            return message
-
-    async def main() -> None:
-        declined = await refused(ClientModel(None))
-        assert "the user declined" in declined
-        assert mode == "auto" or "extractor: mcp-sampling failed" in declined
-        garbled = await refused(ClientModel("I think Ada works somewhere."))
-        assert "mcp-sampling" in garbled
-        assert "not a usable extraction" in garbled
-        incapable = await refused(None)
-        assert "did not declare the sampling capability" in incapable
+            declined = await refused(client)
+            assert "the user declined" in declined
+            assert mode == "auto" or "extractor: mcp-sampling failed" in declined
+            model.answer = "I think Ada works somewhere."
+            garbled = await refused(client)
+            assert "mcp-sampling" in garbled
+            assert "not a usable extraction" in garbled
+        async with mcp_client(
+            "serve", "--mcp-stdio", "--workspace", str(workspace), env=SAMPLING, mode=mode
+        ) as client:
+            incapable = await refused(client, capable=False)
+            assert "did not declare the sampling capability" in incapable
 
     anyio.run(main)
 

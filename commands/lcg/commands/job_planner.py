@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Positions = tuple[int | None, int | None]  # the memory and canonization projections'
 PARENT_POLL_SECONDS = 0.5
+WORKER_NICENESS = 10  # added to the worker's nice value: background work yields the CPU
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,9 +147,14 @@ def _sweep_in_worker(
         conn.close()
 
 
-def _watch_parent(parent: int) -> None:
-    """In the worker: exit as soon as the process that started it is gone (a SIGKILLed
-    server leaves no planner behind)."""
+def _start_worker(parent: int) -> None:
+    """In the worker: run below the serving process's priority (on a machine with few cores
+    a plan then takes the CPU a call being served does not want), and exit as soon as the
+    process that started it is gone (a SIGKILLed server leaves no planner behind)."""
+    try:
+        os.nice(WORKER_NICENESS)
+    except OSError:  # not permitted here: plan at the same priority
+        log.debug("the planning worker keeps its priority", exc_info=True)
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -172,7 +178,7 @@ class _Worker:
                 self._pool = ProcessPoolExecutor(
                     max_workers=1,
                     mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_watch_parent,
+                    initializer=_start_worker,
                     initargs=(os.getpid(),),
                 )
             pool = self._pool
