@@ -11,6 +11,7 @@ from lcg.domain.errors import InvalidParams
 from lcg.interfaces.app import App
 from lcg.interfaces.tools.search import search_context
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.graph import reader
 from lcg.queries import search
 from tests.conftest import Call
 
@@ -284,3 +285,21 @@ def test_issue_14_passage_search_expands_through_the_entities_chunks_mention(
         replace(search_context(app), expand_depth=0), "zq881", ["p"], 10, 0.5
     )
     assert [p["episode_uuid"] for p in flat["passages"]] == [ids["c1"]]
+
+
+def test_issue_14_an_entity_many_chunks_mention_links_none_of_them(
+    call: Call, workspace: Workspace
+) -> None:
+    """A hub (here a name 31 chunks mention, more than the hop's 30) says nothing about which
+    of its chunks is related: the hop goes through rarer entities only."""
+    text = "Ada Lovelace filed ticket zq881 with Charles Babbage."
+    first = call("knowledge_process_chunk", chunk_text=text, chunk_id="c0",
+                 source_file="notes.md", group_id="p")  # fmt: skip
+    for number in range(1, 31):
+        call("knowledge_process_chunk", chunk_text=f"Charles Babbage wrote letter {number}.",
+             chunk_id=f"c{number}", source_file="notes.md", group_id="p")  # fmt: skip
+    found = call("knowledge_search_passages", query="zq881", group_ids=["p"])["passages"]
+    assert [p["name"] for p in found] == ["c0"]
+    # with a bound above the hub's 31 chunks, the same hop finds the other 30
+    linked = reader.co_mentioned_episodes(workspace.reader(), [first["episode_uuid"]], ["p"], 31)
+    assert len(linked) == 30

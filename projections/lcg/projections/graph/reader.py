@@ -340,15 +340,19 @@ def co_mentioned_episodes(
 ) -> dict[str, str]:
     """Episodes that mention an entity one of `episode_uuids` mentions: neighbour -> via
     which (the first of `episode_uuids` that shares one). For each episode, at most `limit`
-    neighbours, those sharing the most entities first, then the oldest."""
+    neighbours, those sharing the most entities first, then the oldest. An entity mentioned
+    by more than `limit` episodes links none (a hub, such as a chat's speaker, says nothing
+    about which of its many episodes is related)."""
     where, params = _where_groups(groups, "+m2.group_id")
     found: dict[str, str] = {}
     for via in episode_uuids:
         for (neighbour,) in conn.execute(
             "SELECT m2.episode_uuid FROM mentions m1 JOIN mentions m2 ON m2.entity_uuid ="
             f" m1.entity_uuid WHERE m1.episode_uuid = ? AND m2.episode_uuid != ? AND {where}"
+            " AND (SELECT COUNT(*) FROM (SELECT 1 FROM mentions m3 WHERE m3.entity_uuid ="
+            " m1.entity_uuid LIMIT ?)) <= ?"
             " GROUP BY m2.episode_uuid ORDER BY COUNT(*) DESC, MIN(m2.rowid) LIMIT ?",
-            [via, via, *params, limit],
+            [via, via, *params, limit + 1, limit, limit],
         ):
             if neighbour not in episode_uuids:
                 found.setdefault(neighbour, via)
