@@ -456,18 +456,29 @@ def test_m_can_the_tick_starts_the_gc_clock_then_sweeps_by_elapsed_time_over_the
         assert jobs.tick() is None  # no mutation since: under the floor
 
 
+def args_now(jobs: Any, ws: Workspace) -> tuple[Any, ...]:
+    return (SESSION, jobs.knobs, jobs.gc_knobs, jobs.cursors, ws.clock())
+
+
 def test_adr_0045_jobs_plan_in_the_worker_process_and_decide_as_this_process_would(
     tuned: Workspace,
 ) -> None:
     """A cycle's and a sweep's plan come from the planning worker (another process, at a lower
-    priority) and equal the plan this process makes of the same snapshot."""
+    priority, which sees the calls being served and steps aside for them, yet ends) and equal
+    the plan this process makes of the same snapshot."""
     app = App(tuned)
     _story(app)
     jobs = tuned.memory.jobs_or_fail()
     assert jobs.planner.path is not None
+    here = job_planner.Planner(None, jobs.planner._reader)
     assert job_planner.WORKER.run(os.getpid) != os.getpid()
     assert job_planner.WORKER.run(os.nice, 0) == min(19, os.nice(0) + 10)  # below the server
-    here = job_planner.Planner(None, jobs.planner._reader)
+    assert job_planner.WORKER.run(job_planner.calls_seen) == 0
+    with job_planner.serving():  # a call being served: the worker sees it and steps aside
+        assert job_planner.WORKER.run(job_planner.calls_seen) == 1
+        later = args_now(jobs, tuned)
+        assert jobs.planner.cycle(*later) == here.cycle(*later)
+    assert job_planner.WORKER.run(job_planner.calls_seen) == 0
     now = tuned.clock()
     args = (SESSION, jobs.knobs, jobs.gc_knobs, jobs.cursors, now)
     assert jobs.planner.cycle(*args) == here.cycle(*args)

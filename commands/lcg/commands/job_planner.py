@@ -22,12 +22,13 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from lcg.domain.memory.canonization import (
     Cursors,
@@ -47,6 +48,7 @@ T = TypeVar("T")
 Positions = tuple[int | None, int | None]  # the memory and canonization projections'
 PARENT_POLL_SECONDS = 0.5
 WORKER_NICENESS = 10  # added to the worker's nice value: background work yields the CPU
+YIELD_SECONDS = 0.005  # the longest a plan waits, between two chunks, for calls to end
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,12 +129,77 @@ def plan_sweep_snapshot(
 # -- the worker process ---------------------------------------------------------------------
 
 
+class _Calls:
+    """How many calls the serving process is running now, shared with the worker, which
+    steps aside while there are any (`yield_to_calls`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count: Any = None  # a multiprocessing.Value("i") once the worker is started
+
+    def shared(self) -> Any:
+        with self._lock:
+            if self._count is None:
+                self._count = multiprocessing.get_context("spawn").Value("i", 0)
+            return self._count
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        count = self._count
+        if count is None:  # no worker: nothing to tell
+            yield
+            return
+        with count.get_lock():
+            count.value += 1
+        try:
+            yield
+        finally:
+            with count.get_lock():
+                count.value -= 1
+
+
+CALLS = _Calls()
+_calls_in_worker: Any = None  # the worker's view of CALLS (set by _start_worker)
+
+
+def serving() -> AbstractContextManager[None]:
+    """Around every call the serving process runs (operations.dispatch): while any runs, the
+    worker pauses its plan between chunks (`_Yield`)."""
+    return CALLS.running()
+
+
+def calls_seen() -> int:
+    """In the worker: the serving process's calls running now, as the worker sees them."""
+    return -1 if _calls_in_worker is None else int(_calls_in_worker.value)
+
+
+class _Yield:
+    """The worker's pause between chunks of a plan: wait while the serving process runs a
+    call, at most YIELD_SECONDS at a time and never longer in all than the plan has worked,
+    so that under calls a plan takes at most twice as long, and always ends."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.waited = 0.0
+
+    def __call__(self) -> None:
+        calls = _calls_in_worker
+        if calls is None or calls.value <= 0:
+            return
+        now = time.monotonic()
+        budget = (now - self.started - self.waited) - self.waited
+        deadline = now + min(YIELD_SECONDS, budget)
+        while calls.value > 0 and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        self.waited += time.monotonic() - now
+
+
 def _cycle_in_worker(
     path: str, session: str, knobs: Knobs, gc_knobs: GcKnobs, cursors: Cursors, now: datetime
 ) -> CyclePlan:
     conn = schema.connect(path, read_only=True)
     try:
-        return plan_cycle(conn, session, knobs, gc_knobs, cursors, now)
+        return plan_cycle(conn, session, knobs, gc_knobs, cursors, now, _Yield())
     finally:
         conn.close()
 
@@ -142,15 +209,18 @@ def _sweep_in_worker(
 ) -> PlannedSweep:
     conn = schema.connect(path, read_only=True)
     try:
-        return plan_sweep_snapshot(conn, session, gc_knobs, now, trigger)
+        return plan_sweep_snapshot(conn, session, gc_knobs, now, trigger, _Yield())
     finally:
         conn.close()
 
 
-def _start_worker(parent: int) -> None:
-    """In the worker: run below the serving process's priority (on a machine with few cores
-    a plan then takes the CPU a call being served does not want), and exit as soon as the
-    process that started it is gone (a SIGKILLed server leaves no planner behind)."""
+def _start_worker(parent: int, calls: Any) -> None:
+    """In the worker: step aside while the serving process runs calls (`_Yield`),
+    run below its priority (on a machine with few cores a plan then takes the CPU a call
+    being served does not want), and exit as soon as the process that started it is gone (a
+    SIGKILLed server leaves no planner behind)."""
+    global _calls_in_worker  # noqa: PLW0603 (the worker process's one shared counter)
+    _calls_in_worker = calls
     try:
         os.nice(WORKER_NICENESS)
     except OSError:  # not permitted here: plan at the same priority
@@ -179,7 +249,7 @@ class _Worker:
                     max_workers=1,
                     mp_context=multiprocessing.get_context("spawn"),
                     initializer=_start_worker,
-                    initargs=(os.getpid(),),
+                    initargs=(os.getpid(), CALLS.shared()),
                 )
             pool = self._pool
         try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Generic, TypeVar, cast
 
+from lcg.commands import job_planner
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.app import App
 from lcg.interfaces.params import NoParams, P, Params, parse
@@ -254,8 +255,13 @@ class UnknownMethod(InvalidParams):
 def dispatch(
     app: App, name: str, raw: dict[str, Any] | None, progress: Progress | None = None
 ) -> dict[str, Any]:
-    """Validate `raw` against the operation's model and run it."""
+    """Validate `raw` against the operation's model and run it. Meanwhile the memory jobs'
+    planning worker steps aside (ADR 0045), except for the operator's own job runs, which
+    wait for the plan."""
     operation = BY_NAME.get(name)
     if operation is None:
         raise UnknownMethod(name)
-    return operation.call(app, raw, progress)
+    if operation in OPERATOR_OPERATIONS:
+        return operation.call(app, raw, progress)
+    with job_planner.serving():
+        return operation.call(app, raw, progress)
