@@ -10,8 +10,10 @@ the first job, which opens the graph file read-only, plans from one read transac
 snapshot) and hands the plan back; the serving process only appends it. The decisions are
 the same functions on the same rows, wherever they run.
 
-If the worker cannot be started or dies, the plan is made in this process (as before), and
-the worker is tried again on the next job.
+The worker also steps aside for the calls being served: `operations.dispatch` counts them
+in a counter shared with it (`serving()`), and between chunks of a plan the worker waits
+while any runs (`_Yield`). If the worker cannot be started or dies, the plan is made in this
+process (as before), and the worker is tried again on the next job.
 """
 
 from __future__ import annotations
@@ -131,7 +133,7 @@ def plan_sweep_snapshot(
 
 class _Calls:
     """How many calls the serving process is running now, shared with the worker, which
-    steps aside while there are any (`yield_to_calls`)."""
+    steps aside while there are any (`_Yield`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
