@@ -22,8 +22,10 @@ import logging
 import multiprocessing
 import os
 import sqlite3
+import sys
 import threading
 import time
+import types
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -236,6 +238,22 @@ def _start_worker(parent: int, calls: Any) -> None:
     threading.Thread(target=watch, name="lcg-planner-parent", daemon=True).start()
 
 
+@contextmanager
+def _main_left_out() -> Iterator[None]:
+    """While the worker process starts, `__main__` is a blank module, so that `spawn` does not
+    run the program's main module again in the worker: a script that uses lcg with no
+    `if __name__ == "__main__":` guard would otherwise run a second time there, writes and
+    all. The worker needs nothing of `__main__` (it runs functions of this module). Only the
+    submit that starts it is covered (the process's start: milliseconds, once)."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
 class _Worker:
     """The one planning process of this process (spawned: the serving process has threads,
     which a fork would copy mid-lock), started on first use."""
@@ -247,12 +265,16 @@ class _Worker:
     def run(self, fn: Callable[..., T], *args: object) -> T:
         with self._lock:
             if self._pool is None:
-                self._pool = ProcessPoolExecutor(
+                pool = ProcessPoolExecutor(
                     max_workers=1,
                     mp_context=multiprocessing.get_context("spawn"),
                     initializer=_start_worker,
                     initargs=(os.getpid(), CALLS.shared()),
                 )
+                with _main_left_out():  # the pool starts its process within a submit
+                    started = pool.submit(os.getpid)
+                started.result()
+                self._pool = pool
             pool = self._pool
         try:
             return pool.submit(fn, *args).result()
