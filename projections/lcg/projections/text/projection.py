@@ -133,16 +133,25 @@ def _entity_revised(conn: sqlite3.Connection, group: GroupId, run: Run[EntityRev
         put(conn, "entity", doc, (event.name, event.summary), replace=True)
 
 
-@TABLE.on(RelationshipCreated)
-def _relationship_created(
-    conn: sqlite3.Connection, group: GroupId, run: Run[RelationshipCreated]
+def _new_edges(
+    conn: sqlite3.Connection,
+    group: GroupId,
+    run: Run[RelationshipCreated | CrossGroupEdgeAdded],
 ) -> None:
+    """One document per new edge: its predicate and fact."""
     ids = new_docs(conn, "edge", [(group, event.edge_uuid, 0, 0, 0) for _, event in run])
     put_new(
         conn,
         "edge",
         [(doc, e.predicate, e.fact) for doc, (_, e) in zip(ids, run, strict=True)],
     )
+
+
+@TABLE.on(RelationshipCreated)
+def _relationship_created(
+    conn: sqlite3.Connection, group: GroupId, run: Run[RelationshipCreated]
+) -> None:
+    _new_edges(conn, group, run)
 
 
 @TABLE.on(CrossGroupEdgeAdded)
@@ -150,12 +159,7 @@ def _cross_group_edge_added(
     conn: sqlite3.Connection, group: GroupId, run: Run[CrossGroupEdgeAdded]
 ) -> None:
     """Indexed like any edge; while a pointer is unbound the edge reads leave it out."""
-    ids = new_docs(conn, "edge", [(group, event.edge_uuid, 0, 0, 0) for _, event in run])
-    put_new(
-        conn,
-        "edge",
-        [(doc, e.predicate, e.fact) for doc, (_, e) in zip(ids, run, strict=True)],
-    )
+    _new_edges(conn, group, run)
 
 
 @TABLE.on(RelationshipRevised)
