@@ -32,7 +32,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from lcg.domain.memory.canonization import (
     Cursors,
@@ -73,6 +73,16 @@ def positions(conn: sqlite3.Connection, session: str) -> Positions:
     )
 
 
+@contextmanager
+def _read_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction: everything read inside it is one snapshot."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("ROLLBACK")
+
+
 def plan_cycle(
     conn: sqlite3.Connection,
     session: str,
@@ -82,18 +92,15 @@ def plan_cycle(
     now: datetime,
     pause: Pause = no_pause,
 ) -> CyclePlan:
-    """Read the session (one read transaction: one snapshot) and plan a cycle: every
-    concept's row (from its kept edge counters: no edge is read), then the measures of only
-    the concepts the cycle's windows evaluate."""
-    conn.execute("BEGIN")
-    try:
+    """Read the session (one snapshot) and plan a cycle: every concept's row (from its kept
+    edge counters: no edge is read), then the measures of only the concepts the cycle's
+    windows evaluate."""
+    with _read_transaction(conn):
         columns = canon_measure.load_cycle_columns(conn, session, gc_knobs, pause)
         rows = columns.rows
         needed = cycle_needs(rows, knobs, cursors)
         measures = canon_measure.cycle_measures(conn, columns, needed, knobs, now)
         evidence = canon_measure.cycle_evidence(conn, columns, knobs)
-    finally:
-        conn.execute("ROLLBACK")  # ends the read transaction
     return plan_cycle_over(rows, measures, knobs, now, evidence, cursors)
 
 
@@ -120,13 +127,10 @@ def plan_sweep_snapshot(
     trigger: Trigger,
     pause: Pause = no_pause,
 ) -> PlannedSweep:
-    """A sweep planned from one read transaction, with the positions it was read at."""
-    conn.execute("BEGIN")
-    try:
+    """A sweep planned from one snapshot, with the positions it was read at."""
+    with _read_transaction(conn):
         at = positions(conn, session)
         sweep, epoch = plan_sweep_over(conn, session, gc_knobs, now, trigger, pause)
-    finally:
-        conn.execute("ROLLBACK")
     return PlannedSweep(sweep, epoch, at)
 
 
@@ -198,22 +202,12 @@ class _Yield:
         self.waited += time.monotonic() - now
 
 
-def _cycle_in_worker(
-    path: str, session: str, knobs: Knobs, gc_knobs: GcKnobs, cursors: Cursors, now: datetime
-) -> CyclePlan:
+def _on_file(path: str, plan: Callable[..., T], *args: object) -> T:
+    """In the worker: `plan(conn, *args)` on the graph file, read-only, stepping aside for
+    the serving process's calls between chunks."""
     conn = schema.connect(path, read_only=True)
     try:
-        return plan_cycle(conn, session, knobs, gc_knobs, cursors, now, _Yield())
-    finally:
-        conn.close()
-
-
-def _sweep_in_worker(
-    path: str, session: str, gc_knobs: GcKnobs, now: datetime, trigger: Trigger
-) -> PlannedSweep:
-    conn = schema.connect(path, read_only=True)
-    try:
-        return plan_sweep_snapshot(conn, session, gc_knobs, now, trigger, _Yield())
+        return plan(conn, *args, pause=_Yield())
     finally:
         conn.close()
 
@@ -284,12 +278,6 @@ class _Worker:
                     self._pool = None
             raise
 
-    def shutdown(self) -> None:
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-
 
 WORKER = _Worker()
 
@@ -311,36 +299,26 @@ class Planner:
     def cycle(
         self, session: str, knobs: Knobs, gc_knobs: GcKnobs, cursors: Cursors, now: datetime
     ) -> CyclePlan:
-        if self.path is not None:
-            planned = self._in_worker(
-                _cycle_in_worker, self.path, session, knobs, gc_knobs, cursors, now
-            )
-            if planned is not None:
-                return planned
-        conn = self._reader()
-        try:
-            return plan_cycle(conn, session, knobs, gc_knobs, cursors, now, self.pause)
-        finally:
-            conn.close()
+        return self._plan(plan_cycle, session, knobs, gc_knobs, cursors, now)
 
     def sweep(
         self, session: str, gc_knobs: GcKnobs, now: datetime, trigger: Trigger
     ) -> PlannedSweep:
+        return self._plan(plan_sweep_snapshot, session, gc_knobs, now, trigger)
+
+    def _plan(self, plan: Callable[..., T], *args: object) -> T:
+        """`plan(conn, *args)` in the worker; in this process when there is no path or the
+        worker could not run it. An error of the plan itself (a damaged file) is raised as it
+        would be here."""
         if self.path is not None:
-            planned = self._in_worker(_sweep_in_worker, self.path, session, gc_knobs, now, trigger)
-            if planned is not None:
-                return planned
+            try:
+                return cast(T, WORKER.run(_on_file, self.path, plan, *args))
+            except (BrokenProcessPool, OSError, RuntimeError) as error:
+                log.warning(
+                    "the planning worker is unavailable (%s); planning in this process", error
+                )
         conn = self._reader()
         try:
-            return plan_sweep_snapshot(conn, session, gc_knobs, now, trigger, self.pause)
+            return plan(conn, *args, pause=self.pause)
         finally:
             conn.close()
-
-    def _in_worker(self, fn: Callable[..., T], *args: object) -> T | None:
-        """The worker's plan; None when the worker could not run it (then this process
-        plans). An error of the plan itself (a damaged file) is raised as it would be here."""
-        try:
-            return WORKER.run(fn, *args)
-        except (BrokenProcessPool, OSError, RuntimeError) as error:
-            log.warning("the planning worker is unavailable (%s); planning in this process", error)
-            return None

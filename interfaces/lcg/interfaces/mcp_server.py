@@ -374,8 +374,10 @@ def _input_required(needed: InputNeeded) -> types.InputRequiredResult:
 def _chosen(params: types.CallToolRequestParams) -> dict[str, str]:
     """The argument defaults an earlier round chose (its request_state), so that a retry asks
     the same questions; anything else in the state is ignored."""
+    if params.request_state is None:  # a first round (every call but a retry)
+        return {}
     try:
-        state = orjson.loads(params.request_state or "{}")
+        state = orjson.loads(params.request_state)
     except orjson.JSONDecodeError:
         return {}
     chosen = state.get("chosen") if isinstance(state, dict) else None

@@ -12,6 +12,7 @@ import difflib
 import inspect
 import sqlite3
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Generic, TypeVar, cast
@@ -252,6 +253,9 @@ class UnknownMethod(InvalidParams):
         self.method = name
 
 
+_JOB_RUNS = frozenset(op.name for op in OPERATOR_OPERATIONS)  # they wait for the plan
+
+
 def dispatch(
     app: App, name: str, raw: dict[str, Any] | None, progress: Progress | None = None
 ) -> dict[str, Any]:
@@ -261,7 +265,5 @@ def dispatch(
     operation = BY_NAME.get(name)
     if operation is None:
         raise UnknownMethod(name)
-    if operation in OPERATOR_OPERATIONS:
-        return operation.call(app, raw, progress)
-    with job_planner.serving():
+    with nullcontext() if name in _JOB_RUNS else job_planner.serving():
         return operation.call(app, raw, progress)

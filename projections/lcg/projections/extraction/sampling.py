@@ -28,7 +28,7 @@ from typing import Final
 from lcg.domain.errors import DomainError
 from lcg.domain.extraction import Extraction
 from lcg.projections.extraction import classify, llm
-from lcg.projections.extraction.classify import Kind, Menu
+from lcg.projections.extraction.classify import Kind, Menu, Report
 
 NAME: Final = "mcp-sampling"
 CLIENT_MODEL: Final = "client"  # what knowledge_status reports: the model is the client's
@@ -145,7 +145,7 @@ class SamplingClassifier:
         kind: Kind,
         texts: Sequence[str],
         menu: Menu,
-        report: Callable[[int, int], None],
+        report: Report,
     ) -> list[str | None]:
         """All verdicts in one exchange with the sampler, so that a client on the
         2026-07-28 protocol answers every item in one input_required round."""
