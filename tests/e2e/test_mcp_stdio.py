@@ -23,7 +23,7 @@ from lcg.projections.wal.lease import WriterLease
 from tests.helpers.console_script import seed
 from tests.helpers.mcp_session import mcp_client, structured, tool_names
 from tests.helpers.seed_scopes import SEED_SCOPE_OF, expected_tools
-from tests.helpers.service_process import DEADLINE, LCG, clean_env
+from tests.helpers.service_process import DEADLINE, LCG, ServiceProcess, clean_env
 
 pytestmark = pytest.mark.slow
 
@@ -96,7 +96,7 @@ async def _invalid_calls_name_the_field_and_the_rule(client: Client) -> None:
         "Missing required argument(s) for 'knowledge_add_episode': episode_body"
     )
     wrong_type = await client.call_tool("knowledge_get_episodes", {"last_n": "five"})
-    assert (wrong_type.is_error, structured(wrong_type)["code"]) == (True, -32000)
+    assert (wrong_type.is_error, structured(wrong_type)["code"]) == (True, -32602)
     assert structured(wrong_type)["data"]["field"] == "last_n"
     too_long = await client.call_tool("knowledge_assert_entity", {"name": "x" * 513})
     message = structured(too_long)["message"]
@@ -108,6 +108,42 @@ async def _invalid_calls_name_the_field_and_the_rule(client: Client) -> None:
         await client.call_tool("knowledge_fly", {})
     assert unknown.value.code == -32601
     assert unknown.value.message == "Unknown tool: 'knowledge_fly'"
+
+
+INVALID_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
+    ("knowledge_add_episode", {"name": "n"}, "episode_body"),  # missing
+    ("knowledge_get_episodes", {"last_n": "five"}, "last_n"),  # wrong type
+    ("knowledge_get_episodes", {"last_n": 0}, "last_n"),  # out of range
+    ("knowledge_get_episodes", {"lastn": 5}, "lastn"),  # not a parameter
+    ("knowledge_assert_entity", {"name": 7}, "name"),  # wrong type
+]
+
+
+def test_p_010_every_invalid_argument_is_32602_over_mcp_standalone_and_attached(
+    tmp_path: Path,
+) -> None:
+    """P-010, issue 24 item 18 (ADR 0050): over MCP a missing argument and one of the wrong
+    type, out of range or unknown all give one code, -32602, in an isError result naming
+    the field, whether the server is standalone or attached to a socket service (which
+    itself answers -32000, P-002)."""
+    standalone = tmp_path / "standalone"
+    service = ServiceProcess(tmp_path / "attached")
+
+    async def check(*args: str) -> None:
+        async with mcp_client("serve", "--mcp-stdio", *args) as client:
+            for name, arguments, field in INVALID_ARGUMENTS:
+                refused = await client.call_tool(name, arguments)
+                assert refused.is_error is True, (name, arguments)
+                error = structured(refused)
+                assert (error["code"], error["data"]["field"]) == (-32602, field), error
+                assert error["data"]["kind"] == "invalid_params"
+
+    try:
+        assert service.wait_ready()["healthy"] is True, service.log
+        anyio.run(check, "--workspace", str(standalone))
+        anyio.run(check, "--connect", str(service.socket_path))
+    finally:
+        service.stop()
 
 
 async def _progress_notifications_come_before_the_result(client: Client) -> None:
@@ -318,8 +354,9 @@ def test_issue_10_a_line_that_is_not_utf8_json_or_a_message_is_answered_not_igno
     tmp_path: Path,
 ) -> None:
     """JSON-RPC 2.0: a parse error (-32700) or an invalid request (-32600: an id that is not
-    a string, an integer or null, a "jsonrpc" that is not "2.0") gets an answer with id null,
-    so a client that sent one never hangs; nothing runs, and the session goes on."""
+    a string, an integer or null, a "jsonrpc" that is not "2.0") gets an answer, with id null
+    when no valid id can be read from the line (issue 24: with the id when it can), so a
+    client that sent one never hangs; nothing runs, and the session goes on."""
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -363,10 +400,11 @@ def test_issue_10_a_line_that_is_not_utf8_json_or_a_message_is_answered_not_igno
     assert result.returncode == 0, result.stderr.decode()
     frames = [json.loads(line) for line in result.stdout.splitlines()]
     errors = [frame["error"]["code"] for frame in frames if frame.get("id") is None]
-    # an id that is an object, true or 1.5, or "jsonrpc": "1.0": -32600, and nothing runs
-    assert errors == [-32700, -32700, -32600, -32600, -32600, -32600]
+    # an id that is an object, true or 1.5: -32600 with id null, and nothing runs
+    assert errors == [-32700, -32700, -32600, -32600, -32600]
     answered = {frame["id"]: frame for frame in frames if frame.get("id") is not None}
-    assert sorted(answered) == [1, 2, 3]
+    assert sorted(answered) == [1, 2, 3, 7]
+    assert answered[7]["error"]["code"] == -32600  # "jsonrpc": "1.0" with a readable id
     assert answered[3]["result"]["structuredContent"]["count"] == 0
 
 

@@ -185,15 +185,17 @@ def test_issue_10_a_bad_id_or_version_is_invalid_request_and_runs_nothing(
 def test_a_5_mib_request_is_refused_and_the_next_request_on_the_connection_succeeds(
     client: RpcClient,
 ) -> None:
-    """ADR 0006 (4 MiB per request): the oversized line is discarded in bounded chunks and
-    answered with -32600; the same connection then serves the next request."""
+    """ADR 0006, ADR 0050 (4 MiB per request): the oversized line is discarded in bounded
+    chunks and answered with -32600 `request too large (over 4 MiB)` and its id; the same
+    connection then serves the next request."""
     body = "x" * FIVE_MIB
     request = {"jsonrpc": "2.0", "id": 1, "method": "knowledge_add_episode"}
     request["params"] = {"name": "big", "episode_body": body, "group_id": "big"}
     client.send_line(json.dumps(request).encode())
     refused = client.read()
-    assert refused["id"] is None
+    assert refused["id"] == 1
     assert refused["error"]["code"] == -32600
+    assert refused["error"]["message"] == "request too large (over 4 MiB)"
     assert refused["error"]["data"]["limit_bytes"] == 4 * 1024 * 1024
     assert client.result(HEALTH_CHECK)["healthy"] is True
     episodes = client.result("knowledge_get_episodes", {"group_id": "big"})

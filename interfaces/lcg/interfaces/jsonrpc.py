@@ -15,6 +15,7 @@ import orjson
 from lcg.domain.errors import Conflict, DomainError, ExtractorFailed, InvalidParams, NotFound
 from lcg.interfaces.graph_file import ForeignProjections
 from lcg.interfaces.operations import UnknownMethod
+from lcg.interfaces.request_lines import MAX_REQUEST_BYTES, RequestId
 from lcg.interfaces.workspace import WorkspaceClosed
 from lcg.projections.damage import DamagedFile
 from lcg.projections.faults import (
@@ -29,15 +30,13 @@ from lcg.projections.wal.lease import WorkspaceBusy
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
+INVALID_PARAMS = -32602  # MCP: every invalid argument (P-010, ADR 0050); the socket: P-002
 SERVER_ERROR = -32000  # every failure of a method, validation included (P-002)
 UNAVAILABLE = -32001  # the workspace is not open: degraded or closed (P-003)
 STORAGE_ERROR = -32002  # a file of the workspace cannot be used: the message names it (ADR 0019)
-
-MAX_REQUEST_BYTES = 4 * 1024 * 1024  # one request line; ADR 0006
+REQUEST_TOO_LARGE = "request too large (over 4 MiB)"  # seed 001 (M-TRN-063), ADR 0050
 
 JsonObject = dict[str, Any]
-RequestId = str | int | None
 
 log = logging.getLogger("lcg.jsonrpc")
 
@@ -63,6 +62,22 @@ class RpcError(Exception):
         if isinstance(error, dict) and isinstance(error.get("code"), int):
             return cls(error["code"], str(error.get("message", "")), error.get("data"))
         return cls(SERVER_ERROR, f"malformed error from the service: {error!r}")
+
+
+def request_too_large(size: int) -> RpcError:
+    """The answer to a request line over the limit; logged at WARN with its size, never its
+    content (M-TRN-062/063), by every transport that refuses one."""
+    log.warning(
+        "a request line of %d bytes is over the %d-byte (4 MiB) limit: discarded unread "
+        "past the limit, answered -32600",
+        size,
+        MAX_REQUEST_BYTES,
+    )
+    return RpcError(
+        INVALID_REQUEST,
+        REQUEST_TOO_LARGE,
+        {"kind": "request_too_large", "limit_bytes": MAX_REQUEST_BYTES},
+    )
 
 
 def unavailable(reason: str) -> RpcError:

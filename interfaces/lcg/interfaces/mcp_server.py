@@ -23,13 +23,23 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from lcg.domain.errors import DomainError, ExtractorFailed
 from lcg.domain.ids import DEFAULT_GROUP
 from lcg.interfaces.attached import ProgressSink
 from lcg.interfaces.backends import Backend
-from lcg.interfaces.jsonrpc import INVALID_PARAMS, JsonObject, RpcError, valid_id
+from lcg.interfaces.jsonrpc import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    JsonObject,
+    RpcError,
+    request_too_large,
+    valid_id,
+)
 from lcg.interfaces.operations import AnyOperation, Scope
+from lcg.interfaces.request_lines import Oversized, RequestId, request_id_of_line
 from lcg.interfaces.scopes import CLOSE, Visibility
 from lcg.interfaces.stdio_pipe import read_lines, write_all
 from lcg.projections.extraction.sampling import (
@@ -99,6 +109,16 @@ def _result(payload: JsonObject, *, is_error: bool = False) -> types.CallToolRes
         structured_content=orjson.loads(text),
         is_error=is_error,
     )
+
+
+def _tool_error(error: RpcError) -> types.CallToolResult:
+    """A knowledge tool's failure as an isError result (P-009). Every invalid argument,
+    missing (P-010), of the wrong type, out of range or refused by a rule, carries -32602
+    over MCP; the socket reports the same refusal as -32000 (P-002, ADR 0050)."""
+    payload = error.to_json()
+    if (error.data or {}).get("kind") == "invalid_params":
+        payload["code"] = INVALID_PARAMS
+    return _result(payload, is_error=True)
 
 
 def _memory_result(payload: JsonObject) -> types.CallToolResult:
@@ -187,7 +207,7 @@ class LcgMcpServer:
                 f"Missing required argument(s) for '{name}': {', '.join(missing)}",
                 {"kind": "invalid_params", "field": missing[0], "rule": "is required"},
             )
-            return _memory_error(error) if memory else _result(error.to_json(), is_error=True)
+            return _memory_error(error) if memory else _tool_error(error)
         token = (params.meta or {}).get("progress_token")
         sink = None if token is None else _progress_sink(ctx)
         arguments.update({k: v for k, v in _chosen(params).items() if k not in arguments})
@@ -198,7 +218,7 @@ class LcgMcpServer:
             needed = error.__cause__
             if isinstance(needed, InputNeeded):  # the 2026-07-28 protocol: ask, then retry
                 return _input_required(needed)
-            return _memory_error(error) if memory else _result(error.to_json(), is_error=True)
+            return _memory_error(error) if memory else _tool_error(error)
         finally:
             CURRENT_SAMPLER.reset(bound)
         if name == CLOSE and self.exit_on_close:
@@ -413,11 +433,16 @@ async def _read_messages(
     exchange: _Exchange,
 ) -> None:
     """JSON-RPC lines from the client; at end of input, the requests in flight are answered
-    before the server sees the end (bounded by DRAIN_SECONDS). A line that is not UTF-8, not
-    JSON or not a JSON-RPC message is answered with an error (id null), as JSON-RPC 2.0 says,
-    so that the client never waits for an answer that would not come."""
+    before the server sees the end (bounded by DRAIN_SECONDS). A line over 4 MiB, or one
+    that is not UTF-8, not JSON or not a JSON-RPC message, is answered with an error carrying
+    the request's id when it can be read (else null), so that the client never waits for an
+    answer that would not come (M-TRN-061..066, ADR 0050)."""
     async with messages, replies:
         async for line in read_lines(wire_in):
+            if isinstance(line, Oversized):
+                refusal = request_too_large(line.size)
+                await replies.send(SessionMessage(_error_message(line.request_id, refusal)))
+                continue
             if not line.strip():
                 continue
             try:
@@ -440,15 +465,33 @@ def _refuse_bad_id(line: bytes) -> None:
 
 
 def _malformed(line: bytes, error: Exception) -> types.JSONRPCError:
-    """-32700 for bytes that are not UTF-8 JSON, -32600 for JSON that is not a message."""
+    """-32700 for bytes that are not JSON the server reads (not UTF-8, a lone surrogate, NaN,
+    1e400, nesting deeper than the SDK's parser goes), -32600 for JSON that is not a message;
+    with the request's id whenever it can be read from the line (issue 24)."""
     try:
         orjson.loads(line)
     except orjson.JSONDecodeError as not_json:
-        code, message = -32700, f"Parse error: {not_json}"
+        refusal = RpcError(PARSE_ERROR, f"Parse error: {not_json}")
     else:
-        code, message = -32600, f"Invalid Request: {str(error).splitlines()[0]}"
+        refusal = _sdk_refusal(error)
+    return _error_message(request_id_of_line(line), refusal)
+
+
+def _sdk_refusal(error: Exception) -> RpcError:
+    """What the SDK's message model refused in a line that is JSON."""
+    if isinstance(error, ValidationError):
+        first = error.errors(include_url=False)[0]
+        if first["type"] == "json_invalid":  # e.g. its parser's nesting limit
+            return RpcError(PARSE_ERROR, f"Parse error: {first['msg']}")
+        field = ".".join(str(part) for part in first["loc"][1:])  # [0] names the union member
+        where = f"{field}: " if field else ""
+        return RpcError(INVALID_REQUEST, f"Invalid Request: {where}{first['msg']}")
+    return RpcError(INVALID_REQUEST, f"Invalid Request: {str(error).splitlines()[0]}")
+
+
+def _error_message(request_id: RequestId, error: RpcError) -> types.JSONRPCError:
     return types.JSONRPCError(
-        jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)
+        jsonrpc="2.0", id=request_id, error=types.ErrorData.model_validate(error.to_json())
     )
 
 

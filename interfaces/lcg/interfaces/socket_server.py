@@ -14,28 +14,29 @@ import logging
 import os
 import signal
 import socket
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import orjson
 
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.jsonrpc import (
     INVALID_REQUEST,
-    MAX_REQUEST_BYTES,
     PARSE_ERROR,
     JsonObject,
-    RequestId,
     RpcError,
     encode,
     error_frame,
     error_from_exception,
     progress_frame,
     request_problem,
+    request_too_large,
     result_frame,
     valid_id,
 )
+from lcg.interfaces.request_lines import Oversized, RequestId, RequestLines, request_id_of_line
 from lcg.interfaces.service import Service
 from lcg.projections.runner import Progress
 
@@ -84,43 +85,24 @@ def _listening(path: Path) -> bool:
     return True
 
 
-class _Oversized:
-    """A request line longer than MAX_REQUEST_BYTES; its bytes were discarded."""
-
-
-OVERSIZED: Final = _Oversized()
-
-
 class LineReader:
-    """Lines of at most `limit` bytes, read in bounded chunks; longer lines are discarded
-    up to their newline without being held in memory."""
+    """The request lines of one connection (RequestLines over its stream): each within the
+    4 MiB limit, or Oversized, discarded unread past the limit (ADR 0050)."""
 
-    def __init__(self, reader: asyncio.StreamReader, limit: int = MAX_REQUEST_BYTES) -> None:
+    def __init__(self, reader: asyncio.StreamReader) -> None:
         self._reader = reader
-        self._limit = limit
-        self._buffer = bytearray()
-        self._discarding = False
+        self._lines = RequestLines()
+        self._ready: deque[bytes | Oversized] = deque()
 
-    async def next_line(self) -> bytes | _Oversized | None:
-        """The next line without its newline, OVERSIZED, or None at end of stream."""
-        while True:
-            newline = self._buffer.find(b"\n")
-            if newline >= 0:
-                line = bytes(self._buffer[:newline])
-                del self._buffer[: newline + 1]
-                if self._discarding or len(line) > self._limit:
-                    self._discarding = False
-                    return OVERSIZED
-                return line
-            if self._discarding:
-                self._buffer.clear()
-            elif len(self._buffer) > self._limit:
-                self._buffer.clear()
-                self._discarding = True
+    async def next_line(self) -> bytes | Oversized | None:
+        """The next line without its newline, Oversized, or None at end of stream (a last
+        line without a newline, oversized or not, is not answered)."""
+        while not self._ready:
             chunk = await self._reader.read(CHUNK)
             if not chunk:
-                return OVERSIZED if self._discarding else None
-            self._buffer += chunk
+                return None
+            self._ready.extend(self._lines.feed(chunk))
+        return self._ready.popleft()
 
 
 class SocketService:
@@ -196,14 +178,9 @@ class SocketService:
                 line = await lines.next_line()
                 if line is None:
                     break
-                if isinstance(line, _Oversized):
-                    error = RpcError(
-                        INVALID_REQUEST,
-                        f"Invalid Request: the request line exceeds {MAX_REQUEST_BYTES} bytes "
-                        "(4 MiB) and was discarded unread",
-                        {"kind": "request_too_large", "limit_bytes": MAX_REQUEST_BYTES},
-                    )
-                    await _send(writer, error_frame(None, error))
+                if isinstance(line, Oversized):
+                    refusal = request_too_large(line.size)
+                    await _send(writer, error_frame(line.request_id, refusal))
                     continue
                 if line.strip():
                     await self._answer(line, writer)
@@ -233,8 +210,9 @@ class SocketService:
         """The encoded response to one request line; None for a notification (no id)."""
         try:
             request = orjson.loads(line)
-        except orjson.JSONDecodeError as error:
-            return encode(error_frame(None, RpcError(PARSE_ERROR, f"Parse error: {error}")))
+        except orjson.JSONDecodeError as error:  # answered with the id if it can be read
+            refusal = RpcError(PARSE_ERROR, f"Parse error: {error}")
+            return encode(error_frame(request_id_of_line(line), refusal))
         problem = request_problem(request)
         if problem is not None:
             request_id = request.get("id") if isinstance(request, dict) else None

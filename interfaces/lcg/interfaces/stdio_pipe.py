@@ -4,6 +4,7 @@ without blocking threads, so that serving can end while the client keeps stdin o
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -11,11 +12,18 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from lcg.interfaces.request_lines import Oversized, RequestLines
+
 CHUNK = 64 * 1024
 
+log = logging.getLogger("lcg.mcp")
 
-async def read_lines(fd: int) -> AsyncIterator[bytes]:
-    buffer = bytearray()
+
+async def read_lines(fd: int) -> AsyncIterator[bytes | Oversized]:
+    """The request lines read from `fd`, each within the 4 MiB limit, or Oversized for a
+    longer one, discarded unread past the limit (M-TRN-061); at end of input, a last line
+    without a newline, unless it was oversized (M-TRN-067)."""
+    lines = RequestLines()
     while True:
         await _ready(fd, anyio.wait_readable)
         try:
@@ -24,12 +32,17 @@ async def read_lines(fd: int) -> AsyncIterator[bytes]:
             continue
         if not chunk:
             break
-        buffer += chunk
-        while (newline := buffer.find(b"\n")) >= 0:
-            yield bytes(buffer[:newline])
-            del buffer[: newline + 1]
-    if buffer.strip():
-        yield bytes(buffer)
+        for line in lines.feed(chunk):
+            yield line
+    if (cut_off := lines.discarding) is not None:
+        log.warning(
+            "a request line of at least %d bytes, over the 4 MiB limit, was cut off by the "
+            "end of input: discarded unread, not answered",
+            cut_off,
+        )
+    last = lines.end()
+    if last is not None:
+        yield last
 
 
 async def write_all(fd: int, data: bytes) -> None:
