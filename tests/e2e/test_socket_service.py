@@ -91,15 +91,18 @@ def test_every_table_operation_and_health_check_is_a_method(client: RpcClient) -
             assert "Method not found" not in frame["error"]["message"], operation.name
 
 
-def test_malformed_json_gets_parse_error_with_null_id_and_the_connection_stays_open(
+def test_malformed_json_gets_parse_error_with_its_readable_id_and_the_connection_stays_open(
     client: RpcClient,
 ) -> None:
-    """P-002: -32700 'Parse error: ...', id null; the next request on the connection works."""
+    """P-002: -32700 'Parse error: ...'; the next request on the connection works. The id is
+    the request's when it can be read from the line (issue 24, ADR 0050), else null."""
     client.send_line(b'{"jsonrpc": "2.0", "id": 1, "method": ')
     frame = client.read()
-    assert frame["id"] is None
+    assert frame["id"] == 1
     assert frame["error"]["code"] == -32700
     assert frame["error"]["message"].startswith("Parse error: ")
+    client.send_line(b'{"jsonrpc": "2.0", "method": ')
+    assert client.read()["id"] is None
     assert client.result(HEALTH_CHECK)["healthy"] is True
 
 
