@@ -202,10 +202,10 @@ def test_m_trn_060_the_socket_refuses_an_oversized_line_the_same_way(
 ) -> None:
     """M-TRN-060 on the socket (ADR 0050): the same limit, error and id as over stdio, and
     the connection goes on serving."""
-    request = {"jsonrpc": "2.0", "method": "knowledge_add_episode", "id": "sock-big"}
-    request["params"] = {"name": "big", "episode_body": "q" * FIVE_MIB, "group_id": "big"}
+    params = {"name": "big", "episode_body": "q" * FIVE_MIB, "group_id": "big"}
+    request = {"jsonrpc": "2.0", "method": "knowledge_add_episode", "params": params, "id": "s"}
     with socket_service.connect() as client:
         client.send_line(json.dumps(request).encode())
         refused = client.read()
-        assert (refused["id"], refused["error"]["message"]) == ("sock-big", TOO_LARGE)
+        assert (refused["id"], refused["error"]["message"]) == ("s", TOO_LARGE)
         assert client.result("knowledge_get_episodes", {"group_id": "big"})["count"] == 0

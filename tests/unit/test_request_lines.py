@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
+from lcg.interfaces.jsonrpc import request_too_large
 from lcg.interfaces.request_lines import (
     MAX_REQUEST_BYTES,
     Oversized,
@@ -101,3 +104,14 @@ def test_m_trn_065_an_id_between_two_large_values_cannot_be_read() -> None:
     head = b'{"a":"' + b"q" * 100
     tail = b"q" * 100 + b'"}'
     assert request_id_of(head, tail) is None
+
+
+def test_m_trn_062_063_an_oversized_request_is_logged_at_warn_with_its_size_never_content(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO, logger="lcg.jsonrpc"):
+        refusal = request_too_large(5_000_123)
+    assert (refusal.code, refusal.message) == (-32600, "request too large (over 4 MiB)")
+    [record] = caplog.records
+    assert record.levelno == logging.WARNING
+    assert "5000123 bytes" in record.getMessage()
