@@ -83,14 +83,17 @@ def test_m_cfg_010_m_sta_041_lambo_serve_runs_the_policy_lambo_promotion_policy_
 def test_m_cfg_006_lambo_auth_token_opens_no_http_transport(tmp_path: Path) -> None:
     """LAMBO_AUTH_TOKEN guards the reference's HTTP transport, which lcg does not serve: with
     it set, HTTP is still refused, and the token is never echoed."""
+    token = "not-a-real-token-7f3a"
+    env = clean_env(LCG_WORKSPACE=str(tmp_path))
+    env["LAMBO_AUTH_TOKEN"] = token
     done = subprocess.run(
         [str(CONSOLE_SCRIPTS / "lambo"), "serve", "--session", "demo", "--transport", "http"],
         capture_output=True,
         text=True,
-        env=clean_env(LCG_WORKSPACE=str(tmp_path), LAMBO_AUTH_TOKEN="s3cr3t-t0ken"),
+        env=env,
         timeout=60,
         check=False,
     )
     assert done.returncode == 2
     assert "HTTP is not provided" in done.stderr
-    assert "s3cr3t-t0ken" not in done.stderr + done.stdout
+    assert token not in done.stderr + done.stdout
