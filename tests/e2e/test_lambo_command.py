@@ -3,6 +3,7 @@ over MCP stdio, so an MCP config written for seed 001 works unchanged (issue 11)
 
 from __future__ import annotations
 
+import secrets
 import subprocess
 from pathlib import Path
 
@@ -83,7 +84,7 @@ def test_m_cfg_010_m_sta_041_lambo_serve_runs_the_policy_lambo_promotion_policy_
 def test_m_cfg_006_lambo_auth_token_opens_no_http_transport(tmp_path: Path) -> None:
     """LAMBO_AUTH_TOKEN guards the reference's HTTP transport, which lcg does not serve: with
     it set, HTTP is still refused, and the token is never echoed."""
-    token = "not-a-real-token-7f3a"
+    token = secrets.token_hex(8)
     env = clean_env(LCG_WORKSPACE=str(tmp_path))
     env["LAMBO_AUTH_TOKEN"] = token
     done = subprocess.run(
