@@ -29,7 +29,9 @@ from lcg.interfaces.tools.memory import (
     MemoryResult,
     Scope,
     answer,
+    capped,
     display_type,
+    ranged,
     service_of,
 )
 from lcg.interfaces.tools.search import search_context
@@ -54,13 +56,12 @@ EDGE_TYPES = {  # the seed's edge classes
 class InspectParams(MemoryParams):
     agent_id: AgentId
     focus: str = Field(
-        max_length=limits.MAX_STRING_BYTES,
+        json_schema_extra=capped(limits.MAX_STRING_BYTES),
         description="Concept text, its 8-hex short id or its full node id.",
     )
     depth: int = Field(
-        limits.INSPECT_DEPTH.default or 2,
-        ge=limits.INSPECT_DEPTH.minimum,
-        le=limits.INSPECT_DEPTH.maximum,
+        limits.INSPECT_DEPTH_DEFAULT,
+        json_schema_extra=ranged(limits.INSPECT_DEPTH),
         description="Hops of neighbourhood to show (0..5).",
     )
     scope: Scope | None = None
@@ -70,7 +71,9 @@ class StaleParams(MemoryParams):
     agent_id: AgentId
     scope: Scope | None = None
     offset: int | None = Field(
-        None, ge=0, le=2**31 - 1, description="The next page: skip this many rows (pages of 50)."
+        None,
+        json_schema_extra=ranged(limits.STALE_OFFSET),
+        description="The next page: skip this many rows (pages of 50).",
     )
 
 
