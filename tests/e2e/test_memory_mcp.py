@@ -384,3 +384,31 @@ def test_m_arg_003_created_at_is_refused_by_name_on_every_lambo_tool(tmp_path: P
             assert head(workspace, SESSION) == 2
 
     anyio.run(main)
+
+
+def test_m_ins_020_inspect_over_mcp_shows_the_concepts_own_type(tmp_path: Path) -> None:
+    """A ruling with a citing concept and a parent_of child: lambo_inspect's structured
+    content and text give the ruling's type, Entity, not the kind of an edge walked."""
+
+    async def main() -> None:
+        async with serve(tmp_path / "ws") as client:
+            ruling = "user schema owns the account table"
+            ack = await derive(client, concept(ruling, "entity"))
+            await stats(client, receipt=structured(ack)["receipt"], wait_ms=WAIT_MS)
+            ack = await client.call_tool(
+                "lambo_derive",
+                {
+                    "agent_id": AGENT,
+                    "concepts": [concept("logins read the account table", depends_on=[ruling])],
+                    "parent_of": [{"parent": ruling, "child": "audit columns"}],
+                },
+            )
+            settled = await stats(client, receipt=structured(ack)["receipt"], wait_ms=WAIT_MS)
+            assert structured(settled)["receipt"]["state"] == "applied"
+            result = await client.call_tool("lambo_inspect", {"agent_id": AGENT, "focus": ruling})
+            assert result.is_error is False, text_of(result)
+            assert structured(result)["concept_type"] == "Entity"
+            assert structured(result)["blast_radius"] == 2
+            assert text_of(result).startswith(f"{ruling} [Entity]")
+
+    anyio.run(main)
