@@ -126,11 +126,9 @@ def _nothing(app: App, session: str, focus: str) -> DomainError:
     """The refusal of a focus matching nothing, with the closest concepts as suggestions
     (M-INS-010), so the agent can name one by its id."""
     closest = _closest(app, session, focus)
-    listed = (
-        f"; closest: {_listing(closest)}"
-        if closest
-        else f"; session '{session}' holds no concepts yet"
-    )
+    listed = f"; closest: {_listing(closest)}" if closest else ""
+    if not closest and state.concept_count(app.workspace.reader(), session) == 0:
+        listed = f"; session '{session}' holds no concepts yet"
     return DomainError(
         f"focus \"{quote(focus)}\" matches no concept of session '{session}'" + listed,
         field="focus",
