@@ -3,12 +3,19 @@ over MCP stdio, so an MCP config written for seed 001 works unchanged (issue 11)
 
 from __future__ import annotations
 
+import secrets
 import subprocess
 from pathlib import Path
 
 import anyio
 
-from tests.helpers.mcp_session import CONSOLE_SCRIPTS, mcp_client, structured, tool_names
+from tests.helpers.mcp_session import (
+    CONSOLE_SCRIPTS,
+    mcp_client,
+    structured,
+    text_of,
+    tool_names,
+)
 from tests.helpers.service_process import clean_env
 
 WRITE_TOOLS = {"lambo_derive", "lambo_record_action", "lambo_reserve", "lambo_stats"}
@@ -56,3 +63,38 @@ def test_lambo_serve_refuses_a_transport_it_does_not_serve(tmp_path: Path) -> No
     assert done.returncode == 2
     assert "--transport: must be stdio" in done.stderr
     assert not (tmp_path / ".lcg").exists()
+
+
+def test_m_cfg_010_m_sta_041_lambo_serve_runs_the_policy_lambo_promotion_policy_names(
+    tmp_path: Path,
+) -> None:
+    """The reference's variable selects the policy of a served session, and lambo_stats
+    reports the value that won, in its structured content and its text."""
+
+    async def main() -> None:
+        env = {"LCG_WORKSPACE": str(tmp_path), "LAMBO_PROMOTION_POLICY": "solo"}
+        async with mcp_client("serve", "--session", "demo", command="lambo", env=env) as client:
+            stats = await client.call_tool("lambo_stats", {"agent_id": "agent-a"})
+            assert structured(stats)["promotion_policy"] == "Solo"
+            assert "promotion_policy: Solo" in text_of(stats)
+
+    anyio.run(main)
+
+
+def test_m_cfg_006_lambo_auth_token_opens_no_http_transport(tmp_path: Path) -> None:
+    """LAMBO_AUTH_TOKEN guards the reference's HTTP transport, which lcg does not serve: with
+    it set, HTTP is still refused, and the token is never echoed."""
+    token = secrets.token_hex(8)
+    env = clean_env(LCG_WORKSPACE=str(tmp_path))
+    env["LAMBO_AUTH_TOKEN"] = token
+    done = subprocess.run(
+        [str(CONSOLE_SCRIPTS / "lambo"), "serve", "--session", "demo", "--transport", "http"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "HTTP is not provided" in done.stderr
+    assert token not in done.stderr + done.stdout

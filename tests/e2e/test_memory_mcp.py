@@ -235,6 +235,7 @@ def _no_internal_detail(text: str, workspace: Path) -> None:
         "sqlite",
         "pydantic",
         "errors.pydantic.dev",
+        "Params",  # a parameter model's class name (ConceptParams)
         "internal error",
         "Error:",
         '"code"',
@@ -250,6 +251,7 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
     ("lambo_stats", {}, "Missing required argument(s) for 'lambo_stats': agent_id"),
     ("lambo_derive", {"agent_id": AGENT, "concepts": [concept("x")], "colour": 1}, "colour: "),
     ("lambo_derive", {"agent_id": AGENT, "concepts": "x"}, "concepts: "),
+    ("lambo_derive", {"agent_id": AGENT, "concepts": ["x"]}, "concepts[0]: must be an object"),
     (
         "lambo_derive",
         {"agent_id": AGENT, "concepts": [concept("x", "Entity")]},
@@ -266,8 +268,24 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
         "concept.content contains a disallowed invisible formatting character (U+202E)",
     ),
     ("lambo_derive", {"agent_id": "two\nlines", "concepts": [concept("x")]}, "agent_id"),
-    ("lambo_derive", {"agent_id": "a" * 257, "concepts": [concept("x")]}, "agent_id"),
-    ("lambo_derive", {"agent_id": AGENT, "concepts": [concept("x" * 16_385)]}, "concepts"),
+    (  # M-ARG-053, M-ERR-018
+        "lambo_derive",
+        {"agent_id": "a" * 257, "concepts": [concept("x")]},
+        "agent_id is too long: the cap is 256 characters and 257 were given",
+    ),
+    (  # M-ARG-021, M-ERR-014, M-LIM-001
+        "lambo_derive",
+        {"agent_id": AGENT, "concepts": [concept("x" * 16_385)]},
+        "concepts[0].content is too long: the cap is 16,384 bytes (16 KB) and 16,385 bytes "
+        "were given",
+    ),
+    (
+        "lambo_recall",
+        {"agent_id": AGENT, "query": "q" * 16_385},
+        "query is too long: the cap is 16,384 bytes (16 KB) and 16,385 bytes were given",
+    ),
+    ("lambo_recall", {"agent_id": AGENT, "query": "q", "top_k": 101}, "top_k must be in 1..=100"),
+    ("lambo_recall", {"agent_id": AGENT, "query": "q", "top_k": 0}, "top_k must be in 1..=100"),
     (
         "lambo_derive",
         {"agent_id": AGENT, "concepts": [concept("x", depends_on=["no such concept"])]},
@@ -285,7 +303,11 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("lambo_record_action", {"agent_id": AGENT, "action": "x", "repo_scope": "r"}, "repo_scope"),
     ("lambo_reserve", {"agent_id": AGENT, "node_id": "0badc0de"}, "node_id: 0badc0de names no"),
-    ("lambo_reserve", {"agent_id": AGENT, "node_id": "n", "ttl_seconds": 0}, "ttl_seconds"),
+    (
+        "lambo_reserve",
+        {"agent_id": AGENT, "node_id": "n", "ttl_seconds": 0},
+        "ttl_seconds must be in 1..=3600",
+    ),
     ("lambo_stats", {"agent_id": AGENT, "receipt": "not-a-receipt"}, "receipt: must be"),
     ("lambo_stats", {"agent_id": AGENT, "wait_ms": -1}, "wait_ms"),
 ]
@@ -360,5 +382,33 @@ def test_m_arg_003_created_at_is_refused_by_name_on_every_lambo_tool(tmp_path: P
             )
             assert (ack.is_error, dated.is_error) == (False, False)
             assert head(workspace, SESSION) == 2
+
+    anyio.run(main)
+
+
+def test_m_ins_020_inspect_over_mcp_shows_the_concepts_own_type(tmp_path: Path) -> None:
+    """A ruling with a citing concept and a parent_of child: lambo_inspect's structured
+    content and text give the ruling's type, Entity, not the kind of an edge walked."""
+
+    async def main() -> None:
+        async with serve(tmp_path / "ws") as client:
+            ruling = "user schema owns the account table"
+            ack = await derive(client, concept(ruling, "entity"))
+            await stats(client, receipt=structured(ack)["receipt"], wait_ms=WAIT_MS)
+            ack = await client.call_tool(
+                "lambo_derive",
+                {
+                    "agent_id": AGENT,
+                    "concepts": [concept("logins read the account table", depends_on=[ruling])],
+                    "parent_of": [{"parent": ruling, "child": "audit columns"}],
+                },
+            )
+            settled = await stats(client, receipt=structured(ack)["receipt"], wait_ms=WAIT_MS)
+            assert structured(settled)["receipt"]["state"] == "applied"
+            result = await client.call_tool("lambo_inspect", {"agent_id": AGENT, "focus": ruling})
+            assert result.is_error is False, text_of(result)
+            assert structured(result)["concept_type"] == "Entity"
+            assert structured(result)["blast_radius"] == 2
+            assert text_of(result).startswith(f"{ruling} [Entity]")
 
     anyio.run(main)

@@ -51,3 +51,9 @@ async def tool_names(client: Client) -> set[str]:
 def structured(result: Any) -> dict[str, Any]:
     content: dict[str, Any] = result.structured_content
     return content
+
+
+def text_of(result: Any) -> str:
+    """A tool result's first text content (what a model reads)."""
+    text: str = result.content[0].text
+    return text

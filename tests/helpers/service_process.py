@@ -25,8 +25,9 @@ Frame = dict[str, Any]
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """The test's environment without LCG_* settings, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+    """The test's environment without LCG_* settings (nor the reference's LAMBO_* names, which
+    set some of them), plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LCG_", "LAMBO_"))}
     env.update(extra)
     return env
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -157,3 +158,46 @@ def test_m_stl_014_018_m_der_067_a_contradiction_settles_with_its_stale_report(
     assert "stale report: 1 citation(s) rest on what this contradicted" in text
     plain = settled(app, derive(app, concept("no contradiction here")))
     assert "stale_report" not in plain
+
+
+@pytest.mark.usefixtures("story")
+def test_m_ins_020_concept_type_is_the_concepts_type(app: App, workspace: Workspace) -> None:
+    """The type shown is the concept's own, in the text and in structuredContent, not the kind
+    of the last dependent's edge (issue 24 item 10: it read `parent_of`)."""
+    ruling = node_by_content(workspace, "user schema owns the account table")
+    result = _inspect(app, ruling.uuid)
+    assert result["structuredContent"]["concept_type"] == "Entity"
+    assert result["text"].split("\n")[0].startswith(f"{ruling.content} [Entity]")
+    observation = node_by_content(workspace, "accounts moved to the tenants table")
+    assert _inspect(app, observation.uuid)["structuredContent"]["concept_type"] == "Observation"
+
+
+@pytest.mark.usefixtures("story")
+def test_m_ins_010_a_focus_matching_nothing_lists_the_closest_concepts_with_ids(
+    app: App, workspace: Workspace
+) -> None:
+    """No word of the focus occurs in any concept, yet the refusal suggests the closest ones
+    (at most 10), each with its node id, and writes nothing."""
+    with pytest.raises(DomainError, match="matches no concept") as nothing:
+        _inspect(app, "zebra crossing")
+    assert nothing.value.field == "focus"
+    message = nothing.value.message
+    assert "closest:" in message
+    uuids = re.findall(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", message)
+    assert 1 <= len(uuids) <= 10
+    for content in ("user schema owns the account table", "accounts moved to the tenants table"):
+        node = node_by_content(workspace, content)
+        assert f'{node.uuid} "{content}"' in message
+
+
+def test_m_ins_010_more_than_ten_concepts_give_ten_suggestions(app: App) -> None:
+    settled(app, derive(app, *(concept(f"service {n} reads the ledger") for n in range(12))))
+    with pytest.raises(DomainError, match="matches no concept") as nothing:
+        _inspect(app, "quantum entanglement")
+    listed = nothing.value.message.split("closest: ", 1)[1]
+    assert len(listed.split("; ")) == 10
+
+
+def test_m_ins_010_an_empty_session_says_there_is_nothing_to_suggest(app: App) -> None:
+    with pytest.raises(DomainError, match="holds no concepts yet"):
+        _inspect(app, "anything at all")

@@ -8,7 +8,7 @@ import pytest
 
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.config import Settings
-from lcg.interfaces.settings_file import describe
+from lcg.interfaces.settings_file import LAMBO_NAMES, describe
 
 
 def test_m_sta_040_041_the_promotion_policy_that_won_is_kept(tmp_path: Path) -> None:
@@ -125,3 +125,45 @@ def test_the_settings_page_lists_every_key_and_its_variable() -> None:
     for row in describe():
         assert f"`{row['key']}`" in page
         assert f"`{row['env']}`" in page
+
+
+# Seed 001 names two LAMBO_* variables: LAMBO_PROMOTION_POLICY (a settings key) and
+# LAMBO_AUTH_TOKEN (the HTTP transport's bearer token, which lcg does not serve).
+
+
+def test_m_cfg_010_lambo_promotion_policy_selects_the_policy(tmp_path: Path) -> None:
+    settings = Settings.load({"LAMBO_PROMOTION_POLICY": " solo "}, tmp_path)
+    assert settings.promotion_policy == "Solo"
+    assert settings.tuning.source == {"promotion_policy": "env"}
+
+
+def test_m_cfg_010_lambo_promotion_policy_wins_over_lcg_toml(tmp_path: Path) -> None:
+    workspace = _file(tmp_path, 'promotion_policy = "Swarm"\n')
+    assert Settings.load({"LAMBO_PROMOTION_POLICY": "Solo"}, workspace).promotion_policy == "Solo"
+
+
+def test_m_cfg_010_the_lcg_name_wins_when_both_are_set(tmp_path: Path) -> None:
+    both = {"LCG_PROMOTION_POLICY": "Swarm", "LAMBO_PROMOTION_POLICY": "Solo"}
+    assert Settings.load(both, tmp_path).promotion_policy == "Swarm"
+    # A blank LCG_ name is unset, so the LAMBO_ name still counts.
+    blank = {"LCG_PROMOTION_POLICY": " ", "LAMBO_PROMOTION_POLICY": "Solo"}
+    assert Settings.load(blank, tmp_path).promotion_policy == "Solo"
+
+
+def test_m_cfg_010_a_bad_lambo_value_refuses_start_up_naming_that_variable(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(InvalidParams) as error:
+        Settings.load({"LAMBO_PROMOTION_POLICY": "democracy"}, tmp_path)
+    assert error.value.field == "LAMBO_PROMOTION_POLICY"
+    assert "Swarm | Solo" in error.value.message
+
+
+def test_every_lambo_name_of_the_seed_is_mapped_and_on_the_settings_page() -> None:
+    """The seed's LAMBO_* names, each with what lcg does with it (docs/settings.md)."""
+    assert set(LAMBO_NAMES) == {"LAMBO_PROMOTION_POLICY", "LAMBO_AUTH_TOKEN"}
+    page = (Path(__file__).parents[2] / "docs" / "settings.md").read_text(encoding="utf-8")
+    for name in LAMBO_NAMES:
+        assert f"`{name}`" in page
+    assert LAMBO_NAMES["LAMBO_PROMOTION_POLICY"] == "LCG_PROMOTION_POLICY"
+    assert LAMBO_NAMES["LAMBO_AUTH_TOKEN"] is None  # lcg serves no HTTP transport

@@ -65,8 +65,9 @@ class Settings:
 
     @property
     def promotion_policy(self) -> str:
-        """Swarm (default) | Solo: lcg.toml's promotion_policy or LCG_PROMOTION_POLICY (which
-        wins); a bad value refuses start-up, naming the value and the choices (M-STA-040/041)."""
+        """Swarm (default) | Solo: lcg.toml's promotion_policy, or LCG_PROMOTION_POLICY or the
+        reference's LAMBO_PROMOTION_POLICY (the environment wins, LCG_* first); a bad value
+        refuses start-up, naming the variable, the value and the choices (M-STA-040/041)."""
         return self.tuning.policy.value
 
     @property

@@ -107,6 +107,19 @@ def _unknown_key_rule(model: type[Params], key: str) -> str:
     return f"is not a parameter of this tool (it takes: {', '.join(known) or 'none'}){hint}"
 
 
+# Pydantic's words for these name the parameter model's class ("instance of ConceptParams"),
+# which means nothing to a caller.
+_OBJECT_EXPECTED = frozenset({"model_type", "model_attributes_type", "dataclass_type"})
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """A pydantic location as the domain names the field: `concepts[0].content`."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+    return path
+
+
 def parse(model: type[P], raw: dict[str, Any] | None) -> P:
     """Validate raw JSON params; the first broken rule becomes an InvalidParams naming it."""
     try:
@@ -114,9 +127,11 @@ def parse(model: type[P], raw: dict[str, Any] | None) -> P:
     except ValidationError as error:
         problems = error.errors(include_url=False)
         first = problems[0]
-        field = ".".join(str(part) for part in first["loc"]) or "params"
+        field = field_path(first["loc"]) or "params"
         rule = first["msg"]
-        if first["type"] == "missing":
+        if first["type"] in _OBJECT_EXPECTED:
+            rule = "must be an object"
+        elif first["type"] == "missing":
             rule = "is required"
         elif first["type"] == "extra_forbidden" and len(first["loc"]) > 1:
             rule = "is not a key of this object"
@@ -128,6 +143,6 @@ def parse(model: type[P], raw: dict[str, Any] | None) -> P:
             rule = rules.PATTERN_RULES.get(str(first.get("ctx", {}).get("pattern")), rule)
         detail = None
         if len(problems) > 1:
-            others = ", ".join(".".join(str(p) for p in problem["loc"]) for problem in problems[1:])
+            others = ", ".join(field_path(problem["loc"]) for problem in problems[1:])
             detail = f"also invalid: {others}"
         raise InvalidParams(field, rule, detail) from None

@@ -2,9 +2,11 @@
 
 One table of keys (ADR 0030). Each key is `[section] name` in the file and
 `LCG_<SECTION>_<NAME>` in the environment (upper case; the top-level `promotion_policy` is
-`LCG_PROMOTION_POLICY`); the environment wins over the file, the file over the default. An
-unknown section or key, a value of the wrong type or out of range refuses start-up, naming the
-key, the rule and what was given.
+`LCG_PROMOTION_POLICY`); the environment wins over the file, the file over the default. A key
+the reference (seed 001) names also reads the reference's variable, `LAMBO_PROMOTION_POLICY`,
+after the `LCG_*` one: the `LCG_*` name wins when both are set. An unknown section or key, a
+value of the wrong type or out of range refuses start-up, naming the key, the rule, the
+variable and what was given.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class Key:
     high: float | None = None
     choices: tuple[str, ...] = ()
     meaning: str = ""
+    aliases: tuple[str, ...] = ()  # the reference's names for it, read after `env`
 
     @property
     def label(self) -> str:
@@ -44,6 +47,11 @@ class Key:
         if self.section == TOP:
             return f"LCG_{self.name.upper()}"
         return f"LCG_{self.section.upper()}_{self.name.upper()}"
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """The environment variables that set the key, the winner first."""
+        return (self.env, *self.aliases)
 
     @property
     def rule(self) -> str:
@@ -67,7 +75,8 @@ def _show(value: float | None) -> str:
 
 KEYS: Final[tuple[Key, ...]] = (
     Key(TOP, "promotion_policy", str, "Swarm", choices=("Swarm", "Solo"),
-        meaning="the canonization policy (canonization.md §3, §4)"),
+        meaning="the canonization policy (canonization.md §3, §4)",
+        aliases=("LAMBO_PROMOTION_POLICY",)),
     Key("daemon", "canonization_eval_interval_secs", float, 60.0, 0.1, 86_400,
         meaning="seconds between canonization cycles"),
     Key("daemon", "tick_interval_secs", float, 1.0, 0.05, 3_600,
@@ -122,6 +131,15 @@ KEYS: Final[tuple[Key, ...]] = (
         meaning="cosine of name embeddings at or above which process_chunk resolves an"
         " extracted name to a group entity no name matched (same numbers only; above 1: off)"),
 )  # fmt: skip
+
+# Every LAMBO_* variable seed 001 names, and the lcg variable it acts as (M-CFG-006, M-CFG-010).
+# LAMBO_AUTH_TOKEN is the bearer token of the reference's HTTP transport; lcg serves MCP over
+# stdio and JSON-RPC on the workspace's owner-only Unix socket, never HTTP, so it has nothing
+# to guard and no lcg name (`lambo serve --transport http` is refused).
+LAMBO_NAMES: Final[Mapping[str, str | None]] = {
+    **{alias: key.env for key in KEYS for alias in key.aliases},
+    "LAMBO_AUTH_TOKEN": None,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,10 +252,12 @@ def load_tuning(workspace: Path, env: Mapping[str, str]) -> Tuning:
             values[key.label] = _checked(key, raw, f"{SETTINGS_FILE} {key.label}")
             source[key.label] = "file"
     for key in KEYS:
-        text = env.get(key.env, "").strip()
-        if text:
-            values[key.label] = _checked(key, _from_env(key, text), key.env)
-            source[key.label] = "env"
+        for variable in key.variables:  # the first one set wins: LCG_*, then LAMBO_*
+            text = env.get(variable, "").strip()
+            if text:
+                values[key.label] = _checked(key, _from_env(key, text), variable)
+                source[key.label] = "env"
+                break
     return Tuning(values=values, source=source)
 
 
@@ -337,6 +357,7 @@ def describe() -> list[dict[str, object]]:
         {
             "key": key.label,
             "env": key.env,
+            "aliases": list(key.aliases),
             "default": key.default,
             "rule": key.rule,
             "meaning": key.meaning,

@@ -3,8 +3,13 @@
 Sizes in bytes are UTF-8 bytes. "16 KB" in the seed is 16,384 bytes (OQ-10, as the checklist
 resolves it in M-ARG-020 and as the derive_image caption arithmetic requires), which is also
 16 KiB, so the dependency-question fall-through "over 16 KiB" (OQ-08) coincides with the cap.
-The published schemas use the same numbers: a string's `maxLength` of 16,384 counts characters,
-so the schema is the looser bound for non-ASCII text and the byte cap is checked at call time.
+The published schemas carry the same numbers (M-ARG-009/010): a string's `maxLength` is its
+cap here, the integers' `minimum` and `maximum` their range. JSON Schema counts a string's
+length in characters and cannot count bytes, so for a cap in bytes the schema is the looser
+bound (every string over N characters is over N bytes; non-ASCII text can pass the schema and
+still be refused). The runtime enforces each published bound itself, in bytes (characters for
+agent_id, which the seed caps in characters), so its refusal names the field, the cap and the
+size given, and a range refusal reads `top_k must be in 1..=100` (issue 24, ADR 0052).
 """
 
 from __future__ import annotations
@@ -50,6 +55,10 @@ INSPECT_DEPTH = IntRange(0, 5, default=INSPECT_DEPTH_DEFAULT)
 TTL_SECONDS = IntRange(1, 3600, default=TTL_SECONDS_DEFAULT)
 # wait_ms is the one bound that clamps: a larger value waits the maximum instead of erroring.
 WAIT_MS = IntRange(0, 34_000)
+# What the argument itself accepts (a signed 32-bit integer, clamped to WAIT_MS above).
+WAIT_MS_ARGUMENT = IntRange(0, 2**31 - 1)
+# lambo_stale's offset: a row number, 0 or more.
+STALE_OFFSET = IntRange(0, 2**31 - 1)
 
 # lambo_derive and lambo_derive_image.
 MAX_CONCEPTS_PER_DERIVE = 64
@@ -96,6 +105,9 @@ IMAGE_SUFFIX_FIXED_BYTES = len(" [image:]")
 # Identity strings.
 MAX_AGENT_ID_CHARS = 256  # Unicode code points (OQ-11)
 MAX_REPO_SCOPE_BYTES = 512
+MAX_NODE_ID_BYTES = 64  # a node's full id (a UUID is 36)
+MAX_RECEIPT_BYTES = 128  # a write receipt's id
+MAX_EVENT_TIME_BYTES = 64  # an RFC3339 timestamp
 
 # One request, on every transport, before any of it is parsed.
 MAX_REQUEST_BYTES = 4 * MIB

@@ -18,6 +18,7 @@ from lcg.domain.errors import DomainError, InvalidParams
 from lcg.domain.memory.limits import (
     MAX_AGENT_ID_CHARS,
     MAX_EMBEDDING_TEXT_BYTES,
+    MAX_EVENT_TIME_BYTES,
     MAX_STRING_BYTES,
     WAIT_MS,
     IntRange,
@@ -257,7 +258,7 @@ _RFC3339 = re.compile(
     r"(?:([Zz])|([+-])(\d{2}):(\d{2}))?",
     re.ASCII,
 )
-_MAX_TIMESTAMP_CHARS = 64
+_MAX_TIMESTAMP_CHARS = MAX_EVENT_TIME_BYTES  # ASCII: characters are bytes
 
 
 def _bad_time(field: str, detail: str) -> MemoryArgumentError:

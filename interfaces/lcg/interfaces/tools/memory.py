@@ -11,16 +11,18 @@ carries the caller's settled receipts (at most 8), as the `write receipts:` bloc
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Self, TypedDict
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from lcg.commands import memory as memory_commands
 from lcg.domain.errors import DomainError
 from lcg.domain.ids import GroupId
 from lcg.domain.memory import limits, text
 from lcg.domain.memory.calls import ConceptIn, Derive, RecordAction
+from lcg.domain.memory.limits import IntRange
 from lcg.domain.memory.locks import (
     check_ttl_seconds,
     release_content,
@@ -35,19 +37,31 @@ from lcg.interfaces.memory_service import MemoryService
 from lcg.interfaces.params import Params
 from lcg.projections.memory import state
 
+
+def capped(cap: int) -> dict[str, Any]:
+    """A string's published cap. Published, not enforced by the parser: MemoryParams checks
+    every published bound itself, so the refusal is the seed's sentence (ADR 0052)."""
+    return {"maxLength": cap}
+
+
+def ranged(bounds: IntRange) -> dict[str, Any]:
+    """An integer's published range, enforced as `capped` is: `top_k must be in 1..=100`."""
+    return {"minimum": bounds.minimum, "maximum": bounds.maximum}
+
+
 AgentId = Annotated[
     str,
     Field(
-        max_length=limits.MAX_AGENT_ID_CHARS,
+        json_schema_extra=capped(limits.MAX_AGENT_ID_CHARS),
         description="Your stable agent id (model or client id), one line, at most 256 "
         "characters. Every write is recorded under it and locks are held under it.",
     ),
 ]
-MemoryText = Annotated[str, Field(max_length=limits.MAX_STRING_BYTES)]
+MemoryText = Annotated[str, Field(json_schema_extra=capped(limits.MAX_STRING_BYTES))]
 EventTime = Annotated[
     str,
     Field(
-        max_length=64,
+        json_schema_extra=capped(limits.MAX_EVENT_TIME_BYTES),
         description="RFC3339 historical about-time (a commit or document date); omit for a "
         "live fact, which is about now.",
     ),
@@ -55,14 +69,14 @@ EventTime = Annotated[
 Scope = Annotated[
     str,
     Field(
-        max_length=limits.MAX_STRING_BYTES,
+        json_schema_extra=capped(limits.MAX_STRING_BYTES),
         description="The session to write to: omit it or send this session's name.",
     ),
 ]
 RepoScope = Annotated[
     str,
     Field(
-        max_length=limits.MAX_REPO_SCOPE_BYTES,
+        json_schema_extra=capped(limits.MAX_REPO_SCOPE_BYTES),
         description="Repository-scoped paths are not supported by this server yet: a call "
         "with repo_scope is refused (issue 11 notes).",
     ),
@@ -71,8 +85,10 @@ CONCEPT_TYPES = [kind.value for kind in ConceptType]
 
 
 class MemoryParams(Params):
-    """Lambo's argument rules before the generic ones: a timestamp argument other than
-    `event_time` is refused by name (M-ARG-003/004)."""
+    """Lambo's argument rules around the generic ones: a timestamp argument other than
+    `event_time` is refused by name (M-ARG-003/004) before them; after them, every bound the
+    schema publishes is enforced in the seed's words (M-ARG-010, M-ARG-021, M-ARG-053,
+    M-REC-007)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -86,6 +102,43 @@ class MemoryParams(Params):
             if not accepted and "event_time" in data:
                 text.check_no_timestamp_arguments(["event_time"], event_time_accepted=False)
         return data
+
+    @model_validator(mode="after")
+    def _published_bounds(self) -> Self:
+        _check_bounds(self, "")
+        return self
+
+
+@functools.cache
+def _published(model: type[BaseModel]) -> dict[str, Any]:
+    properties: dict[str, Any] = model.model_json_schema().get("properties", {})
+    return properties
+
+
+def _check_bounds(model: BaseModel, prefix: str) -> None:
+    """Each field of `model` against the bound its schema publishes, nested ones included
+    (`concepts[0].depends_on[1]`): what a client validating against the schema checks is
+    exactly what the call is refused for, in the domain's sentence."""
+    properties = _published(type(model))
+    for name in type(model).model_fields:
+        _check_value(f"{prefix}{name}", getattr(model, name), properties.get(name, {}))
+
+
+def _check_value(field: str, value: object, spec: dict[str, Any]) -> None:
+    options = [o for o in spec.get("anyOf", []) if o != {"type": "null"}]
+    spec = {**spec, **options[0]} if len(options) == 1 else spec  # an optional nested field
+    if isinstance(value, BaseModel):
+        _check_bounds(value, f"{field}.")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_value(f"{field}[{i}]", item, spec.get("items", {}))
+    elif isinstance(value, str) and "maxLength" in spec:
+        if field == "agent_id":  # the one string the seed caps in characters, with its rules
+            text.check_agent_id(value)
+        else:
+            text.check_size(field, value, cap=int(spec["maxLength"]))
+    elif isinstance(value, int) and not isinstance(value, bool) and "maximum" in spec:
+        text.check_int_range(field, value, IntRange(int(spec["minimum"]), int(spec["maximum"])))
 
 
 class ConceptParams(Params):
@@ -162,10 +215,12 @@ class RecordActionParams(MemoryParams):
 class ReserveParams(MemoryParams):
     agent_id: AgentId
     node_id: str = Field(
-        max_length=64,
+        json_schema_extra=capped(limits.MAX_NODE_ID_BYTES),
         description="The node's full id, as a write's receipt (created, matched) gives it.",
     )
-    ttl_seconds: int | None = Field(None, ge=1, le=3600, description="1 to 3600; default 30.")
+    ttl_seconds: int | None = Field(
+        None, json_schema_extra=ranged(limits.TTL_SECONDS), description="1 to 3600; default 30."
+    )
     release: bool | None = Field(None, description="Release instead of reserve.")
     scope: Scope | None = None
 
@@ -173,12 +228,13 @@ class ReserveParams(MemoryParams):
 class StatsParams(MemoryParams):
     agent_id: AgentId
     receipt: str | None = Field(
-        None, max_length=128, description="A receipt id from a write's ack."
+        None,
+        json_schema_extra=capped(limits.MAX_RECEIPT_BYTES),
+        description="A receipt id from a write's ack.",
     )
     wait_ms: int | None = Field(
         None,
-        ge=0,
-        le=2**31 - 1,
+        json_schema_extra=ranged(limits.WAIT_MS_ARGUMENT),
         description="With receipt: wait up to this long (0..34000; larger is clamped).",
     )
 

@@ -29,14 +29,18 @@ from lcg.interfaces.tools.memory import (
     MemoryResult,
     Scope,
     answer,
+    capped,
     display_type,
+    ranged,
     service_of,
 )
+from lcg.interfaces.tools.search import search_context
 from lcg.projections.canonization import measure
 from lcg.projections.canonization import state as canon
 from lcg.projections.memory import evidence as memory_evidence
 from lcg.projections.memory import state
 from lcg.projections.memory.state import Node
+from lcg.queries import recall
 
 SCAN_CAP = 2_000  # concepts the substring leg scans before it bounds itself (M-INS-008)
 DEPENDENTS_SHOWN = 50
@@ -52,13 +56,12 @@ EDGE_TYPES = {  # the seed's edge classes
 class InspectParams(MemoryParams):
     agent_id: AgentId
     focus: str = Field(
-        max_length=limits.MAX_STRING_BYTES,
+        json_schema_extra=capped(limits.MAX_STRING_BYTES),
         description="Concept text, its 8-hex short id or its full node id.",
     )
     depth: int = Field(
-        limits.INSPECT_DEPTH.default or 2,
-        ge=limits.INSPECT_DEPTH.minimum,
-        le=limits.INSPECT_DEPTH.maximum,
+        limits.INSPECT_DEPTH_DEFAULT,
+        json_schema_extra=ranged(limits.INSPECT_DEPTH),
         description="Hops of neighbourhood to show (0..5).",
     )
     scope: Scope | None = None
@@ -68,7 +71,9 @@ class StaleParams(MemoryParams):
     agent_id: AgentId
     scope: Scope | None = None
     offset: int | None = Field(
-        None, ge=0, le=2**31 - 1, description="The next page: skip this many rows (pages of 50)."
+        None,
+        json_schema_extra=ranged(limits.STALE_OFFSET),
+        description="The next page: skip this many rows (pages of 50).",
     )
 
 
@@ -78,7 +83,8 @@ class SaintsParams(MemoryParams):
 
 
 def _listing(nodes: list[Node]) -> str:
-    return "; ".join(f'{n.uuid} "{quote(n.content)}"' for n in nodes[:10])
+    shown = nodes[: limits.MAX_FOCUS_CANDIDATES]
+    return "; ".join(f'{n.uuid} "{quote(n.content)}"' for n in shown)
 
 
 def _resolve(app: App, session: str, focus: str) -> tuple[Node, str | None]:
@@ -113,30 +119,49 @@ def _resolve(app: App, session: str, focus: str) -> tuple[Node, str | None]:
         return matches[0], note
     if len(matches) > 1:
         raise _several(focus, matches)
+    raise _nothing(app, session, focus)
+
+
+def _nothing(app: App, session: str, focus: str) -> DomainError:
+    """The refusal of a focus matching nothing, with the closest concepts as suggestions
+    (M-INS-010), so the agent can name one by its id."""
     closest = _closest(app, session, focus)
-    raise DomainError(
-        f"focus \"{quote(focus)}\" matches no concept of session '{session}'"
-        + (f"; closest: {_listing(closest)}" if closest else ""),
+    listed = f"; closest: {_listing(closest)}" if closest else ""
+    if not closest and state.concept_count(app.workspace.reader(), session) == 0:
+        listed = f"; session '{session}' holds no concepts yet"
+    return DomainError(
+        f"focus \"{quote(focus)}\" matches no concept of session '{session}'" + listed,
         field="focus",
         rule="must name a concept",
     )
 
 
 def _closest(app: App, session: str, focus: str) -> list[Node]:
-    conn = app.workspace.reader()
-    words = [w for w in focus.split() if len(w) > 2][:5]
-    found: dict[str, Node] = {}
-    for word in words:
-        for node in state.concepts_containing(conn, session, word, 10):
-            found.setdefault(node.uuid, node)
-    return list(found.values())[:10]
+    """Up to 10 concepts nearest the focus, best first, ranked as lambo_recall ranks (keyword,
+    meaning and recent legs fused, no graph expansion): a focus sharing no word with any
+    concept still gets the nearest by meaning, and failing those the most recent. A read
+    only: no access is counted."""
+    hits = recall.recall_concepts(
+        search_context(app), session, focus, limits.MAX_FOCUS_CANDIDATES * 2, 0
+    )
+    nodes = state.nodes_by_uuid(app.workspace.reader(), [hit.node_id for hit in hits])
+    concepts = [
+        nodes[hit.node_id]
+        for hit in hits
+        if hit.node_id in nodes and nodes[hit.node_id].node_kind == "concept"
+    ]
+    return concepts[: limits.MAX_FOCUS_CANDIDATES]
 
 
 def _several(focus: str, nodes: list[Node]) -> DomainError:
     return DomainError(
         f'focus "{quote(focus)}" matches several concepts; name one by its id: '
         + _listing(nodes)
-        + (f" (and {len(nodes) - 10} more)" if len(nodes) > 10 else ""),
+        + (
+            f" (and {len(nodes) - limits.MAX_FOCUS_CANDIDATES} more)"
+            if len(nodes) > limits.MAX_FOCUS_CANDIDATES
+            else ""
+        ),
         field="focus",
         rule="must name one concept",
     )
@@ -168,17 +193,17 @@ def lambo_inspect(app: App, params: InspectParams) -> MemoryResult:
         conn, [*(d for d, _ in dependents), *contradicted_by, *(x for e in shown for x in e[1:3])]
     )
     radius = len({d for d, _ in dependents})
-    kind = display_type(node.concept_type)
-    lines = [f"{node.content} [{kind}] (id {node.uuid[:8]}, blast radius {radius})"]
+    concept_type = display_type(node.concept_type)
+    lines = [f"{node.content} [{concept_type}] (id {node.uuid[:8]}, blast radius {radius})"]
     lines.append(f"node {node.uuid}, written by {node.agent_id} at {node.created_at}")
     if note:
         lines.append(note)
     lines.append(f"dependents ({radius}):")
     dependent_rows = []
-    for uuid, kind in dependents[:DEPENDENTS_SHOWN]:
+    for uuid, edge in dependents[:DEPENDENTS_SHOWN]:
         label = quote(labels[uuid].content) if uuid in labels else uuid
-        lines.append(f'  - {uuid[:8]} "{label}" ({EDGE_TYPES[kind]})')
-        dependent_rows.append({"node_id": uuid, "label": label, "edge_type": EDGE_TYPES[kind]})
+        lines.append(f'  - {uuid[:8]} "{label}" ({EDGE_TYPES[edge]})')
+        dependent_rows.append({"node_id": uuid, "label": label, "edge_type": EDGE_TYPES[edge]})
     if contradicted_by:
         lines.append(f"contradicted by ({len(contradicted_by)}):")
         for uuid in contradicted_by:
@@ -189,16 +214,16 @@ def lambo_inspect(app: App, params: InspectParams) -> MemoryResult:
             )
     lines.append(f"edges to depth {params.depth} ({len(shown)}):")
     edge_rows = []
-    for hop, source, target, kind in shown:
+    for hop, source, target, edge in shown:
         lines.append(
-            f"  {source[:8]} -[{kind}]-> {target[:8]}" + (f"  (hop {hop})" if hop > 1 else "")
+            f"  {source[:8]} -[{edge}]-> {target[:8]}" + (f"  (hop {hop})" if hop > 1 else "")
         )
         edge_rows.append(
             {
                 "source": source,
                 "target": target,
-                "kind": kind,
-                "edge_type": EDGE_TYPES.get(kind, kind),
+                "kind": edge,
+                "edge_type": EDGE_TYPES.get(edge, edge),
                 "hop": hop,
             }
         )
@@ -209,7 +234,7 @@ def lambo_inspect(app: App, params: InspectParams) -> MemoryResult:
     content: dict[str, Any] = {
         "node_id": node.uuid,
         "content": node.content,
-        "concept_type": kind,
+        "concept_type": concept_type,
         "is_canonical": admission.status is Status.CANONICAL,
         "blast_radius": radius,
         "dependents": dependent_rows,

@@ -33,7 +33,9 @@ from lcg.interfaces.tools.memory import (
     MemoryResult,
     Scope,
     answer,
+    capped,
     display_type,
+    ranged,
     service_of,
 )
 from lcg.interfaces.tools.search import search_context
@@ -53,20 +55,22 @@ class RecallParams(MemoryParams):
     agent_id: AgentId
     query: str | None = Field(
         None,
-        max_length=limits.MAX_STRING_BYTES,
+        json_schema_extra=capped(limits.MAX_STRING_BYTES),
         description="What the task is about, in words (required unless image or query_vector).",
     )
-    top_k: int = Field(limits.TOP_K_DEFAULT, ge=1, le=100, description="How many hits (1..100).")
+    top_k: int = Field(
+        limits.TOP_K_DEFAULT,
+        json_schema_extra=ranged(limits.TOP_K),
+        description="How many hits (1..100).",
+    )
     max_tokens: int = Field(
         limits.MAX_TOKENS_DEFAULT,
-        ge=1,
-        le=100_000,
+        json_schema_extra=ranged(limits.MAX_TOKENS),
         description="The context block's budget, in tokens of 3.5 bytes (1..100000).",
     )
     traversal_depth: int = Field(
         limits.TRAVERSAL_DEPTH_DEFAULT,
-        ge=0,
-        le=5,
+        json_schema_extra=ranged(limits.TRAVERSAL_DEPTH),
         description="Graph expansion hops from the strongest hits (0..5).",
     )
     image: dict[str, Any] | None = Field(
