@@ -16,9 +16,15 @@ from lcg.interfaces.jsonrpc import STORAGE_ERROR, error_from_exception
 from lcg.projections.embedding.port import Embedder
 from lcg.projections.faults import CorruptEvent
 from lcg.projections.wal.store import stream_id
+from lcg.projections.wal.sums import CHANGED
 from tests.conftest import make_call, make_workspace
 from tests.helpers.damage import overwrite_text
-from tests.integration.test_storage_failures import add, names, write_two_groups
+from tests.integration.test_storage_failures import (
+    add,
+    names,
+    replay_from_the_wal,
+    write_two_groups,
+)
 
 
 def assert_names_the_damage(message: str, settings: Settings, group: str, seq: int) -> None:
@@ -121,8 +127,10 @@ def test_the_bounded_replay_the_refusal_names_takes_the_group_back_and_a_full_on
     assert overwrite_text(settings.wal_path, "marker3zz", b"MARKER3ZZ") == 1
     with make_workspace(settings, embedder) as ws:
         call = make_call(App(ws))
-        # a full replay reads the changed event (it decodes): the log is still damaged
-        call("knowledge_rebuild_from_wal", group_id="a", force_clear=True)
+        with pytest.raises(CorruptEvent) as stopped:  # a full replay stops at it: rolled back
+            call("knowledge_rebuild_from_wal", group_id="a", force_clear=True)
+        assert "holds an unreadable event at seq 3 of group 'a'" in str(stopped.value)
+        assert names(call, "a") == ["a1", "a2", "a3", "a4", "a5"]
         with pytest.raises(CorruptEvent):
             add(call, "a", "a6")
         result = call("knowledge_rebuild_from_wal", group_id="a", to_seq=2, force_clear=True)
@@ -132,3 +140,21 @@ def test_the_bounded_replay_the_refusal_names_takes_the_group_back_and_a_full_on
     with make_workspace(settings, embedder) as ws:  # pinned before the damage: nothing to say
         assert ws.log_damage == {}
         assert ws.faults() == []
+
+
+def test_a_changed_event_the_projections_had_not_applied_is_not_applied_by_the_catch_up(
+    settings: Settings, embedder: Embedder
+) -> None:
+    """Its bytes still decode; its checksum stops the replay before it, as an undecodable
+    event does (ADR 0019), naming it."""
+    write_two_groups(settings, embedder)
+    assert overwrite_text(settings.wal_path, "marker4zz", b"MARKER4ZZ") == 1
+    replay_from_the_wal(settings)
+    with make_workspace(settings, embedder) as ws:
+        call = make_call(App(ws))
+        failure = ws.catch_up_failures[GroupId("a")]
+        assert isinstance(failure, CorruptEvent)
+        assert (failure.seq, failure.reason) == (4, CHANGED)
+        assert names(call, "a") == ["a1", "a2", "a3"]
+        assert names(call, "b") == ["b1", "b2"]
+        assert "MARKER4ZZ" not in str(call("knowledge_get_episodes", group_id="a", last_n=9))

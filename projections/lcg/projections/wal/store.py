@@ -259,12 +259,21 @@ class EventLog:
             try:
                 with self._lock:
                     rows = self._conn.execute(_PAGE, (originator, position, last, page)).fetchall()
+                    expected = (
+                        sums.expected_between(self._conn, originator, rows[0][0], rows[-1][0])
+                        if rows and self._sums_ready
+                        else {}
+                    )
             except sqlite3.DatabaseError as error:
                 action = f"read the events of group {group_id!r} after seq {position} from"
                 raise StorageFailure(self.path, action, error) from error
             if not rows:
                 return
-            events, corrupt = self._decode(group_id, rows)
+            changed = sums.first_changed(rows, expected)
+            events, corrupt = self._decode(group_id, rows if changed is None else rows[:changed])
+            if corrupt is None and changed is not None:
+                seq = rows[changed][0]
+                corrupt = CorruptEvent(self.path, group_id, seq, sums.CHANGED)
             if events:
                 yield events
             if corrupt is not None:  # after the events before it, so they can still be applied
