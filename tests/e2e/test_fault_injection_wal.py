@@ -194,6 +194,46 @@ def test_an_applied_event_damaged_on_disk_refuses_the_cli_write_to_its_group_onl
     assert "pinned at seq 1" in said(replayed.stdout)
 
 
+def test_a_server_over_an_applied_event_changed_on_disk_is_degraded_and_refuses_its_group(
+    tmp_path: Path,
+) -> None:
+    """Issue 24, item 5 (ADR 0049), over the socket: bytes of an applied event changed so that
+    it still decodes; the server starts degraded naming file, group and seq, answers a write
+    to the group -32002 with them in `data`, serves its reads and takes other groups' writes."""
+    workspace = tmp_path / "ws"
+    first = ServiceProcess(workspace)
+    try:
+        assert first.wait_ready()["healthy"] is True, first.log
+        with first.connect() as client:
+            for name in ("e1", "e2", "e3"):
+                assert "result" in add_episode(client, name, f"body of {name} marker-{name}")
+    finally:
+        first.stop()
+    wal = workspace / ".lcg" / "wal.sqlite"
+    assert overwrite_text(wal, "marker-e2", b"MARKER-E2") == 1
+    server = ServiceProcess(workspace)
+    try:
+        health = server.wait_ready()
+        assert (health["state"], health["serving"]) == ("degraded", True)
+        assert f"{wal} holds a damaged event at seq 2 of group 'g'" in health["reason"]
+        with server.connect() as client:
+            error = add_episode(client, "e4")["error"]
+            assert error["code"] == STORAGE_ERROR
+            assert error["data"] == {
+                "kind": "corrupt_event",
+                "file": str(wal),
+                "group_id": "g",
+                "seq": 2,
+            }
+            assert episode_names(client) == ["e1", "e2", "e3"]
+            other = {"name": "h1", "episode_body": "body of h1", "group_id": "h"}
+            assert "result" in client.call("knowledge_add_episode", other)
+            head = client.result("knowledge_status")["wal_groups"]["g"]["max_seq"]
+            assert head == 3  # nothing acknowledged past the damage
+    finally:
+        server.stop()
+
+
 def test_k_rec_002_a_degraded_server_recovers_in_place_through_knowledge_recover(
     tmp_path: Path,
 ) -> None:
