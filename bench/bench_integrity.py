@@ -18,13 +18,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
 
 from bench.bench_wal import append_batches, make_body, open_workspace
+from lcg.domain.events import EventCodec
+from lcg.domain.ids import GroupId
 from lcg.projections.embedding.cache import EmbeddingCache, row_checksum, text_hash
 from lcg.projections.embedding.hashing import HashingEmbedder
+from lcg.projections.wal.store import EventLog
 
 
 def best(repeats: int, run: Callable[[], object]) -> float:
@@ -69,6 +73,38 @@ def filled_cache(path: Path, embedder: HashingEmbedder, count: int) -> list[str]
     return texts
 
 
+def wal_checks(path: Path, repeats: int) -> list[tuple[str, int, float]]:
+    """The WAL check a writer's open runs (ADR 0049): every event against its checksum; and
+    once, for a WAL from before checksums, every event decoded and its checksum stored."""
+    group = GroupId("bench")
+
+    def timed_check(*, forget: bool) -> tuple[int, float]:
+        if forget:  # the WAL as a version before checksums left it
+            with closing(sqlite3.connect(path)) as conn:
+                conn.execute("DROP TABLE lcg_event_sums")
+                conn.commit()
+        log = EventLog(path, EventCodec())
+        try:
+            head = log.head(group)
+            start = time.perf_counter()
+            if log.check(group, head, seal=forget) is not None:
+                raise RuntimeError(f"{path} is damaged")
+            return head, time.perf_counter() - start
+        finally:
+            log.close()
+
+    size = path.stat().st_size
+    head, _ = timed_check(forget=False)
+    checked = min(timed_check(forget=False)[1] for _ in range(repeats))
+    sealed = min(timed_check(forget=True)[1] for _ in range(repeats))
+    after = min(timed_check(forget=False)[1] for _ in range(repeats))
+    return [
+        (f"WAL: {head:,} events checked against their checksums", size, checked),
+        (f"WAL from before checksums: {head:,} events decoded and sealed (once)", size, sealed),
+        ("WAL: the same check after sealing", size, after),
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--episodes", type=int, default=100_000)
@@ -96,6 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 (f"{path.name} sha256", path.stat().st_size, best(options.repeats, digest(path)))
             )
 
+        rows += wal_checks(settings.wal_path, options.repeats)
         cache_path = Path(tmp) / "embeddings.sqlite"
         texts = filled_cache(cache_path, embedder, options.episodes)
         size = cache_path.stat().st_size

@@ -177,6 +177,38 @@ def test_invalid_input_exits_2_names_the_field_and_changes_nothing(
     assert (status(tmp_path), graph_rows(tmp_path)) == before
 
 
+def test_k_wal_027_035_lcg_replay_says_what_its_bounds_did_not_do(
+    tmp_path: Path, minilm: MiniLmEmbedder
+) -> None:
+    """Issue 24, item 6. `--to-seq 999` past the head replays to the head and warns that the
+    group is pinned there (it pinned silently). A resume bounded below the applied seq
+    replays nothing, pins nothing and says how to go back (it pinned the group at 2, and the
+    next recovery rebuilt it there)."""
+    seed(minilm, tmp_path, *(("g", f"e{seq}") for seq in range(1, 6)))
+    past = lcg(tmp_path, "replay", "--group", "g", "--to-seq", "999", "--force-clear")
+    assert past.returncode == 0, past.stderr
+    assert said(past.stderr) == (
+        "warning: to_seq: 999 is past the last seq of group 'g' (5): replayed to seq 5, where "
+        "the group is pinned like any bounded replay (writes refused until `lcg replay --group "
+        "g`, or a rebuild without to_seq, releases it)"
+    )
+    assert "replayed 5 events of group 'g' up to seq 5; pinned at seq 5" in said(past.stdout)
+    released = lcg_json(tmp_path, "replay", "--group", "g", "--force-clear", "--json")
+    assert released["pinned_to"] is None
+    before = graph_rows(tmp_path)
+    noop = lcg(tmp_path, "replay", "--group", "g", "--from-seq", "2", "--to-seq", "2", "--json")
+    assert noop.returncode == 0, noop.stderr
+    result = json.loads(noop.stdout)
+    assert (result["mutations_replayed"], result["pinned_to"]) == (0, None)
+    assert said(noop.stderr).startswith(
+        "warning: to_seq: group 'g' is applied to seq 5, past to_seq 2: nothing was replayed "
+        "and nothing changed"
+    )
+    assert graph_rows(tmp_path) == before  # same rowids: not even replayed in place
+    assert status(tmp_path)["wal_groups"]["g"]["pinned_to"] is None
+    assert lcg_json(tmp_path, "assert-entity", "e6", "--group", "g", "--json")["created"] is True
+
+
 def test_bounded_replay_shows_the_state_at_that_seq_and_pins_the_group_until_released(
     tmp_path: Path,
     minilm: MiniLmEmbedder,

@@ -18,6 +18,7 @@ from lcg.interfaces.exit_codes import EXIT_STORAGE
 from lcg.interfaces.jsonrpc import STORAGE_ERROR, UNAVAILABLE
 from lcg.projections.wal.store import stream_id
 from tests.helpers.console_script import lcg, said
+from tests.helpers.damage import overwrite_text
 from tests.helpers.service_process import RpcClient, ServiceProcess
 from tests.helpers.small_disk import fill, mounted_tmpfs
 
@@ -164,6 +165,73 @@ def test_f4_a_corrupted_event_is_named_by_the_cli_and_its_replay_command_works_a
     replayed = lcg(workspace, *command.split()[1:])
     assert replayed.returncode == 0, replayed.stderr
     assert "pinned at seq 1" in said(replayed.stdout)
+
+
+def test_an_applied_event_damaged_on_disk_refuses_the_cli_write_to_its_group_only(
+    tmp_path: Path,
+) -> None:
+    """Issue 24, item 5 (ADR 0049): bytes of an event the projections already applied are
+    damaged in wal.sqlite; the next `lcg add-episode` to its group is refused with exit 7
+    naming file, group and seq (acked, it would hide behind the damage at the next rebuild),
+    other groups still write, and the replay the message names works as written."""
+    workspace = tmp_path / "ws"
+    state = workspace / ".lcg"
+    for group, name in (("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1")):
+        body = f"body of {name} marker-{name}"
+        assert lcg(workspace, "add-episode", name, body, "-g", group).returncode == 0
+    assert overwrite_text(state / "wal.sqlite", "marker-a2", b"\xff\xfe") == 1
+    refused = lcg(workspace, "add-episode", "a4", "body of a4", "-g", "a")
+    assert (refused.returncode, refused.stdout) == (EXIT_STORAGE, "")
+    message = said(refused.stderr)
+    assert f"{state}/wal.sqlite holds a damaged event at seq 2 of group 'a'" in message
+    assert lcg(workspace, "add-episode", "b2", "body of b2", "-g", "b").returncode == 0
+    wal = json.loads(lcg(workspace, "status", "--json").stdout)["wal_groups"]
+    assert (wal["a"]["max_seq"], wal["b"]["max_seq"]) == (3, 2)  # nothing acked to 'a'
+    command = message.split("`")[1]
+    assert command == "lcg replay --group a --to-seq 1 --force-clear"
+    replayed = lcg(workspace, *command.split()[1:])
+    assert replayed.returncode == 0, replayed.stderr
+    assert "pinned at seq 1" in said(replayed.stdout)
+
+
+def test_a_server_over_an_applied_event_changed_on_disk_is_degraded_and_refuses_its_group(
+    tmp_path: Path,
+) -> None:
+    """Issue 24, item 5 (ADR 0049), over the socket: bytes of an applied event changed so that
+    it still decodes; the server starts degraded naming file, group and seq, answers a write
+    to the group -32002 with them in `data`, serves its reads and takes other groups' writes."""
+    workspace = tmp_path / "ws"
+    first = ServiceProcess(workspace)
+    try:
+        assert first.wait_ready()["healthy"] is True, first.log
+        with first.connect() as client:
+            for name in ("e1", "e2", "e3"):
+                assert "result" in add_episode(client, name, f"body of {name} marker-{name}")
+    finally:
+        first.stop()
+    wal = workspace / ".lcg" / "wal.sqlite"
+    assert overwrite_text(wal, "marker-e2", b"MARKER-E2") == 1
+    server = ServiceProcess(workspace)
+    try:
+        health = server.wait_ready()
+        assert (health["state"], health["serving"]) == ("degraded", True)
+        assert f"{wal} holds a damaged event at seq 2 of group 'g'" in health["reason"]
+        with server.connect() as client:
+            error = add_episode(client, "e4")["error"]
+            assert error["code"] == STORAGE_ERROR
+            assert error["data"] == {
+                "kind": "corrupt_event",
+                "file": str(wal),
+                "group_id": "g",
+                "seq": 2,
+            }
+            assert episode_names(client) == ["e1", "e2", "e3"]
+            other = {"name": "h1", "episode_body": "body of h1", "group_id": "h"}
+            assert "result" in client.call("knowledge_add_episode", other)
+            head = client.result("knowledge_status")["wal_groups"]["g"]["max_seq"]
+            assert head == 3  # nothing acknowledged past the damage
+    finally:
+        server.stop()
 
 
 def test_k_rec_002_a_degraded_server_recovers_in_place_through_knowledge_recover(

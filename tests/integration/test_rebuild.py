@@ -9,9 +9,11 @@ import pytest
 from lcg.commands.writer import GroupPinned
 from lcg.domain.errors import Conflict, InvalidParams, NotFound
 from lcg.domain.ids import GroupId
+from lcg.interfaces import recovery
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
-from lcg.interfaces.workspace import Workspace
+from lcg.interfaces.service import Service
+from lcg.interfaces.workspace import Workspace, utc_now
 from lcg.projections.embedding.port import Embedder
 from tests.conftest import Call, make_call, make_workspace
 
@@ -320,3 +322,69 @@ def test_progress_is_reported_during_a_rebuild(app: App, call: Call) -> None:
         lambda done, total: seen.append((done, total)),
     )
     assert seen[-1] == (10, 10)
+
+
+def test_k_wal_027_a_to_seq_past_the_head_replays_to_the_head_and_says_so(call: Call) -> None:
+    """Issue 24, item 6: accepted (the entries up to 999 are all there are), clamped, and the
+    result says so and where the group is held; it was pinned silently before."""
+    write_ten(call)
+    result = call("knowledge_rebuild_from_wal", group_id="g", to_seq=999, force_clear=True)
+    assert (result["mutations_replayed"], result["last_committed_seq"]) == (10, 10)
+    assert result["pinned_to"] == 10
+    assert result["warnings"] == [
+        "to_seq: 999 is past the last seq of group 'g' (10): replayed to seq 10, where the group "
+        "is pinned like any bounded replay (writes refused until `lcg replay --group g`, or a "
+        "rebuild without to_seq, releases it)"
+    ]
+    assert "warnings" not in call("knowledge_rebuild_from_wal", group_id="g", force_clear=True)
+
+
+def test_k_wal_035_a_resume_bounded_below_the_applied_seq_changes_nothing_and_recovery_keeps_it(
+    settings: Settings,
+) -> None:
+    """Issue 24, item 6: `{from_seq: 2, to_seq: 2}` on a group at seq 5 replays nothing; it
+    used to pin the group at 2, and the next knowledge_recover rebuilt it to 2: three entities
+    gone from every read."""
+    service = Service(settings, command="lcg test")
+    service.start()
+    try:
+        for name in ("A", "B", "C", "D", "E"):
+            service.call("knowledge_assert_entity", {"name": name, "group_id": "g"})
+        result = service.call(
+            "knowledge_rebuild_from_wal", {"group_id": "g", "from_seq": 2, "to_seq": 2}
+        )
+        assert (result["mutations_replayed"], result["last_committed_seq"]) == (0, 5)
+        assert result["pinned_to"] is None
+        assert result["warnings"][0].startswith(
+            "to_seq: group 'g' is applied to seq 5, past to_seq 2: nothing was replayed and "
+            "nothing changed"
+        )
+        assert "`lcg replay --group g --to-seq 2 --force-clear`" in result["warnings"][0]
+        recovered = service.call("knowledge_recover", {"strategy": "rebuild_from_workspace_wal"})
+        assert recovered["success"] is True
+        nodes = service.call("knowledge_get_nodes_by_group", {"group_ids": ["g"]})
+        assert nodes["count"] == 5
+        assert service.call("knowledge_status", {})["wal_groups"]["g"]["pinned_to"] is None
+        service.call("knowledge_assert_entity", {"name": "F", "group_id": "g"})  # not held
+    finally:
+        service.close()
+
+
+def test_k_wal_035_recovery_keeps_what_a_group_applied_past_a_pin_a_no_op_replay_left(
+    settings: Settings, embedder: Embedder
+) -> None:
+    """A workspace where the old no-op bounded replay already pinned a group below what it
+    applied (WAL and graph pinned at 2, the graph at 5): rebuild_from_workspace_wal raises the
+    pin to 5 rather than replaying the group to 2."""
+    with make_workspace(settings, embedder) as ws:
+        call = make_call(App(ws))
+        for name in ("A", "B", "C", "D", "E"):
+            call("knowledge_assert_entity", name=name, group_id="g")
+        ws.log.set_pins({GroupId("g"): 2})
+        with ws.runner.conn:
+            ws.runner.conn.execute("UPDATE projection_positions SET pinned_to=2 WHERE group_id='g'")
+    recovery.apply_strategy(settings, recovery.Strategy.REBUILD_FROM_WORKSPACE_WAL, utc_now())
+    with make_workspace(settings, embedder) as ws:
+        call = make_call(App(ws))
+        assert node_count(call) == 5
+        assert call("knowledge_status")["wal_groups"]["g"]["pinned_to"] == 5

@@ -44,6 +44,8 @@ class RebuildResult(TypedDict):
     pinned_to: int | None
     dry_run: NotRequired[bool]
     job_id: NotRequired[str]  # the rebuild job's id (A-12), for knowledge_rebuild_status
+    # what the call did not do as asked (a to_seq past the head, a resume that replays nothing)
+    warnings: NotRequired[list[str]]
 
 
 def check_rebuild_bounds(request: RebuildRequest) -> None:
@@ -117,25 +119,65 @@ def rebuild_from_wal(
                 f"{applied}, and resuming at {request.from_seq} would skip seqs "
                 f"{applied + 1}..{request.from_seq - 1}",
             )
+        warnings = _bound_warnings(request, head, applied)
+        if not full and request.to_seq is not None and request.to_seq < applied:
+            # K-WAL-035: to_seq bounds where a replay ends and never undoes applied events;
+            # a pin below them would have the next rebuild (recovery) drop them
+            pinned = writer.runner.position(request.group_id).pinned_to
+            return _rebuild_result(
+                request, 0, applied, pinned, dry_run=request.dry_run, warnings=warnings
+            )
         upto = head if request.to_seq is None else min(request.to_seq, head)
         if request.dry_run:
             start = max(0 if full else applied, request.from_seq - 1)
-            return _rebuild_result(request, max(0, upto - start), upto, None, dry_run=True)
+            return _rebuild_result(
+                request, max(0, upto - start), upto, None, dry_run=True, warnings=warnings
+            )
         if started is not None:
             started()
         replayed = writer.runner.rebuild(
             request.group_id,
             from_seq=request.from_seq,
-            to_seq=request.to_seq,
+            to_seq=None if request.to_seq is None else upto,
             progress=progress,
         )
         writer.notify_rebuilt([request.group_id])
         pinned = writer.runner.position(request.group_id).pinned_to
-        return _rebuild_result(request, replayed, upto, pinned, dry_run=False)
+        return _rebuild_result(request, replayed, upto, pinned, dry_run=False, warnings=warnings)
+
+
+def _bound_warnings(request: RebuildRequest, head: int, applied: int) -> list[str]:
+    """What the call will not do as its bounds read: a to_seq past the head is clamped to it
+    (K-WAL-027 accepts any to_seq >= from_seq: the entries up to it are all there are); a
+    resume whose to_seq is below the applied seq replays nothing and changes nothing."""
+    group, to_seq = request.group_id, request.to_seq
+    if to_seq is None:
+        return []
+    if request.from_seq > 0 and to_seq < applied:
+        return [
+            f"to_seq: group {group!r} is applied to seq {applied}, past to_seq {to_seq}: "
+            "nothing was replayed and nothing changed, its pin neither (to_seq bounds where "
+            "a replay ends; it never undoes applied events). To show the group as it was at "
+            f"seq {to_seq}, rebuild it in full: `lcg replay --group {group} --to-seq {to_seq} "
+            "--force-clear` (from_seq 0, force_clear: true)"
+        ]
+    if to_seq > head:
+        return [
+            f"to_seq: {to_seq} is past the last seq of group {group!r} ({head}): replayed to "
+            f"seq {head}, where the group is pinned like any bounded replay (writes refused "
+            f"until `lcg replay --group {group}`, or a rebuild without to_seq, releases it)"
+        ]
+    return []
 
 
 def _rebuild_result(
-    request: RebuildRequest, replayed: int, last: int, pinned: int | None, *, dry_run: bool
+    request: RebuildRequest,
+    replayed: int,
+    last: int,
+    pinned: int | None,
+    *,
+    dry_run: bool,
+    warnings: list[str],
 ) -> RebuildResult:
     result = RebuildResult(
         success=True,
@@ -154,6 +196,8 @@ def _rebuild_result(
     )
     if dry_run:
         result["dry_run"] = True
+    if warnings:
+        result["warnings"] = warnings
     return result
 
 

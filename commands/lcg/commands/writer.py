@@ -26,6 +26,7 @@ from lcg.domain.errors import Conflict
 from lcg.domain.events import DomainEvent
 from lcg.domain.ids import GroupId, Seq
 from lcg.projections.faults import (
+    CorruptEvent,
     GroupBehind,
     LogBehindProjections,
     StorageFailure,
@@ -122,6 +123,9 @@ class Writer:
         # failed, with why; those retried in the running batch.
         self.lagging: set[GroupId] = set()
         self._blocked: dict[GroupId, BaseException] = {}
+        # Groups whose log holds a damaged event the projections applied (the check at open,
+        # ADR 0049): their writes are refused until a rebuild of the group succeeds.
+        self._damaged: dict[GroupId, CorruptEvent] = {}
         self._retried: set[GroupId] = set()
         self.storage_failure: str | None = None  # the last write's, until a write commits
         self.listeners: list[CommitListener] = []
@@ -152,6 +156,11 @@ class Writer:
     def stage(self, group_id: GroupId, events: Sequence[DomainEvent]) -> list[RecordedEvent]:
         """Give the events the group's next seqs and apply them in the open batch."""
         self.refuse_if_pinned(group_id)
+        damaged = self._damaged.get(group_id)
+        if damaged is not None:  # a new exception each time: one raised twice grows its trace
+            raise CorruptEvent(
+                damaged.path, damaged.group_id, damaged.seq, damaged.reason, applied=True
+            )
         head = self.head(group_id)
         if group_id not in self._checked:
             self._check_caught_up(group_id, head)
@@ -191,6 +200,7 @@ class Writer:
             f"group {group!r} is behind its WAL: {error}"
             for group, error in sorted(self._blocked.items())
         ]
+        found += [str(error) for _, error in sorted(self._damaged.items())]
         return found
 
     def refuse_if_pinned(self, group_id: GroupId) -> None:
@@ -345,10 +355,29 @@ class Writer:
         """The group could not be caught up (at open): its writes retry, else are refused."""
         self._blocked[group_id] = error
 
+    def refuse_damaged(self, group_id: GroupId, error: CorruptEvent) -> None:
+        """The group's log holds a damaged event its projections applied (found at open):
+        its writes are refused, naming it, until the group is rebuilt."""
+        self._damaged[group_id] = error
+
+    def _recheck(self, group_id: GroupId) -> None:
+        """After a rebuild: the group's writes are taken again unless the log it now applies
+        (to its position: a pin, or the head) still holds the damage."""
+        applied = self.runner.position(group_id).position
+        damage = self.log.check(group_id, applied, seal=False) if applied else None
+        if damage is None:
+            self._damaged.pop(group_id, None)
+            log.info("group %r was rebuilt: its log is whole again to seq %s", group_id, applied)
+        else:
+            self._damaged[group_id] = damage
+
     def notify_rebuilt(self, groups: Sequence[GroupId] | None) -> None:
         """Tell derived stores that the projections of these groups (None: all) were rebuilt."""
         for group in list(self._blocked) if groups is None else groups:
             self._blocked.pop(group, None)  # a later write finds any remaining lag again
+        for group in list(self._damaged) if groups is None else groups:
+            if group in self._damaged:  # still damaged in what the rebuild applied?
+                self._recheck(group)
         self._notify(lambda listener: listener.rebuilt(self.runner.conn, groups))
 
     def _notify(self, call: Callable[[CommitListener], None]) -> None:

@@ -120,6 +120,8 @@ def replay(
         with progress_bar("replaying", enabled=not as_json) as progress:
             result = app.call("knowledge_rebuild_from_wal", params, progress)
     pin = result["pinned_to"]
+    for warning in result.get("warnings", []):  # a clamped to_seq, a resume that did nothing
+        complain("warning", warning)
     show(
         result,
         as_json,

@@ -12,6 +12,8 @@ In order (docs/adr/0019 and 0020):
    bring the graph's pins to the WAL's (ADR 0023) and catch every unpinned group up; a group
    that fails (an unreadable event) is returned, the others are applied. An SQLite corruption
    error met in graph.sqlite here sets it aside and opens again.
+5. (`check_the_log`, writers) Every group's applied events against their checksums (ADR 0049):
+   a damaged group is returned, and its writes are refused.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from lcg.domain.ids import GroupId
 from lcg.interfaces.config import Settings
 from lcg.projections import damage, registry
 from lcg.projections.damage import Repair
-from lcg.projections.faults import LogBehindProjections
+from lcg.projections.faults import CorruptEvent, LogBehindProjections
 from lcg.projections.graph import schema
 from lcg.projections.positions import applied_seqs, behind_log, recorded_wal_identity
 from lcg.projections.runner import ProjectionRunner
@@ -88,6 +90,21 @@ def open_graph(
     opened.set_aside = set_aside
     damage.forget_damage(settings.state_dir, path.name)
     return opened
+
+
+def check_the_log(log_: EventLog, runner: ProjectionRunner) -> dict[GroupId, CorruptEvent]:
+    """Each group's events up to its applied position, against their checksums (ADR 0049): a
+    damaged one is what a rebuild would stop before, hiding every write acknowledged after it.
+    Events without checksums (a WAL from before them) are decoded once and sealed."""
+    damaged: dict[GroupId, CorruptEvent] = {}
+    for group, position in runner.positions().items():
+        if position.position == 0:
+            continue
+        damage = log_.check(group, position.position, seal=True)
+        if damage is not None:
+            log.error("%s", damage)
+            damaged[group] = damage
+    return damaged
 
 
 def refuse_if_the_log_is_lost(settings: Settings) -> None:

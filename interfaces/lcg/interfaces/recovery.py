@@ -22,6 +22,7 @@ file a strategy replaces is renamed `<name>.recovered-<UTC time>` beside it.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import sqlite3
 import threading
@@ -34,15 +35,19 @@ from pathlib import Path
 from typing import Literal, NotRequired, TypedDict, TypeVar
 
 from lcg.domain.errors import Conflict, NotFound
+from lcg.domain.events import EventCodec
+from lcg.domain.ids import GroupId
 from lcg.interfaces.config import Settings
 from lcg.interfaces.restore import restore
 from lcg.projections.damage import SQLITE_SIDECARS, set_aside, utc_stamp
 from lcg.projections.graph import schema
 from lcg.projections.wal.dump import check_dump
 from lcg.projections.wal.lease import WriterLease
+from lcg.projections.wal.store import EventLog
 
 BACKUP_DIR = "wal-compacted"  # knowledge_dump_wal's default target (P-133), in .lcg/
 IN_PROGRESS = "Recovery already in progress"
+log = logging.getLogger(__name__)
 RECOVERED = "recovered"  # a replaced file is renamed <name>.recovered-<UTC time>
 
 
@@ -110,6 +115,7 @@ def apply_strategy(settings: Settings, strategy: Strategy, now: datetime) -> Mov
                 else f"{settings.graph_path.name} had no -wal/-shm to drop; nothing moved"
             )
             return Moved(moved, detail)
+        _keep_what_was_applied(settings)
         graph = set_aside(settings.graph_path, now, sqlite=True, why=RECOVERED)  # with sidecars
         moved = [*([] if graph is None else [graph])]
         moved += _aside([settings.vectors_dir, settings.text_scorer_path], now)
@@ -120,6 +126,45 @@ def apply_strategy(settings: Settings, strategy: Strategy, now: datetime) -> Mov
         )
     finally:
         lease.release()
+
+
+def _keep_what_was_applied(settings: Settings) -> None:
+    """Recovery never rebuilds a group below what was applied unless asked (issue 24, K-WAL-035):
+    a pin the WAL holds below the seq graph.sqlite applied, which the graph holds too, was left
+    by a bounded resume that replayed nothing (before it was refused): the open would replay
+    the group to the pin and drop the events after it. The pin is raised to the applied seq.
+    A pin the graph does not hold yet is an operator's replay the open still owes: kept."""
+    if not settings.graph_path.exists() or not EventLog.holds_anything(settings.wal_path):
+        return
+    try:
+        with closing(schema.connect(str(settings.graph_path), read_only=True)) as conn:
+            rows = conn.execute(
+                "SELECT group_id, MIN(position), MIN(pinned_to) FROM projection_positions"
+                " GROUP BY group_id"
+            ).fetchall()
+    except sqlite3.Error:  # unreadable: nothing to compare with
+        return
+    events = EventLog(settings.wal_path, EventCodec(), settings.durability)
+    try:
+        pins = events.pins() or {}
+        raised: dict[GroupId, int | None] = {}
+        for group, applied, graph_pin in rows:
+            pin = pins.get(GroupId(group))
+            if pin is not None and pin == graph_pin and pin < applied:
+                raised[GroupId(group)] = int(applied)
+                log.warning(
+                    "group %r is pinned at seq %s in %s but applied to seq %s: the pin is "
+                    "raised to %s, so the rebuild keeps what was applied",
+                    group,
+                    pin,
+                    settings.wal_path,
+                    applied,
+                    applied,
+                )
+        if raised:
+            events.set_pins(raised)
+    finally:
+        events.close()
 
 
 def episode_count(settings: Settings) -> int | None:

@@ -22,7 +22,7 @@ from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
 from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
 from lcg.interfaces.config import Settings
-from lcg.interfaces.graph_file import open_graph, refuse_if_the_log_is_lost
+from lcg.interfaces.graph_file import check_the_log, open_graph, refuse_if_the_log_is_lost
 from lcg.interfaces.legacy import migrate_legacy_state_dir
 from lcg.interfaces.memory_service import MemoryService
 from lcg.interfaces.private_files import DIR_MODE, make_private
@@ -40,6 +40,7 @@ from lcg.projections.extraction.openai_compat import OpenAiCompatibleExtractor
 from lcg.projections.extraction.port import Extractor
 from lcg.projections.extraction.sampling import SamplingClassifier, SamplingExtractor
 from lcg.projections.extraction.spacy_rules import default_extractor
+from lcg.projections.faults import CorruptEvent
 from lcg.projections.graph import schema
 from lcg.projections.runner import ProjectionRunner
 from lcg.projections.text.scorer import TextScorer
@@ -142,6 +143,7 @@ class Workspace:
         self.caught_up = 0
         self.set_aside: list[Path] = []  # projection files of another WAL, renamed at open
         self.catch_up_failures: dict[GroupId, Exception] = {}
+        self.log_damage: dict[GroupId, CorruptEvent] = {}  # applied events found damaged
         self.repairs: list[Repair] = []  # damaged files set aside and rebuilt by this open
         self.damaged: DamagedFile | None = None  # met by a read since; repaired at next open
         self._cache_repairs_at_open = 0
@@ -262,6 +264,9 @@ class Workspace:
         self._writer.listeners.append(text)
         for group, error in self.catch_up_failures.items():
             self._writer.block(group, error)
+        self.log_damage = check_the_log(self.log, runner)
+        for group, corrupt in self.log_damage.items():
+            self._writer.refuse_damaged(group, corrupt)
         self._open_memory(cache, vectors)
         if self._new_workspace:  # what the libraries just created in it, with the umask
             self._make_private(new_files=True)

@@ -54,18 +54,34 @@ class GroupBehind(Exception):
 
 
 class CorruptEvent(Exception):
-    """An event stored in the WAL cannot be decoded: the group cannot be applied past it."""
+    """An event stored in the WAL cannot be decoded, or (`applied`, found by the check at open,
+    ADR 0049) one the projections already applied is missing or no longer what was written:
+    the group cannot be applied past it, so its writes are refused."""
 
-    def __init__(self, path: Path, group_id: str, seq: int, reason: str) -> None:
+    def __init__(
+        self, path: Path, group_id: str, seq: int, reason: str, *, applied: bool = False
+    ) -> None:
         self.path = path
         self.group_id = group_id
         self.seq = seq
         self.reason = reason
+        self.applied = applied
         before = seq - 1
+        if applied:
+            state = (
+                f"the event is damaged after it was applied: reads serve what was applied, but "
+                f"writes to the group are refused (a rebuild would stop before seq {seq} and "
+                "hide them); other groups are unaffected"
+            )
+        else:
+            state = (
+                "the group is applied only up to the events before it, and other groups are "
+                "unaffected"
+            )
+        word = "a damaged" if applied else "an unreadable"
         super().__init__(
-            f"{path} holds an unreadable event at seq {seq} of group {group_id!r} ({reason}); "
-            f"the group is applied only up to the events before it, and other groups are "
-            f"unaffected. Restore {path.name} from a backup, or keep the group at the last "
+            f"{path} holds {word} event at seq {seq} of group {group_id!r} ({reason}); "
+            f"{state}. Restore {path.name} from a backup, or keep the group at the last "
             f"good event: `lcg replay --group {group_id} --to-seq {before} --force-clear` "
             f"rebuilds it from seqs 1..{before} and holds it there (reads work, writes are "
             "refused)"

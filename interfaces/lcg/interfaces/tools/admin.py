@@ -36,7 +36,12 @@ class RebuildFromWalParams(Params):
     group_id: GroupIdField = DEFAULT_GROUP
     from_seq: int = Field(0, ge=0, description="0: full rebuild; N > 0: resume from seq N.")
     to_seq: int | None = Field(
-        None, ge=0, description="Inclusive last seq; given, the group is pinned there."
+        None,
+        ge=0,
+        description="Inclusive last seq; given, the group is pinned there. Past the head: "
+        "replayed to the head, with a warning. Below the applied seq of a resume (from_seq > "
+        "0): nothing is replayed or changed, with a warning (a replay never undoes applied "
+        "events).",
     )
     dry_run: bool = Field(False, description="Count what would be replayed; change nothing.")
     force_clear: bool = Field(

@@ -8,12 +8,15 @@ what we write and we read what it writes. Group names are kept in a `lcg_groups`
 `stored_events` because a stream id (uuid5 of the group) cannot be reversed, and a random
 identity in `lcg_wal_identity`, created with the file, which the projections record so that a
 log and the projections built from another log are never used together
-(docs/adr/0019-wal-identity-and-storage-failures.md).
+(docs/adr/0019-wal-identity-and-storage-failures.md). Each appended event's CRC-32 goes into
+`lcg_event_sums` in the same transaction; `check` compares them at open
+(docs/adr/0049-wal-event-checksums.md).
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import sqlite3
 import threading
 import uuid
@@ -30,9 +33,10 @@ from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteDatastore
 from lcg.domain.events import DomainEvent, EventCodec
 from lcg.domain.ids import GroupId, Seq
 from lcg.projections.faults import CorruptEvent, StorageFailure, is_storage_error
-from lcg.projections.wal import marks
+from lcg.projections.wal import marks, sums
 from lcg.projections.wal.marks import Mark
 
+log = logging.getLogger(__name__)
 STREAM_NAMESPACE = uuid.UUID("5d3f4b8e-2c1a-4e7b-9f60-1c0de11a6e55")
 Durability = Literal["normal", "full"]
 PAGE_SIZE = 5_000
@@ -83,6 +87,8 @@ class EventLog:
                 raise StorageFailure(path, "open the WAL", error) from error
             raise
         self._known_groups: set[str] = set(self.groups())
+        with self._lock:
+            self._sums_ready = sums.has_table(self._conn)
 
     @staticmethod
     def _open(path: Path, durability: Durability) -> sqlite3.Connection:
@@ -165,6 +171,10 @@ class EventLog:
             (stream_id(r.group_id).hex, r.seq, r.event.wire_name, orjson.dumps(encode(r.event)))
             for r in batch
         ]
+        event_sums = [
+            (stream, seq, sums.event_sum(topic.encode("utf-8"), state))
+            for stream, seq, topic, state in rows
+        ]
         missing = {r.group_id for r in batch} - self._known_groups
         with self._lock:
             try:
@@ -177,6 +187,7 @@ class EventLog:
                     [(group, stream_id(group).hex) for group in sorted(missing)],
                 )
                 self._conn.executemany(_INSERT, rows)
+                self._record_sums(event_sums)
             except BaseException as error:
                 self._conn.execute("ROLLBACK")
                 if isinstance(error, sqlite3.IntegrityError):
@@ -187,7 +198,47 @@ class EventLog:
                     raise StorageFailure(self.path, "append to the WAL", error) from error
                 raise
             self._commit()
+            self._sums_ready = True  # committed with the table: a rollback would have undone it
         self._known_groups |= missing
+
+    def _record_sums(self, event_sums: Sequence[tuple[str, int, int]]) -> None:
+        """Inside the caller's transaction; the table is made at the first write that needs
+        it (a read-only WAL from before checksums still opens)."""
+        if not self._sums_ready:
+            self._conn.execute(sums.SCHEMA)
+        sums.record(self._conn, event_sums)
+
+    def check(self, group_id: GroupId, upto: int, *, seal: bool) -> CorruptEvent | None:
+        """The group's first event up to `upto` that is missing, differs from its checksum, or
+        (having none) cannot be decoded; None if all are whole. `seal` stores the sums of the
+        events that had none and decoded, so the next open compares instead of decoding."""
+        decode = self.codec.decode
+
+        def decodes(topic: str, state: bytes) -> object:
+            return decode(topic, orjson.loads(state))
+
+        stream = stream_id(group_id).hex
+        with self._lock:
+            checked = sums.check(self._conn, stream, upto, decodes)
+            if checked.damage is not None:
+                damage = checked.damage
+                return CorruptEvent(self.path, group_id, damage.seq, damage.reason, applied=True)
+            if seal and checked.unsealed:
+                self._seal(stream, checked.unsealed)
+        return None
+
+    def _seal(self, stream: str, unsealed: list[tuple[int, int]]) -> None:
+        """Store sums for events that had none; a WAL that cannot be written is decoded again
+        at the next open instead."""
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._record_sums([(stream, seq, value) for seq, value in unsealed])
+            self._conn.execute("COMMIT")
+            self._sums_ready = True
+        except sqlite3.Error as error:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            log.warning("could not store the checksums of %s's events: %s", self.path, error)
 
     def _commit(self) -> None:
         try:
@@ -208,12 +259,21 @@ class EventLog:
             try:
                 with self._lock:
                     rows = self._conn.execute(_PAGE, (originator, position, last, page)).fetchall()
+                    expected = (
+                        sums.expected_between(self._conn, originator, rows[0][0], rows[-1][0])
+                        if rows and self._sums_ready
+                        else {}
+                    )
             except sqlite3.DatabaseError as error:
                 action = f"read the events of group {group_id!r} after seq {position} from"
                 raise StorageFailure(self.path, action, error) from error
             if not rows:
                 return
-            events, corrupt = self._decode(group_id, rows)
+            changed = sums.first_changed(rows, expected)
+            events, corrupt = self._decode(group_id, rows if changed is None else rows[:changed])
+            if corrupt is None and changed is not None:
+                seq = rows[changed][0]
+                corrupt = CorruptEvent(self.path, group_id, seq, sums.CHANGED)
             if events:
                 yield events
             if corrupt is not None:  # after the events before it, so they can still be applied
@@ -252,6 +312,8 @@ class EventLog:
                 self._conn.execute("BEGIN IMMEDIATE")
                 self._conn.execute("DELETE FROM stored_events")
                 self._conn.execute("DELETE FROM lcg_groups")
+                if sums.has_table(self._conn):
+                    self._conn.execute("DELETE FROM lcg_event_sums")
                 if self._has_pins_table():
                     self._conn.execute("DELETE FROM lcg_pins")
                 if marks.has_tables(self._conn):  # seqs restart: the marks name nothing now
