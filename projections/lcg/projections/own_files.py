@@ -64,10 +64,10 @@ def open_own(path: Path, flags: int, action: str, mode: int = 0o600) -> int:
     file of another user is closed again and refused before anything reads or writes it."""
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-    except OSError as error:
+    except OSError:
         if path.is_symlink():  # ELOOP, or EEXIST with O_CREAT|O_EXCL
             raise ForeignFile(path, action, _link(path)) from None
-        raise StorageFailure(path, action, error) from error
+        raise  # the disk's own answer (read-only, full) is the caller's to name
     try:
         _check(path, os.fstat(fd), action, directory=False)
     except BaseException:
