@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,30 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield mount
 
 
+@contextmanager
+def files_on(disk: Path, database: Path) -> Iterator[None]:
+    """`database` (already moved to `disk`) and its -wal and -shm live on `disk`, each bound
+    over its name in `.lcg/` (a bind mount: lcg refuses a symbolic link there, ADR 0048)."""
+    bound: list[Path] = []
+    try:
+        for suffix in ("", "-wal", "-shm"):
+            name = database.name + suffix
+            (disk / name).touch()
+            (database.parent / name).touch()
+            done = subprocess.run(
+                ["mount", "--bind", str(disk / name), str(database.parent / name)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            assert done.returncode == 0, done.stderr
+            bound.append(database.parent / name)
+        yield
+    finally:
+        for path in reversed(bound):
+            subprocess.run(["umount", "-l", str(path)], check=False)
+
+
 def test_f5_after_a_full_disk_the_group_catches_up_and_takes_writes_again(
     tmp_path: Path, small_disk: Path
 ) -> None:
@@ -114,28 +139,29 @@ def test_f5_after_a_full_disk_the_group_catches_up_and_takes_writes_again(
         first.stop()
     graph = workspace / ".lcg" / "graph.sqlite"
     shutil.move(graph, small_disk / "graph.sqlite")
-    graph.symlink_to(small_disk / "graph.sqlite")
-    server = ServiceProcess(workspace)
-    try:
-        assert server.wait_ready()["healthy"] is True, server.log
-        with server.connect() as client:
-            filler = fill(small_disk)
-            big = " ".join(f"word{n} text{n * 7} term{n * 13}" for n in range(20_000))
-            failed = add_episode(client, "e2", big)["error"]
-            assert failed["code"] == STORAGE_ERROR, failed
-            assert str(small_disk / "graph.sqlite") in failed["message"]
-            assert "full" in failed["message"]
-            health = client.result("health_check")
-            assert (health["state"], health["serving"]) == ("degraded", True)
-            filler.unlink()  # space returns
-            assert "result" in add_episode(client, "e3")
-            wal = client.result("knowledge_status")["wal_groups"]["g"]
-            assert wal["applied_seq"] == wal["max_seq"]
-            durable = "durable in the WAL" in failed["message"]
-            assert episode_names(client) == (["e1", "e2", "e3"] if durable else ["e1", "e3"])
-            assert client.result("health_check")["healthy"] is True
-    finally:
-        server.stop()
+    with files_on(small_disk, graph):
+        server = ServiceProcess(workspace)
+        try:
+            assert server.wait_ready()["healthy"] is True, server.log
+            with server.connect() as client:
+                filler = fill(small_disk)
+                big = " ".join(f"word{n} text{n * 7} term{n * 13}" for n in range(20_000))
+                failed = add_episode(client, "e2", big)["error"]
+                assert failed["code"] == STORAGE_ERROR, failed
+                assert str(graph) in failed["message"]
+                assert "full" in failed["message"]
+                health = client.result("health_check")
+                assert (health["state"], health["serving"]) == ("degraded", True)
+                filler.unlink()  # space returns
+                assert "result" in add_episode(client, "e3")
+                wal = client.result("knowledge_status")["wal_groups"]["g"]
+                assert wal["applied_seq"] == wal["max_seq"]
+                durable = "durable in the WAL" in failed["message"]
+                names = ["e1", "e2", "e3"] if durable else ["e1", "e3"]
+                assert episode_names(client) == names
+                assert client.result("health_check")["healthy"] is True
+        finally:
+            server.stop()
 
 
 def test_f4_a_corrupted_event_is_named_by_the_cli_and_its_replay_command_works_as_written(

@@ -538,7 +538,8 @@ def test_k_rec_004_005_the_recovery_scenario_over_mcp_mark_bad_mutation_rebuild_
     mutation at seq S, a bounded rebuild to the mark's seq (K-REC-005) removes it and keeps
     the other group untouched (K-REC-004), then knowledge_dump_wal, and `lcg restore` makes a
     workspace whose reads answer the same as the recovered original."""
-    workspace, restored, dump = tmp_path / "ws", tmp_path / "restored", tmp_path / "dump"
+    workspace, restored = tmp_path / "ws", tmp_path / "restored"
+    dump = workspace / "dump"  # a client dumps inside the workspace (ADR 0048)
     reads = (
         ("knowledge_list_entities", {"group_ids": ["proj", "other"]}),
         ("knowledge_list_relationships", {"group_ids": ["proj", "other"]}),

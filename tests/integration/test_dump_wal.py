@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,9 @@ from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.operations import BY_NAME, OPERATIONS, Scope
 from lcg.interfaces.restore import restore
+from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.port import Embedder
+from lcg.projections.faults import StorageFailure
 from lcg.projections.wal.dump import BadDump, check_dump
 from lcg.projections.wal.store import EventLog
 from tests.conftest import Call, make_call, make_workspace
@@ -378,3 +380,82 @@ def test_a_directory_that_is_not_a_whole_dump_is_refused(
         restore(target, other, force=False, now=FROZEN)
     assert error.value.field == "PATH"
     assert not other.state_dir.exists()
+
+
+# Issue 24, item 4 (ADR 0048): where a serving process's clients may have a dump written.
+
+
+@pytest.fixture
+def held(tmp_path: Path, embedder: Embedder) -> Iterator[tuple[Workspace, Call]]:
+    """A workspace at tmp_path/ws called as a serving process's client calls it."""
+    with make_workspace(Settings(workspace=tmp_path / "ws"), embedder) as ws:
+        call = make_call(App(ws))
+        write_ten(call)
+        yield ws, call
+
+
+def test_k_wal_003_a_client_dump_outside_the_workspace_is_refused_naming_the_setting(
+    held: tuple[Workspace, Call], tmp_path: Path
+) -> None:
+    ws, call = held
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws.settings.workspace / "link").symlink_to(outside)
+    for target in (str(outside / "dump"), "../outside/dump", "../../dump", "link/dump"):
+        with pytest.raises(InvalidParams) as refused:
+            call("knowledge_dump_wal", target_dir=target)
+        assert refused.value.field == "target_dir"
+        message = str(refused.value)
+        assert "must be a directory inside the workspace" in message
+        assert "[wal] dump_dir (LCG_WAL_DUMP_DIR)" in message
+        assert repr(target) in message
+    assert list(outside.iterdir()) == []
+    assert not (tmp_path.parent / "dump").exists()
+    assert ws.faults() == []
+
+
+def test_k_wal_003_a_client_may_dump_into_the_directory_the_operator_configured(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    dumps = tmp_path / "dumps"
+    env = {"LCG_WAL_DUMP_DIR": str(dumps)}
+    settings = Settings.load(env, tmp_path, tmp_path / "ws")
+    assert settings.dump_dir == dumps
+    with make_workspace(settings, embedder) as ws:
+        call = make_call(App(ws))
+        write_ten(call)
+        dumped = call("knowledge_dump_wal", target_dir=str(dumps / "one"))
+        with pytest.raises(InvalidParams, match="target_dir"):
+            call("knowledge_dump_wal", target_dir=str(tmp_path / "beside"))
+    assert dumped["target_dir"] == str(dumps / "one")
+    check_dump(dumps / "one")
+
+
+def test_k_wal_003_the_operator_at_the_cli_may_dump_anywhere(
+    held: tuple[Workspace, Call], tmp_path: Path
+) -> None:
+    ws, _ = held
+    operator = make_call(App(ws, operator=True))
+    dumped = operator("knowledge_dump_wal", target_dir=str(tmp_path / "backups" / "one"))
+    assert dumped["target_dir"] == str(tmp_path / "backups" / "one")
+    check_dump(tmp_path / "backups" / "one")
+
+
+def test_k_wal_003_a_nul_in_target_dir_is_invalid_params(held: tuple[Workspace, Call]) -> None:
+    _, call = held
+    with pytest.raises(InvalidParams) as refused:
+        call("knowledge_dump_wal", target_dir="dump\x00here")
+    assert refused.value.field == "target_dir"
+    assert "must not contain a NUL character" in str(refused.value)
+
+
+def test_k_wal_003_a_failed_dump_does_not_degrade_the_workspace(
+    held: tuple[Workspace, Call],
+) -> None:
+    ws, call = held
+    too_long = "n" * 300  # a name the file system refuses: mkdir fails with ENAMETOOLONG
+    with pytest.raises(StorageFailure) as failed:
+        call("knowledge_dump_wal", target_dir=too_long)
+    assert ws.faults() == []  # health stays healthy
+    assert "the workspace is unaffected" in str(failed.value)
+    call("knowledge_assert_entity", name="After the dump", group_id="g")

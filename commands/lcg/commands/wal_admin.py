@@ -10,7 +10,7 @@ from typing import TypedDict
 from lcg.commands.writer import Writer
 from lcg.domain.errors import Conflict, InvalidParams, NotFound
 from lcg.domain.ids import GroupId
-from lcg.projections.faults import StorageFailure, is_storage_error
+from lcg.projections.faults import DumpFailed, StorageFailure, is_storage_error
 from lcg.projections.graph import state
 from lcg.projections.runner import Progress
 from lcg.projections.wal import dump
@@ -160,8 +160,8 @@ def dump_wal(
             raise InvalidParams(
                 "target_dir", "must name a directory that does not exist or is empty", str(error)
             ) from None
-        except OSError as error:  # read-only, full, not permitted: the disk's answer
-            raise StorageFailure(target, "create the dump directory", error) from None
+        except OSError as error:  # read-only, full, a name too long: the disk's answer
+            raise DumpFailed(target, "create the dump directory", error) from None
         try:
             plans = [
                 dump.plan_group(writer.log, g, writer.runner.position(g).position) for g in groups
@@ -169,8 +169,8 @@ def dump_wal(
             manifest = dump.write_dump(writer.log, plans, target, now, progress)
         except BaseException as error:
             dump.remove_partial(target, created=created)
-            if is_storage_error(error) and not isinstance(error, StorageFailure):
-                raise StorageFailure(target, "write the dump into", error) from error
+            if _of_the_target(error, target):  # the workspace's own failures stay its own
+                raise DumpFailed(target, "write the dump into", error) from error
             raise
         counts = [state.group_counts(writer.runner.conn, g) for g in groups]
     return DumpResult(
@@ -191,6 +191,13 @@ def dump_wal(
             for plan in plans
         ],
     )
+
+
+def _of_the_target(error: BaseException, target: Path) -> bool:
+    """An OS or SQLite error, or a StorageFailure of a file in the dump's directory."""
+    if isinstance(error, StorageFailure):
+        return error.path.is_relative_to(target)
+    return is_storage_error(error)
 
 
 def _known(group_ids: Sequence[GroupId], known: Sequence[GroupId]) -> list[GroupId]:

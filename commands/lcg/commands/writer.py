@@ -253,7 +253,8 @@ class Writer:
             try:
                 yield
             except StorageFailure as failure:  # health says so until a write commits
-                self.storage_failure = str(failure)
+                if failure.of_workspace:  # not a dump's target directory (ADR 0048)
+                    self.storage_failure = str(failure)
                 raise
             finally:
                 self._forget()

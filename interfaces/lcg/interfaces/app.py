@@ -23,12 +23,15 @@ class App:
     """The services every tool may use; holds no per-tool logic and no state of its own.
 
     `new_id` mints the ids commands carry (tests pass a deterministic one); `progress`, set
-    per call by the dispatch, receives (done, total) from long operations.
+    per call by the dispatch, receives (done, total) from long operations. `operator`: the
+    calls are the operator's own command in this process (the CLI), not a serving process's
+    clients: a dump may then be written anywhere the operator can (ADR 0048).
     """
 
     workspace: Workspace
     new_id: NewId = uuid4_text
     progress: Progress | None = None
+    operator: bool = False
 
     def now(self) -> datetime:
         """The workspace clock's reading: the one source of `now` for commands."""

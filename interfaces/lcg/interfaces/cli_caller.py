@@ -152,7 +152,7 @@ def open_caller(
         holder = busy.holder
     else:
         try:
-            yield LocalCaller(App(workspace))
+            yield LocalCaller(App(workspace, operator=True))
         finally:
             workspace.close()
         return
@@ -172,7 +172,7 @@ def open_caller(
             "directly, read-only (search needs the workspace open for writing)"
         )
         with Workspace(settings, command=command, read_only=True) as direct:
-            yield LocalCaller(App(direct))
+            yield LocalCaller(App(direct, operator=True))
     else:
         raise WorkspaceBusy(settings.lease_path, holder, _no_socket(settings))
 

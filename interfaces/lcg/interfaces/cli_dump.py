@@ -41,7 +41,9 @@ def dump(
     """Snapshot the graph into PATH as a fresh compacted WAL (knowledge_dump_wal).
 
     Seqs are renumbered from 1 and marks are not carried; `lcg restore PATH --workspace DIR`
-    makes a workspace of it that answers every read the same.
+    makes a workspace of it that answers every read the same. PATH may be any directory you
+    can write; while a socket service holds the workspace the dump goes through it, as one
+    of its clients, and PATH must then be inside the workspace or [wal] dump_dir (ADR 0048).
     """
     settings = load_settings(workspace)
     flags = {"target_dir": "PATH", "group_ids": "--group"}

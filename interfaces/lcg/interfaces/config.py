@@ -106,6 +106,13 @@ class Settings:
     def text_scorer_path(self) -> Path:
         return self.state_dir / TEXT_SCORER_FILE
 
+    @property
+    def dump_dir(self) -> Path | None:
+        """`[wal] dump_dir` (LCG_WAL_DUMP_DIR): where a service's clients may dump besides the
+        workspace (ADR 0048); relative to the workspace directory; None when unset."""
+        raw = self.tuning.text("wal", "dump_dir").strip()
+        return None if not raw else self.workspace / raw  # an absolute path stays itself
+
     @classmethod
     def load(cls, env: Mapping[str, str], cwd: Path, workspace: Path | None = None) -> Settings:
         """`workspace` (the --workspace flag) wins over LCG_WORKSPACE, which wins over cwd."""

@@ -34,6 +34,7 @@ from lcg.interfaces.scopes import ScopeError, Visibility, parse_scopes
 from lcg.interfaces.service import Service
 from lcg.interfaces.socket_server import SocketInUse, serve_socket
 from lcg.interfaces.stdio_pipe import claimed_stdio
+from lcg.projections.own_files import ForeignFile, refuse_foreign_tree
 
 if TYPE_CHECKING:
     from lcg.interfaces.mcp_server import LcgMcpServer
@@ -137,6 +138,7 @@ def _serve_socket(settings: Settings, path: Path) -> None:
         migrate_legacy_state_dir(settings.workspace)  # before the socket is bound: K-RDY-001
     except OSError as error:
         _fail(str(error), EXIT_STORAGE)
+    _refuse_foreign_workspace(settings)
     service = Service(settings, command=f"lcg serve (socket {path})")
     try:
         serve_socket(service, path)
@@ -147,9 +149,19 @@ def _serve_socket(settings: Settings, path: Path) -> None:
         _fail(f"cannot listen at {path}: {error}", EXIT_STORAGE if storage else EXIT_FAILURE)
 
 
+def _refuse_foreign_workspace(settings: Settings) -> None:
+    """Another user's `.lcg/`, or a link in it, stops the server before it binds a socket
+    there or serves degraded: no recovery tool can make such a workspace safe (ADR 0048)."""
+    try:
+        refuse_foreign_tree(settings.state_dir)
+    except ForeignFile as error:
+        _fail(str(error), EXIT_STORAGE)
+
+
 def _serve_standalone(visibility: Visibility, settings: Settings) -> None:
     """Open the workspace the socket service's way, then serve MCP (K-DBM-002/003). Stdout is
     claimed first, so nothing printed while opening (a model loading) reaches the protocol."""
+    _refuse_foreign_workspace(settings)
     with claimed_stdio() as (wire_in, wire_out):
         service = Service(settings, command="lcg serve --mcp-stdio")
         if service.start() != "healthy":

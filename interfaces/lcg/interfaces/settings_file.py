@@ -130,6 +130,10 @@ KEYS: Final[tuple[Key, ...]] = (
     Key("extraction", "name_similarity", float, 0.92, 0, 1.01,
         meaning="cosine of name embeddings at or above which process_chunk resolves an"
         " extracted name to a group entity no name matched (same numbers only; above 1: off)"),
+    Key("wal", "dump_dir", str, "",
+        meaning="a directory outside the workspace where the clients of a serving process"
+        " (MCP, socket) may also have knowledge_dump_wal write; a relative path is under the"
+        " workspace directory; empty: only inside the workspace (ADR 0048)"),
 )  # fmt: skip
 
 # Every LAMBO_* variable seed 001 names, and the lcg variable it acts as (M-CFG-006, M-CFG-010).

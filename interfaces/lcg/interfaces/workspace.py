@@ -42,6 +42,7 @@ from lcg.projections.extraction.sampling import SamplingClassifier, SamplingExtr
 from lcg.projections.extraction.spacy_rules import default_extractor
 from lcg.projections.faults import CorruptEvent
 from lcg.projections.graph import schema
+from lcg.projections.own_files import refuse_foreign_sqlite, refuse_foreign_tree
 from lcg.projections.runner import ProjectionRunner
 from lcg.projections.text.scorer import TextScorer
 from lcg.projections.text.tables import TEXT_TABLES, TOKENIZER
@@ -156,6 +157,9 @@ class Workspace:
         open) releases exactly what was opened, in reverse order, even if one release fails.
         """
         migrate_legacy_state_dir(self.settings.workspace)  # K-RDY-001 (idempotent)
+        # another user's .lcg/, or a link in it, is refused before anything is chmod-ed,
+        # created or opened (issue 24, ADR 0048)
+        refuse_foreign_tree(self.settings.state_dir)
         self._new_workspace = not self.settings.state_dir.exists()
         self._make_private()
         try:
@@ -186,6 +190,7 @@ class Workspace:
             self._lease = lease
             stack.callback(self._release, "_lease", lease.release)
         stack.callback(self._close_readers)
+        refuse_foreign_sqlite(self.settings.graph_path, "open the graph")
         refuse_if_the_log_is_lost(self.settings)
         self._log = EventLog(self.settings.wal_path, EventCodec(), self.settings.durability)
         stack.callback(self._release, "_log", self._log.close)

@@ -14,6 +14,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from lcg.projections.own_files import open_own
+
 MAGIC = b"LCGSUM1\n"
 _DIGEST = 32
 
@@ -40,7 +42,8 @@ def write(path: Path, generation: str, payload: bytes | memoryview) -> None:
     digest.update(payload)
     temporary = path.with_name(path.name + ".tmp")
     # 0600 whatever the process's umask: memory is its owner's alone (issue 9, F7)
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # never through a link planted at the temp name (issue 24): O_NOFOLLOW
+    descriptor = open_own(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "write")
     os.fchmod(descriptor, 0o600)  # an old temp file left by a crash keeps its mode otherwise
     with os.fdopen(descriptor, "wb") as handle:
         handle.write(MAGIC)

@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypedDict
 
+from lcg.projections.own_files import open_own
+
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
@@ -142,7 +144,7 @@ def record_damage(state_dir: Path, path: Path, problem: str) -> None:
     known = recorded_damage(state_dir)
     known[path.name] = problem
     temporary = marker.with_name(marker.name + ".tmp")
-    temporary.write_text(json.dumps(known), encoding="utf-8")
+    _write_marker(temporary, json.dumps(known))
     os.replace(temporary, marker)
 
 
@@ -171,5 +173,12 @@ def forget_damage(state_dir: Path, name: str) -> None:
         marker.unlink(missing_ok=True)
         return
     temporary = marker.with_name(marker.name + ".tmp")
-    temporary.write_text(json.dumps(known), encoding="utf-8")
+    _write_marker(temporary, json.dumps(known))
     os.replace(temporary, marker)
+
+
+def _write_marker(temporary: Path, text: str) -> None:
+    """The damage marker's temp file, never written through a link (issue 24)."""
+    descriptor = open_own(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "write")
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)

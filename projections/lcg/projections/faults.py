@@ -15,6 +15,8 @@ from pathlib import Path
 class StorageFailure(Exception):
     """A file of the workspace could not be read or written (disk full, read-only, I/O)."""
 
+    of_workspace = True  # a failure of the workspace's own files: health is degraded
+
     def __init__(
         self, path: Path, action: str, reason: BaseException | str, *, note: str = ""
     ) -> None:
@@ -22,6 +24,17 @@ class StorageFailure(Exception):
         self.action = action
         self.reason = reason_of(reason)
         super().__init__(f"cannot {action} {path}: {self.reason}" + (f"; {note}" if note else ""))
+
+
+class DumpFailed(StorageFailure):
+    """A dump's target directory could not be written (full, read-only, a name too long):
+    the dump is refused and removed, and the workspace is unaffected, so its health is too."""
+
+    of_workspace = False
+
+    def __init__(self, path: Path, action: str, reason: BaseException | str) -> None:
+        note = "nothing of the dump is left; the workspace is unaffected"
+        super().__init__(path, action, reason, note=note)
 
 
 def reason_of(error: BaseException | str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 from typing import Annotated, Literal, TypedDict
 
 from pydantic import Field
@@ -15,6 +14,7 @@ from lcg.domain.errors import Conflict
 from lcg.domain.ids import DEFAULT_GROUP, GroupId
 from lcg.interfaces import checkpoint, ontology_file, rebuild_jobs, recovery
 from lcg.interfaces.app import App
+from lcg.interfaces.dump_target import dump_target
 from lcg.interfaces.params import GroupIdField, NoParams, Params
 from lcg.queries import status as status_query
 
@@ -86,16 +86,15 @@ class WalMarkDeleteParams(Params):
     group_id: GroupIdField = DEFAULT_GROUP
 
 
-DEFAULT_DUMP_DIR = "wal-compacted"  # P-133: <workspace>/.lcg/wal-compacted/
-
-
 class DumpWalParams(Params):
     target_dir: str | None = Field(
         None,
         min_length=1,
         max_length=4_096,
-        description="Directory to write into; it must not exist or be empty. A relative path "
-        "is taken from the workspace directory. Default: <workspace>/.lcg/wal-compacted.",
+        description="Directory to write into; it must not exist or be empty, and must be "
+        "inside the workspace (a relative path is taken from the workspace directory) or "
+        "inside the directory the setting [wal] dump_dir names. Default: "
+        "<workspace>/.lcg/wal-compacted.",
     )
     group_ids: list[GroupIdField] | None = Field(
         None,
@@ -245,15 +244,9 @@ def dump_wal(app: App, q: DumpWalParams) -> wal_admin.DumpResult:
     """Snapshot the graph into a fresh compacted WAL (wal.sqlite and dump.json) in
     target_dir: every group (or group_ids), seqs renumbered, no marks. `lcg restore DIR`
     makes a workspace of it that answers every read the same."""
-    settings = app.workspace.settings
-    if q.target_dir is None:
-        target = settings.state_dir / DEFAULT_DUMP_DIR
-    else:
-        target = settings.workspace / Path(q.target_dir)  # an absolute path stays itself
+    target = dump_target(app.workspace.settings, q.target_dir, anywhere=app.operator)
     groups = None if q.group_ids is None else [GroupId(g) for g in q.group_ids]
-    return wal_admin.dump_wal(
-        app.workspace.writer, groups, target.absolute(), app.now(), app.progress
-    )
+    return wal_admin.dump_wal(app.workspace.writer, groups, target, app.now(), app.progress)
 
 
 def prepare_checkpoint(app: App, _: NoParams) -> checkpoint.CheckpointResult:

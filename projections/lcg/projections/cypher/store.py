@@ -331,7 +331,7 @@ def _unwritable(directory: Path) -> str | None:
     """Why a file cannot be written in `directory` now (None: it can)."""
     probe = directory / f".close-probe-{os.getpid()}"
     try:
-        descriptor = os.open(probe, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        descriptor = os.open(probe, os.O_CREAT | os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
             os.write(descriptor, b"x")
         finally:

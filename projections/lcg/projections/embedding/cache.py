@@ -22,6 +22,7 @@ import numpy as np
 
 from lcg.projections.damage import Repair, is_corruption, report, set_aside, sqlite_problem
 from lcg.projections.embedding.port import Embedder, EmbeddingContract, Vectors
+from lcg.projections.own_files import refuse_foreign_sqlite
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ class EmbeddingCache:
         self.clock = clock
         self.repairs: list[Repair] = []  # damaged files and rows found, with what was done
         self._lock = threading.Lock()
+        refuse_foreign_sqlite(path, "open the embedding cache")  # before SQLite follows a link
         problem = sqlite_problem(path)
         if problem is not None:
             self._set_aside(problem)

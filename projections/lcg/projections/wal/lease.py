@@ -16,6 +16,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+from lcg.projections.own_files import open_own
+
 
 class WorkspaceBusy(Exception):
     """Another process holds the workspace's writer lease."""
@@ -55,7 +57,9 @@ class WriterLease:
         self._file: IO[str] | None = None
 
     def acquire(self) -> None:
-        handle = self.path.open("a+", encoding="utf-8")
+        # never through a link, never another user's file (issue 24): own_files refuses both
+        fd = open_own(self.path, os.O_RDWR | os.O_CREAT, "take the writer lease")
+        handle = os.fdopen(fd, "r+", encoding="utf-8")
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

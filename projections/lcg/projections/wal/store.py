@@ -33,6 +33,7 @@ from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteDatastore
 from lcg.domain.events import DomainEvent, EventCodec
 from lcg.domain.ids import GroupId, Seq
 from lcg.projections.faults import CorruptEvent, StorageFailure, is_storage_error
+from lcg.projections.own_files import refuse_foreign_sqlite
 from lcg.projections.wal import marks, sums
 from lcg.projections.wal.marks import Mark
 
@@ -80,6 +81,7 @@ class EventLog:
         self.durability = durability
         self.codec = codec
         self._lock = threading.Lock()  # one connection, shared by the writer and readers
+        refuse_foreign_sqlite(path, "open the WAL")  # SQLite would follow a planted link
         try:
             self._conn = self._open(path, durability)
         except Exception as error:
