@@ -4,7 +4,8 @@ One thread per serving process. It reads the intents without an outcome from the
 projection (so the intents a previous process left are found the same way at start), and for
 each one: works out which items the write may create, embeds their framed texts in one
 batched call through the embedding cache, searches the session's concept index for close
-concepts (after the vector follower has caught up, so earlier writes are visible), then runs
+concepts (once the vector follower holds the session's earlier concepts: it waits for those
+alone, at most `VECTOR_WAIT` seconds, never for other groups' writes, issue 24), then runs
 `memory_apply.apply_write` in the writer's batch, which appends the outcome. Waiters
 (`lambo_stats` with `wait_ms`) are woken per settled receipt.
 """
@@ -37,6 +38,10 @@ log = logging.getLogger(__name__)
 Embed = Callable[[Sequence[str]], Vectors]
 Search = Callable[[GroupId, Vectors, int], list[tuple[str, float]]]
 SIMILAR_K = 8
+# Seconds an apply waits for the session's earlier concept vectors. The follower applies a
+# waited-for session first, so this is one batch of other work at most; past it the write is
+# applied with the index as it is (a close concept not in it yet is not merged into).
+VECTOR_WAIT = 2.0
 ACK_HEAD_START = 0.002  # seconds an ack's response gets before its write is applied
 
 
@@ -51,6 +56,7 @@ class Counters:
     replay_owed: int = 0  # a previous process's intents found at start, not yet applied
     dropped: int = 0
     dropped_closed: int = 0
+    vector_waits_missed: int = 0  # applies that went ahead without the session's vectors
     deferred: int = 0  # left pending at a clean shutdown, for the next process
     abandoned: int = 0
     apply_ms: deque[float] = field(default_factory=lambda: deque(maxlen=256))
@@ -65,7 +71,7 @@ class IntentProcessor:
         reader: Callable[[], sqlite3.Connection],
         embed: Embed,
         search: Search,
-        settle_vectors: Callable[[], object],
+        settle_vectors: Callable[[GroupId, float], bool],
         clock: Callable[[], datetime],
         new_id: Callable[[], str],
         threshold: float,
@@ -298,7 +304,15 @@ class IntentProcessor:
                 "logged; nothing was written"
             )
             return prepared
-        self._settle_vectors()
+        if not self._settle_vectors(session, VECTOR_WAIT):
+            self.counters.vector_waits_missed += 1
+            log.warning(
+                "write %s applied without waiting longer for session %s's concept vectors"
+                " (over %.1f s): a close concept not indexed yet is not merged into",
+                row.receipt,
+                session,
+                VECTOR_WAIT,
+            )
         for item, vector in zip(items, vectors, strict=True):
             hits = self._search(session, vector, SIMILAR_K)
             prepared.similar[item] = [

@@ -1,10 +1,12 @@
-"""A derived store that follows committed writes on a thread of its own (ADR 0022, 0039).
+"""A derived store that follows committed writes on a thread of its own (ADR 0022, 0039, 0047).
 
 The writer hands each committed batch to `committed` and answers its callers at once; the
-thread applies whatever batches arrived meanwhile in one go, through its own read connection
-to graph.sqlite. `settle` waits until every batch committed so far is applied, `stop` applies
-what is queued and ends the thread. A batch that fails is logged and kept in `failure` (the
-stores mend a lost batch at the next one); the thread goes on.
+thread applies whatever work arrived meanwhile, through its own read connection to
+graph.sqlite. `settle` waits until every batch committed so far is applied, or, given lanes,
+only the work of those lanes (a lane is a group, or a part of one a subclass names), and a
+lane someone waits for is applied first (`_take`). `stop` applies what is queued and ends the
+thread. A batch that fails is logged and kept in `failure` (the stores mend a lost batch at
+the next one); the thread goes on.
 """
 
 from __future__ import annotations
@@ -12,21 +14,31 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
 
 from lcg.projections.wal.store import RecordedEvent
 
 log = logging.getLogger(__name__)
 
+Lane = tuple[str, str]  # (group, what of it: "" unless a subclass says more)
+LaneFilter = Callable[[Lane], bool]
+W = TypeVar("W")  # one piece of queued work (a committed event, unless a subclass adds more)
 
-class CommitFollower:
+
+class CommitFollower(Generic[W]):
     """The queue, the thread and the waits; subclasses say what a batch does (`_apply`)."""
 
     label = "a follower"  # in log lines and `failure`
 
     def __init__(self, connect: Callable[[], sqlite3.Connection], *, thread_name: str) -> None:
         self._connect = connect
-        self._pending: list[RecordedEvent] = []
+        self._pending: list[W] = []
+        self._weight = 0  # what `pending` reports: queued work, in the subclass's units
+        self._queued: Counter[Lane] = Counter()  # work queued per lane, ever
+        self._done: Counter[Lane] = Counter()  # work applied (or failed) per lane, ever
+        self._waits: list[dict[Lane, int]] = []  # what each lane-bound settle waits for
         self._busy = False
         self._stopping = False
         self._changed = threading.Condition()
@@ -35,42 +47,111 @@ class CommitFollower:
         self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
         self._thread.start()
 
-    def _relevant(self, recorded: Sequence[RecordedEvent]) -> list[RecordedEvent]:
-        """What of a committed batch is queued (all of it unless a subclass says less)."""
-        return list(recorded)
+    # -- what a subclass says ----------------------------------------------------------------
 
-    def _apply(self, conn: sqlite3.Connection, batch: Sequence[RecordedEvent]) -> None:
+    def _relevant(self, recorded: Sequence[RecordedEvent]) -> list[W]:
+        """What of a committed batch is queued."""
+        raise NotImplementedError
+
+    def _lanes(self, work: W) -> tuple[Lane, ...]:
+        """The lanes a piece of work belongs to (settle waits per lane)."""
+        raise NotImplementedError
+
+    def _size(self, work: W) -> int:
+        """How much a piece of work counts in `pending`."""
+        return 1
+
+    def _apply(self, conn: sqlite3.Connection, batch: Sequence[W]) -> None:
         raise NotImplementedError
 
     def _on_thread_start(self) -> None:
         """Called once on the follower's thread before it waits for work."""
 
+    def _skip_at_stop(self, work: W) -> bool:
+        """Work a stop leaves undone (the next open derives it again)."""
+        return False
+
+    def _take(self) -> list[W]:
+        """The next batch (called under the lock, with work pending): all of it."""
+        batch, self._pending = self._pending, []
+        return batch
+
+    # -- the queue -----------------------------------------------------------------------
+
     def committed(self, conn: sqlite3.Connection, recorded: Sequence[RecordedEvent]) -> None:
         """Queue the batch; the writer does not wait for it to be applied."""
-        relevant = self._relevant(recorded)
-        if not relevant:
+        self._queue(self._relevant(recorded))
+
+    def _queue(self, work: Sequence[W]) -> None:
+        if not work:
             return
         with self._changed:
-            self._pending.extend(relevant)
+            self._pending.extend(work)
+            for item in work:
+                self._weight += self._size(item)
+                self._queued.update(self._lanes(item))
             self._changed.notify_all()
 
     @property
     def pending(self) -> int:
-        """Committed events not applied yet."""
+        """Committed work not applied yet."""
         with self._changed:
-            return len(self._pending)
+            return self._weight
 
-    def settle(self, timeout: float | None = None) -> bool:
-        """Wait until every batch committed so far is applied; False on timeout."""
+    def pending_in(self, lanes: LaneFilter) -> int:
+        """Queued work of the chosen lanes not applied yet."""
         with self._changed:
-            return self._changed.wait_for(
-                lambda: (not self._pending and not self._busy) or not self._thread.is_alive(),
-                timeout,
+            return sum(
+                count - self._done[lane] for lane, count in self._queued.items() if lanes(lane)
             )
 
-    def stop(self) -> None:
-        """Apply what is queued, then end the thread."""
+    def _urgent(self) -> set[Lane]:
+        """Lanes a settle waits for that still have work queued (under the lock)."""
+        return {
+            lane
+            for wait in self._waits
+            for lane, target in wait.items()
+            if self._done[lane] < target
+        }
+
+    def settle(self, timeout: float | None = None, lanes: LaneFilter | None = None) -> bool:
+        """Wait until every batch committed so far is applied (with `lanes`: only the work of
+        the lanes it chooses, which the thread then applies first); False on timeout."""
         with self._changed:
+            if lanes is None:
+                return self._changed.wait_for(
+                    lambda: (not self._pending and not self._busy) or not self._thread.is_alive(),
+                    timeout,
+                )
+            wait = {
+                lane: count
+                for lane, count in self._queued.items()
+                if lanes(lane) and self._done[lane] < count
+            }
+            if not wait:
+                return True
+            self._waits.append(wait)
+            self._changed.notify_all()
+            try:
+                return self._changed.wait_for(
+                    lambda: (
+                        all(self._done[lane] >= n for lane, n in wait.items())
+                        or not self._thread.is_alive()
+                    ),
+                    timeout,
+                )
+            finally:
+                self._waits.remove(wait)
+
+    def stop(self) -> None:
+        """Apply what is queued (but what `_skip_at_stop` leaves), then end the thread."""
+        with self._changed:
+            kept = [work for work in self._pending if not self._skip_at_stop(work)]
+            for work in self._pending:
+                if self._skip_at_stop(work):
+                    self._weight -= self._size(work)
+                    self._done.update(self._lanes(work))
+            self._pending = kept
             self._stopping = True
             self._changed.notify_all()
         self._thread.join()
@@ -84,7 +165,7 @@ class CommitFollower:
                     self._changed.wait_for(lambda: bool(self._pending) or self._stopping)
                     if not self._pending:
                         return  # stopping, and nothing left to apply
-                    batch, self._pending = self._pending, []
+                    batch = self._take()
                     self._busy = True
                 try:
                     if conn is None:
@@ -97,6 +178,9 @@ class CommitFollower:
                 finally:
                     self.processed_batches += 1
                     with self._changed:
+                        for item in batch:
+                            self._weight -= self._size(item)
+                            self._done.update(self._lanes(item))
                         self._busy = False
                         self._changed.notify_all()
         finally:
