@@ -42,6 +42,9 @@ SIMILAR_K = 8
 # waited-for session first, so this is one batch of other work at most; past it the write is
 # applied with the index as it is (a close concept not in it yet is not merged into).
 VECTOR_WAIT = 2.0
+DEFAULT_SERVICE_MS = 100.0
+RETRY_FLOOR_MS = 50
+RETRY_CAP_MS = 34_000  # lambo_stats's wait_ms cap (M-STA-005)
 ACK_HEAD_START = 0.002  # seconds an ack's response gets before its write is applied
 
 
@@ -60,6 +63,8 @@ class Counters:
     deferred: int = 0  # left pending at a clean shutdown, for the next process
     abandoned: int = 0
     apply_ms: deque[float] = field(default_factory=lambda: deque(maxlen=256))
+    # how long one apply takes this thread (prepare and append), for a dropped write's retry
+    service_ms: deque[float] = field(default_factory=lambda: deque(maxlen=64))
 
 
 class IntentProcessor:
@@ -129,6 +134,16 @@ class IntentProcessor:
             if agent_id is None:
                 return sum(self._outstanding.values())
             return self._outstanding.get(agent_id, 0)
+
+    def retry_after_ms(self) -> int:
+        """When a write dropped at a bound may find room: one apply of every write queued
+        now (the agent's oldest may be behind all of them), at the recent median apply time
+        (100 ms before any is measured); within lambo_stats's wait_ms cap."""
+        with self._lock:
+            samples = sorted(self.counters.service_ms)
+            queued = sum(self._outstanding.values())
+        each = samples[len(samples) // 2] if samples else DEFAULT_SERVICE_MS
+        return max(RETRY_FLOOR_MS, min(RETRY_CAP_MS, round(each * max(1, queued))))
 
     def admitted(self, receipt: str, agent_id: str) -> None:
         """An intent of this process is about to be appended: count it first, so that the
@@ -230,6 +245,14 @@ class IntentProcessor:
                 self._apply(conn, row)
 
     def _apply(self, conn: sqlite3.Connection, row: WriteRow) -> None:
+        started = time.monotonic()
+        try:
+            self._apply_one(conn, row)
+        finally:
+            with self._lock:
+                self.counters.service_ms.append((time.monotonic() - started) * 1000)
+
+    def _apply_one(self, conn: sqlite3.Connection, row: WriteRow) -> None:
         prepared = self._prepare(conn, row)
         with self._lock:
             own = row.receipt in self._own
