@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from typing import Any
 
 import faiss
 import pytest
@@ -19,6 +20,7 @@ from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.port import Embedder, Vectors
+from lcg.projections.follower import CommitFollower
 from tests.conftest import make_call, make_workspace
 
 
@@ -136,3 +138,58 @@ def test_a_search_from_any_thread_runs_faiss_on_one_openmp_thread(workspace: Wor
     thread.start()
     thread.join()
     assert seen == [1]
+
+
+@pytest.fixture
+def held_until_a_read_waits(
+    monkeypatch: pytest.MonkeyPatch, gate: threading.Event
+) -> threading.Event:
+    """The follower's model is held until a read starts waiting for the vectors it reads."""
+    settle = CommitFollower.settle
+
+    def waiting(self: CommitFollower[Any], *args: Any, **kwargs: Any) -> bool:
+        gate.set()
+        return settle(self, *args, **kwargs)
+
+    monkeypatch.setattr(CommitFollower, "settle", waiting)
+    return gate
+
+
+def test_k_sem_012_a_meaning_search_right_after_a_write_finds_it(
+    workspace: Workspace, held_until_a_read_waits: threading.Event
+) -> None:
+    """Issue 24, item 16: the search waits (bounded) for the vectors of the groups it reads,
+    so the entity just asserted is found by its name vector, and no warning is given."""
+    call = make_call(App(workspace), settle=False)
+    entity = call("knowledge_assert_entity", name="Ada Lovelace", summary="a mathematician")
+    assert not held_until_a_read_waits.is_set()  # the write did not wait for its vectors
+    found = call("knowledge_find_entities", query="Ada Lovelace", relevance_floor=False)
+    assert [node["uuid"] for node in found["nodes"]] == [entity["entity_uuid"]]
+    assert "name_vector" in found["nodes"][0]["ranks"]
+    assert "warning" not in found
+
+
+def test_k_sem_012_a_search_whose_vectors_do_not_arrive_in_time_says_so(
+    settings: Settings, embedder: Embedder, gate: threading.Event
+) -> None:
+    """The wait is bounded (LCG_VECTOR_READ_WAIT_MS); past it the search answers from what
+    is indexed, with a `warning` object (P-106's shape) saying how many writes are pending;
+    the other keys are as always."""
+    assert Settings.load({}, settings.workspace).vector_read_wait_ms == 250
+    quick = replace(settings, vector_read_wait_ms=20)
+    with make_workspace(quick, embedder) as ws:
+        call = make_call(App(ws), settle=False)
+        call("knowledge_add_episode", name="note", episode_body="the launch slipped a week")
+        found = call("knowledge_search_passages", query="launch slipped", min_score=0.0)
+        assert set(found) == {"passages", "count", "warning"}
+        assert found["count"] == 1  # by words
+        warning = found["warning"]
+        assert (warning["type"], warning["vector_pending"], warning["waited_ms"]) == (
+            "vectors_pending",
+            1,
+            20,
+        )
+        assert warning["message"].startswith("1 acknowledged write(s) of the groups read are not")
+        other = call("knowledge_find_entities", query="launch", group_ids=["elsewhere"])
+        assert "warning" not in other  # a group with nothing pending does not wait
+        gate.set()
