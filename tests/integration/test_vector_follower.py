@@ -7,6 +7,7 @@ each test sees the "not yet" and the "now" states without timing anything.
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -17,6 +18,7 @@ import pytest
 
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
+from lcg.interfaces.service import Service
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.port import Embedder, Vectors
@@ -24,9 +26,9 @@ from lcg.projections.follower import CommitFollower
 from tests.conftest import make_call, make_workspace
 
 
-@pytest.fixture
-def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    """While the gate is closed, the follower's embedding waits (searches do not use it)."""
+def hold_the_follower(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """From now on, until the event is set, the follower's embedding waits (searches do not
+    use it)."""
     opened = threading.Event()
     embed = EmbeddingCache.embed
 
@@ -36,6 +38,13 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
         return embed(self, texts)
 
     monkeypatch.setattr(EmbeddingCache, "embed", gated)
+    return opened
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """While the gate is closed, the follower's embedding waits (searches do not use it)."""
+    opened = hold_the_follower(monkeypatch)
     yield opened
     opened.set()
 
@@ -193,3 +202,43 @@ def test_k_sem_012_a_search_whose_vectors_do_not_arrive_in_time_says_so(
         other = call("knowledge_find_entities", query="launch", group_ids=["elsewhere"])
         assert "warning" not in other  # a group with nothing pending does not wait
         gate.set()
+
+
+@pytest.mark.minilm
+def test_a_restart_with_a_vector_backlog_serves_while_the_follower_catches_up(
+    settings: Settings, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24, item 2: a workspace whose catalog holds vectors neither indexed nor cached
+    (a process killed before its follower caught up) opens at once; health_check is ok and
+    says what is pending, calls are answered, and the follower embeds the backlog meanwhile
+    (held here until the test has seen all that)."""
+    with make_workspace(settings, embedder) as ws:
+        call = make_call(App(ws))
+        for n in range(4):
+            call("knowledge_assert_entity", name=f"lighthouse keeper {n}", summary=f"shift {n}")
+        catalogued = ws.vectors.count()
+    for path in settings.state_dir.glob("embeddings.sqlite*"):
+        path.unlink()
+    shutil.rmtree(settings.vectors_dir)
+    gate = hold_the_follower(monkeypatch)
+    service = Service(settings, command="pytest")
+    try:
+        assert service.start() == "healthy"
+        health = service.call("health_check", None)
+        assert (health["ok"], health["state"]) == (True, "healthy")
+        assert health["vector_pending"] == catalogued
+        assert service.call("knowledge_status", {})["vector_pending"] == catalogued
+        found = service.call("knowledge_find_entities", {"query": "lighthouse keeper 2"})
+        assert found["nodes"][0]["name"] == "lighthouse keeper 2"  # by words meanwhile
+        assert found["warning"]["vector_pending"] == catalogued
+        gate.set()
+        service.call("knowledge_build_indices", {})  # waits for the follower
+        assert service.call("health_check", None) == {
+            "ok": True,
+            "healthy": True,
+            "state": "healthy",
+        }
+        assert service.call("knowledge_status", {})["vector_count"] == catalogued
+    finally:
+        gate.set()
+        service.close()

@@ -88,9 +88,15 @@ class CommitFollower(Generic[W]):
         with self._changed:
             self._pending.extend(work)
             for item in work:
-                self._weight += self._size(item)
-                self._queued.update(self._lanes(item))
+                self._count(item, self._queued)
             self._changed.notify_all()
+
+    def _count(self, work: W, into: Counter[Lane]) -> None:
+        """Count work queued (`_queued`) or finished (`_done`), per lane and in `pending`."""
+        size = self._size(work)
+        self._weight += size if into is self._queued else -size
+        for lane in self._lanes(work):
+            into[lane] += size
 
     @property
     def pending(self) -> int:
@@ -149,8 +155,7 @@ class CommitFollower(Generic[W]):
             kept = [work for work in self._pending if not self._skip_at_stop(work)]
             for work in self._pending:
                 if self._skip_at_stop(work):
-                    self._weight -= self._size(work)
-                    self._done.update(self._lanes(work))
+                    self._count(work, self._done)
             self._pending = kept
             self._stopping = True
             self._changed.notify_all()
@@ -179,8 +184,7 @@ class CommitFollower(Generic[W]):
                     self.processed_batches += 1
                     with self._changed:
                         for item in batch:
-                            self._weight -= self._size(item)
-                            self._done.update(self._lanes(item))
+                            self._count(item, self._done)
                         self._busy = False
                         self._changed.notify_all()
         finally:

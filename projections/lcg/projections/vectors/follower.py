@@ -99,13 +99,15 @@ class VectorFollower(CommitFollower[Work]):
 
     def backfill(self, backlog: Mapping[str, Sequence[CatalogRow]]) -> None:
         """Queue what `VectorIndex.open` deferred, in pieces a waiter can get ahead of."""
-        self._queue(
-            [
-                Backfill(group, tuple(rows[start : start + BACKFILL_ROWS]))
-                for group, rows in backlog.items()
-                for start in range(0, len(rows), BACKFILL_ROWS)
-            ]
-        )
+        work: list[Work] = []
+        for group, rows in backlog.items():
+            for kind in (CONCEPTS, KNOWLEDGE):  # one lane per piece: a wait counts its rows
+                mine = [row for row in rows if (row[1] == CONCEPT) == (kind == CONCEPTS)]
+                work.extend(
+                    Backfill(group, tuple(mine[start : start + BACKFILL_ROWS]))
+                    for start in range(0, len(mine), BACKFILL_ROWS)
+                )
+        self._queue(work)
 
     def _take(self) -> list[Work]:
         """A waited-for lane's work first, then the oldest; at most BATCH_EVENTS events, or
