@@ -4,8 +4,9 @@ One thread per serving process. It reads the intents without an outcome from the
 projection (so the intents a previous process left are found the same way at start), and for
 each one: works out which items the write may create, embeds their framed texts in one
 batched call through the embedding cache, searches the session's concept index for close
-concepts (once the vector follower holds the session's earlier concepts: it waits for those
-alone, at most `VECTOR_WAIT` seconds, never for other groups' writes, issue 24), then runs
+concepts (once the vector index holds the session's earlier concepts: this thread indexes
+those itself, their texts being cached, and waits at most `VECTOR_WAIT` seconds for any the
+vector follower is indexing, never for other groups' writes, issue 24), then runs
 `memory_apply.apply_write` in the writer's batch, which appends the outcome. Waiters
 (`lambo_stats` with `wait_ms`) are woken per settled receipt.
 """
@@ -76,7 +77,7 @@ class IntentProcessor:
         reader: Callable[[], sqlite3.Connection],
         embed: Embed,
         search: Search,
-        settle_vectors: Callable[[GroupId, float], bool],
+        settle_vectors: Callable[[GroupId, float, sqlite3.Connection], bool],
         clock: Callable[[], datetime],
         new_id: Callable[[], str],
         threshold: float,
@@ -327,7 +328,7 @@ class IntentProcessor:
                 "logged; nothing was written"
             )
             return prepared
-        if not self._settle_vectors(session, VECTOR_WAIT):
+        if not self._settle_vectors(session, VECTOR_WAIT, conn):
             self.counters.vector_waits_missed += 1
             log.warning(
                 "write %s applied without waiting longer for session %s's concept vectors"

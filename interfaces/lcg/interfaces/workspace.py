@@ -313,7 +313,9 @@ class Workspace:
             lambda: schema.connect(graph_path, read_only=True),
             cache.embed,
             search,
-            lambda session, timeout: self.settle_vectors([session], CONCEPTS, timeout) == 0,
+            lambda session, timeout, conn: (
+                self.settle_vectors([session], CONCEPTS, timeout, conn) == 0
+            ),
             self.clock,
             self.memory_ids,
             MINILM_MERGE_THRESHOLD,
@@ -373,15 +375,23 @@ class Workspace:
         """Wait until the vector indexes hold every acknowledged write (ADR 0022)."""
         return True if self._follower is None else self._follower.settle(timeout)
 
-    def settle_vectors(self, groups: Sequence[str] | None, kind: str, timeout: float) -> int:
+    def settle_vectors(
+        self,
+        groups: Sequence[str] | None,
+        kind: str,
+        timeout: float,
+        helper: sqlite3.Connection | None = None,
+    ) -> int:
         """Wait, at most `timeout` seconds, until the vector indexes hold the `kind` vectors
         (`vectors.follower.CONCEPTS` or `KNOWLEDGE`) of the groups (None: every group) that
         were acknowledged before the call; the follower applies them first (ADR 0047).
-        Returns how many of those writes are still pending (0: all there)."""
+        With `helper`, a read connection of the calling thread, the caller indexes them
+        itself (the intent processor, whose concept texts are cached). Returns how many of
+        those writes are still pending (0: all there)."""
         if self._follower is None:
             return 0
         chosen = vector_lanes(groups, kind)
-        if self._follower.settle(timeout, chosen):
+        if self._follower.settle(timeout, chosen, helper=helper):
             return 0
         return self._follower.pending_in(chosen)
 

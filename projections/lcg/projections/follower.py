@@ -40,6 +40,7 @@ class CommitFollower(Generic[W]):
         self._done: Counter[Lane] = Counter()  # work applied (or failed) per lane, ever
         self._waits: list[dict[Lane, int]] = []  # what each lane-bound settle waits for
         self._busy = False
+        self._helping = 0  # callers applying work themselves (settle with a helper)
         self._stopping = False
         self._changed = threading.Condition()
         self.failure: str | None = None
@@ -120,13 +121,28 @@ class CommitFollower(Generic[W]):
             if self._done[lane] < target
         }
 
-    def settle(self, timeout: float | None = None, lanes: LaneFilter | None = None) -> bool:
+    def settle(
+        self,
+        timeout: float | None = None,
+        lanes: LaneFilter | None = None,
+        *,
+        helper: sqlite3.Connection | None = None,
+    ) -> bool:
         """Wait until every batch committed so far is applied (with `lanes`: only the work of
-        the lanes it chooses, which the thread then applies first); False on timeout."""
+        the lanes it chooses, which the thread then applies first); False on timeout.
+
+        With `helper` (a read connection of the calling thread), the caller applies the
+        chosen lanes' queued work itself instead of waiting for the thread to reach it, and
+        waits only for such work the thread is applying already."""
+        if helper is not None and lanes is not None:
+            self._help(helper, lanes)
         with self._changed:
             if lanes is None:
                 return self._changed.wait_for(
-                    lambda: (not self._pending and not self._busy) or not self._thread.is_alive(),
+                    lambda: (
+                        (not self._pending and not self._busy and not self._helping)
+                        or not self._thread.is_alive()
+                    ),
                     timeout,
                 )
             wait = {
@@ -148,6 +164,27 @@ class CommitFollower(Generic[W]):
                 )
             finally:
                 self._waits.remove(wait)
+
+    def _help(self, conn: sqlite3.Connection, lanes: LaneFilter) -> None:
+        """Apply the chosen lanes' queued work on the calling thread."""
+        with self._changed:
+            mine = [w for w in self._pending if any(lanes(lane) for lane in self._lanes(w))]
+            if not mine:
+                return
+            taken = {id(work) for work in mine}
+            self._pending = [work for work in self._pending if id(work) not in taken]
+            self._helping += 1
+        try:
+            self._apply(conn, mine)
+        except Exception as error:  # kept until a later batch mends it, as on the thread
+            self.failure = f"{self.label}: {error}"
+            log.exception("%s could not follow a commit", self.label)
+        finally:
+            with self._changed:
+                for work in mine:
+                    self._count(work, self._done)
+                self._helping -= 1
+                self._changed.notify_all()
 
     def stop(self) -> None:
         """Apply what is queued (but what `_skip_at_stop` leaves), then end the thread."""

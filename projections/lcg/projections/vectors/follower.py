@@ -110,27 +110,28 @@ class VectorFollower(CommitFollower[Work]):
         self._queue(work)
 
     def _take(self) -> list[Work]:
-        """A waited-for lane's work first, then the oldest; at most BATCH_EVENTS events, or
-        one piece of backfill."""
+        """The next batch: work of one lane set only, so cheap concept work never waits
+        behind the model; first a waited-for lane's, else concepts (their texts are cached
+        by the intent processor), else the oldest; at most BATCH_EVENTS events, or one piece
+        of backfill."""
         urgent = self._urgent()
-        chosen: list[int] = []
-        for position, work in enumerate(self._pending):
-            if urgent and not urgent.intersection(lanes_of(work)):
-                continue
-            if isinstance(work, Backfill):
-                if not chosen:
-                    chosen.append(position)
-                break
-            chosen.append(position)
-            if len(chosen) == BATCH_EVENTS:
-                break
-        if not chosen:  # the urgent lanes' work is being applied already
-            chosen = [0]
-        taken = set(chosen)
-        batch = [self._pending[position] for position in chosen]
-        self._pending = [
-            work for position, work in enumerate(self._pending) if position not in taken
-        ]
+        lead = next(
+            (w for w in self._pending if urgent.intersection(lanes_of(w))),
+            next(
+                (w for w in self._pending if lanes_of(w) == ((w.group_id, CONCEPTS),)),
+                self._pending[0],
+            ),
+        )
+        kind = lanes_of(lead)
+        if isinstance(lead, Backfill):
+            batch: list[Work] = [lead]
+        else:
+            events: list[Work] = [
+                w for w in self._pending if isinstance(w, RecordedEvent) and lanes_of(w) == kind
+            ]
+            batch = events[:BATCH_EVENTS]
+        taken = {id(work) for work in batch}
+        self._pending = [work for work in self._pending if id(work) not in taken]
         return batch
 
     def _skip_at_stop(self, work: Work) -> bool:
