@@ -11,10 +11,11 @@ the next one); the thread goes on.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import sqlite3
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
@@ -23,6 +24,7 @@ from lcg.projections.wal.store import RecordedEvent
 log = logging.getLogger(__name__)
 
 Lane = tuple[str, str]  # (group, what of it: "" unless a subclass says more)
+Lanes = tuple[Lane, ...]  # the lanes one piece of work belongs to: its queue
 LaneFilter = Callable[[Lane], bool]
 W = TypeVar("W")  # one piece of queued work (a committed event, unless a subclass adds more)
 
@@ -34,7 +36,10 @@ class CommitFollower(Generic[W]):
 
     def __init__(self, connect: Callable[[], sqlite3.Connection], *, thread_name: str) -> None:
         self._connect = connect
-        self._pending: list[W] = []
+        # queued work, one queue per lane set, each item with its arrival number
+        self._queues: dict[Lanes, deque[tuple[int, W]]] = {}
+        self._arrivals = itertools.count()
+        self._queued_items = 0
         self._weight = 0  # what `pending` reports: queued work, in the subclass's units
         self._queued: Counter[Lane] = Counter()  # work queued per lane, ever
         self._done: Counter[Lane] = Counter()  # work applied (or failed) per lane, ever
@@ -73,9 +78,32 @@ class CommitFollower(Generic[W]):
         return False
 
     def _take(self) -> list[W]:
-        """The next batch (called under the lock, with work pending): all of it."""
-        batch, self._pending = self._pending, []
-        return batch
+        """The next batch (called under the lock, with work queued): all of it, in the order
+        it arrived."""
+        return self._pull(lambda _: True)
+
+    # -- the queues (under the lock) -------------------------------------------------------
+
+    def _pull(self, chosen: Callable[[Lanes], bool]) -> list[W]:
+        """Take every queued piece of work of the chosen queues, in arrival order."""
+        keys = [key for key in self._queues if chosen(key)]
+        pairs = [pair for key in keys for pair in self._queues.pop(key)]
+        if len(keys) > 1:
+            pairs.sort(key=lambda pair: pair[0])
+        self._queued_items -= len(pairs)
+        return [work for _, work in pairs]
+
+    def _head(self, key: Lanes) -> tuple[int, W]:
+        return self._queues[key][0]
+
+    def _pop(self, key: Lanes) -> W:
+        """Take the oldest piece of work of one queue."""
+        queue = self._queues[key]
+        _, work = queue.popleft()
+        if not queue:
+            del self._queues[key]
+        self._queued_items -= 1
+        return work
 
     # -- the queue -----------------------------------------------------------------------
 
@@ -87,8 +115,10 @@ class CommitFollower(Generic[W]):
         if not work:
             return
         with self._changed:
-            self._pending.extend(work)
             for item in work:
+                key = self._lanes(item)
+                self._queues.setdefault(key, deque()).append((next(self._arrivals), item))
+                self._queued_items += 1
                 self._count(item, self._queued)
             self._changed.notify_all()
 
@@ -140,7 +170,7 @@ class CommitFollower(Generic[W]):
             if lanes is None:
                 return self._changed.wait_for(
                     lambda: (
-                        (not self._pending and not self._busy and not self._helping)
+                        (not self._queued_items and not self._busy and not self._helping)
                         or not self._thread.is_alive()
                     ),
                     timeout,
@@ -168,11 +198,9 @@ class CommitFollower(Generic[W]):
     def _help(self, conn: sqlite3.Connection, lanes: LaneFilter) -> None:
         """Apply the chosen lanes' queued work on the calling thread."""
         with self._changed:
-            mine = [w for w in self._pending if any(lanes(lane) for lane in self._lanes(w))]
+            mine = self._pull(lambda key: any(lanes(lane) for lane in key))
             if not mine:
                 return
-            taken = {id(work) for work in mine}
-            self._pending = [work for work in self._pending if id(work) not in taken]
             self._helping += 1
         try:
             self._apply(conn, mine)
@@ -189,11 +217,16 @@ class CommitFollower(Generic[W]):
     def stop(self) -> None:
         """Apply what is queued (but what `_skip_at_stop` leaves), then end the thread."""
         with self._changed:
-            kept = [work for work in self._pending if not self._skip_at_stop(work)]
-            for work in self._pending:
-                if self._skip_at_stop(work):
-                    self._count(work, self._done)
-            self._pending = kept
+            for key, queue in list(self._queues.items()):
+                kept = deque(pair for pair in queue if not self._skip_at_stop(pair[1]))
+                for _, work in queue:
+                    if self._skip_at_stop(work):
+                        self._count(work, self._done)
+                self._queued_items -= len(queue) - len(kept)
+                if kept:
+                    self._queues[key] = kept
+                else:
+                    del self._queues[key]
             self._stopping = True
             self._changed.notify_all()
         self._thread.join()
@@ -204,8 +237,8 @@ class CommitFollower(Generic[W]):
         try:
             while True:
                 with self._changed:
-                    self._changed.wait_for(lambda: bool(self._pending) or self._stopping)
-                    if not self._pending:
+                    self._changed.wait_for(lambda: bool(self._queued_items) or self._stopping)
+                    if not self._queued_items:
                         return  # stopping, and nothing left to apply
                     batch = self._take()
                     self._busy = True

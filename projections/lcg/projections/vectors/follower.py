@@ -110,28 +110,27 @@ class VectorFollower(CommitFollower[Work]):
         self._queue(work)
 
     def _take(self) -> list[Work]:
-        """The next batch: work of one lane set only, so cheap concept work never waits
-        behind the model; first a waited-for lane's, else concepts (their texts are cached
-        by the intent processor), else the oldest; at most BATCH_EVENTS events, or one piece
-        of backfill."""
+        """The next batch: one queue's work only, so cheap concept work never waits behind
+        the model; a waited-for lane's queue first, else a group's concepts (their texts are
+        cached by the intent processor), else the queue holding the oldest work; at most
+        BATCH_EVENTS events, or one piece of backfill."""
         urgent = self._urgent()
-        lead = next(
-            (w for w in self._pending if urgent.intersection(lanes_of(w))),
-            next(
-                (w for w in self._pending if lanes_of(w) == ((w.group_id, CONCEPTS),)),
-                self._pending[0],
-            ),
+        keys = list(self._queues)
+        chosen = (
+            [key for key in keys if urgent.intersection(key)]
+            or [key for key in keys if len(key) == 1 and key[0][1] == CONCEPTS]
+            or keys
         )
-        kind = lanes_of(lead)
-        if isinstance(lead, Backfill):
-            batch: list[Work] = [lead]
-        else:
-            events: list[Work] = [
-                w for w in self._pending if isinstance(w, RecordedEvent) and lanes_of(w) == kind
-            ]
-            batch = events[:BATCH_EVENTS]
-        taken = {id(work) for work in batch}
-        self._pending = [work for work in self._pending if id(work) not in taken]
+        key = min(chosen, key=lambda k: self._head(k)[0])
+        if isinstance(self._head(key)[1], Backfill):
+            return [self._pop(key)]
+        batch: list[Work] = []
+        while (
+            key in self._queues
+            and len(batch) < BATCH_EVENTS
+            and not isinstance(self._head(key)[1], Backfill)
+        ):
+            batch.append(self._pop(key))
         return batch
 
     def _skip_at_stop(self, work: Work) -> bool:
