@@ -46,6 +46,7 @@ class CommitFollower(Generic[W]):
         self._waits: list[dict[Lane, int]] = []  # what each lane-bound settle waits for
         self._busy = False
         self._helping = 0  # callers applying work themselves (settle with a helper)
+        self._in_hand: set[Lanes] = set()  # the queues of the batch the thread is applying
         self._stopping = False
         self._changed = threading.Condition()
         self.failure: str | None = None
@@ -198,7 +199,10 @@ class CommitFollower(Generic[W]):
     def _help(self, conn: sqlite3.Connection, lanes: LaneFilter) -> None:
         """Apply the chosen lanes' queued work on the calling thread."""
         with self._changed:
-            mine = self._pull(lambda key: any(lanes(lane) for lane in key))
+            # a queue whose earlier work the thread has in hand is left to it: in order
+            mine = self._pull(
+                lambda key: key not in self._in_hand and any(lanes(lane) for lane in key)
+            )
             if not mine:
                 return
             self._helping += 1
@@ -241,6 +245,7 @@ class CommitFollower(Generic[W]):
                     if not self._queued_items:
                         return  # stopping, and nothing left to apply
                     batch = self._take()
+                    self._in_hand = {self._lanes(work) for work in batch}
                     self._busy = True
                 try:
                     if conn is None:
@@ -256,6 +261,7 @@ class CommitFollower(Generic[W]):
                         for item in batch:
                             self._count(item, self._done)
                         self._busy = False
+                        self._in_hand = set()
                         self._changed.notify_all()
         finally:
             if conn is not None:
