@@ -152,7 +152,7 @@ def test_memory_writes_are_applied_while_other_groups_knowledge_keeps_the_follow
     assert workspace.settle(timeout=30)
 
 
-def test_m_der_094_m_sta_124_a_write_dropped_at_the_lane_bound_is_an_error_saying_nothing_was_written(
+def test_m_der_094_m_sta_124_a_dropped_write_is_an_error_saying_nothing_was_written(
     workspace: Workspace,
 ) -> None:
     """The seed's ack shape (receipt_state dropped, the summary) marked isError, with when
