@@ -106,6 +106,7 @@ def test_f2_a_half_truncated_embedding_cache_is_set_aside_and_the_workspace_open
     with make_workspace(settings, embedder) as ws:
         assert _visible(ws) == acked
         assert _repaired_files(ws) == ["embeddings.sqlite"]
+        assert ws.settle(timeout=30)  # the follower embeds what the cache lost (ADR 0047)
         assert _vector_hits(ws) == before
     assert len(damage.damaged_copies(settings.embeddings_path)) == 1
 
@@ -160,6 +161,7 @@ def test_f3_a_corrupted_row_in_the_embedding_cache_is_dropped_and_embedded_again
     for path in settings.vectors_dir.rglob("*.faiss"):
         path.unlink()  # the open rebuilds every vector from the cache
     with make_workspace(settings, embedder) as ws:
+        assert ws.settle(timeout=30)  # the row the cache dropped is embedded by the follower
         (hit, *_) = ws.vectors.search("entity", None, expected, 1)
         assert hit.score == pytest.approx(1.0, abs=1e-5)
         (repair,) = _call(ws, "knowledge_status")["repaired"]

@@ -167,6 +167,7 @@ def test_a_new_embedding_contract_gets_its_own_vectors(
     other = MiniLmEmbedder(max_tokens=128)
     with Workspace(settings, embedder=other) as ws:
         assert ws.embedder.contract != MiniLmEmbedder().contract
+        assert ws.settle(timeout=60)  # the open left them to the follower (ADR 0047)
         assert ws.embedder.texts == count  # nothing cached under the new contract
         status = make_call(App(ws))("knowledge_status")
         assert status["embedding"]["model"].endswith("@128")

@@ -7,24 +7,28 @@ each test sees the "not yet" and the "now" states without timing anything.
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from typing import Any
 
 import faiss
 import pytest
 
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
+from lcg.interfaces.service import Service
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.port import Embedder, Vectors
+from lcg.projections.follower import CommitFollower
 from tests.conftest import make_call, make_workspace
 
 
-@pytest.fixture
-def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    """While the gate is closed, the follower's embedding waits (searches do not use it)."""
+def hold_the_follower(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """From now on, until the event is set, the follower's embedding waits (searches do not
+    use it)."""
     opened = threading.Event()
     embed = EmbeddingCache.embed
 
@@ -34,6 +38,13 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
         return embed(self, texts)
 
     monkeypatch.setattr(EmbeddingCache, "embed", gated)
+    return opened
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """While the gate is closed, the follower's embedding waits (searches do not use it)."""
+    opened = hold_the_follower(monkeypatch)
     yield opened
     opened.set()
 
@@ -136,3 +147,98 @@ def test_a_search_from_any_thread_runs_faiss_on_one_openmp_thread(workspace: Wor
     thread.start()
     thread.join()
     assert seen == [1]
+
+
+@pytest.fixture
+def held_until_a_read_waits(
+    monkeypatch: pytest.MonkeyPatch, gate: threading.Event
+) -> threading.Event:
+    """The follower's model is held until a read starts waiting for the vectors it reads."""
+    settle = CommitFollower.settle
+
+    def waiting(self: CommitFollower[Any], *args: Any, **kwargs: Any) -> bool:
+        gate.set()
+        return settle(self, *args, **kwargs)
+
+    monkeypatch.setattr(CommitFollower, "settle", waiting)
+    return gate
+
+
+def test_k_sem_012_a_meaning_search_right_after_a_write_finds_it(
+    workspace: Workspace, held_until_a_read_waits: threading.Event
+) -> None:
+    """Issue 24, item 16: the search waits (bounded) for the vectors of the groups it reads,
+    so the entity just asserted is found by its name vector, and no warning is given."""
+    call = make_call(App(workspace), settle=False)
+    entity = call("knowledge_assert_entity", name="Ada Lovelace", summary="a mathematician")
+    assert not held_until_a_read_waits.is_set()  # the write did not wait for its vectors
+    found = call("knowledge_find_entities", query="Ada Lovelace", relevance_floor=False)
+    assert [node["uuid"] for node in found["nodes"]] == [entity["entity_uuid"]]
+    assert "name_vector" in found["nodes"][0]["ranks"]
+    assert "warning" not in found
+
+
+def test_k_sem_012_a_search_whose_vectors_do_not_arrive_in_time_says_so(
+    settings: Settings, embedder: Embedder, gate: threading.Event
+) -> None:
+    """The wait is bounded (LCG_VECTOR_READ_WAIT_MS); past it the search answers from what
+    is indexed, with a `warning` object (P-106's shape) saying how many writes are pending;
+    the other keys are as always."""
+    assert Settings.load({}, settings.workspace).vector_read_wait_ms == 250
+    quick = replace(settings, vector_read_wait_ms=20)
+    with make_workspace(quick, embedder) as ws:
+        call = make_call(App(ws), settle=False)
+        call("knowledge_add_episode", name="note", episode_body="the launch slipped a week")
+        found = call("knowledge_search_passages", query="launch slipped", min_score=0.0)
+        assert set(found) == {"passages", "count", "warning"}
+        assert found["count"] == 1  # by words
+        warning = found["warning"]
+        assert (warning["type"], warning["vector_pending"], warning["waited_ms"]) == (
+            "vectors_pending",
+            1,
+            20,
+        )
+        assert warning["message"].startswith("1 acknowledged write(s) of the groups read are not")
+        other = call("knowledge_find_entities", query="launch", group_ids=["elsewhere"])
+        assert "warning" not in other  # a group with nothing pending does not wait
+        gate.set()
+
+
+@pytest.mark.minilm
+def test_a_restart_with_a_vector_backlog_serves_while_the_follower_catches_up(
+    settings: Settings, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24, item 2: a workspace whose catalog holds vectors neither indexed nor cached
+    (a process killed before its follower caught up) opens at once; health_check is ok and
+    says what is pending, calls are answered, and the follower embeds the backlog meanwhile
+    (held here until the test has seen all that)."""
+    with make_workspace(settings, embedder) as ws:
+        call = make_call(App(ws))
+        for n in range(4):
+            call("knowledge_assert_entity", name=f"lighthouse keeper {n}", summary=f"shift {n}")
+        catalogued = ws.vectors.count()
+    for path in settings.state_dir.glob("embeddings.sqlite*"):
+        path.unlink()
+    shutil.rmtree(settings.vectors_dir)
+    gate = hold_the_follower(monkeypatch)
+    service = Service(settings, command="pytest")
+    try:
+        assert service.start() == "healthy"
+        health = service.call("health_check", None)
+        assert (health["ok"], health["state"]) == (True, "healthy")
+        assert health["vector_pending"] == catalogued
+        assert service.call("knowledge_status", {})["vector_pending"] == catalogued
+        found = service.call("knowledge_find_entities", {"query": "lighthouse keeper 2"})
+        assert found["nodes"][0]["name"] == "lighthouse keeper 2"  # by words meanwhile
+        assert found["warning"]["vector_pending"] == catalogued
+        gate.set()
+        service.call("knowledge_build_indices", {})  # waits for the follower
+        assert service.call("health_check", None) == {
+            "ok": True,
+            "healthy": True,
+            "state": "healthy",
+        }
+        assert service.call("knowledge_status", {})["vector_count"] == catalogued
+    finally:
+        gate.set()
+        service.close()

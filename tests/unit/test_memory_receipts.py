@@ -517,3 +517,31 @@ def test_a_fresh_book_draws_a_random_64_bit_epoch() -> None:
     assert first.lookup(second.issue("a", "s", T0), "a", "s", T0).state is (
         ReceiptState.RESTART_LOST
     )
+
+
+def test_adr_0047_a_dropped_ack_is_an_error_saying_when_to_send_it_again() -> None:
+    """Issue 24: M-DER-094's ack shape, but an error the agent sees (isError), with the time
+    to wait in the text and as `retry_after_ms`; a pending ack is no error and has neither."""
+    receipts = book()
+    dropped = derive_ack(
+        1,
+        receipts.drop("agent-a", "lambo", DropCause.LANE, T0),
+        "agent-a",
+        dropped=DropCause.LANE,
+        retry_after_ms=1200,
+    )
+    assert dropped.is_error is True
+    assert dropped.text.split("\n")[2].startswith(
+        "Nothing was written: send it again in about 1200 ms, once one of your earlier writes"
+    )
+    assert dropped.structured()["retry_after_ms"] == 1200
+    closed = derive_ack(
+        1,
+        receipts.drop("agent-a", "lambo", DropCause.CLOSED, T0),
+        "agent-a",
+        dropped=DropCause.CLOSED,
+    )
+    assert "retry_after_ms" not in closed.structured()
+    pending = derive_ack(1, receipts.issue("agent-a", "lambo", T0), "agent-a")
+    assert pending.is_error is False
+    assert "retry_after_ms" not in pending.structured()

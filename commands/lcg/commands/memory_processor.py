@@ -4,7 +4,9 @@ One thread per serving process. It reads the intents without an outcome from the
 projection (so the intents a previous process left are found the same way at start), and for
 each one: works out which items the write may create, embeds their framed texts in one
 batched call through the embedding cache, searches the session's concept index for close
-concepts (after the vector follower has caught up, so earlier writes are visible), then runs
+concepts (once the vector index holds the session's earlier concepts: this thread indexes
+those itself, their texts being cached, and waits at most `VECTOR_WAIT` seconds for any the
+vector follower is indexing, never for other groups' writes, issue 24), then runs
 `memory_apply.apply_write` in the writer's batch, which appends the outcome. Waiters
 (`lambo_stats` with `wait_ms`) are woken per settled receipt.
 """
@@ -37,6 +39,13 @@ log = logging.getLogger(__name__)
 Embed = Callable[[Sequence[str]], Vectors]
 Search = Callable[[GroupId, Vectors, int], list[tuple[str, float]]]
 SIMILAR_K = 8
+# Seconds an apply waits for the session's earlier concept vectors. The follower applies a
+# waited-for session first, so this is one batch of other work at most; past it the write is
+# applied with the index as it is (a close concept not in it yet is not merged into).
+VECTOR_WAIT = 2.0
+DEFAULT_SERVICE_MS = 100.0
+RETRY_FLOOR_MS = 50
+RETRY_CAP_MS = 34_000  # lambo_stats's wait_ms cap (M-STA-005)
 ACK_HEAD_START = 0.002  # seconds an ack's response gets before its write is applied
 
 
@@ -51,9 +60,12 @@ class Counters:
     replay_owed: int = 0  # a previous process's intents found at start, not yet applied
     dropped: int = 0
     dropped_closed: int = 0
+    vector_waits_missed: int = 0  # applies that went ahead without the session's vectors
     deferred: int = 0  # left pending at a clean shutdown, for the next process
     abandoned: int = 0
     apply_ms: deque[float] = field(default_factory=lambda: deque(maxlen=256))
+    # how long one apply takes this thread (prepare and append), for a dropped write's retry
+    service_ms: deque[float] = field(default_factory=lambda: deque(maxlen=64))
 
 
 class IntentProcessor:
@@ -65,7 +77,7 @@ class IntentProcessor:
         reader: Callable[[], sqlite3.Connection],
         embed: Embed,
         search: Search,
-        settle_vectors: Callable[[], object],
+        settle_vectors: Callable[[GroupId, float, sqlite3.Connection], bool],
         clock: Callable[[], datetime],
         new_id: Callable[[], str],
         threshold: float,
@@ -123,6 +135,16 @@ class IntentProcessor:
             if agent_id is None:
                 return sum(self._outstanding.values())
             return self._outstanding.get(agent_id, 0)
+
+    def retry_after_ms(self) -> int:
+        """When a write dropped at a bound may find room: one apply of every write queued
+        now (the agent's oldest may be behind all of them), at the recent median apply time
+        (100 ms before any is measured); within lambo_stats's wait_ms cap."""
+        with self._lock:
+            samples = sorted(self.counters.service_ms)
+            queued = sum(self._outstanding.values())
+        each = samples[len(samples) // 2] if samples else DEFAULT_SERVICE_MS
+        return max(RETRY_FLOOR_MS, min(RETRY_CAP_MS, round(each * max(1, queued))))
 
     def admitted(self, receipt: str, agent_id: str) -> None:
         """An intent of this process is about to be appended: count it first, so that the
@@ -224,6 +246,14 @@ class IntentProcessor:
                 self._apply(conn, row)
 
     def _apply(self, conn: sqlite3.Connection, row: WriteRow) -> None:
+        started = time.monotonic()
+        try:
+            self._apply_one(conn, row)
+        finally:
+            with self._lock:
+                self.counters.service_ms.append((time.monotonic() - started) * 1000)
+
+    def _apply_one(self, conn: sqlite3.Connection, row: WriteRow) -> None:
         prepared = self._prepare(conn, row)
         with self._lock:
             own = row.receipt in self._own
@@ -298,7 +328,15 @@ class IntentProcessor:
                 "logged; nothing was written"
             )
             return prepared
-        self._settle_vectors()
+        if not self._settle_vectors(session, VECTOR_WAIT, conn):
+            self.counters.vector_waits_missed += 1
+            log.warning(
+                "write %s applied without waiting longer for session %s's concept vectors"
+                " (over %.1f s): a close concept not indexed yet is not merged into",
+                row.receipt,
+                session,
+                VECTOR_WAIT,
+            )
         for item, vector in zip(items, vectors, strict=True):
             hits = self._search(session, vector, SIMILAR_K)
             prepared.similar[item] = [

@@ -42,6 +42,9 @@ class Settings:
     search_expand_depth: int = 1  # LCG_SEARCH_EXPAND_DEPTH: graph expansion hops, 0-3
     vector_checkpoint_every: int = 10_000  # LCG_VECTOR_CHECKPOINT_EVERY: changed vectors
     vector_ivf_threshold: int = 20_000  # LCG_VECTOR_IVF_THRESHOLD: vectors per index
+    # LCG_VECTOR_READ_WAIT_MS: how long a search waits for the vectors of the groups it reads
+    # to be indexed before it answers with a vectors_pending warning (ADR 0047)
+    vector_read_wait_ms: int = 250
     bm25_engine: Bm25Engine = "memory"
     # LCG_VECTOR_FOLLOW: async (default) answers a write once it is durable and visible to
     # graph reads and BM25, and the vector indexes follow on their own thread (ADR 0022);
@@ -133,6 +136,7 @@ class Settings:
             vector_ivf_threshold=_int(
                 env, "LCG_VECTOR_IVF_THRESHOLD", 20_000, 1_000, 1_000_000_000
             ),
+            vector_read_wait_ms=_int(env, "LCG_VECTOR_READ_WAIT_MS", 250, 0, 10_000),
             bm25_engine=engine,
             vector_follow=follow,
             session=session_name(

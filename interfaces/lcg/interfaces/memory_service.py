@@ -59,6 +59,7 @@ class Admitted:
 
     receipt: ReceiptId
     dropped: DropCause | None
+    retry_after_ms: int = 0  # a dropped write: when to send it again
 
 
 def _settled_fields(outcome: dict[str, Any]) -> dict[str, JsonValue]:
@@ -158,7 +159,11 @@ class MemoryService:
                 self.processor.counters.dropped += 1
                 if dropped is DropCause.CLOSED:
                     self.processor.counters.dropped_closed += 1
-                return Admitted(self.book.drop(agent_id, self.session, dropped, now), dropped)
+                return Admitted(
+                    self.book.drop(agent_id, self.session, dropped, now),
+                    dropped,
+                    self.processor.retry_after_ms(),
+                )
             receipt = self.book.issue(agent_id, self.session, now)
             self.processor.admitted(str(receipt), agent_id)  # before the processor can see it
         try:

@@ -85,7 +85,9 @@ class Service:
     def health(self) -> JsonObject:
         """health_check (P-101): healthy only once the workspace opened (K-RDY-006), and
         degraded (while still serving) when a file cannot be written or a group cannot be
-        caught up from its WAL; healthy again once a write commits (ADR 0019)."""
+        caught up from its WAL; healthy again once a write commits (ADR 0019). A healthy
+        service whose vector indexes are still catching up (a restart with a backlog, a
+        write burst) says how much with `vector_pending`, as knowledge_status does."""
         workspace = self._workspace
         faults = [] if workspace is None else workspace.faults()
         if self.state == "healthy" and faults:  # still serving: reads and other groups work
@@ -97,7 +99,11 @@ class Service:
                 "serving": True,
             }
         if self.state == "healthy":
-            return {"ok": True, "healthy": True, "state": "healthy"}
+            healthy: JsonObject = {"ok": True, "healthy": True, "state": "healthy"}
+            pending = 0 if workspace is None else workspace.vector_follow_state[0]
+            if pending:  # serving while the vector indexes catch up (ADR 0047)
+                healthy["vector_pending"] = pending
+            return healthy
         return {
             "ok": False,
             "healthy": False,

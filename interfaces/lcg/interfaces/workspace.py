@@ -47,7 +47,8 @@ from lcg.projections.runner import ProjectionRunner
 from lcg.projections.text.scorer import TextScorer
 from lcg.projections.text.tables import TEXT_TABLES, TOKENIZER
 from lcg.projections.vectors import catalog
-from lcg.projections.vectors.follower import VectorFollower
+from lcg.projections.vectors.follower import CONCEPTS, VectorFollower
+from lcg.projections.vectors.follower import lanes as vector_lanes
 from lcg.projections.vectors.index import VectorIndex
 from lcg.projections.wal.lease import WriterLease
 from lcg.projections.wal.store import EventLog
@@ -235,7 +236,7 @@ class Workspace:
             ivf_threshold=self.settings.vector_ivf_threshold,
             clock=self.clock,
         )
-        vectors.open(conn)
+        backlog = vectors.open(conn)  # rows whose texts need the model: embedded as we serve
         self.repairs.extend(vectors.repairs)
         self._vectors = vectors
         stack.callback(self._release, "_vectors", vectors.checkpoint)
@@ -247,6 +248,10 @@ class Workspace:
             )
             follower = self._follower
             stack.callback(self._release, "_follower", self._follower.stop)  # before checkpoint
+            self._follower.backfill(backlog)
+        else:  # sync mode: a write waits for its vectors, so the open does too
+            for group, rows in backlog.items():
+                vectors.backfill(conn, group, rows)
         text = TextScorer(
             self.settings.text_scorer_path,
             TOKENIZER,
@@ -318,7 +323,9 @@ class Workspace:
             lambda: schema.connect(graph_path, read_only=True),
             cache.embed,
             search,
-            self.settle,
+            lambda session, timeout, conn: (
+                self.settle_vectors([session], CONCEPTS, timeout, conn) == 0
+            ),
             self.clock,
             self.memory_ids,
             MINILM_MERGE_THRESHOLD,
@@ -377,6 +384,26 @@ class Workspace:
     def settle(self, timeout: float | None = None) -> bool:
         """Wait until the vector indexes hold every acknowledged write (ADR 0022)."""
         return True if self._follower is None else self._follower.settle(timeout)
+
+    def settle_vectors(
+        self,
+        groups: Sequence[str] | None,
+        kind: str,
+        timeout: float,
+        helper: sqlite3.Connection | None = None,
+    ) -> int:
+        """Wait, at most `timeout` seconds, until the vector indexes hold the `kind` vectors
+        (`vectors.follower.CONCEPTS` or `KNOWLEDGE`) of the groups (None: every group) that
+        were acknowledged before the call; the follower applies them first (ADR 0047).
+        With `helper`, a read connection of the calling thread, the caller indexes them
+        itself (the intent processor, whose concept texts are cached). Returns how many of
+        those writes are still pending (0: all there)."""
+        if self._follower is None:
+            return 0
+        chosen = vector_lanes(groups, kind)
+        if self._follower.settle(timeout, chosen, helper=helper):
+            return 0
+        return self._follower.pending_in(chosen)
 
     @property
     def vector_follow_state(self) -> tuple[int, str | None]:

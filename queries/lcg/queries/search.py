@@ -10,7 +10,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from lcg.projections.embedding.port import Vectors
 from lcg.projections.graph import reader
@@ -41,6 +41,39 @@ class SearchContext:
     # Where the in-memory BM25 leg runs while this thread embeds the query (onnxruntime and
     # numpy release the GIL); None: on this thread, before the vector legs.
     pool: Executor | None = None
+    # Waits, bounded, for the vector indexes to hold the acknowledged writes of the groups
+    # (None: all) and returns how many are still pending (ADR 0047); None: no wait.
+    await_vectors: Callable[[Sequence[str] | None], int] | None = None
+    vector_wait_ms: int = 0  # the bound await_vectors waits, as the warning reports it
+
+
+class VectorsPending(TypedDict):
+    """A read's `warning` when its vector legs did not get every acknowledged write of the
+    groups it read within the wait (ADR 0047; the shape of P-106's warning object)."""
+
+    type: Literal["vectors_pending"]
+    vector_pending: int
+    waited_ms: int
+    message: str
+
+
+def vectors_pending(pending: int, waited_ms: int) -> VectorsPending:
+    return VectorsPending(
+        type="vectors_pending",
+        vector_pending=pending,
+        waited_ms=waited_ms,
+        message=f"{pending} acknowledged write(s) of the groups read are not in the vector "
+        f"indexes yet (waited {waited_ms} ms): the meaning (vector) legs may miss them, the "
+        "word (BM25) legs and graph reads include them; ask again shortly",
+    )
+
+
+def await_vectors(ctx: SearchContext, groups: Sequence[str] | None) -> VectorsPending | None:
+    """Wait (bounded) for the groups' vectors; the warning when some did not arrive."""
+    if ctx.await_vectors is None:
+        return None
+    pending = ctx.await_vectors(groups)
+    return vectors_pending(pending, ctx.vector_wait_ms) if pending else None
 
 
 class Scored(TypedDict):
@@ -61,11 +94,13 @@ class ScoredEdge(EdgeRow, Scored):
 class EntitySearchResult(TypedDict):
     nodes: list[ScoredEntity]
     count: int
+    warning: NotRequired[VectorsPending]
 
 
 class EdgeSearchResult(TypedDict):
     edges: list[ScoredEdge]
     count: int
+    warning: NotRequired[VectorsPending]
 
 
 class Passage(TypedDict):
@@ -83,6 +118,7 @@ class Passage(TypedDict):
 class PassageSearchResult(TypedDict):
     passages: list[Passage]
     count: int
+    warning: NotRequired[VectorsPending]
 
 
 def _candidates(num_results: int) -> int:
@@ -194,6 +230,7 @@ def find_entities(
     groups = exact_groups(group_ids)
     if groups is not None and not groups:
         return EntitySearchResult(nodes=[], count=0)
+    warning = await_vectors(ctx, groups)
     fused = _owner_ranking(
         ctx,
         "entity",
@@ -208,7 +245,10 @@ def find_entities(
     nodes = [
         ScoredEntity(**rows[e.key], score=_score(e), ranks=e.ranks) for e in fused if e.key in rows
     ]
-    return EntitySearchResult(nodes=nodes, count=len(nodes))
+    result = EntitySearchResult(nodes=nodes, count=len(nodes))
+    if warning is not None:
+        result["warning"] = warning
+    return result
 
 
 def find_relationships(
@@ -223,6 +263,7 @@ def find_relationships(
     groups = exact_groups(group_ids)
     if groups is not None and not groups:
         return EdgeSearchResult(edges=[], count=0)
+    warning = await_vectors(ctx, groups)
     fused = _owner_ranking(
         ctx,
         "edge",
@@ -241,7 +282,10 @@ def find_relationships(
     edges = [
         ScoredEdge(**rows[e.key], score=_score(e), ranks=e.ranks) for e in fused if e.key in rows
     ][:num_results]
-    return EdgeSearchResult(edges=edges, count=len(edges))
+    result = EdgeSearchResult(edges=edges, count=len(edges))
+    if warning is not None:
+        result["warning"] = warning
+    return result
 
 
 def _edge_neighbours(
@@ -289,6 +333,7 @@ def search_passages(
     min_score = min(max(min_score, 0.0), 1.0)
     groups = collapsing_groups(group_ids)
     limit = _candidates(num_results)
+    warning = await_vectors(ctx, groups)
     text_hits = text_leg(ctx, "passage", query, groups, limit)
     vector = vector_leg(ctx, "passage", query, groups, limit)
     legs: dict[str, list[tuple[tuple[str, int], float]]] = {
@@ -321,7 +366,10 @@ def search_passages(
                 ranks=entry.ranks,
             )
         )
-    return PassageSearchResult(passages=passages, count=len(passages))
+    result = PassageSearchResult(passages=passages, count=len(passages))
+    if warning is not None:
+        result["warning"] = warning
+    return result
 
 
 def _score(entry: Fused[K]) -> float:

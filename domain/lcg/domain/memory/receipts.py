@@ -166,11 +166,17 @@ DROP_DETAILS: Final[Mapping[DropCause, str]] = {
 
 DROP_HINTS: Final[Mapping[DropCause, str]] = {
     DropCause.LANE: (
-        "Send it again once your earlier writes have settled; this receipt will not change."
+        "Nothing was written: send it again in about {retry_after_ms} ms, once one of your"
+        " earlier writes has settled (lambo_stats with its receipt and wait_ms waits for it);"
+        " this receipt will not change."
     ),
-    DropCause.QUEUE: "Send it again shortly; this receipt will not change.",
+    DropCause.QUEUE: (
+        "Nothing was written: send it again in about {retry_after_ms} ms, once the queue has"
+        " room; this receipt will not change."
+    ),
     DropCause.CLOSED: (
-        "Send it again once a lambo serve holds the session again; this receipt will not change."
+        "Nothing was written: send it again once a lambo serve holds the session again;"
+        " this receipt will not change."
     ),
 }
 
@@ -464,6 +470,7 @@ class AckContent(TypedDict):
     agent_id: str
     warnings: list[str]
     session: NotRequired[str]
+    retry_after_ms: NotRequired[int]  # a dropped write: when to send it again (ADR 0047)
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,6 +484,12 @@ class WriteAck:
     agent_id: str
     warnings: tuple[str, ...] = ()
     session: str | None = None
+    retry_after_ms: int | None = None
+
+    @property
+    def is_error(self) -> bool:
+        """A dropped write is a tool error the agent sees: nothing was written (ADR 0047)."""
+        return self.receipt_state is ReceiptState.DROPPED
 
     def structured(self) -> AckContent:
         content: AckContent = {
@@ -488,6 +501,8 @@ class WriteAck:
         }
         if self.session is not None:
             content["session"] = self.session
+        if self.retry_after_ms is not None:
+            content["retry_after_ms"] = self.retry_after_ms
         return content
 
 
@@ -499,9 +514,13 @@ def derive_ack(
     dropped: DropCause | None = None,
     written_to: str | None = None,
     warnings: tuple[str, ...] = (),
+    retry_after_ms: int = 0,
 ) -> WriteAck:
-    """lambo_derive's ack (M-DER-081), or the same shape for a dropped write (M-DER-094)."""
-    return _ack(f"{concepts} concept(s)", receipt, agent_id, dropped, written_to, warnings)
+    """lambo_derive's ack (M-DER-081), or the same shape for a dropped write (M-DER-094),
+    which says when to send it again."""
+    return _ack(
+        f"{concepts} concept(s)", receipt, agent_id, dropped, written_to, warnings, retry_after_ms
+    )
 
 
 def action_ack(
@@ -512,9 +531,18 @@ def action_ack(
     dropped: DropCause | None = None,
     written_to: str | None = None,
     warnings: tuple[str, ...] = (),
+    retry_after_ms: int = 0,
 ) -> WriteAck:
     """lambo_record_action's ack (M-ACT-041), or the same shape for a dropped write."""
-    return _ack(f"action '{_one_line(action)}'", receipt, agent_id, dropped, written_to, warnings)
+    return _ack(
+        f"action '{_one_line(action)}'",
+        receipt,
+        agent_id,
+        dropped,
+        written_to,
+        warnings,
+        retry_after_ms,
+    )
 
 
 def _ack(
@@ -524,7 +552,9 @@ def _ack(
     dropped: DropCause | None,
     written_to: str | None,
     warnings: tuple[str, ...],
+    retry_after_ms: int,
 ) -> WriteAck:
+    retry: int | None = None
     if dropped is None:
         state = ReceiptState.PENDING
         summary = f"accepted {what} for background write; validated and ordered, not yet applied"
@@ -537,7 +567,8 @@ def _ack(
         state = ReceiptState.DROPPED
         summary = f"dropped {what}; never attempted, nothing was written"
         detail = DROP_DETAILS[dropped]
-        hint = DROP_HINTS[dropped]
+        hint = DROP_HINTS[dropped].format(retry_after_ms=retry_after_ms)
+        retry = None if dropped is DropCause.CLOSED else retry_after_ms
     lines = [
         summary,
         f"receipt {receipt}: {state} — {detail}",
@@ -549,7 +580,9 @@ def _ack(
             f"written to session '{written_to}';"
             " writes to different sessions have no ordering between them"
         )
-    return WriteAck(summary, "\n".join(lines), receipt, state, agent_id, warnings, written_to)
+    return WriteAck(
+        summary, "\n".join(lines), receipt, state, agent_id, warnings, written_to, retry
+    )
 
 
 def _one_line(text: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
-from typing import Annotated, Any, Self, TypedDict
+from typing import Annotated, Any, NotRequired, Self, TypedDict
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -240,10 +240,13 @@ class StatsParams(MemoryParams):
 
 
 class MemoryResult(TypedDict):
-    """A lambo tool's answer: the text models read, and the structured content."""
+    """A lambo tool's answer: the text models read, and the structured content; `isError`
+    for a write dropped at a bound (nothing was written: ADR 0047), which MCP answers as a
+    tool error carrying the ack."""
 
     text: str
     structuredContent: dict[str, Any]
+    isError: NotRequired[bool]
 
 
 # -- shared checks ---------------------------------------------------------------------------
@@ -277,14 +280,22 @@ def _refuse_repo_scope(repo_scope: str | None) -> None:
 
 
 def answer(
-    service: MemoryService, agent_id: str, body: str, content: dict[str, Any]
+    service: MemoryService,
+    agent_id: str,
+    body: str,
+    content: dict[str, Any],
+    *,
+    is_error: bool = False,
 ) -> MemoryResult:
     """The response, with the caller's settled receipts piggybacked on it."""
     piggyback = service.piggyback(agent_id)
     if piggyback.receipts:
         body = f"{body}\n\n{piggyback.text()}"
         content = {**content, "write_receipts": piggyback.structured()}
-    return MemoryResult(text=body, structuredContent=content)
+    result = MemoryResult(text=body, structuredContent=content)
+    if is_error:
+        result["isError"] = True
+    return result
 
 
 def _check_refs(field: str, refs: list[str] | None) -> tuple[str, ...]:
@@ -358,8 +369,14 @@ def lambo_derive(app: App, params: DeriveParams) -> MemoryResult:
         params.agent_id,
         lambda ctx, receipt: memory_commands.accept_derive(ctx, replace(call, receipt=receipt)),
     )
-    ack = derive_ack(len(concepts), admitted.receipt, params.agent_id, dropped=admitted.dropped)
-    return answer(service, params.agent_id, ack.text, dict(ack.structured()))
+    ack = derive_ack(
+        len(concepts),
+        admitted.receipt,
+        params.agent_id,
+        dropped=admitted.dropped,
+        retry_after_ms=admitted.retry_after_ms,
+    )
+    return answer(service, params.agent_id, ack.text, dict(ack.structured()), is_error=ack.is_error)
 
 
 def lambo_record_action(app: App, params: RecordActionParams) -> MemoryResult:
@@ -401,8 +418,14 @@ def lambo_record_action(app: App, params: RecordActionParams) -> MemoryResult:
         params.agent_id,
         lambda ctx, receipt: memory_commands.accept_action(ctx, replace(call, receipt=receipt)),
     )
-    ack = action_ack(params.action, admitted.receipt, params.agent_id, dropped=admitted.dropped)
-    return answer(service, params.agent_id, ack.text, dict(ack.structured()))
+    ack = action_ack(
+        params.action,
+        admitted.receipt,
+        params.agent_id,
+        dropped=admitted.dropped,
+        retry_after_ms=admitted.retry_after_ms,
+    )
+    return answer(service, params.agent_id, ack.text, dict(ack.structured()), is_error=ack.is_error)
 
 
 def lambo_reserve(app: App, params: ReserveParams) -> MemoryResult:

@@ -44,9 +44,11 @@ from lcg.projections.memory import evidence as memory_evidence
 from lcg.projections.memory import state
 from lcg.projections.memory.state import Node
 from lcg.projections.text import reader as text_reader
+from lcg.projections.vectors.follower import CONCEPTS
 from lcg.queries import recall
 from lcg.queries.recall import RecallHit
 from lcg.queries.redundancy import pair_facts
+from lcg.queries.search import vectors_pending
 
 NAME_CANDIDATES = 200  # concepts the keyword index proposes as a question's names
 
@@ -103,7 +105,7 @@ def lambo_recall(app: App, params: RecallParams) -> MemoryResult:
     if anchor is not None:
         result = _traversal(app, service, anchor, params)
     else:
-        result = _ordinary(app, service, query, params)
+        result = _ordinary(app, service, query, params, _await_concepts(app, service))
     service.note_access([hit["node_id"] for hit in result["structuredContent"]["hits"]])
     return result
 
@@ -179,7 +181,17 @@ def _traversal(
 # -- ordinary recall -------------------------------------------------------------------------
 
 
-def _ordinary(app: App, service: MemoryService, query: str, params: RecallParams) -> MemoryResult:
+def _await_concepts(app: App, service: MemoryService) -> list[str]:
+    """Wait, bounded, for the session's concepts applied just before to be in the vector
+    index, so recall finds them by meaning too; a warning when some were not (ADR 0047)."""
+    wait_ms = app.workspace.settings.vector_read_wait_ms
+    pending = app.workspace.settle_vectors([service.session], CONCEPTS, wait_ms / 1000)
+    return [f"recall: {vectors_pending(pending, wait_ms)['message']}"] if pending else []
+
+
+def _ordinary(
+    app: App, service: MemoryService, query: str, params: RecallParams, late: list[str]
+) -> MemoryResult:  # `late`: the warning that some concept vectors were not indexed yet
     conn = app.workspace.reader()
     settings = app.workspace.settings
     skip = settings.tuning.skip_redundant
@@ -270,7 +282,7 @@ def _ordinary(app: App, service: MemoryService, query: str, params: RecallParams
         structured_extra.setdefault(older, {})["possibly_superseded_by"] = newer
     views, marked = _marked(conn, _canonized(conn, views), app.now(), params.agent_id)
     rendered = context.render_context(views, params.max_tokens)
-    return _result(service, params, views, rendered, [*marked, *warnings], structured_extra)
+    return _result(service, params, views, rendered, [*marked, *warnings, *late], structured_extra)
 
 
 def _marked(

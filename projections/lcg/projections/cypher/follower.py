@@ -14,11 +14,11 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 
 from lcg.projections.cypher.store import CypherGraph
-from lcg.projections.follower import CommitFollower
+from lcg.projections.follower import CommitFollower, Lane
 from lcg.projections.wal.store import RecordedEvent
 
 
-class CypherFollower(CommitFollower):
+class CypherFollower(CommitFollower[RecordedEvent]):
     """A CommitListener that applies committed batches to a CypherGraph on a background thread."""
 
     label = "the Cypher projection"
@@ -27,8 +27,13 @@ class CypherFollower(CommitFollower):
         self.graph = graph
         super().__init__(connect, thread_name="lcg-cypher")
 
-    # A batch with no entity or edge event still moves the groups' positions: all of it is
-    # queued (the base's _relevant); only an empty batch is not.
+    def _relevant(self, recorded: Sequence[RecordedEvent]) -> list[RecordedEvent]:
+        """A batch with no entity or edge event still moves the groups' positions: all of it
+        is queued; only an empty batch is not."""
+        return list(recorded)
+
+    def _lanes(self, work: RecordedEvent) -> tuple[Lane, ...]:
+        return ((work.group_id, ""),)
 
     def rebuilt(self, conn: sqlite3.Connection, groups: Iterable[str] | None) -> None:
         """Let the follower finish, then copy the rebuilt groups here."""

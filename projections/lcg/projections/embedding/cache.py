@@ -77,26 +77,37 @@ class EmbeddingCache:
         self._conn.close()
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        """One row per text, in order: cached vectors, the rest computed and stored."""
+        """One row per text, in order: cached vectors, the rest computed and stored.
+
+        The model runs outside the cache's lock, so that one thread's long batch (the vector
+        follower's) never holds up another's few texts (the intent processor's, ADR 0047)."""
         dim = self.contract.dim
         result = np.zeros((len(texts), dim), dtype=np.float32)
         if not texts:
             return result
         hashes = [text_hash(text) for text in texts]
+        found = self._found(hashes)
+        missing = {h: text for h, text in zip(hashes, texts, strict=True) if h not in found}
+        if missing:
+            self._compute(missing, found)
+        for index, digest in enumerate(hashes):
+            result[index] = found[digest]
+        return result
+
+    def cached(self, texts: Sequence[str]) -> dict[str, Vectors]:
+        """The vectors the cache holds for these texts; the model never runs."""
+        hashes = {text_hash(text): text for text in texts}
+        return {hashes[digest]: vector for digest, vector in self._found(list(hashes)).items()}
+
+    def _found(self, hashes: list[bytes]) -> dict[bytes, Vectors]:
         with self._lock:
             try:
-                found = self._lookup(list(dict.fromkeys(hashes)))
+                return self._lookup(list(dict.fromkeys(hashes)))
             except sqlite3.DatabaseError as error:
                 if not is_corruption(error):
                     raise
                 self._start_afresh(str(error))
-                found = {}
-            missing = {h: text for h, text in zip(hashes, texts, strict=True) if h not in found}
-            if missing:
-                self._compute(missing, found)
-        for index, digest in enumerate(hashes):
-            result[index] = found[digest]
-        return result
+                return {}
 
     def _compute(self, missing: dict[bytes, str], found: dict[bytes, Vectors]) -> None:
         computed = self.embedder.embed(list(missing.values()))
@@ -106,13 +117,14 @@ class EmbeddingCache:
             found[digest] = vector
             blob = vector.astype(np.float32).tobytes()
             rows.append((key, digest, blob, row_checksum(key, digest, blob)))
-        try:
-            self._store(rows)
-        except sqlite3.DatabaseError as error:
-            if not is_corruption(error):
-                raise
-            self._start_afresh(str(error))
-            self._store(rows)
+        with self._lock:
+            try:
+                self._store(rows)
+            except sqlite3.DatabaseError as error:
+                if not is_corruption(error):
+                    raise
+                self._start_afresh(str(error))
+                self._store(rows)
 
     def _store(self, rows: list[tuple[str, bytes, bytes, bytes]]) -> None:
         self._conn.execute("BEGIN")

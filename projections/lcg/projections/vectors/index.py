@@ -67,6 +67,9 @@ class _Index:
     index: Any  # IndexIDMap2(IndexFlatIP) or, above the threshold, IndexIVFFlat
     owners: dict[str, set[int]] = field(default_factory=dict)
     dirty: bool = False
+    # catalog ids left out at open because their texts need the model: the follower adds
+    # them (`backfill`) while the service serves (ADR 0047)
+    deferred: set[int] = field(default_factory=set)
 
 
 def _ids_of(index: Any) -> set[int]:
@@ -154,8 +157,11 @@ class VectorIndex:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def open(self, conn: sqlite3.Connection) -> None:
-        """Load every group's files and sync them with the catalog."""
+    def open(self, conn: sqlite3.Connection) -> dict[str, list[CatalogRow]]:
+        """Load every group's files and sync them with the catalog, as far as the embedding
+        cache holds the vectors; returns, per group, the rows whose texts need the model,
+        left for `backfill` (a restart with a backlog serves at once, ADR 0047)."""
+        backlog: dict[str, list[CatalogRow]] = {}
         with self._lock:
             self._indexes.clear()
             self.generation = generation(conn)
@@ -165,7 +171,10 @@ class VectorIndex:
                     if loaded is not None:
                         self._indexes[(group, kind)] = loaded
                         self.loaded_from_files += 1
-                self.sync_group(conn, group)
+                deferred = self.sync_group(conn, group, defer=True)
+                if deferred:
+                    backlog[group] = deferred
+        return backlog
 
     def checkpoint(self) -> int:
         """Write every changed index to its file (temp file + rename); returns how many."""
@@ -240,11 +249,16 @@ class VectorIndex:
             for group in groups:
                 self.sync_group(conn, group)
 
-    def sync_group(self, conn: sqlite3.Connection, group: str) -> None:
+    def sync_group(
+        self, conn: sqlite3.Connection, group: str, *, defer: bool = False
+    ) -> list[CatalogRow]:
+        """Bring the group's indexes in line with its catalog rows. With `defer`, rows whose
+        vectors the cache does not hold are left out (`deferred`) and returned."""
         rows = conn.execute(
             "SELECT vec_id, embedding, owner_uuid, text FROM vector_catalog WHERE group_id=?",
             (group,),
         ).fetchall()
+        left: list[CatalogRow] = []
         for kind, embeddings in EMBEDDINGS_OF_KIND.items():
             wanted = [row for row in rows if row[1] in embeddings]
             entry = self._indexes.get((group, kind))
@@ -253,10 +267,39 @@ class VectorIndex:
             entry = entry or self._new_entry(group, kind)
             present = _ids_of(entry.index)
             self._remove(entry, present - {row[0] for row in wanted})
-            self._add(entry, [row for row in wanted if row[0] not in present])
+            missing = [row for row in wanted if row[0] not in present]
+            known: Mapping[str, np.ndarray] | None = None
+            entry.deferred = set()
+            if defer and missing:
+                known = self.cache.cached([row[3] for row in missing])
+                later = [row for row in missing if row[3] not in known]
+                missing = [row for row in missing if row[3] in known]
+                entry.deferred = {row[0] for row in later}
+                left.extend(later)
+            self._add(entry, missing, known)
             entry.owners = {}
             for vec_id, _, owner, _ in wanted:
                 entry.owners.setdefault(owner, set()).add(vec_id)
+        return left
+
+    def backfill(self, conn: sqlite3.Connection, group: str, rows: Sequence[CatalogRow]) -> None:
+        """Add rows `open` deferred: embedded before taking the lock (searches never wait for
+        the model); a row a later commit removed or re-synced meanwhile is no longer deferred
+        and is skipped."""
+        vectors = self._embed_texts([row[3] for row in rows])
+        with self._lock:
+            for kind, embeddings in EMBEDDINGS_OF_KIND.items():
+                entry = self._indexes.get((group, kind))
+                if entry is None:
+                    continue
+                due = [row for row in rows if row[1] in embeddings and row[0] in entry.deferred]
+                entry.deferred.difference_update(row[0] for row in due)
+                self._add(entry, due, vectors)
+
+    def deferred(self) -> int:
+        """Catalog rows not in the indexes yet because their texts wait for the model."""
+        with self._lock:
+            return sum(len(entry.deferred) for entry in self._indexes.values())
 
     def _sync_owners(
         self,
@@ -338,6 +381,7 @@ class VectorIndex:
             entry.index = to_ivf(entry.index)
 
     def _remove(self, entry: _Index, ids: set[int]) -> None:
+        entry.deferred.difference_update(ids)
         if ids:
             entry.index.remove_ids(np.array(sorted(ids), dtype=np.int64))
             entry.dirty = True
