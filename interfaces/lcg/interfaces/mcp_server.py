@@ -123,11 +123,11 @@ def _tool_error(error: RpcError) -> types.CallToolResult:
 
 def _memory_result(payload: JsonObject) -> types.CallToolResult:
     """A lambo tool's answer as the seed shows it: the text first, the structured content;
-    a write dropped at a bound is an isError result carrying its ack (ADR 0047)."""
+    a write dropped at a bound is an answer, not an error (M-DER-094)."""
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=str(payload["text"]))],
         structured_content=payload["structuredContent"],
-        is_error=payload.get("isError") is True,
+        is_error=False,
     )
 
 

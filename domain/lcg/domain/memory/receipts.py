@@ -486,11 +486,6 @@ class WriteAck:
     session: str | None = None
     retry_after_ms: int | None = None
 
-    @property
-    def is_error(self) -> bool:
-        """A dropped write is a tool error the agent sees: nothing was written (ADR 0047)."""
-        return self.receipt_state is ReceiptState.DROPPED
-
     def structured(self) -> AckContent:
         content: AckContent = {
             "summary": self.summary,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
-from typing import Annotated, Any, NotRequired, Self, TypedDict
+from typing import Annotated, Any, Self, TypedDict
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -240,13 +240,11 @@ class StatsParams(MemoryParams):
 
 
 class MemoryResult(TypedDict):
-    """A lambo tool's answer: the text models read, and the structured content; `isError`
-    for a write dropped at a bound (nothing was written: ADR 0047), which MCP answers as a
-    tool error carrying the ack."""
+    """A lambo tool's answer: the text models read, and the structured content. A write
+    dropped at a bound is an answer too, not an error (M-DER-094, ADR 0047)."""
 
     text: str
     structuredContent: dict[str, Any]
-    isError: NotRequired[bool]
 
 
 # -- shared checks ---------------------------------------------------------------------------
@@ -284,18 +282,13 @@ def answer(
     agent_id: str,
     body: str,
     content: dict[str, Any],
-    *,
-    is_error: bool = False,
 ) -> MemoryResult:
     """The response, with the caller's settled receipts piggybacked on it."""
     piggyback = service.piggyback(agent_id)
     if piggyback.receipts:
         body = f"{body}\n\n{piggyback.text()}"
         content = {**content, "write_receipts": piggyback.structured()}
-    result = MemoryResult(text=body, structuredContent=content)
-    if is_error:
-        result["isError"] = True
-    return result
+    return MemoryResult(text=body, structuredContent=content)
 
 
 def _check_refs(field: str, refs: list[str] | None) -> tuple[str, ...]:
@@ -376,7 +369,7 @@ def lambo_derive(app: App, params: DeriveParams) -> MemoryResult:
         dropped=admitted.dropped,
         retry_after_ms=admitted.retry_after_ms,
     )
-    return answer(service, params.agent_id, ack.text, dict(ack.structured()), is_error=ack.is_error)
+    return answer(service, params.agent_id, ack.text, dict(ack.structured()))
 
 
 def lambo_record_action(app: App, params: RecordActionParams) -> MemoryResult:
@@ -425,7 +418,7 @@ def lambo_record_action(app: App, params: RecordActionParams) -> MemoryResult:
         dropped=admitted.dropped,
         retry_after_ms=admitted.retry_after_ms,
     )
-    return answer(service, params.agent_id, ack.text, dict(ack.structured()), is_error=ack.is_error)
+    return answer(service, params.agent_id, ack.text, dict(ack.structured()))
 
 
 def lambo_reserve(app: App, params: ReserveParams) -> MemoryResult:
