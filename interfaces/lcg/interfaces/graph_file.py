@@ -27,7 +27,7 @@ from pathlib import Path
 from lcg.domain.ids import GroupId
 from lcg.interfaces.config import Settings
 from lcg.projections import damage, registry
-from lcg.projections.damage import Repair
+from lcg.projections.damage import DamagedFile, Repair
 from lcg.projections.faults import LogBehindProjections
 from lcg.projections.graph import schema
 from lcg.projections.positions import applied_seqs, behind_log, recorded_wal_identity
@@ -58,14 +58,12 @@ def open_graph(
     opens only check and connect: they never repair or write."""
     path = settings.graph_path
     if read_only:
-        _recorded_identity(settings, log_.identity, clock, read_only=True, set_aside=[])
-        runner = ProjectionRunner(_connect(settings), log_, registry.projections())
         try:
-            refuse_if_behind(settings, behind_log(runner.conn, log_.heads()))
-        except BaseException:
-            runner.conn.close()
-            raise
-        return OpenedGraph(runner)
+            return _open_read_only(settings, log_, clock)
+        except sqlite3.DatabaseError as error:  # a reader never repairs: the next writer does
+            if not damage.is_corruption(error):
+                raise
+            raise DamagedFile(path, str(error)) from error
     repairs: list[Repair] = []
     recorded = damage.recorded_damage(settings.state_dir).get(path.name)
     repair = damage.set_aside_if_damaged(path, clock(), REBUILD, recorded)
@@ -88,6 +86,19 @@ def open_graph(
     opened.set_aside = set_aside
     damage.forget_damage(settings.state_dir, path.name)
     return opened
+
+
+def _open_read_only(
+    settings: Settings, log_: EventLog, clock: Callable[[], datetime]
+) -> OpenedGraph:
+    _recorded_identity(settings, log_.identity, clock, read_only=True, set_aside=[])
+    runner = ProjectionRunner(_connect(settings), log_, registry.projections())
+    try:
+        refuse_if_behind(settings, behind_log(runner.conn, log_.heads()))
+    except BaseException:
+        runner.conn.close()
+        raise
+    return OpenedGraph(runner)
 
 
 def refuse_if_the_log_is_lost(settings: Settings) -> None:

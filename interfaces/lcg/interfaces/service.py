@@ -264,6 +264,7 @@ class Service:
                 return
             self.state = "degraded"
             self.reason = f"{damaged}; rebuilding it now"
+            log.error("%s: writes refused until it is rebuilt", self.reason)
             self.recovery = [
                 f"automatic: {damaged.path.name} is being set aside and rebuilt from the WAL;"
                 " health_check answers healthy when it is done"
