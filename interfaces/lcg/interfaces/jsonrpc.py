@@ -101,15 +101,19 @@ def error_from_exception(error: BaseException) -> RpcError:
         return RpcError(SERVER_ERROR, error.message, data)
     if isinstance(error, ProjectionError):
         return RpcError(SERVER_ERROR, f"projection error: {error}", {"kind": "projection_error"})
-    if isinstance(error, WorkspaceBusy):
-        log.warning("%s", error)  # the holder, for the operator only
-        return unavailable(HELD_ELSEWHERE, recovery=False)
-    if isinstance(error, WorkspaceClosed | DamagedFile):
-        return unavailable(str(error))
+    if isinstance(error, WorkspaceBusy | WorkspaceClosed | DamagedFile):
+        return _not_open(error)
     log.error("unexpected failure", exc_info=error)
     return RpcError(
         SERVER_ERROR, f"internal error: {type(error).__name__}: {error}", {"kind": "internal"}
     )
+
+
+def _not_open(error: WorkspaceBusy | WorkspaceClosed | DamagedFile) -> RpcError:
+    if isinstance(error, WorkspaceBusy):
+        log.warning("%s", error)  # the holder, for the operator only (M-ERR-002)
+        return unavailable(HELD_ELSEWHERE, recovery=False)
+    return unavailable(str(error))
 
 
 def _storage_error(error: BaseException) -> RpcError | None:
