@@ -103,7 +103,7 @@ def command(source: CrossGroupEndpoint, target: CrossGroupEndpoint) -> AddCrossG
     return AddCrossGroupEdge(HUB, "CITES", source, target, "fact", None, None, EdgeUuid("e"), NOW)
 
 
-def no_edge(source: str, predicate: str, target: str) -> EdgeUuid | None:
+def no_active_edge(source: str, predicate: str, target: str) -> EdgeUuid | None:
     return None
 
 
@@ -114,7 +114,7 @@ def test_add_records_the_binding_and_the_ends_bound_now() -> None:
         command(UuidEndpoint(EntityUuid("paper")), NameEndpoint(PEOPLE, "ada")),
         EndpointLookup(entity=paper),
         EndpointLookup(pointer=bound),
-        no_edge,
+        no_active_edge,
     )
     assert (event.source_uuid, event.target_uuid, event.src, event.dst) == (
         "paper",
@@ -132,7 +132,7 @@ def test_add_refuses_a_uuid_endpoint_outside_the_edges_group() -> None:
             command(UuidEndpoint(EntityUuid("ada")), UuidEndpoint(EntityUuid("ada"))),
             EndpointLookup(entity=stranger),
             EndpointLookup(entity=stranger),
-            no_edge,
+            no_active_edge,
         )
     assert error.value.field == "source.uuid"
     with pytest.raises(NotFound):
@@ -140,7 +140,7 @@ def test_add_refuses_a_uuid_endpoint_outside_the_edges_group() -> None:
             command(UuidEndpoint(EntityUuid("x")), UuidEndpoint(EntityUuid("x"))),
             EndpointLookup(),
             EndpointLookup(),
-            no_edge,
+            no_active_edge,
         )
 
 
@@ -153,7 +153,7 @@ def test_k_xg_024_025_add_refuses_ends_bound_now_that_a_rebind_would_invalidate(
             to_paper,
             EndpointLookup(entity=paper),
             EndpointLookup(pointer=bind(HUB, "paper", ["paper"], 3)),
-            no_edge,
+            no_active_edge,
         )
     assert loop.value.field == "target"
     to_ada = command(UuidEndpoint(EntityUuid("paper")), NameEndpoint(PEOPLE, "ada"))
@@ -168,7 +168,7 @@ def test_k_xg_024_025_add_refuses_ends_bound_now_that_a_rebind_would_invalidate(
     assert (duplicate.value.field, "older" in str(duplicate.value)) == ("target", True)
     unbound = bind(PEOPLE, "ada", [], 3)  # an end not bound yet is the rebind's to judge
     event, _ = decide_add_cross_group_edge(
-        to_ada, EndpointLookup(entity=paper), EndpointLookup(pointer=unbound), no_edge
+        to_ada, EndpointLookup(entity=paper), EndpointLookup(pointer=unbound), no_active_edge
     )
     assert event.target_uuid is None
 
