@@ -28,7 +28,7 @@ from lcg.domain.ids import GroupId
 from lcg.interfaces.config import Settings
 from lcg.projections import damage, registry
 from lcg.projections.damage import DamagedFile, Repair
-from lcg.projections.faults import LogBehindProjections
+from lcg.projections.faults import LogBehindProjections, StorageFailure, is_storage_error
 from lcg.projections.graph import schema
 from lcg.projections.positions import applied_seqs, behind_log, recorded_wal_identity
 from lcg.projections.runner import ProjectionRunner
@@ -55,15 +55,28 @@ def open_graph(
     settings: Settings, log_: EventLog, clock: Callable[[], datetime], *, read_only: bool
 ) -> OpenedGraph:
     """The runner on graph.sqlite, checked, installed and caught up (writers); read-only
-    opens only check and connect: they never repair or write."""
+    opens only check and connect: they never repair or write. A full disk or an I/O error
+    is a StorageFailure naming the file (exit 7, ADR 0019), never a damage."""
     path = settings.graph_path
-    if read_only:
+    try:
+        if not read_only:
+            return _open_for_writing(settings, log_, clock)
         try:
             return _open_read_only(settings, log_, clock)
         except sqlite3.DatabaseError as error:  # a reader never repairs: the next writer does
             if not damage.is_corruption(error):
                 raise
             raise DamagedFile(path, str(error)) from error
+    except sqlite3.DatabaseError as error:
+        if damage.is_corruption(error) or not is_storage_error(error):
+            raise
+        raise StorageFailure(path, "open the projections", error) from error
+
+
+def _open_for_writing(
+    settings: Settings, log_: EventLog, clock: Callable[[], datetime]
+) -> OpenedGraph:
+    path = settings.graph_path
     repairs: list[Repair] = []
     recorded = damage.recorded_damage(settings.state_dir).get(path.name)
     repair = damage.set_aside_if_damaged(path, clock(), REBUILD, recorded)

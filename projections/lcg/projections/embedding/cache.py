@@ -22,6 +22,7 @@ import numpy as np
 
 from lcg.projections.damage import Repair, is_corruption, report, set_aside, sqlite_problem
 from lcg.projections.embedding.port import Embedder, EmbeddingContract, Vectors
+from lcg.projections.faults import StorageFailure
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +63,8 @@ class EmbeddingCache:
         try:
             self._conn = self._connect()
         except sqlite3.DatabaseError as error:
-            if not is_corruption(error):
-                raise
+            if not is_corruption(error):  # a full disk, I/O: named, never taken for damage
+                raise StorageFailure(path, "open the embedding cache", error) from error
             self._set_aside(str(error))
             self._conn = self._connect()
 
@@ -86,7 +87,7 @@ class EmbeddingCache:
                 found = self._lookup(list(dict.fromkeys(hashes)))
             except sqlite3.DatabaseError as error:
                 if not is_corruption(error):
-                    raise
+                    raise StorageFailure(self.path, "read the embedding cache", error) from error
                 self._start_afresh(str(error))
                 found = {}
             missing = {h: text for h, text in zip(hashes, texts, strict=True) if h not in found}
@@ -107,8 +108,8 @@ class EmbeddingCache:
         try:
             self._store(rows)
         except sqlite3.DatabaseError as error:
-            if not is_corruption(error):
-                raise
+            if not is_corruption(error):  # a full disk: named, never taken for damage
+                raise StorageFailure(self.path, "write to the embedding cache", error) from error
             self._start_afresh(str(error))
             self._store(rows)
 
