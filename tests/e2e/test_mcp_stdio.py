@@ -7,6 +7,8 @@ K-REC-004/005, K-DBM-001..004, K-PRG-002/003/005, K-EXC-001..003/006, P-008..P-0
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -273,29 +275,52 @@ def test_an_unknown_or_empty_scope_is_a_start_up_error(tmp_path: Path) -> None:
         assert result.stdout == ""
 
 
-def test_standalone_refused_workspace_says_so_and_names_connect(tmp_path: Path) -> None:
-    """K-DBM-003: while another process holds the workspace, the standalone server starts
-    degraded (the socket service's start-up path): knowledge_status reports it, and every
-    other call fails naming the holder and `--connect <workspace>/.lcg/service.sock`."""
+def test_m_err_002_a_held_workspace_refusal_shows_no_holder_path_or_socket(
+    tmp_path: Path,
+) -> None:
+    """K-DBM-003, M-ERR-002: while another process holds the workspace, the standalone
+    server starts degraded (the socket service's start-up path): knowledge_status reports it,
+    and every other call, knowledge or memory, is refused saying the workspace is held and
+    what to do, with nothing of the holder (pid, host, command), no path and no socket, and
+    without asking for a recovery that nothing needs."""
     workspace = tmp_path / "ws"
     settings = Settings(workspace)
     settings.state_dir.mkdir(parents=True)
+    internal = (
+        str(os.getpid()),
+        socket.gethostname(),
+        "pytest holder",
+        str(tmp_path),
+        "service.sock",
+        "recovery",
+    )
+    texts: list[str] = []
 
     async def main() -> None:
-        async with mcp_client("serve", "--mcp-stdio", "-w", str(workspace)) as client:
+        args = ("serve", "--mcp-stdio", "--scope=all", "-w", str(workspace))
+        async with mcp_client(*args) as client:
             status = structured(await client.call_tool("knowledge_status", {}))
             assert (status["degraded"], status["connected"]) == (True, False)
+            texts.append(status["reason"])
             refused = await client.call_tool(
                 "knowledge_add_episode", {"name": "n", "episode_body": "b"}
             )
             assert refused.is_error is True
             error = structured(refused)
             assert error["code"] == -32001
-            assert "held by another writer" in error["message"]
-            assert f"lcg serve --mcp-stdio --connect {settings.socket_path}" in error["message"]
+            texts.extend([error["message"], json.dumps(error["data"])])
+            memory = await client.call_tool("lambo_stats", {"agent_id": "a1"})
+            assert memory.is_error is True
+            texts.extend(item.text for item in memory.content if item.type == "text")
 
     with WriterLease(settings.lease_path, "pytest holder", datetime.now(UTC)):
         anyio.run(main)
+    for text in texts:
+        assert "another process is writing this workspace" in text, text
+        assert "nothing was written" in text, text
+        assert "--connect" in text, text
+        leaked = [detail for detail in internal if detail in text]
+        assert leaked == [], text
 
 
 def test_stdout_carries_only_protocol_messages(tmp_path: Path) -> None:

@@ -275,17 +275,24 @@ def test_degraded_when_another_process_holds_the_workspace(tmp_path: Path) -> No
         process = ServiceProcess(workspace)
         health = process.wait_ready()
         assert (health["healthy"], health["state"]) == (False, "degraded")
-        assert "held by another writer" in health["reason"]
+        assert "another process is writing this workspace" in health["reason"]
         with process.connect() as client:
             status = client.result("knowledge_status")
             assert status["degraded"] is True
             assert (status["connected"], status["queryable"]) == (False, False)
             refused = client.call("knowledge_add_episode", {"name": "n", "episode_body": "b"})
             assert refused["error"]["code"] == -32001
-            assert "DB unavailable, recovery required" in refused["error"]["message"]
-            assert f"--connect {settings.socket_path}" in refused["error"]["data"]["reason"]
+            # M-ERR-002: the client reads no holder, path or socket, and no recovery is asked
+            message = refused["error"]["message"]
+            assert message.startswith("DB unavailable: another process is writing")
+            assert "recovery required" not in message
+            assert str(workspace) not in json.dumps(refused["error"])
+            assert "pytest holder" not in json.dumps(refused["error"])
             assert client.result("knowledge_close") == {"status": "closed"}
         assert process.proc.wait(DEADLINE) == 0
+    # the operator's log keeps the detail: the holder and what to connect to
+    assert "pytest holder" in process.log
+    assert f"--connect {settings.socket_path}" in process.log
 
 
 def test_close_answers_then_shuts_down_gracefully(tmp_path: Path) -> None:

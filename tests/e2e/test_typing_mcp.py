@@ -55,8 +55,9 @@ def test_k_prg_002_003_005_canonicalize_streams_progress_before_its_result(
     tmp_path: Path, minilm: MiniLmEmbedder
 ) -> None:
     """One lexical edge, two for the fallback: a frame for the fallback's page of 2 embedded
-    facts, then one for the page of 3 written edges, both before the result; the same call
-    without a token (a dry run) sends none."""
+    facts, then one for the page of 3 written edges, both before the result, each one step
+    of the run (P-008: progress 1 of 1, then 2 of 2); the same call without a token (a dry
+    run) sends none."""
     workspace = tmp_path / "ws"
     _seed(minilm, workspace)
     seen: list[tuple[float, float | None, str | None]] = []
@@ -91,7 +92,7 @@ def test_k_prg_002_003_005_canonicalize_streams_progress_before_its_result(
 
     anyio.run(main)
     method = "knowledge_canonicalize_relations"
-    assert seen == [(1, 2, f"{method}: 2 of 2"), (2, 3, f"{method}: 3 of 3")]
+    assert seen == [(1, 1, f"{method}: 1 of 1"), (2, 2, f"{method}: 2 of 2")]
 
 
 def test_k_prg_006_to_009_backfill_streams_socket_frames_only_with_a_token(
@@ -114,7 +115,8 @@ def test_k_prg_006_to_009_backfill_streams_socket_frames_only_with_a_token(
             while frames[-1].get("type") == "progress":
                 frames.append(client.read())
             *progress, terminal = frames
-            assert [(f["processed"], f["total"]) for f in progress] == [(3, 3)]
+            # one page of 3 written edges: one step (P-008)
+            assert [(f["processed"], f["total"]) for f in progress] == [(1, 1)]
             assert all({"id", "result", "error"}.isdisjoint(f) for f in progress)
             assert terminal["id"] == rid
             assert terminal["result"]["backfilled"] == 3
@@ -152,4 +154,4 @@ def test_k_prg_004_attached_mcp_bridges_the_services_frames_for_canonicalize(
     finally:
         process.stop()
     method = "knowledge_canonicalize_relations"
-    assert seen == [(1, 2, f"{method}: 2 of 2"), (2, 3, f"{method}: 3 of 3")]
+    assert seen == [(1, 1, f"{method}: 1 of 1"), (2, 2, f"{method}: 2 of 2")]

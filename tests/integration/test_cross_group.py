@@ -442,6 +442,55 @@ def test_k_xg_025_026_a_binding_that_duplicates_an_active_edge_invalidates_it(
     assert edge["invalid_at"] is not None
 
 
+def test_k_xg_024_026_an_added_edge_that_binds_as_a_self_loop_is_refused(
+    call: Call, workspace: Workspace
+) -> None:
+    """The rebind's rule on the add path: an edge whose ends bind to one entity now is not
+    written (a rebind would invalidate it), naming the field and the rule."""
+    ada = entity(call, "Ada", "people")
+    heads = {g: workspace.log.head(GroupId(g)) for g in ("hub", "people")}
+    with pytest.raises(Conflict) as twice:
+        add_edge(call, foreign("people", "Ada"), foreign("people", "ADA"))
+    assert twice.value.field == "target"
+    assert "self-loop" in str(twice.value)
+    assert ada in str(twice.value)
+    with pytest.raises(Conflict) as by_uuid:
+        add_edge(call, {"uuid": ada}, foreign("people", "ada"), group="people")
+    assert by_uuid.value.field == "target"
+    assert {g: workspace.log.head(GroupId(g)) for g in heads} == heads
+    assert call("knowledge_list_relationships")["edges"] == []
+    assert pointers(call) == {"bound": 0, "unbound": 0, "ambiguous": 0}
+
+
+def test_k_xg_025_026_an_added_edge_that_binds_as_a_duplicate_is_refused(
+    call: Call, workspace: Workspace
+) -> None:
+    """An edge whose bound ends and name repeat an active edge of its group is not written;
+    the refusal names the edge it would duplicate (the one a rebind would keep)."""
+    babbage, ada = entity(call, "Babbage", "people"), entity(call, "Ada", "people")
+    asserted = call(
+        "knowledge_assert_relationship",
+        source_name="Babbage",
+        predicate="KNEW",
+        target_name="Ada",
+        group_id="people",
+    )["edge_uuid"]
+    paper = entity(call, "Paper", "hub")
+    cites = add_edge(call, {"uuid": paper}, foreign("people", "Ada"))
+    heads = {g: workspace.log.head(GroupId(g)) for g in ("hub", "people")}
+    with pytest.raises(Conflict) as in_people:
+        add_edge(call, {"uuid": babbage}, foreign("people", "ada"), "people", "KNEW")
+    with pytest.raises(Conflict) as in_hub:
+        add_edge(call, {"uuid": paper}, foreign("people", "ADA"))
+    for error, kept in ((in_people, asserted), (in_hub, cites["uuid"])):
+        assert error.value.field == "target"
+        assert "duplicate" in str(error.value)
+        assert kept in str(error.value)
+    assert {g: workspace.log.head(GroupId(g)) for g in heads} == heads
+    other = add_edge(call, {"uuid": paper}, foreign("people", "Ada"), name="QUOTES")
+    assert other["target_node_uuid"] == ada  # another name is another edge
+
+
 def test_rebound_edges_survive_a_rebuild_of_the_edge_group_without_re_resolving(
     call: Call,
 ) -> None:

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from lcg.domain.errors import DomainError
+from lcg.domain import rules
+from lcg.domain.errors import DomainError, InvalidParams
 from lcg.domain.events import ChunkExtracted, EventCodec
 from lcg.domain.extraction import Extraction, same_numbers
 from lcg.domain.ids import GroupId
@@ -160,6 +161,28 @@ def test_p_105_a_json_source_is_stored_as_json_and_bad_params_are_named(ws: Work
         _chunk(ws, "")
     with pytest.raises(DomainError, match="reference_time"):
         _chunk(ws, reference_time="yesterday")
+
+
+def test_issue_24_a_chunk_at_the_schema_cap_is_extracted_and_one_past_it_refused(
+    ws: Workspace,
+) -> None:
+    """The published cap (rules.MAX_EPISODE_BODY) is what the extractor takes: a chunk of
+    exactly that many characters is processed whole (spaCy's own limit is 1,000,000), one
+    more is refused naming the field and the cap, and nothing is written."""
+    head = "Alice Chen joined Acme Corp in Berlin. "
+    largest = head + " " * (rules.MAX_EPISODE_BODY - len(head))
+    assert len(largest) > 1_000_000
+    result = _chunk(ws, largest)
+    assert result["nodes_extracted"] == 3
+    assert result["warning"]["chunk_text_chars"] == rules.MAX_EPISODE_BODY
+    call = make_call(App(ws))
+    head_seq = call("knowledge_status")["wal_groups"]["liminis"]["max_seq"]
+    with pytest.raises(InvalidParams) as refused:
+        _chunk(ws, largest + " ", chunk_id="notes-0002")
+    assert refused.value.field == "chunk_text"
+    assert str(rules.MAX_EPISODE_BODY) in refused.value.message
+    assert call("knowledge_status")["wal_groups"]["liminis"]["max_seq"] == head_seq
+    assert [e["name"] for e in call("knowledge_get_episodes")["episodes"]] == ["notes-0001"]
 
 
 def test_a_replay_of_process_chunk_calls_no_extractor_and_equals_the_incremental_state(

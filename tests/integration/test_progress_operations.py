@@ -61,3 +61,22 @@ def test_a_25_a_sink_given_to_another_tool_gets_nothing(ws: Workspace, name: str
     frames: list[tuple[int, int]] = []
     operations.dispatch(app, name, OTHERS[name], lambda done, total: frames.append((done, total)))
     assert frames == []
+
+
+TYPING_RUNS = [name for name in SIX if "relation" in name or "entity" in name]
+
+
+@pytest.mark.parametrize("name", TYPING_RUNS)
+def test_p_008_each_frame_is_one_step_so_progress_never_exceeds_total_and_ends_at_it(
+    ws: Workspace,  # noqa: F811
+    name: str,
+) -> None:
+    """An MCP client's progress counts the frames (P-008): the n-th frame must say n done,
+    of a total no smaller, and the last its total (issue 24: reprocess said 4 of 3)."""
+    app = _story(ws)
+    frames: list[tuple[int, int]] = []
+    operations.dispatch(app, name, SIX[name], lambda done, total: frames.append((done, total)))
+    assert frames, name
+    assert [done for done, _ in frames] == list(range(1, len(frames) + 1)), frames
+    assert all(done <= total for done, total in frames), frames
+    assert frames[-1][0] == frames[-1][1], frames

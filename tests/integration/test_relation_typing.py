@@ -420,7 +420,7 @@ def test_k_prg_001_canonicalize_and_backfill_report_progress(
         frames.append((done, total))
 
     operations.dispatch(app, "knowledge_backfill_relation_types", {"group_id": "g1"}, progress)
-    assert frames == [(3, 3)]  # one page of writes
+    assert frames == [(1, 1)]  # one page of writes: one step (P-008)
     frames.clear()
     operations.dispatch(app, "knowledge_canonicalize_relations", {"group_id": "g1"}, progress)
-    assert frames == [(3, 3), (3, 3)]  # the fallback's embeddings, then the writes
+    assert frames == [(1, 1), (2, 2)]  # the fallback's page of embeddings, then the writes

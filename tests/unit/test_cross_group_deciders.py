@@ -103,6 +103,10 @@ def command(source: CrossGroupEndpoint, target: CrossGroupEndpoint) -> AddCrossG
     return AddCrossGroupEdge(HUB, "CITES", source, target, "fact", None, None, EdgeUuid("e"), NOW)
 
 
+def no_active_edge(source: str, predicate: str, target: str) -> EdgeUuid | None:
+    return None
+
+
 def test_add_records_the_binding_and_the_ends_bound_now() -> None:
     paper = EntityState(EntityUuid("paper"), "Paper", HUB)
     bound = bind(PEOPLE, "ada", ["ada-1"], 3)
@@ -110,6 +114,7 @@ def test_add_records_the_binding_and_the_ends_bound_now() -> None:
         command(UuidEndpoint(EntityUuid("paper")), NameEndpoint(PEOPLE, "ada")),
         EndpointLookup(entity=paper),
         EndpointLookup(pointer=bound),
+        no_active_edge,
     )
     assert (event.source_uuid, event.target_uuid, event.src, event.dst) == (
         "paper",
@@ -127,6 +132,7 @@ def test_add_refuses_a_uuid_endpoint_outside_the_edges_group() -> None:
             command(UuidEndpoint(EntityUuid("ada")), UuidEndpoint(EntityUuid("ada"))),
             EndpointLookup(entity=stranger),
             EndpointLookup(entity=stranger),
+            no_active_edge,
         )
     assert error.value.field == "source.uuid"
     with pytest.raises(NotFound):
@@ -134,7 +140,37 @@ def test_add_refuses_a_uuid_endpoint_outside_the_edges_group() -> None:
             command(UuidEndpoint(EntityUuid("x")), UuidEndpoint(EntityUuid("x"))),
             EndpointLookup(),
             EndpointLookup(),
+            no_active_edge,
         )
+
+
+def test_k_xg_024_025_add_refuses_ends_bound_now_that_a_rebind_would_invalidate() -> None:
+    """The rebind's rule (curation.collapsed) on the add path: refused, not written."""
+    paper = EntityState(EntityUuid("paper"), "Paper", HUB)
+    to_paper = command(UuidEndpoint(EntityUuid("paper")), NameEndpoint(HUB, "paper"))
+    with pytest.raises(Conflict, match="self-loop") as loop:
+        decide_add_cross_group_edge(
+            to_paper,
+            EndpointLookup(entity=paper),
+            EndpointLookup(pointer=bind(HUB, "paper", ["paper"], 3)),
+            no_active_edge,
+        )
+    assert loop.value.field == "target"
+    to_ada = command(UuidEndpoint(EntityUuid("paper")), NameEndpoint(PEOPLE, "ada"))
+    older = {("paper", "CITES", "ada-1"): EdgeUuid("older")}
+    with pytest.raises(Conflict, match="duplicate") as duplicate:
+        decide_add_cross_group_edge(
+            to_ada,
+            EndpointLookup(entity=paper),
+            EndpointLookup(pointer=bind(PEOPLE, "ada", ["ada-1"], 3)),
+            lambda s, p, t: older.get((s, p, t)),
+        )
+    assert (duplicate.value.field, "older" in str(duplicate.value)) == ("target", True)
+    unbound = bind(PEOPLE, "ada", [], 3)  # an end not bound yet is the rebind's to judge
+    event, _ = decide_add_cross_group_edge(
+        to_ada, EndpointLookup(entity=paper), EndpointLookup(pointer=unbound), no_active_edge
+    )
+    assert event.target_uuid is None
 
 
 def test_rebind_gate_skips_bound_pointers_at_or_past_the_applied_seq() -> None:

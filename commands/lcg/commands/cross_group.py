@@ -44,9 +44,13 @@ def _lookup(
 
 
 def add_cross_group_edge(ctx: WriteContext, command: AddCrossGroupEdge) -> CrossGroupEdgeResult:
-    """Bind each foreign endpoint against its source group now, decide, append the edge."""
+    """Bind each foreign endpoint against its source group now, decide (a self-loop or a
+    duplicate is refused, as a rebind would invalidate it), append the edge."""
     event, result = cross_group.decide_add_cross_group_edge(
-        command, _lookup(ctx, command, command.source), _lookup(ctx, command, command.target)
+        command,
+        _lookup(ctx, command, command.source),
+        _lookup(ctx, command, command.target),
+        lambda s, p, t: state.active_edge(ctx.conn, command.group_id, s, p, t),
     )
     ctx.append(command.group_id, (event,))
     return result

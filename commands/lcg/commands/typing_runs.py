@@ -10,7 +10,7 @@ decided them (one changed meanwhile is left for the next run). A dry run appends
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from typing import NotRequired, TypedDict
@@ -23,7 +23,7 @@ from lcg.domain.events import DomainEvent, EntityTypesAssigned, RelationTypesAss
 from lcg.domain.ids import EdgeUuid, EntityUuid, GroupId
 from lcg.domain.ontology import UNCLASSIFIED, Ontology
 from lcg.projections.embedding.port import Vectors, normalise
-from lcg.projections.extraction.classify import Classifier
+from lcg.projections.extraction.classify import Classifier, Report
 from lcg.projections.graph import state
 from lcg.projections.runner import Progress
 
@@ -107,6 +107,34 @@ class Failure(TypedDict):
     group_id: NotRequired[str]
 
 
+class Steps:
+    """A run's progress on one scale across its phases (classify, embed, write).
+
+    An MCP client's progress counts the frames (P-008), so the n-th frame must say n done:
+    each frame is one step (a verdict, or a page embedded or written), a phase's steps
+    follow the earlier phases' instead of starting again at 1, and the total counts the
+    steps of the phases begun so far, so it is never below what is done and the last frame
+    reaches it (issue 24: reprocess said 5 of 4)."""
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.total = 0
+
+    def phase(self, progress: Progress | None) -> Report:
+        """The report(done, total) of the next phase, counted in its own steps."""
+        base = self.done
+
+        def report(done: int, total: int) -> None:
+            if progress is None:
+                return
+            self.total = base + max(total, done)
+            while self.done < base + done:  # a batch of verdicts: one frame per step
+                self.done += 1
+                progress(self.done, self.total)
+
+        return report
+
+
 @dataclass(frozen=True, slots=True)
 class Run:
     """What every typing run carries: its group, clock reading and progress sink."""
@@ -114,10 +142,11 @@ class Run:
     group_id: GroupId
     now: datetime
     progress: Progress | None = None
+    steps: Steps = field(default_factory=Steps)
 
-    def report(self, done: int, total: int) -> None:
-        if self.progress is not None:
-            self.progress(done, max(total, done))
+    def phase(self) -> Report:
+        """Where the next phase of the run reports its steps (Steps)."""
+        return self.steps.phase(self.progress)
 
 
 def _read_edges(writer: Writer, group: GroupId) -> list[rules.EdgeRow]:
@@ -161,13 +190,18 @@ def _apply(
     by_uuid = {edge.uuid: edge for edge in edges}
     pairs = [(by_uuid[a.edge_uuid], a) for a in writes]
     written = 0
-    for start in range(0, len(pairs), PAGE):
+    report = run.phase()
+    for number, start in enumerate(range(0, len(pairs), PAGE), 1):
         page = pairs[start : start + PAGE]
         written += writer.execute(
             partial(_write_page, run=run, tool=tool, page=page, detail=detail)
         )
-        run.report(start + len(page), len(pairs))
+        report(number, pages(pairs))
     return written
+
+
+def pages(items: Sequence[object]) -> int:
+    return -(-len(items) // PAGE)
 
 
 def nearest_types(
@@ -181,7 +215,8 @@ def nearest_types(
     types = normalise(np.asarray(embed([t.description or t.name for t in ontology.relation_types])))
     found: dict[EdgeUuid, tuple[str, float]] = {}
     with_fact = [edge for edge in residual if edge.fact.strip()]
-    for start in range(0, len(with_fact), PAGE):
+    report = run.phase()
+    for number, start in enumerate(range(0, len(with_fact), PAGE), 1):
         page = with_fact[start : start + PAGE]
         facts = normalise(np.asarray(embed([edge.fact for edge in page])))
         scores = facts @ types.T
@@ -189,7 +224,7 @@ def nearest_types(
             best = int(np.argmax(row))
             # rounded so that equality with a threshold is exact (K-RT-013)
             found[edge.uuid] = (names[best], round(float(row[best]), 6))
-        run.report(start + len(page), len(with_fact))
+        report(number, pages(with_fact))
     return found
 
 
@@ -264,7 +299,7 @@ def reprocess_relations(
         e for e in _read_edges(writer, run.group_id) if rules.edge_in_scope(e, scope, declared)
     ]
     # the fact, never the predicate
-    answers = classifier.classify_all("relation", [e.fact for e in edges], menu, run.report)
+    answers = classifier.classify_all("relation", [e.fact for e in edges], menu, run.phase())
     verdicts = [
         (edge, verdict or UNCLASSIFIED) for edge, verdict in zip(edges, answers, strict=True)
     ]
@@ -343,7 +378,7 @@ def reprocess_entities(
         entities = state.typing_entities(writer.runner.conn, run.group_id)
     entities = [e for e in entities if rules.entity_in_scope(e, scope, declared)]
     texts = [f"{e.name}: {e.summary}" if e.summary else e.name for e in entities]
-    answers = classifier.classify_all("entity", texts, menu, run.report)
+    answers = classifier.classify_all("entity", texts, menu, run.phase())
     verdicts = [  # an abstention leaves the entity as it is (K-ET-003)
         (entity, verdict) for entity, verdict in zip(entities, answers, strict=True) if verdict
     ]
@@ -371,10 +406,11 @@ def reprocess_entities(
     pairs = [(e, rules.retyped_labels(e.labels, t)) for e, t in changes]
     restamps = {e.uuid for e, t in changes if _restamp(e, t)}
     written: list[rules.EntityRow] = []
-    for start in range(0, len(pairs), PAGE):
+    report = run.phase()
+    for number, start in enumerate(range(0, len(pairs), PAGE), 1):
         page = pairs[start : start + PAGE]
         written += writer.execute(partial(_write_entities, run=run, page=page, detail=detail))
-        run.report(start + len(page), len(pairs))
+        report(number, pages(pairs))
     restamped = sum(1 for entity in written if entity.uuid in restamps)
     return ReprocessEntitiesResult(
         success=True,

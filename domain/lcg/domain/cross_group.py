@@ -107,10 +107,48 @@ def _uuid_end(
     return found.uuid
 
 
+def _refuse_collapsed(
+    command: AddCrossGroupEdge,
+    source: EntityUuid,
+    target: EntityUuid,
+    active_edge: Callable[[str, str, str], EdgeUuid | None],
+) -> None:
+    """K-XG-024..026 on the add path: an edge whose ends are bound now is held to the rule a
+    rebind (and a merge) applies, `curation.collapsed`: a self-loop or a duplicate of an
+    active edge of the group is not written. Refused rather than written invalidated, so the
+    caller learns why and nothing is appended."""
+    key = (source, command.predicate, target)
+    other = None if source == target else active_edge(*key)
+    collapse = collapsed(key, {} if other is None else {key: other})
+    if collapse is None:
+        return
+    ends = f"{source} -[{command.predicate}]-> {target}"
+    if collapse.kept is None:
+        raise Conflict(
+            f"target: resolves to {target}, the entity the source resolves to; a self-loop "
+            "is not written (knowledge_rebind_pointers and knowledge_merge_entities invalidate "
+            "one); nothing was written",
+            field="target",
+            rule="must not bind to the source's entity (a self-loop)",
+        )
+    raise Conflict(
+        f"target: the active edge {collapse.kept} of group {command.group_id!r} already is "
+        f"{ends}; a duplicate is not written (knowledge_rebind_pointers and "
+        "knowledge_merge_entities invalidate one and keep the older); nothing was written",
+        field="target",
+        rule="must not repeat an active edge of group_id (same source, name and target)",
+    )
+
+
 def decide_add_cross_group_edge(
-    command: AddCrossGroupEdge, source: EndpointLookup, target: EndpointLookup
+    command: AddCrossGroupEdge,
+    source: EndpointLookup,
+    target: EndpointLookup,
+    active_edge: Callable[[str, str, str], EdgeUuid | None],
 ) -> tuple[CrossGroupEdgeAdded, CrossGroupEdgeResult]:
-    """The edge and its pointers; a refused uuid endpoint raises before anything is written."""
+    """The edge and its pointers; a refused uuid endpoint, or ends bound now that would make
+    a self-loop or a duplicate of `active_edge(source, predicate, target)` (an active edge of
+    the edge's group), raise before anything is written."""
     ends: list[EntityUuid | None] = []
     pointers: list[Pointer | None] = []
     for at, endpoint, found in (
@@ -126,6 +164,8 @@ def decide_add_cross_group_edge(
             resolved = found.pointer["resolved_uuid"]
             ends.append(None if resolved is None else EntityUuid(resolved))
             pointers.append(found.pointer)
+    if ends[0] is not None and ends[1] is not None:
+        _refuse_collapsed(command, ends[0], ends[1], active_edge)
     event = CrossGroupEdgeAdded(
         command.now,
         command.new_uuid,

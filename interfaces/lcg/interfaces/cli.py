@@ -11,6 +11,7 @@ the workspace cannot be used (the message names it and what to do).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from importlib import metadata
@@ -331,15 +332,35 @@ cli_ingest.register(cli)
 cli_ontology.register(cli)
 
 
+class _OneLine(logging.Formatter):
+    """A record's message alone: a warning logged with its exception (a close step failing
+    on a full disk) is one line on a command's stderr, never a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return record.getMessage()
+
+
+def _notes_on_one_line() -> None:
+    """Where a command's warnings go when nothing configured logging (`serve` does: its
+    own handlers then take every record). Replaces Python's last-resort handler, which
+    prints the traceback of a record logged with exc_info."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(_OneLine())
+    logging.lastResort = handler
+
+
 def main() -> None:
     """`lcg`: with no command, the help."""
     os.umask(PRIVATE_UMASK)  # F7: what lcg creates is its owner's alone
+    _notes_on_one_line()
     cli(args=serve.with_serve_default(sys.argv[1:]))
 
 
 def service_main() -> None:
     """`liminis-context-graph`, the seed's binary: with no command it serves the socket."""
     os.umask(PRIVATE_UMASK)
+    _notes_on_one_line()
     cli(args=serve.with_serve_default(sys.argv[1:]) or ["serve"])
 
 

@@ -32,6 +32,7 @@ from lcg.interfaces.exit_codes import (
 from lcg.interfaces.graph_file import ForeignProjections
 from lcg.interfaces.jsonrpc import STORAGE_ERROR, UNAVAILABLE
 from lcg.interfaces.workspace import WorkspaceClosed
+from lcg.projections.damage import DamagedFile
 from lcg.projections.faults import FAULTS
 from lcg.projections.runner import ProjectionError
 from lcg.projections.wal.lease import WorkspaceBusy
@@ -106,7 +107,7 @@ def errors(flags: dict[str, str] | None = None) -> Iterator[None]:
     except ProjectionError as error:
         complain("projection error", str(error))
         raise typer.Exit(EXIT_PROJECTION) from None
-    except (*FAULTS, ForeignProjections) as error:
+    except (*FAULTS, ForeignProjections, DamagedFile) as error:
         complain("storage error", str(error))
         raise typer.Exit(EXIT_STORAGE) from None
     except ServiceError as error:

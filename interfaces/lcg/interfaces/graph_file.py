@@ -29,8 +29,13 @@ from pathlib import Path
 from lcg.domain.ids import GroupId
 from lcg.interfaces.config import Settings
 from lcg.projections import damage, registry
-from lcg.projections.damage import Repair
-from lcg.projections.faults import CorruptEvent, LogBehindProjections
+from lcg.projections.damage import DamagedFile, Repair
+from lcg.projections.faults import (
+    CorruptEvent,
+    LogBehindProjections,
+    StorageFailure,
+    is_storage_error,
+)
 from lcg.projections.graph import schema
 from lcg.projections.positions import applied_seqs, behind_log, recorded_wal_identity
 from lcg.projections.runner import ProjectionRunner
@@ -57,17 +62,28 @@ def open_graph(
     settings: Settings, log_: EventLog, clock: Callable[[], datetime], *, read_only: bool
 ) -> OpenedGraph:
     """The runner on graph.sqlite, checked, installed and caught up (writers); read-only
-    opens only check and connect: they never repair or write."""
+    opens only check and connect: they never repair or write. A full disk or an I/O error
+    is a StorageFailure naming the file (exit 7, ADR 0019), never a damage."""
     path = settings.graph_path
-    if read_only:
-        _recorded_identity(settings, log_.identity, clock, read_only=True, set_aside=[])
-        runner = ProjectionRunner(_connect(settings), log_, registry.projections())
+    try:
+        if not read_only:
+            return _open_for_writing(settings, log_, clock)
         try:
-            refuse_if_behind(settings, behind_log(runner.conn, log_.heads()))
-        except BaseException:
-            runner.conn.close()
+            return _open_read_only(settings, log_, clock)
+        except sqlite3.DatabaseError as error:  # a reader never repairs: the next writer does
+            if not damage.is_corruption(error):
+                raise
+            raise DamagedFile(path, str(error)) from error
+    except sqlite3.DatabaseError as error:
+        if damage.is_corruption(error) or not is_storage_error(error):
             raise
-        return OpenedGraph(runner)
+        raise StorageFailure(path, "open the projections", error) from error
+
+
+def _open_for_writing(
+    settings: Settings, log_: EventLog, clock: Callable[[], datetime]
+) -> OpenedGraph:
+    path = settings.graph_path
     repairs: list[Repair] = []
     recorded = damage.recorded_damage(settings.state_dir).get(path.name)
     repair = damage.set_aside_if_damaged(path, clock(), REBUILD, recorded)
@@ -105,6 +121,19 @@ def check_the_log(log_: EventLog, runner: ProjectionRunner) -> dict[GroupId, Cor
             log.error("%s", damage)
             damaged[group] = damage
     return damaged
+
+
+def _open_read_only(
+    settings: Settings, log_: EventLog, clock: Callable[[], datetime]
+) -> OpenedGraph:
+    _recorded_identity(settings, log_.identity, clock, read_only=True, set_aside=[])
+    runner = ProjectionRunner(_connect(settings), log_, registry.projections())
+    try:
+        refuse_if_behind(settings, behind_log(runner.conn, log_.heads()))
+    except BaseException:
+        runner.conn.close()
+        raise
+    return OpenedGraph(runner)
 
 
 def refuse_if_the_log_is_lost(settings: Settings) -> None:

@@ -80,8 +80,20 @@ def request_too_large(size: int) -> RpcError:
     )
 
 
-def unavailable(reason: str) -> RpcError:
-    return RpcError(UNAVAILABLE, f"DB unavailable, recovery required: {reason}", {"reason": reason})
+# What a client is told when another process holds the workspace's writer lease: nothing of
+# the holder (pid, host, command), no path and no socket (M-ERR-002); the operator's log has
+# them. Nothing is damaged, so no recovery is asked for.
+HELD_ELSEWHERE = (
+    "another process is writing this workspace, and only one may at a time: nothing was "
+    "written, and nothing needs recovering; retry once that process has stopped, or reach "
+    "the workspace through its socket service (--connect); the detail was logged"
+)
+
+
+def unavailable(reason: str, *, recovery: bool = True) -> RpcError:
+    """P-003's -32001; `recovery` False when the workspace is only held by another writer."""
+    prefix = "DB unavailable, recovery required" if recovery else "DB unavailable"
+    return RpcError(UNAVAILABLE, f"{prefix}: {reason}", {"reason": reason})
 
 
 def error_from_exception(error: BaseException) -> RpcError:
@@ -105,11 +117,18 @@ def error_from_exception(error: BaseException) -> RpcError:
     if isinstance(error, ProjectionError):
         return RpcError(SERVER_ERROR, f"projection error: {error}", {"kind": "projection_error"})
     if isinstance(error, WorkspaceBusy | WorkspaceClosed | DamagedFile):
-        return unavailable(str(error))
+        return _not_open(error)
     log.error("unexpected failure", exc_info=error)
     return RpcError(
         SERVER_ERROR, f"internal error: {type(error).__name__}: {error}", {"kind": "internal"}
     )
+
+
+def _not_open(error: WorkspaceBusy | WorkspaceClosed | DamagedFile) -> RpcError:
+    if isinstance(error, WorkspaceBusy):
+        log.warning("%s", error)  # the holder, for the operator only (M-ERR-002)
+        return unavailable(HELD_ELSEWHERE, recovery=False)
+    return unavailable(str(error))
 
 
 def _storage_error(error: BaseException) -> RpcError | None:

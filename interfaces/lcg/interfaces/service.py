@@ -19,7 +19,13 @@ from lcg.domain.ids import GroupId
 from lcg.interfaces import operations, recovery
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
-from lcg.interfaces.jsonrpc import JsonObject, error_from_exception, unavailable
+from lcg.interfaces.jsonrpc import (
+    HELD_ELSEWHERE,
+    JsonObject,
+    RpcError,
+    error_from_exception,
+    unavailable,
+)
 from lcg.interfaces.params import NoParams, parse
 from lcg.interfaces.tools.admin import (
     CloseResult,
@@ -31,6 +37,7 @@ from lcg.interfaces.workspace import Workspace
 from lcg.projections.damage import DamagedFile, is_corruption, sqlite_problem
 from lcg.projections.faults import LogBehindProjections
 from lcg.projections.runner import Progress
+from lcg.projections.wal.lease import WorkspaceBusy
 from lcg.projections.wal.store import EventLog
 
 HEALTH_CHECK = "health_check"
@@ -59,6 +66,7 @@ class Service:
         self._app: App | None = None
         self._lock = threading.Lock()  # state changes of a repair against close
         self.recovery: list[str] = []  # what can be done while degraded (knowledge_status)
+        self.held = False  # degraded because another process holds the writer lease
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -71,7 +79,10 @@ class Service:
             workspace = Workspace(self.settings, command=self.command).open()
             workspace.start_memory_jobs()  # the session's canonization cycle and daemon tick
         except Exception as error:  # noqa: BLE001 (any failure to open is the degraded state)
-            self.reason = str(error)
+            # the holder of the lease is the operator's business (logged below), and a held
+            # workspace needs no recovery (M-ERR-002)
+            self.held = isinstance(error, WorkspaceBusy)
+            self.reason = HELD_ELSEWHERE if self.held else str(error)
             self.recovery = recovery_for(self.settings, error)
             self.state = "degraded"
             log.warning("workspace did not open; serving in degraded mode: %s", error)
@@ -79,6 +90,7 @@ class Service:
         self._workspace = workspace
         self._app = App(workspace)
         self.recovery = []
+        self.held = False
         self.state = "healthy"
         return self.state
 
@@ -149,7 +161,10 @@ class Service:
             raise error_from_exception(operations.UnknownMethod(method))
         if method in (MARK_LIST, MARK_DELETE) and self.state == "degraded":
             return self._marks_while_degraded(method, params)
-        raise unavailable(self.reason or self.state)
+        raise self._unavailable()
+
+    def _unavailable(self) -> RpcError:
+        return unavailable(self.reason or self.state, recovery=not self.held)
 
     def _marks_while_degraded(self, method: str, params: dict[str, Any] | None) -> JsonObject:
         """P-003: mark list and delete answer while degraded, from the WAL file alone (marks
@@ -181,7 +196,7 @@ class Service:
             events = EventLog(path, EventCodec(), self.settings.durability)
         except Exception as error:  # e.g. a read-only disk: the degraded answer, as for the rest
             log.warning("%s while degraded: %s did not open either: %s", method, path, error)
-            raise unavailable(self.reason or self.state) from error
+            raise self._unavailable() from error
         try:
             if name is None:
                 return dict(wal_admin.list_marks(events, group))
@@ -270,6 +285,7 @@ class Service:
                 return
             self.state = "degraded"
             self.reason = f"{damaged}; rebuilding it now"
+            log.error("%s: writes refused until it is rebuilt", self.reason)
             self.recovery = [
                 f"automatic: {damaged.path.name} is being set aside and rebuilt from the WAL;"
                 " health_check answers healthy when it is done"

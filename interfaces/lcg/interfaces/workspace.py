@@ -423,8 +423,9 @@ class Workspace:
         if self.damaged is None:
             if damage.sqlite_problem(self.settings.wal_path) is not None:
                 raise error  # the WAL's own damage is not a projection's (ADR 0019)
+            # no log here: the DamagedFile raised is the report (the CLI's one line, the
+            # service's log when it starts the rebuild)
             self.damaged = DamagedFile(path, str(error))
-            log.error("%s is damaged (%s): writes refused until it is rebuilt", path, error)
             try:  # a read-only open records it too: only the marker is written, never the graph
                 damage.record_damage(self.settings.state_dir, path, str(error))
             except OSError:

@@ -98,17 +98,24 @@ def sqlite_problem(path: Path) -> str | None:
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
     except sqlite3.Error as error:
-        return str(error)
+        return _damage_only(error)
     try:
         rows = conn.execute("PRAGMA quick_check").fetchall()
     except sqlite3.DatabaseError as error:
-        return str(error)
+        return _damage_only(error)
     finally:
         conn.close()
     findings = [str(row[0]) for row in rows]
     if findings == ["ok"]:
         return None
     return "; ".join(findings[:3]) + (f" (+{len(findings) - 3} more)" if len(findings) > 3 else "")
+
+
+def _damage_only(error: sqlite3.Error) -> str | None:
+    """A check that could not run (a full disk: even reading needs a -shm file; an I/O
+    error) says nothing about the bytes: the file is not called damaged, and the open that
+    follows meets the same error and reports it as a storage failure naming the file."""
+    return str(error) if is_corruption(error) else None
 
 
 def report(path: Path, problem: str, action: str, aside: Path | None) -> Repair:

@@ -87,7 +87,8 @@ def add_cross_group_edge(app: App, q: AddCrossGroupEdgeParams) -> CrossGroupEdge
     """Create an edge of group_id whose endpoints may live in other groups: {"uuid"} (an
     entity of group_id) or {"source_group_id", "endpoint_name"}, bound by case-insensitive
     name there (cross_group_pointers.{src,dst}). An unbound or ambiguous pointer keeps the
-    edge, but no read shows it until knowledge_rebind_pointers binds it."""
+    edge, but no read shows it until knowledge_rebind_pointers binds it. Bound ends making a
+    self-loop or a duplicate edge are refused."""
     command = AddCrossGroupEdge(
         group_id=GroupId(q.group_id),
         predicate=q.name,

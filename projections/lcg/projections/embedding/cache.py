@@ -22,6 +22,7 @@ import numpy as np
 
 from lcg.projections.damage import Repair, is_corruption, report, set_aside, sqlite_problem
 from lcg.projections.embedding.port import Embedder, EmbeddingContract, Vectors
+from lcg.projections.faults import StorageFailure
 from lcg.projections.own_files import refuse_foreign_sqlite
 
 log = logging.getLogger(__name__)
@@ -64,8 +65,8 @@ class EmbeddingCache:
         try:
             self._conn = self._connect()
         except sqlite3.DatabaseError as error:
-            if not is_corruption(error):
-                raise
+            if not is_corruption(error):  # a full disk, I/O: named, never taken for damage
+                raise StorageFailure(path, "open the embedding cache", error) from error
             self._set_aside(str(error))
             self._conn = self._connect()
 
@@ -105,7 +106,7 @@ class EmbeddingCache:
                 return self._lookup(list(dict.fromkeys(hashes)))
             except sqlite3.DatabaseError as error:
                 if not is_corruption(error):
-                    raise
+                    raise StorageFailure(self.path, "read the embedding cache", error) from error
                 self._start_afresh(str(error))
                 return {}
 
@@ -121,8 +122,10 @@ class EmbeddingCache:
             try:
                 self._store(rows)
             except sqlite3.DatabaseError as error:
-                if not is_corruption(error):
-                    raise
+                if not is_corruption(error):  # a full disk: named, never taken for damage
+                    raise StorageFailure(
+                        self.path, "write to the embedding cache", error
+                    ) from error
                 self._start_afresh(str(error))
                 self._store(rows)
 

@@ -6,6 +6,7 @@ leaves a stale lease behind; the holder's description is only for the error mess
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -16,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+from lcg.projections.faults import StorageFailure
 from lcg.projections.own_files import open_own
 
 
@@ -67,10 +69,15 @@ class WriterLease:
             holder = _describe(handle.read())
             handle.close()
             raise WorkspaceBusy(self.path, holder, self._busy_alternative) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(json.dumps(_as_dict(self._holder)))
-        handle.flush()
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(json.dumps(_as_dict(self._holder)))
+            handle.flush()
+        except OSError as error:  # a full disk: the lock is let go, the file named (exit 7)
+            with contextlib.suppress(OSError):  # closing flushes again and fails again
+                handle.close()
+            raise StorageFailure(self.path, "write the writer lease", error) from error
         self._file = handle
 
     def release(self) -> None:
