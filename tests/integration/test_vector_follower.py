@@ -193,11 +193,8 @@ def test_k_sem_012_a_search_whose_vectors_do_not_arrive_in_time_says_so(
         assert set(found) == {"passages", "count", "warning"}
         assert found["count"] == 1  # by words
         warning = found["warning"]
-        assert (warning["type"], warning["vector_pending"], warning["waited_ms"]) == (
-            "vectors_pending",
-            1,
-            20,
-        )
+        assert (warning["type"], warning["vector_pending"]) == ("vectors_pending", 1)
+        assert warning["waited_ms"] >= 20  # no rate measured yet: the whole bound
         assert warning["message"].startswith("1 acknowledged write(s) of the groups read are not")
         other = call("knowledge_find_entities", query="launch", group_ids=["elsewhere"])
         assert "warning" not in other  # a group with nothing pending does not wait

@@ -396,12 +396,14 @@ class Workspace:
         (`vectors.follower.CONCEPTS` or `KNOWLEDGE`) of the groups (None: every group) that
         were acknowledged before the call; the follower applies them first (ADR 0047).
         With `helper`, a read connection of the calling thread, the caller indexes them
-        itself (the intent processor, whose concept texts are cached). Returns how many of
+        itself (the intent processor, whose concept texts are cached). Without one, a wait
+        the follower's recent rate says cannot end in time is not begun: under a sustained
+        burst every read would otherwise pay the whole bound for nothing. Returns how many of
         those writes are still pending (0: all there)."""
         if self._follower is None:
             return 0
         chosen = vector_lanes(groups, kind)
-        if self._follower.settle(timeout, chosen, helper=helper):
+        if self._follower.settle(timeout, chosen, helper=helper, hopeless=helper is None):
             return 0
         return self._follower.pending_in(chosen)
 

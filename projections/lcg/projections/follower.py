@@ -15,6 +15,7 @@ import itertools
 import logging
 import sqlite3
 import threading
+import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
@@ -34,8 +35,15 @@ class CommitFollower(Generic[W]):
 
     label = "a follower"  # in log lines and `failure`
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection], *, thread_name: str) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], sqlite3.Connection],
+        *,
+        thread_name: str,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self._connect = connect
+        self._clock = clock  # times batches, for `expected_seconds`
         # queued work, one queue per lane set, each item with its arrival number
         self._queues: dict[Lanes, deque[tuple[int, W]]] = {}
         self._arrivals = itertools.count()
@@ -51,6 +59,9 @@ class CommitFollower(Generic[W]):
         self._changed = threading.Condition()
         self.failure: str | None = None
         self.processed_batches = 0
+        # seconds the thread takes per unit of work (`_size`), a moving average of its batches;
+        # None until one is measured
+        self._unit_seconds: float | None = None
         self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
         self._thread.start()
 
@@ -143,6 +154,24 @@ class CommitFollower(Generic[W]):
                 count - self._done[lane] for lane, count in self._queued.items() if lanes(lane)
             )
 
+    def expected_seconds(self, lanes: LaneFilter) -> float | None:
+        """How long the chosen lanes' queued work should take the thread, at the rate of its
+        recent batches (None before any was measured)."""
+        with self._changed:
+            if self._unit_seconds is None:
+                return None
+            unit = self._unit_seconds
+        return self.pending_in(lanes) * unit
+
+    def _measured(self, batch: Sequence[W], seconds: float) -> None:
+        """Fold one applied batch into the rate (under the lock)."""
+        units = sum(self._size(work) for work in batch)
+        if units <= 0:
+            return
+        rate = seconds / units
+        previous = self._unit_seconds
+        self._unit_seconds = rate if previous is None else 0.8 * previous + 0.2 * rate
+
     def _urgent(self) -> set[Lane]:
         """Lanes a settle waits for that still have work queued (under the lock)."""
         return {
@@ -158,13 +187,22 @@ class CommitFollower(Generic[W]):
         lanes: LaneFilter | None = None,
         *,
         helper: sqlite3.Connection | None = None,
+        hopeless: bool = False,
     ) -> bool:
         """Wait until every batch committed so far is applied (with `lanes`: only the work of
         the lanes it chooses, which the thread then applies first); False on timeout.
 
+        With `hopeless` (and lanes and a timeout), a wait that the thread's recent rate says
+        cannot end within the timeout is not begun: False at once, since under a sustained
+        burst a read would otherwise pay the whole bound for nothing (ADR 0047).
+
         With `helper` (a read connection of the calling thread), the caller applies the
         chosen lanes' queued work itself instead of waiting for the thread to reach it, and
         waits only for such work the thread is applying already."""
+        if hopeless and lanes is not None and timeout is not None:
+            expected = self.expected_seconds(lanes)
+            if expected is not None and expected > timeout:
+                return False
         if helper is not None and lanes is not None:
             self._help(helper, lanes)
         with self._changed:
@@ -247,6 +285,7 @@ class CommitFollower(Generic[W]):
                     batch = self._take()
                     self._in_hand = {self._lanes(work) for work in batch}
                     self._busy = True
+                started = self._clock()
                 try:
                     if conn is None:
                         conn = self._connect()
@@ -260,6 +299,7 @@ class CommitFollower(Generic[W]):
                     with self._changed:
                         for item in batch:
                             self._count(item, self._done)
+                        self._measured(batch, self._clock() - started)
                         self._busy = False
                         self._in_hand = set()
                         self._changed.notify_all()

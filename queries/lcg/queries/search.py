@@ -7,6 +7,7 @@ graph hop that found it), so a ranking can be explained.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -44,7 +45,6 @@ class SearchContext:
     # Waits, bounded, for the vector indexes to hold the acknowledged writes of the groups
     # (None: all) and returns how many are still pending (ADR 0047); None: no wait.
     await_vectors: Callable[[Sequence[str] | None], int] | None = None
-    vector_wait_ms: int = 0  # the bound await_vectors waits, as the warning reports it
 
 
 class VectorsPending(TypedDict):
@@ -72,8 +72,10 @@ def await_vectors(ctx: SearchContext, groups: Sequence[str] | None) -> VectorsPe
     """Wait (bounded) for the groups' vectors; the warning when some did not arrive."""
     if ctx.await_vectors is None:
         return None
+    started = time.perf_counter()
     pending = ctx.await_vectors(groups)
-    return vectors_pending(pending, ctx.vector_wait_ms) if pending else None
+    waited_ms = round((time.perf_counter() - started) * 1000)
+    return vectors_pending(pending, waited_ms) if pending else None
 
 
 class Scored(TypedDict):

@@ -13,6 +13,7 @@ concepts returned are counted as accessed, off the read path (ADR 0027).
 from __future__ import annotations
 
 import sqlite3
+import time
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -184,9 +185,13 @@ def _traversal(
 def _await_concepts(app: App, service: MemoryService) -> list[str]:
     """Wait, bounded, for the session's concepts applied just before to be in the vector
     index, so recall finds them by meaning too; a warning when some were not (ADR 0047)."""
+    started = time.perf_counter()
     wait_ms = app.workspace.settings.vector_read_wait_ms
     pending = app.workspace.settle_vectors([service.session], CONCEPTS, wait_ms / 1000)
-    return [f"recall: {vectors_pending(pending, wait_ms)['message']}"] if pending else []
+    if not pending:
+        return []
+    waited_ms = round((time.perf_counter() - started) * 1000)
+    return [f"recall: {vectors_pending(pending, waited_ms)['message']}"]
 
 
 def _ordinary(

@@ -57,7 +57,6 @@ def search_context(app: App) -> search.SearchContext:
         text_scorer=ws.text_scorer if ws.settings.bm25_engine == "memory" else None,
         pool=ws.search_pool,
         await_vectors=lambda groups: ws.settle_vectors(groups, KNOWLEDGE, wait_ms / 1000),
-        vector_wait_ms=wait_ms,
     )
 
 
