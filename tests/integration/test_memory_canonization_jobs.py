@@ -18,6 +18,7 @@ from lcg.commands import job_planner
 from lcg.domain.events import ConceptsCanonized, GcSwept
 from lcg.domain.memory.evidence import ConceptId
 from lcg.domain.memory.gc import Trigger
+from lcg.domain.memory.text import ConceptType
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.settings_file import Tuning
@@ -195,9 +196,19 @@ def test_m_can_jobs_append_events_and_a_full_rebuild_equals_the_incremental_stat
 
 
 def test_gc_collects_an_orphan_and_keeps_protected_concepts(tuned: Workspace) -> None:
+    """An orphan here is a `parent_of` end a derive created (it has no provenance edge) whose
+    other end was collected while the cap held the end back: the next sweep finds it with no
+    edge at all and collects it as an orphan, while the Canonical hero stays, protected.
+    The knobs make that happen in two sweeps: only Constraints face the score cut, every one
+    is under its bar, and a sweep collects one concept."""
     app = App(tuned)
     _story(app)
+    rule = "deploys wait for the nightly backup"
+    policy = "the Wrenfield release policy"
+    pair = {"parent": policy, "child": rule}
+    settled(app, derive(app, concept(rule, "constraint"), parent_of=[pair]))
     hero = node_by_content(tuned, HERO).uuid
+    cited, end = node_by_content(tuned, rule).uuid, node_by_content(tuned, policy).uuid
     jobs = tuned.memory.jobs_or_fail()
     _sweeps(tuned, 3)
     for _ in range(3):
@@ -205,6 +216,23 @@ def test_gc_collects_an_orphan_and_keeps_protected_concepts(tuned: Workspace) ->
     sweep = jobs.sweep(Trigger.MUTATIONS, dry_run=True)
     assert hero not in sweep.collected_ids
     assert ConceptId(hero) in sweep.protected  # Canonical: protected
+    jobs.gc_knobs = dataclasses.replace(
+        jobs.gc_knobs,
+        score_cut_types=frozenset({ConceptType.CONSTRAINT}),
+        min_concept_score=1.0,
+        collect_floor=1,
+        collect_fraction=0.0,
+    )
+    _later(tuned, 10)
+    first = jobs.sweep(Trigger.MUTATIONS)
+    assert [(c.node_id, c.reason.value) for c in first.collected] == [(cited, "under_bar")]
+    assert first.deferred == (ConceptId(end),)  # unreachable now, but over the cap
+    second = jobs.sweep(Trigger.MUTATIONS)
+    assert [(c.node_id, c.reason.value) for c in second.collected] == [(end, "orphan")]
+    assert ConceptId(hero) in second.protected
+    reader = tuned.reader()
+    assert reader.execute("SELECT 1 FROM memory_nodes WHERE uuid=?", (end,)).fetchone() is None
+    assert _status(tuned, hero) == "Canonical"
 
 
 def test_m_can_gc_collects_an_under_bar_resource_and_keeps_the_protected_ones(
