@@ -557,3 +557,11 @@ def test_the_warning_lines_follow_the_flag_line_in_the_order_given() -> None:
         "High-risk modification: high-value node user schema (Canonical, blast radius 8)"
         " modified within 30s",
     ]
+
+
+def test_oq_22_a_canonical_hit_with_one_dependent_is_a_pillar_of_radius_1() -> None:
+    hit = _hit(STDIO, "x", is_canonical=True, blast_radius=1)
+    assert render_block(hit) == (
+        "x [Entity, canonical] (score 0.50, id ddbc8bc8, blast radius 1)\n"
+        "⚑ Load-bearing pillar — 1 nodes depend on this. Modify with caution."
+    )

@@ -517,3 +517,76 @@ def test_a_fresh_book_draws_a_random_64_bit_epoch() -> None:
     assert first.lookup(second.issue("a", "s", T0), "a", "s", T0).state is (
         ReceiptState.RESTART_LOST
     )
+
+
+@pytest.mark.parametrize(
+    ("receipt", "text"),
+    [
+        (ReceiptId(0, 0, 1), "lwr1.0000000000000000.0.1"),
+        (
+            ReceiptId(2**64 - 1, 2**64 - 1, 2**64 - 1),
+            "lwr1.ffffffffffffffff.ffffffffffffffff.ffffffffffffffff",
+        ),
+    ],
+)
+def test_receipt_ids_at_both_ends_of_64_bits_format_and_parse_back(
+    receipt: ReceiptId, text: str
+) -> None:
+    assert receipt.format() == text
+    assert ReceiptId.parse(text) == receipt
+
+
+@pytest.mark.parametrize(
+    "parts", [(2**64, 0, 1), (0, 2**64, 1), (0, 0, 2**64), (-1, 0, 1), (0, -1, 1), (0, 0, 0)]
+)
+def test_a_receipt_id_part_past_either_end_is_refused(parts: tuple[int, int, int]) -> None:
+    with pytest.raises(ValueError, match="64 bits"):
+        ReceiptId(*parts)
+
+
+@pytest.mark.parametrize("epoch", [0, 2**64 - 1])
+def test_a_book_at_either_end_of_the_epoch_range_issues_and_answers_its_receipts(
+    epoch: int,
+) -> None:
+    receipts = ReceiptBook(epoch)
+    receipt = receipts.issue("agent-a", "lambo", SEED_ISSUED)
+    assert str(receipt) == f"lwr1.{epoch:016x}.1a01fa59db7.1"
+    asked = receipts.lookup(str(receipt), "agent-a", "lambo", SEED_ISSUED)
+    assert asked.state is ReceiptState.PENDING
+
+
+@pytest.mark.parametrize("epoch", [-1, 2**64])
+def test_a_book_epoch_outside_64_bits_is_refused(epoch: int) -> None:
+    with pytest.raises(ValueError, match="epoch must fit in 64 bits"):
+        ReceiptBook(epoch)
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_a_piggyback_limit_of_0_carries_nothing_and_keeps_every_receipt_owed(limit: int) -> None:
+    receipts = book()
+    issued = [receipts.issue("agent-a", "lambo", T0) for _ in range(2)]
+    for receipt in issued:
+        receipts.settle(receipt, ReceiptState.APPLIED, at(1))
+    nothing = receipts.take_piggyback("agent-a", "lambo", at(2), limit=limit)
+    assert (nothing.receipts, nothing.waiting) == ((), 2)
+    later = receipts.take_piggyback("agent-a", "lambo", at(3))
+    assert [a.receipt for a in later.receipts] == [str(r) for r in issued]
+    assert later.waiting == 0
+
+
+def test_m_sta_091_retained_counts_after_expiring_what_is_due() -> None:
+    """receipts_retained is asked alone (lambo_stats): it expires what is due itself."""
+    receipts = book()
+    receipts.settle(receipts.issue("agent-a", "lambo", T0), ReceiptState.APPLIED, at(10))
+    assert receipts.retained(at(309.999)) == 1
+    assert receipts.retained(at(310)) == 0
+
+
+def test_m_sta_091_issuing_a_receipt_expires_what_is_due_then() -> None:
+    """A receipt expired when a later write was issued stays expired, even for a question
+    that carries an earlier clock reading (calls race their clock reads)."""
+    receipts = book()
+    old = receipts.issue("agent-a", "lambo", T0)
+    receipts.settle(old, ReceiptState.APPLIED, at(10))
+    receipts.issue("agent-a", "lambo", at(310))
+    assert receipts.lookup(old, "agent-a", "lambo", at(309)).state is ReceiptState.EXPIRED

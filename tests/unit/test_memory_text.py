@@ -658,3 +658,122 @@ def test_derive_image_frames_only_its_parent_of_ends() -> None:
     with pytest.raises(MemoryArgumentError) as refused:
         check_embedding_text_limit([caption], [("a" * 400, "b")], frame_concepts=False)
     assert refused.value.field == "parent_of[0].parent"
+
+
+# --- the ends of every span (issue 34) --------------------------------------------------------
+
+_CONTROL = "control character"
+_SURROGATE = "lone surrogate"
+
+
+def _invisible(subclass: str) -> str:
+    return f"invisible formatting character: {subclass}"
+
+
+# The first and last character of every refused span, written out rather than read from the
+# module's tables, so that a span moved by one is caught.
+SPAN_ENDS = [
+    *((c, _CONTROL) for c in (0x00, 0x08, 0x0B, 0x1F, 0x7F, 0x9F)),
+    (0xD800, _SURROGATE),
+    (0xDFFF, _SURROGATE),
+    (0x00AD, _invisible("zero-width character")),
+    (0x061C, _invisible("bidi control")),
+    (0x115F, _invisible("blank filler")),
+    (0x1160, _invisible("blank filler")),
+    (0x17B4, _invisible("other default-ignorable character")),
+    (0x17B5, _invisible("other default-ignorable character")),
+    (0x180E, _invisible("zero-width character")),
+    (0x200B, _invisible("zero-width character")),
+    (0x200E, _invisible("bidi control")),
+    (0x200F, _invisible("bidi control")),
+    (0x202A, _invisible("bidi control")),
+    (0x202E, _invisible("bidi control")),
+    (0x2060, _invisible("zero-width character")),
+    (0x2064, _invisible("zero-width character")),
+    (0x2065, _invisible("other default-ignorable character")),
+    (0x2066, _invisible("bidi control")),
+    (0x2069, _invisible("bidi control")),
+    (0x206A, _invisible("other default-ignorable character")),
+    (0x206F, _invisible("other default-ignorable character")),
+    (0x3164, _invisible("blank filler")),
+    (0xFEFF, _invisible("byte order mark")),
+    (0xFFA0, _invisible("blank filler")),
+    (0xFFF0, _invisible("other default-ignorable character")),
+    (0xFFFB, _invisible("other default-ignorable character")),
+    (0x1BCA0, _invisible("other default-ignorable character")),
+    (0x1BCA3, _invisible("other default-ignorable character")),
+    (0x1D173, _invisible("other default-ignorable character")),
+    (0x1D17A, _invisible("other default-ignorable character")),
+    (0xE0000, _invisible("tag character")),
+    (0xE007F, _invisible("tag character")),
+    (0xE0080, _invisible("other default-ignorable character")),
+    (0xE00FF, _invisible("other default-ignorable character")),
+    (0xE01F0, _invisible("other default-ignorable character")),
+    (0xE0FFF, _invisible("other default-ignorable character")),
+]
+
+# The character just before and just after each span (where it is not another span's end):
+# ordinary text, or an allowed invisible character.
+SPAN_NEIGHBOURS = [
+    *(0x09, 0x0A, 0x20, 0x7E, 0xA0, 0xAC, 0xAE, 0x61B, 0x61D, 0x115E, 0x1161, 0x17B3, 0x17B6),
+    *(0x180D, 0x180F, 0x200A, 0x200C, 0x200D, 0x2029, 0x202F, 0x205F, 0x2070, 0x3163, 0x3165),
+    *(0xD7FF, 0xE000, 0xFEFE, 0xFF00, 0xFF9F, 0xFFA1, 0xFFEF, 0xFFFC, 0x1BC9F, 0x1BCA4),
+    *(0x1D172, 0x1D17B, 0xDFFFF, 0xE0100, 0xE01EF, 0xE1000),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "rule"), SPAN_ENDS, ids=lambda v: f"{v:04X}" if isinstance(v, int) else ""
+)
+def test_both_ends_of_every_refused_span_are_refused_by_their_class(value: int, rule: str) -> None:
+    character = chr(value)
+    assert refusal("query", f"a{character}b").rule == rule
+    klass, subclass = refused_character_class(character) or ("", "")
+    assert (klass if klass == subclass else f"{klass}: {subclass}") == rule
+
+
+@pytest.mark.parametrize("value", SPAN_NEIGHBOURS, ids=lambda v: f"{v:04X}")
+def test_the_character_next_to_a_refused_span_is_accepted(value: int) -> None:
+    character = chr(value)
+    check_text("query", f"a{character}b")
+    assert refused_character_class(character) is None
+
+
+def test_u_e000_is_private_use_not_a_surrogate() -> None:
+    check_text("query", "\ue000")
+    assert refused_character_class("\ue000") is None
+    assert refused_character_class("\udfff") == (_SURROGATE, _SURROGATE)
+
+
+@pytest.mark.parametrize("value", [0x1F, 0x7F, 0x80, 0x9F])
+def test_the_ends_of_the_control_spans_are_refused_in_a_one_line_field(value: int) -> None:
+    with pytest.raises(MemoryArgumentError) as refused:
+        check_agent_id(f"agent{chr(value)}x")
+    assert refused.value.rule == "one line"
+    assert refused.value.message.endswith(f"found U+{value:04X} (control character)")
+
+
+@pytest.mark.parametrize("value", [0x20, 0x7E, 0xA0, 0x2027, 0x202F])
+def test_the_character_next_to_a_one_line_refusal_is_accepted_in_an_id(value: int) -> None:
+    check_agent_id(f"agent{chr(value)}x")
+
+
+@pytest.mark.parametrize(
+    ("offset", "utc"),
+    [
+        ("+23:59", datetime(2024, 6, 11, 14, 31, tzinfo=UTC)),
+        ("-23:59", datetime(2024, 6, 13, 14, 29, tzinfo=UTC)),
+    ],
+)
+def test_an_event_time_offset_of_23_59_either_way_is_in_range(offset: str, utc: datetime) -> None:
+    assert parse_event_time(f"2024-06-12T14:30:00{offset}") == utc
+
+
+@pytest.mark.parametrize("offset", ["+24:00", "-24:00", "+00:60", "+99:00"])
+def test_an_event_time_offset_past_23_59_is_out_of_range(offset: str) -> None:
+    with pytest.raises(MemoryArgumentError) as refused:
+        parse_event_time(f"2024-06-12T14:30:00{offset}")
+    assert refused.value.message == (
+        "event_time must be an RFC3339 timestamp with a timezone, such as 2024-06-12T14:30:00Z"
+        " (the timezone offset is out of range)"
+    )
