@@ -432,8 +432,15 @@ def test_m_arg_053_m_err_018_an_id_over_256_characters_gives_cap_and_length() ->
 
 
 def test_m_arg_054_an_id_of_exactly_256_characters_is_accepted() -> None:
-    check_agent_id("a" * 256)
-    check_agent_id("é" * 256)  # characters, not bytes (OQ-11)
+    """256 characters pass and the 257th is refused, counted in characters, not bytes (OQ-11:
+    256 two-byte characters are 512 bytes)."""
+    for character in ("a", "é"):
+        check_agent_id(character * 256)  # raises if refused
+        with pytest.raises(MemoryArgumentError) as refused:
+            check_agent_id(character * 257)
+        assert refused.value.message == (
+            "agent_id is too long: the cap is 256 characters and 257 were given"
+        )
 
 
 @pytest.mark.parametrize(
