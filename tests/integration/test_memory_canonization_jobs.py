@@ -356,6 +356,9 @@ def test_the_scheduler_runs_cycles_and_sweeps_on_its_own_and_stops_at_close(
         settled(app, derive(app, concept("the scheduler writes nothing itself", "entity")))
         ws.start_memory_jobs()
         jobs = ws.memory.jobs_or_fail()
+        scheduler = ws.memory._scheduler
+        assert scheduler is not None
+        ticking = scheduler._thread  # apscheduler's scheduling thread
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and (
             jobs.counters.canonization_cycles < 2 or jobs.counters.last_sweep is None
@@ -366,9 +369,12 @@ def test_the_scheduler_runs_cycles_and_sweeps_on_its_own_and_stops_at_close(
         assert jobs.counters.last_sweep is not None
         swept = [e for page in ws.log.read(SESSION) for e in page if isinstance(e.event, GcSwept)]
         assert swept  # the sweep is an event in the session's stream
+    # Stopped with the workspace: the scheduler's thread has ended and close waited for a
+    # running job (shutdown(wait=True)), so nothing can run a cycle any more.
+    assert not scheduler.running
+    assert not ticking.is_alive()
     cycles = jobs.counters.canonization_cycles
-    time.sleep(0.3)
-    assert jobs.counters.canonization_cycles == cycles  # stopped with the workspace
+    assert jobs.counters.canonization_cycles == cycles
 
 
 def test_m_can_supersession_demotes_a_canonical_concept_and_recall_shows_the_history_line(

@@ -310,7 +310,14 @@ def test_k_ing_a_chunk_adds_its_episode_new_entities_new_edges_and_its_mentions(
             NOW, EdgeUuid("id-3"), ada, bob, "KNEW", "Ada knew Bob", "KNOWS", "{}", NOW
         ),
         RelationshipCreated(NOW, EdgeUuid("id-4"), ada, cy, "MET", "Ada met Cy", None, "{}", None),
-        ChunkExtracted(NOW, EpisodeUuid("ep"), "llama", "qwen", (ada, bob, cy), ("id-3", "id-4")),
+        ChunkExtracted(
+            NOW,
+            EpisodeUuid("ep"),
+            "llama",
+            "qwen",
+            (ada, bob, cy),
+            (EdgeUuid("id-3"), EdgeUuid("id-4")),
+        ),
     )
     assert asked == ["ada KNEW id-1", "ada KNEW id-1", "ada MET id-2"]
     assert (decision.nodes_extracted, decision.edges_extracted) == (3, 4)  # as extracted
