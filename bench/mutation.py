@@ -81,8 +81,9 @@ class Site:
 
 
 def _skipped_nodes(tree: ast.Module) -> set[int]:
-    """ids of nodes never mutated: docstrings, annotations and type aliases, f-string pieces,
-    `__all__`."""
+    """ids of nodes never mutated: docstrings and other bare strings, decorators (dataclass
+    options such as frozen= and slots= change no behaviour a test can see), annotations and
+    type aliases, f-string pieces, `__all__`."""
     skipped: set[int] = set()
 
     def skip(node: ast.AST | None) -> None:
@@ -90,11 +91,11 @@ def _skipped_nodes(tree: ast.Module) -> set[int]:
             skipped.update(id(inner) for inner in ast.walk(node))
 
     for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
-            value = body[0].value
-            if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                skip(body[0])  # a docstring
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            skip(node)  # a docstring, or a bare string documenting the line above: no effect
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            for decorator in node.decorator_list:  # configuration (frozen=, slots=, maxsize=)
+                skip(decorator)
         if isinstance(node, ast.AnnAssign):
             skip(node.annotation)
             if isinstance(node.annotation, ast.Name) and node.annotation.id == "TypeAlias":

@@ -10,6 +10,12 @@ from bench.mutation import ROOT, module_name, mutant_source, sites, unit_tests_o
 SOURCE = '''
 """A module docstring is never mutated."""
 LIMIT: int = 3
+"""Nor a bare string documenting the line above."""
+
+
+@dataclass(frozen=True, slots=True)  # decorators configure: never mutated
+class Point:
+    x: int
 
 
 def within(a: int, b: int, flag: bool) -> bool:
@@ -18,7 +24,7 @@ def within(a: int, b: int, flag: bool) -> bool:
 '''
 
 
-def test_every_operator_and_constant_is_a_site_but_docstrings_and_annotations_are_not() -> None:
+def test_every_operator_and_constant_is_a_site_but_docstrings_decorators_annotations_not() -> None:
     found = [(s.kind, s.change) for s in sites(SOURCE)]
     assert sorted(found) == sorted(
         [
