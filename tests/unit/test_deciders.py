@@ -331,3 +331,49 @@ def test_k_ing_an_edge_already_stored_is_mentioned_not_repeated() -> None:
     extracted = decision.events[-1]
     assert isinstance(extracted, ChunkExtracted)
     assert extracted.edges == ("id-3", "stored")
+
+
+@pytest.mark.parametrize(
+    ("lookup", "field", "name"),
+    [
+        (deciders.RelationshipLookup(None, BOB, None), "source_name", "Ada"),
+        (deciders.RelationshipLookup(ADA, None, None), "target_name", "Bob"),
+    ],
+)
+def test_k_ast_an_unresolved_endpoint_names_its_field_the_rule_and_the_cross_group_tool(
+    lookup: deciders.RelationshipLookup, field: str, name: str
+) -> None:
+    with pytest.raises(NotFound) as refused:
+        deciders.decide_assert_relationship(relationship(), lookup)
+    assert refused.value.message == (
+        f"{field}: no entity named {name!r} in group 'g'; endpoints resolve only inside the"
+        " call's group_id; use knowledge_add_cross_group_edge to connect entities across"
+        " groups (or assert the entity in this group first)"
+    )
+    assert (refused.value.field, refused.value.rule) == (field, "must name an entity of group_id")
+
+
+def test_renaming_onto_another_entitys_name_says_merge_instead() -> None:
+    with pytest.raises(Conflict) as refused:
+        deciders.decide_assert_entity(
+            assert_entity("Bob", entity_uuid="ada"), deciders.EntityLookup(ADA, BOB)
+        )
+    assert refused.value.message == (
+        "name: 'Bob' already names entity bob in group 'g'; merge the two instead of renaming"
+        " onto it"
+    )
+    assert (refused.value.field, refused.value.rule) == (
+        "name",
+        "must not rename onto another entity's name",
+    )
+
+
+def test_asserting_an_entity_by_uuid_under_its_own_name_revises_it() -> None:
+    """The name lookup finds the entity itself: no clash with another entity."""
+    decision = deciders.decide_assert_entity(
+        assert_entity("Ada", entity_uuid="ada"), deciders.EntityLookup(ADA, ADA)
+    )
+    assert decision.events == (
+        EntityRevised(NOW, EntityUuid("ada"), "Ada", ("Person",), "s", "{}"),
+    )
+    assert (decision.entity_uuid, decision.created) == ("ada", False)

@@ -590,3 +590,65 @@ def test_m_sta_091_issuing_a_receipt_expires_what_is_due_then() -> None:
     receipts.settle(old, ReceiptState.APPLIED, at(10))
     receipts.issue("agent-a", "lambo", at(310))
     assert receipts.lookup(old, "agent-a", "lambo", at(309)).state is ReceiptState.EXPIRED
+
+
+def test_m_sta_085_the_forbidden_answer_says_whose_receipt_it_is_in_the_seeds_words() -> None:
+    receipts = book()
+    receipt = receipts.issue("agent-a", "lambo", T0)
+    assert receipts.lookup(receipt, "agent-b", "lambo", at(1)).detail == (
+        "this receipt belongs to another agent_id or another session; ask with the agent_id"
+        " that made the write, at the session it was written through"
+    )
+
+
+def test_m_sta_109_m_sta_110_a_shutdowns_two_answers_in_the_seeds_words() -> None:
+    receipts = book()
+    receipt = receipts.issue("agent-a", "lambo", T0)
+    receipts.settle(receipt, ReceiptState.CLOSE_UNFLUSHED, at(1))
+    assert receipts.lookup(receipt, "agent-a", "lambo", at(1)).detail == (
+        "the session closed before this write was applied and the close could not complete"
+        " its final flush; the write may or may not have been saved as an intent (if an"
+        " earlier flush took it, the next server re-attempts it; if not, it is lost);"
+        " recall before re-deriving"
+    )
+    receipts.settle(receipt, ReceiptState.INTENT_DURABLE, at(2))
+    assert receipts.lookup(receipt, "agent-a", "lambo", at(2)).detail == (
+        "the session closed before this write was applied and the close's final flush"
+        " completed, so the write is not lost: it is recorded as a durable intent, and the"
+        " next server on this session re-attempts it in the order you sent it;"
+        " ask about this receipt id there"
+    )
+
+
+@pytest.mark.parametrize(
+    ("cause", "detail", "hint"),
+    [
+        (
+            DropCause.LANE,
+            "never attempted: your lane was full (write_queue_lane_bound, 64 outstanding"
+            " writes per agent_id) when you were acked; nothing was written",
+            "Send it again once your earlier writes have settled; this receipt will not change.",
+        ),
+        (
+            DropCause.QUEUE,
+            "never attempted: the write queue was full (write_queue_bound, 1024 outstanding"
+            " writes across every agent) when you were acked; nothing was written",
+            "Send it again shortly; this receipt will not change.",
+        ),
+        (
+            DropCause.CLOSED,
+            "never attempted: the session was shutting down when you were acked; nothing was"
+            " written",
+            "Send it again once a lambo serve holds the session again; this receipt will not"
+            " change.",
+        ),
+    ],
+)
+def test_m_der_094_095_a_dropped_ack_says_which_bound_refused_it_and_what_to_do(
+    cause: DropCause, detail: str, hint: str
+) -> None:
+    receipts = book()
+    receipt = receipts.drop("agent-a", "lambo", cause, T0)
+    lines = derive_ack(1, receipt, "agent-a", dropped=cause).text.split("\n")
+    assert lines[1:3] == [f"receipt {receipt}: dropped — {detail}", hint]
+    assert receipts.lookup(receipt, "agent-a", "lambo", T0).detail == detail
