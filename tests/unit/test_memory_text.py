@@ -207,7 +207,7 @@ def test_m_arg_008_a_future_event_time_counts_as_the_write_time() -> None:
 
 
 def test_about_time_needs_aware_datetimes() -> None:
-    with pytest.raises(ValueError, match="timezone-aware"):
+    with pytest.raises(ValueError, match=r"^about_time needs timezone-aware datetimes$"):
         about_time(None, datetime(2026, 8, 10))
 
 
@@ -429,6 +429,7 @@ def test_m_arg_053_m_err_018_an_id_over_256_characters_gives_cap_and_length() ->
         "agent_id is too long: the cap is 256 characters and 257 were given"
     )
     assert refused.value.field == "agent_id"
+    assert refused.value.rule == "length cap"
 
 
 def test_m_arg_054_an_id_of_exactly_256_characters_is_accepted() -> None:
@@ -784,3 +785,29 @@ def test_an_event_time_offset_past_23_59_is_out_of_range(offset: str) -> None:
         "event_time must be an RFC3339 timestamp with a timezone, such as 2024-06-12T14:30:00Z"
         " (the timezone offset is out of range)"
     )
+
+
+def test_an_unknown_variant_of_40_characters_is_echoed_whole_and_a_longer_one_cut_at_40() -> None:
+    with pytest.raises(MemoryArgumentError) as whole:
+        check_concept_type("x" * 40)
+    assert whole.value.message.startswith(f"unknown variant {'x' * 40}, expected one of ")
+    assert (whole.value.field, whole.value.rule) == ("concept_type", "enum")
+    with pytest.raises(MemoryArgumentError) as cut:
+        check_concept_type("y" * 41)
+    assert cut.value.message.startswith(f"unknown variant {'y' * 40}…, expected one of ")
+
+
+@pytest.mark.parametrize("value", [0x034F, 0x180B, 0x180D, 0x180F, 0x200C, 0x200D, 0xFE00, 0xFE0F])
+def test_both_ends_of_every_allowed_invisible_span_are_dropped_for_key_rules(value: int) -> None:
+    check_text("concepts[0].content", f"a{chr(value)}b")
+    assert drop_invisible_characters(f"a{chr(value)}b") == "ab"
+
+
+@pytest.mark.parametrize("value", [0x034E, 0x0350, 0x180A, 0x1810, 0xFDFF, 0xFE10])
+def test_the_visible_character_next_to_an_allowed_invisible_span_is_kept(value: int) -> None:
+    assert drop_invisible_characters(f"a{chr(value)}b") == f"a{chr(value)}b"
+
+
+@pytest.mark.parametrize("name", ["datetime", "start_datetime", "eventDatetime"])
+def test_m_arg_004_a_datetime_argument_is_a_timestamp(name: str) -> None:
+    assert is_timestamp_argument(name)
