@@ -474,9 +474,11 @@ def test_m_arg_063_m_arg_064_every_write_ack_names_the_recorded_agent_id() -> No
 
 
 def test_m_act_042_an_action_with_line_breaks_keeps_the_summary_on_the_first_line() -> None:
-    ack = action_ack("merged\nPR #52\tand\u2028more", ReceiptId.parse(SEED_RECEIPT), "agent-a")
+    ack = action_ack(
+        "merged\nPR #52\tand\u2028more\u2029end", ReceiptId.parse(SEED_RECEIPT), "agent-a"
+    )
     assert ack.summary == ack.text.splitlines()[0]
-    assert ack.summary.startswith("accepted action 'merged\\nPR #52\\tand\\u2028more'")
+    assert ack.summary.startswith("accepted action 'merged\\nPR #52\\tand\\u2028more\\u2029end'")
     assert len(ack.text.splitlines()) == 4
 
 
@@ -557,7 +559,7 @@ def test_a_book_at_either_end_of_the_epoch_range_issues_and_answers_its_receipts
 
 @pytest.mark.parametrize("epoch", [-1, 2**64])
 def test_a_book_epoch_outside_64_bits_is_refused(epoch: int) -> None:
-    with pytest.raises(ValueError, match="epoch must fit in 64 bits"):
+    with pytest.raises(ValueError, match=r"^epoch must fit in 64 bits$"):
         ReceiptBook(epoch)
 
 
@@ -652,3 +654,42 @@ def test_m_der_094_095_a_dropped_ack_says_which_bound_refused_it_and_what_to_do(
     lines = derive_ack(1, receipt, "agent-a", dropped=cause).text.split("\n")
     assert lines[1:3] == [f"receipt {receipt}: dropped — {detail}", hint]
     assert receipts.lookup(receipt, "agent-a", "lambo", T0).detail == detail
+
+
+@pytest.mark.parametrize(
+    ("state", "detail"),
+    [
+        (
+            ReceiptState.PENDING_REPLAY,
+            "admitted by an earlier server on this session, recorded as a durable intent,"
+            " and still owed a replay; ask again, and recall rather than re-deriving",
+        ),
+        (
+            ReceiptState.APPLIED_AFTER_RESTART,
+            "the write was applied across a restart; recall finds the concepts",
+        ),
+        (
+            ReceiptState.DROPPED,
+            "never attempted: the queue was full when you were acked; nothing was written",
+        ),
+    ],
+)
+def test_m_sta_100_a_previous_process_intents_state_is_told_in_the_seeds_words(
+    state: ReceiptState, detail: str
+) -> None:
+    foreign = ReceiptId(PREVIOUS_EPOCH, 0x1A01FA59DB7, 7)
+    receipts = ReceiptBook(SEED_EPOCH, intents={foreign: IntentRecord(state, "a", "s")}.get)
+    assert receipts.lookup(foreign, "a", "s", T0).detail == detail
+
+
+def test_withdrawing_forgets_only_a_pending_receipt_this_book_issued() -> None:
+    receipts = book()
+    settled = receipts.issue("agent-a", "lambo", T0)
+    receipts.settle(settled, ReceiptState.APPLIED, at(1))
+    receipts.withdraw(settled)  # settled: its outcome stays
+    assert receipts.lookup(settled, "agent-a", "lambo", at(1)).state is ReceiptState.APPLIED
+    pending = receipts.issue("agent-a", "lambo", T0)
+    receipts.withdraw(ReceiptId(SEED_EPOCH, pending.issued_unix_ms + 1, pending.seq))
+    assert receipts.lookup(pending, "agent-a", "lambo", at(1)).state is ReceiptState.PENDING
+    receipts.withdraw(pending)
+    assert receipts.lookup(pending, "agent-a", "lambo", at(1)).state is ReceiptState.EXPIRED
