@@ -18,6 +18,7 @@ from lcg.commands import job_planner
 from lcg.domain.events import ConceptsCanonized, GcSwept
 from lcg.domain.memory.evidence import ConceptId
 from lcg.domain.memory.gc import Trigger
+from lcg.domain.memory.text import ConceptType
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.settings_file import Tuning
@@ -195,9 +196,19 @@ def test_m_can_jobs_append_events_and_a_full_rebuild_equals_the_incremental_stat
 
 
 def test_gc_collects_an_orphan_and_keeps_protected_concepts(tuned: Workspace) -> None:
+    """An orphan here is a `parent_of` end a derive created (it has no provenance edge) whose
+    other end was collected while the cap held the end back: the next sweep finds it with no
+    edge at all and collects it as an orphan, while the Canonical hero stays, protected.
+    The knobs make that happen in two sweeps: only Constraints face the score cut, every one
+    is under its bar, and a sweep collects one concept."""
     app = App(tuned)
     _story(app)
+    rule = "deploys wait for the nightly backup"
+    policy = "the Wrenfield release policy"
+    pair = {"parent": policy, "child": rule}
+    settled(app, derive(app, concept(rule, "constraint"), parent_of=[pair]))
     hero = node_by_content(tuned, HERO).uuid
+    cited, end = node_by_content(tuned, rule).uuid, node_by_content(tuned, policy).uuid
     jobs = tuned.memory.jobs_or_fail()
     _sweeps(tuned, 3)
     for _ in range(3):
@@ -205,6 +216,23 @@ def test_gc_collects_an_orphan_and_keeps_protected_concepts(tuned: Workspace) ->
     sweep = jobs.sweep(Trigger.MUTATIONS, dry_run=True)
     assert hero not in sweep.collected_ids
     assert ConceptId(hero) in sweep.protected  # Canonical: protected
+    jobs.gc_knobs = dataclasses.replace(
+        jobs.gc_knobs,
+        score_cut_types=frozenset({ConceptType.CONSTRAINT}),
+        min_concept_score=1.0,
+        collect_floor=1,
+        collect_fraction=0.0,
+    )
+    _later(tuned, 10)
+    first = jobs.sweep(Trigger.MUTATIONS)
+    assert [(c.node_id, c.reason.value) for c in first.collected] == [(cited, "under_bar")]
+    assert first.deferred == (ConceptId(end),)  # unreachable now, but over the cap
+    second = jobs.sweep(Trigger.MUTATIONS)
+    assert [(c.node_id, c.reason.value) for c in second.collected] == [(end, "orphan")]
+    assert ConceptId(hero) in second.protected
+    reader = tuned.reader()
+    assert reader.execute("SELECT 1 FROM memory_nodes WHERE uuid=?", (end,)).fetchone() is None
+    assert _status(tuned, hero) == "Canonical"
 
 
 def test_m_can_gc_collects_an_under_bar_resource_and_keeps_the_protected_ones(
@@ -328,6 +356,9 @@ def test_the_scheduler_runs_cycles_and_sweeps_on_its_own_and_stops_at_close(
         settled(app, derive(app, concept("the scheduler writes nothing itself", "entity")))
         ws.start_memory_jobs()
         jobs = ws.memory.jobs_or_fail()
+        scheduler = ws.memory._scheduler
+        assert scheduler is not None
+        ticking = scheduler._thread  # apscheduler's scheduling thread
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and (
             jobs.counters.canonization_cycles < 2 or jobs.counters.last_sweep is None
@@ -338,9 +369,12 @@ def test_the_scheduler_runs_cycles_and_sweeps_on_its_own_and_stops_at_close(
         assert jobs.counters.last_sweep is not None
         swept = [e for page in ws.log.read(SESSION) for e in page if isinstance(e.event, GcSwept)]
         assert swept  # the sweep is an event in the session's stream
+    # Stopped with the workspace: the scheduler's thread has ended and close waited for a
+    # running job (shutdown(wait=True)), so nothing can run a cycle any more.
+    assert not scheduler.running
+    assert not ticking.is_alive()
     cycles = jobs.counters.canonization_cycles
-    time.sleep(0.3)
-    assert jobs.counters.canonization_cycles == cycles  # stopped with the workspace
+    assert jobs.counters.canonization_cycles == cycles
 
 
 def test_m_can_supersession_demotes_a_canonical_concept_and_recall_shows_the_history_line(

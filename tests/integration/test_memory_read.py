@@ -201,3 +201,57 @@ def test_m_ins_010_more_than_ten_concepts_give_ten_suggestions(app: App) -> None
 def test_m_ins_010_an_empty_session_says_there_is_nothing_to_suggest(app: App) -> None:
     with pytest.raises(DomainError, match="holds no concepts yet"):
         _inspect(app, "anything at all")
+
+
+def _tree(app: App, workspace: Workspace, grandchildren: int) -> str:
+    """A hub with 150 parent_of children, the first of which has `grandchildren` children of
+    its own: the hub's neighbours number 150 at one hop, 150 + `grandchildren` at two."""
+    hub = "the Wrenfield platform hub"
+    children = [f"Wrenfield service {_word(i)}" for i in range(150)]
+    below = [f"Wrenfield worker {_word(i)}" for i in range(grandchildren)]
+    pairs = [{"parent": hub, "child": child} for child in children]
+    pairs += [{"parent": children[0], "child": leaf} for leaf in below]
+    settled(app, derive(app, concept(hub, "entity"), parent_of=pairs))
+    count = "SELECT count(*) FROM memory_nodes WHERE node_kind='concept' AND content LIKE ?"
+    assert workspace.reader().execute(count, ("%Wrenfield%",)).fetchone()[0] == len(pairs) + 1
+    return node_by_content(workspace, hub).uuid
+
+
+def _word(n: int) -> str:
+    """A distinct made-up word per number (look-alike texts would merge into one concept)."""
+    syllables = ("ka", "lo", "mi", "ru", "te", "za", "po", "ni", "su", "ve", "do", "fa")
+    return "".join(syllables[int(d)] for d in f"{n:03d}") + syllables[n % 12] + "x"
+
+
+def _neighbours(content: dict[str, Any], start: str) -> set[str]:
+    return {end for e in content["edges"] for end in (e["source"], e["target"])} - {start}
+
+
+def test_m_ins_024_the_neighbourhood_stops_at_200_neighbours_across_every_hop(
+    app: App, workspace: Workspace
+) -> None:
+    """150 at the first hop and 51 more at the second: no hop reaches 200, but together they
+    pass it, so the second hop stops after 50 and says so."""
+    hub = _tree(app, workspace, grandchildren=51)
+    near = _inspect(app, hub, depth=1)
+    assert len(_neighbours(near["structuredContent"], hub)) == 150
+    assert near["structuredContent"]["neighbours_truncated"] is False
+    assert "(the neighbourhood stops at 200 neighbours)" not in near["text"].split("\n")
+    far = _inspect(app, hub, depth=2)
+    content = far["structuredContent"]
+    assert len(_neighbours(content, hub)) == 200
+    assert [e["hop"] for e in content["edges"]].count(2) == 50
+    assert content["neighbours_truncated"] is True
+    assert "(the neighbourhood stops at 200 neighbours)" in far["text"].split("\n")
+
+
+def test_m_ins_024_exactly_200_neighbours_are_all_shown_untruncated(
+    app: App, workspace: Workspace
+) -> None:
+    hub = _tree(app, workspace, grandchildren=50)
+    far = _inspect(app, hub, depth=2)
+    content = far["structuredContent"]
+    assert len(_neighbours(content, hub)) == 200
+    assert len(content["edges"]) == 200
+    assert content["neighbours_truncated"] is False
+    assert "(the neighbourhood stops at 200 neighbours)" not in far["text"].split("\n")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -497,7 +498,12 @@ def test_i11_rebuild_to_seq_a_pinned_sessions_pending_intent_stays_pending_and_h
             .fetchone()
         )
         assert tuple(row) == ("pending", None)
-        time.sleep(1.2)  # the processor's idle poll: it looks at the pending intents again
+        # The processor's idle poll looks at the pending intents again, about once a second;
+        # a pass ends with its periodic work. The second pass counted began after this point.
+        passes = threading.Semaphore(0)
+        ws.memory.processor.periodic.append(passes.release)
+        assert passes.acquire(timeout=10), ws.memory.processor.failure
+        assert passes.acquire(timeout=10), ws.memory.processor.failure
         assert ws.memory.processor.failure is None
         assert ws.log.head(pinned) == intent + 1
         stats = operations.dispatch(app, "lambo_stats", {"agent_id": AGENT})["structuredContent"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -61,7 +62,13 @@ def test_a_12_p_104_a_blocking_rebuild_returns_its_job_id_and_the_record_says_co
     assert record["mutations_replayed"] == result["mutations_replayed"] == 10
     assert (record["wal_files_processed"], record["wal_files_total"]) == (1, 1)
     assert record["error"] is None
-    assert record["elapsed_seconds"] >= 0
+    # The stepping clock moves a second a reading: start and finish are two readings apart or
+    # more, the finish is before now, and a completed job's elapsed time no longer grows.
+    elapsed = record["elapsed_seconds"]
+    assert elapsed >= 1
+    started = datetime.fromisoformat(record["start_time"])
+    assert started + timedelta(seconds=elapsed) < app.workspace.clock()
+    assert _status(call, result["job_id"])["elapsed_seconds"] == elapsed
     assert record["result"] == {k: v for k, v in result.items() if k != "job_id"}
 
 

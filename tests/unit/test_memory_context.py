@@ -8,9 +8,11 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from lcg.domain.memory.context import (
+    ELLIPSIS,
     AlsoItem,
     HitView,
     RestsOn,
+    budget_bytes,
     conflict_line,
     contradicted_line,
     contradicts_line,
@@ -199,11 +201,24 @@ def test_m_rec_063_the_cut_grows_by_characters_as_the_budget_grows() -> None:
 
 
 def test_m_rec_063_the_cut_never_splits_a_character() -> None:
+    """Characters of one to four UTF-8 bytes: at every budget the cut keeps whole characters
+    from the start of the text (no replacement character, nothing skipped) and the block fits
+    the budget counted in bytes, not characters."""
     hit = _hit(_node(1), "ééééé " * 400, is_canonical=True, blast_radius=6)
     for budget in range(23, 140):
         text = render_context([hit], budget).text
-        text.encode("utf-8").decode("utf-8")
         assert "é…" in text or "é" not in text
+    content = "aé€😀 " * 300
+    mixed = _hit(_node(1), content, is_canonical=True, blast_radius=6)
+    kept: list[str] = []
+    for budget in range(23, 140):
+        text = render_context([mixed], budget).text
+        assert len(text.encode("utf-8")) <= budget_bytes(budget)
+        shown, ellipsis, _ = text.partition(ELLIPSIS)
+        assert ellipsis or not text
+        assert content.startswith(shown)
+        kept.append(shown)
+    assert {shown[-1:] for shown in kept} >= {"a", "é", "€", "😀"}  # cut after each width
 
 
 def test_m_rec_068_the_warning_lines_are_left_out_when_they_do_not_fit() -> None:
@@ -557,3 +572,11 @@ def test_the_warning_lines_follow_the_flag_line_in_the_order_given() -> None:
         "High-risk modification: high-value node user schema (Canonical, blast radius 8)"
         " modified within 30s",
     ]
+
+
+def test_oq_22_a_canonical_hit_with_one_dependent_is_a_pillar_of_radius_1() -> None:
+    hit = _hit(STDIO, "x", is_canonical=True, blast_radius=1)
+    assert render_block(hit) == (
+        "x [Entity, canonical] (score 0.50, id ddbc8bc8, blast radius 1)\n"
+        "⚑ Load-bearing pillar — 1 nodes depend on this. Modify with caution."
+    )

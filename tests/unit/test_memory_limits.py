@@ -44,6 +44,7 @@ def test_m_lim_002_to_005_and_016_integer_bounds_accept_the_ends_and_refuse_beyo
             check_int_range(field, outside, bounds)
         assert refused.value.message == f"{field} must be in {minimum}..={maximum}"
         assert refused.value.field == field
+        assert refused.value.rule == "range"
 
 
 def test_m_err_013_a_value_outside_its_range_gives_the_bound_in_the_seeds_words() -> None:

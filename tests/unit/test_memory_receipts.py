@@ -474,9 +474,11 @@ def test_m_arg_063_m_arg_064_every_write_ack_names_the_recorded_agent_id() -> No
 
 
 def test_m_act_042_an_action_with_line_breaks_keeps_the_summary_on_the_first_line() -> None:
-    ack = action_ack("merged\nPR #52\tand\u2028more", ReceiptId.parse(SEED_RECEIPT), "agent-a")
+    ack = action_ack(
+        "merged\nPR #52\tand\u2028more\u2029end", ReceiptId.parse(SEED_RECEIPT), "agent-a"
+    )
     assert ack.summary == ack.text.splitlines()[0]
-    assert ack.summary.startswith("accepted action 'merged\\nPR #52\\tand\\u2028more'")
+    assert ack.summary.startswith("accepted action 'merged\\nPR #52\\tand\\u2028more\\u2029end'")
     assert len(ack.text.splitlines()) == 4
 
 
@@ -543,3 +545,177 @@ def test_adr_0047_a_dropped_ack_says_when_to_send_it_again() -> None:
     assert "retry_after_ms" not in closed.structured()
     pending = derive_ack(1, receipts.issue("agent-a", "lambo", T0), "agent-a")
     assert "retry_after_ms" not in pending.structured()
+
+
+@pytest.mark.parametrize(
+    ("receipt", "text"),
+    [
+        (ReceiptId(0, 0, 1), "lwr1.0000000000000000.0.1"),
+        (
+            ReceiptId(2**64 - 1, 2**64 - 1, 2**64 - 1),
+            "lwr1.ffffffffffffffff.ffffffffffffffff.ffffffffffffffff",
+        ),
+    ],
+)
+def test_receipt_ids_at_both_ends_of_64_bits_format_and_parse_back(
+    receipt: ReceiptId, text: str
+) -> None:
+    assert receipt.format() == text
+    assert ReceiptId.parse(text) == receipt
+
+
+@pytest.mark.parametrize(
+    "parts", [(2**64, 0, 1), (0, 2**64, 1), (0, 0, 2**64), (-1, 0, 1), (0, -1, 1), (0, 0, 0)]
+)
+def test_a_receipt_id_part_past_either_end_is_refused(parts: tuple[int, int, int]) -> None:
+    with pytest.raises(ValueError, match="64 bits"):
+        ReceiptId(*parts)
+
+
+@pytest.mark.parametrize("epoch", [0, 2**64 - 1])
+def test_a_book_at_either_end_of_the_epoch_range_issues_and_answers_its_receipts(
+    epoch: int,
+) -> None:
+    receipts = ReceiptBook(epoch)
+    receipt = receipts.issue("agent-a", "lambo", SEED_ISSUED)
+    assert str(receipt) == f"lwr1.{epoch:016x}.1a01fa59db7.1"
+    asked = receipts.lookup(str(receipt), "agent-a", "lambo", SEED_ISSUED)
+    assert asked.state is ReceiptState.PENDING
+
+
+@pytest.mark.parametrize("epoch", [-1, 2**64])
+def test_a_book_epoch_outside_64_bits_is_refused(epoch: int) -> None:
+    with pytest.raises(ValueError, match=r"^epoch must fit in 64 bits$"):
+        ReceiptBook(epoch)
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_a_piggyback_limit_of_0_carries_nothing_and_keeps_every_receipt_owed(limit: int) -> None:
+    receipts = book()
+    issued = [receipts.issue("agent-a", "lambo", T0) for _ in range(2)]
+    for receipt in issued:
+        receipts.settle(receipt, ReceiptState.APPLIED, at(1))
+    nothing = receipts.take_piggyback("agent-a", "lambo", at(2), limit=limit)
+    assert (nothing.receipts, nothing.waiting) == ((), 2)
+    later = receipts.take_piggyback("agent-a", "lambo", at(3))
+    assert [a.receipt for a in later.receipts] == [str(r) for r in issued]
+    assert later.waiting == 0
+
+
+def test_m_sta_091_retained_counts_after_expiring_what_is_due() -> None:
+    """receipts_retained is asked alone (lambo_stats): it expires what is due itself."""
+    receipts = book()
+    receipts.settle(receipts.issue("agent-a", "lambo", T0), ReceiptState.APPLIED, at(10))
+    assert receipts.retained(at(309.999)) == 1
+    assert receipts.retained(at(310)) == 0
+
+
+def test_m_sta_091_issuing_a_receipt_expires_what_is_due_then() -> None:
+    """A receipt expired when a later write was issued stays expired, even for a question
+    that carries an earlier clock reading (calls race their clock reads)."""
+    receipts = book()
+    old = receipts.issue("agent-a", "lambo", T0)
+    receipts.settle(old, ReceiptState.APPLIED, at(10))
+    receipts.issue("agent-a", "lambo", at(310))
+    assert receipts.lookup(old, "agent-a", "lambo", at(309)).state is ReceiptState.EXPIRED
+
+
+def test_m_sta_085_the_forbidden_answer_says_whose_receipt_it_is_in_the_seeds_words() -> None:
+    receipts = book()
+    receipt = receipts.issue("agent-a", "lambo", T0)
+    assert receipts.lookup(receipt, "agent-b", "lambo", at(1)).detail == (
+        "this receipt belongs to another agent_id or another session; ask with the agent_id"
+        " that made the write, at the session it was written through"
+    )
+
+
+def test_m_sta_109_m_sta_110_a_shutdowns_two_answers_in_the_seeds_words() -> None:
+    receipts = book()
+    receipt = receipts.issue("agent-a", "lambo", T0)
+    receipts.settle(receipt, ReceiptState.CLOSE_UNFLUSHED, at(1))
+    assert receipts.lookup(receipt, "agent-a", "lambo", at(1)).detail == (
+        "the session closed before this write was applied and the close could not complete"
+        " its final flush; the write may or may not have been saved as an intent (if an"
+        " earlier flush took it, the next server re-attempts it; if not, it is lost);"
+        " recall before re-deriving"
+    )
+    receipts.settle(receipt, ReceiptState.INTENT_DURABLE, at(2))
+    assert receipts.lookup(receipt, "agent-a", "lambo", at(2)).detail == (
+        "the session closed before this write was applied and the close's final flush"
+        " completed, so the write is not lost: it is recorded as a durable intent, and the"
+        " next server on this session re-attempts it in the order you sent it;"
+        " ask about this receipt id there"
+    )
+
+
+@pytest.mark.parametrize(
+    ("cause", "detail", "hint"),
+    [
+        (
+            DropCause.LANE,
+            "never attempted: your lane was full (write_queue_lane_bound, 64 outstanding"
+            " writes per agent_id) when you were acked; nothing was written",
+            "Send it again once your earlier writes have settled; this receipt will not change.",
+        ),
+        (
+            DropCause.QUEUE,
+            "never attempted: the write queue was full (write_queue_bound, 1024 outstanding"
+            " writes across every agent) when you were acked; nothing was written",
+            "Send it again shortly; this receipt will not change.",
+        ),
+        (
+            DropCause.CLOSED,
+            "never attempted: the session was shutting down when you were acked; nothing was"
+            " written",
+            "Send it again once a lambo serve holds the session again; this receipt will not"
+            " change.",
+        ),
+    ],
+)
+def test_m_der_094_095_a_dropped_ack_says_which_bound_refused_it_and_what_to_do(
+    cause: DropCause, detail: str, hint: str
+) -> None:
+    receipts = book()
+    receipt = receipts.drop("agent-a", "lambo", cause, T0)
+    lines = derive_ack(1, receipt, "agent-a", dropped=cause).text.split("\n")
+    assert lines[1:3] == [f"receipt {receipt}: dropped — {detail}", hint]
+    assert receipts.lookup(receipt, "agent-a", "lambo", T0).detail == detail
+
+
+@pytest.mark.parametrize(
+    ("state", "detail"),
+    [
+        (
+            ReceiptState.PENDING_REPLAY,
+            "admitted by an earlier server on this session, recorded as a durable intent,"
+            " and still owed a replay; ask again, and recall rather than re-deriving",
+        ),
+        (
+            ReceiptState.APPLIED_AFTER_RESTART,
+            "the write was applied across a restart; recall finds the concepts",
+        ),
+        (
+            ReceiptState.DROPPED,
+            "never attempted: the queue was full when you were acked; nothing was written",
+        ),
+    ],
+)
+def test_m_sta_100_a_previous_process_intents_state_is_told_in_the_seeds_words(
+    state: ReceiptState, detail: str
+) -> None:
+    foreign = ReceiptId(PREVIOUS_EPOCH, 0x1A01FA59DB7, 7)
+    receipts = ReceiptBook(SEED_EPOCH, intents={foreign: IntentRecord(state, "a", "s")}.get)
+    assert receipts.lookup(foreign, "a", "s", T0).detail == detail
+
+
+def test_withdrawing_forgets_only_a_pending_receipt_this_book_issued() -> None:
+    receipts = book()
+    settled = receipts.issue("agent-a", "lambo", T0)
+    receipts.settle(settled, ReceiptState.APPLIED, at(1))
+    receipts.withdraw(settled)  # settled: its outcome stays
+    assert receipts.lookup(settled, "agent-a", "lambo", at(1)).state is ReceiptState.APPLIED
+    pending = receipts.issue("agent-a", "lambo", T0)
+    receipts.withdraw(ReceiptId(SEED_EPOCH, pending.issued_unix_ms + 1, pending.seq))
+    assert receipts.lookup(pending, "agent-a", "lambo", at(1)).state is ReceiptState.PENDING
+    receipts.withdraw(pending)
+    assert receipts.lookup(pending, "agent-a", "lambo", at(1)).state is ReceiptState.EXPIRED

@@ -207,7 +207,7 @@ def test_m_arg_008_a_future_event_time_counts_as_the_write_time() -> None:
 
 
 def test_about_time_needs_aware_datetimes() -> None:
-    with pytest.raises(ValueError, match="timezone-aware"):
+    with pytest.raises(ValueError, match=r"^about_time needs timezone-aware datetimes$"):
         about_time(None, datetime(2026, 8, 10))
 
 
@@ -429,11 +429,19 @@ def test_m_arg_053_m_err_018_an_id_over_256_characters_gives_cap_and_length() ->
         "agent_id is too long: the cap is 256 characters and 257 were given"
     )
     assert refused.value.field == "agent_id"
+    assert refused.value.rule == "length cap"
 
 
 def test_m_arg_054_an_id_of_exactly_256_characters_is_accepted() -> None:
-    check_agent_id("a" * 256)
-    check_agent_id("é" * 256)  # characters, not bytes (OQ-11)
+    """256 characters pass and the 257th is refused, counted in characters, not bytes (OQ-11:
+    256 two-byte characters are 512 bytes)."""
+    for character in ("a", "é"):
+        check_agent_id(character * 256)  # raises if refused
+        with pytest.raises(MemoryArgumentError) as refused:
+            check_agent_id(character * 257)
+        assert refused.value.message == (
+            "agent_id is too long: the cap is 256 characters and 257 were given"
+        )
 
 
 @pytest.mark.parametrize(
@@ -658,3 +666,148 @@ def test_derive_image_frames_only_its_parent_of_ends() -> None:
     with pytest.raises(MemoryArgumentError) as refused:
         check_embedding_text_limit([caption], [("a" * 400, "b")], frame_concepts=False)
     assert refused.value.field == "parent_of[0].parent"
+
+
+# --- the ends of every span (issue 34) --------------------------------------------------------
+
+_CONTROL = "control character"
+_SURROGATE = "lone surrogate"
+
+
+def _invisible(subclass: str) -> str:
+    return f"invisible formatting character: {subclass}"
+
+
+# The first and last character of every refused span, written out rather than read from the
+# module's tables, so that a span moved by one is caught.
+SPAN_ENDS = [
+    *((c, _CONTROL) for c in (0x00, 0x08, 0x0B, 0x1F, 0x7F, 0x9F)),
+    (0xD800, _SURROGATE),
+    (0xDFFF, _SURROGATE),
+    (0x00AD, _invisible("zero-width character")),
+    (0x061C, _invisible("bidi control")),
+    (0x115F, _invisible("blank filler")),
+    (0x1160, _invisible("blank filler")),
+    (0x17B4, _invisible("other default-ignorable character")),
+    (0x17B5, _invisible("other default-ignorable character")),
+    (0x180E, _invisible("zero-width character")),
+    (0x200B, _invisible("zero-width character")),
+    (0x200E, _invisible("bidi control")),
+    (0x200F, _invisible("bidi control")),
+    (0x202A, _invisible("bidi control")),
+    (0x202E, _invisible("bidi control")),
+    (0x2060, _invisible("zero-width character")),
+    (0x2064, _invisible("zero-width character")),
+    (0x2065, _invisible("other default-ignorable character")),
+    (0x2066, _invisible("bidi control")),
+    (0x2069, _invisible("bidi control")),
+    (0x206A, _invisible("other default-ignorable character")),
+    (0x206F, _invisible("other default-ignorable character")),
+    (0x3164, _invisible("blank filler")),
+    (0xFEFF, _invisible("byte order mark")),
+    (0xFFA0, _invisible("blank filler")),
+    (0xFFF0, _invisible("other default-ignorable character")),
+    (0xFFFB, _invisible("other default-ignorable character")),
+    (0x1BCA0, _invisible("other default-ignorable character")),
+    (0x1BCA3, _invisible("other default-ignorable character")),
+    (0x1D173, _invisible("other default-ignorable character")),
+    (0x1D17A, _invisible("other default-ignorable character")),
+    (0xE0000, _invisible("tag character")),
+    (0xE007F, _invisible("tag character")),
+    (0xE0080, _invisible("other default-ignorable character")),
+    (0xE00FF, _invisible("other default-ignorable character")),
+    (0xE01F0, _invisible("other default-ignorable character")),
+    (0xE0FFF, _invisible("other default-ignorable character")),
+]
+
+# The character just before and just after each span (where it is not another span's end):
+# ordinary text, or an allowed invisible character.
+SPAN_NEIGHBOURS = [
+    *(0x09, 0x0A, 0x20, 0x7E, 0xA0, 0xAC, 0xAE, 0x61B, 0x61D, 0x115E, 0x1161, 0x17B3, 0x17B6),
+    *(0x180D, 0x180F, 0x200A, 0x200C, 0x200D, 0x2029, 0x202F, 0x205F, 0x2070, 0x3163, 0x3165),
+    *(0xD7FF, 0xE000, 0xFEFE, 0xFF00, 0xFF9F, 0xFFA1, 0xFFEF, 0xFFFC, 0x1BC9F, 0x1BCA4),
+    *(0x1D172, 0x1D17B, 0xDFFFF, 0xE0100, 0xE01EF, 0xE1000),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "rule"), SPAN_ENDS, ids=lambda v: f"{v:04X}" if isinstance(v, int) else ""
+)
+def test_both_ends_of_every_refused_span_are_refused_by_their_class(value: int, rule: str) -> None:
+    character = chr(value)
+    assert refusal("query", f"a{character}b").rule == rule
+    klass, subclass = refused_character_class(character) or ("", "")
+    assert (klass if klass == subclass else f"{klass}: {subclass}") == rule
+
+
+@pytest.mark.parametrize("value", SPAN_NEIGHBOURS, ids=lambda v: f"{v:04X}")
+def test_the_character_next_to_a_refused_span_is_accepted(value: int) -> None:
+    character = chr(value)
+    check_text("query", f"a{character}b")
+    assert refused_character_class(character) is None
+
+
+def test_u_e000_is_private_use_not_a_surrogate() -> None:
+    check_text("query", "\ue000")
+    assert refused_character_class("\ue000") is None
+    assert refused_character_class("\udfff") == (_SURROGATE, _SURROGATE)
+
+
+@pytest.mark.parametrize("value", [0x1F, 0x7F, 0x80, 0x9F])
+def test_the_ends_of_the_control_spans_are_refused_in_a_one_line_field(value: int) -> None:
+    with pytest.raises(MemoryArgumentError) as refused:
+        check_agent_id(f"agent{chr(value)}x")
+    assert refused.value.rule == "one line"
+    assert refused.value.message.endswith(f"found U+{value:04X} (control character)")
+
+
+@pytest.mark.parametrize("value", [0x20, 0x7E, 0xA0, 0x2027, 0x202F])
+def test_the_character_next_to_a_one_line_refusal_is_accepted_in_an_id(value: int) -> None:
+    check_agent_id(f"agent{chr(value)}x")
+
+
+@pytest.mark.parametrize(
+    ("offset", "utc"),
+    [
+        ("+23:59", datetime(2024, 6, 11, 14, 31, tzinfo=UTC)),
+        ("-23:59", datetime(2024, 6, 13, 14, 29, tzinfo=UTC)),
+    ],
+)
+def test_an_event_time_offset_of_23_59_either_way_is_in_range(offset: str, utc: datetime) -> None:
+    assert parse_event_time(f"2024-06-12T14:30:00{offset}") == utc
+
+
+@pytest.mark.parametrize("offset", ["+24:00", "-24:00", "+00:60", "+99:00"])
+def test_an_event_time_offset_past_23_59_is_out_of_range(offset: str) -> None:
+    with pytest.raises(MemoryArgumentError) as refused:
+        parse_event_time(f"2024-06-12T14:30:00{offset}")
+    assert refused.value.message == (
+        "event_time must be an RFC3339 timestamp with a timezone, such as 2024-06-12T14:30:00Z"
+        " (the timezone offset is out of range)"
+    )
+
+
+def test_an_unknown_variant_of_40_characters_is_echoed_whole_and_a_longer_one_cut_at_40() -> None:
+    with pytest.raises(MemoryArgumentError) as whole:
+        check_concept_type("x" * 40)
+    assert whole.value.message.startswith(f"unknown variant {'x' * 40}, expected one of ")
+    assert (whole.value.field, whole.value.rule) == ("concept_type", "enum")
+    with pytest.raises(MemoryArgumentError) as cut:
+        check_concept_type("y" * 41)
+    assert cut.value.message.startswith(f"unknown variant {'y' * 40}…, expected one of ")
+
+
+@pytest.mark.parametrize("value", [0x034F, 0x180B, 0x180D, 0x180F, 0x200C, 0x200D, 0xFE00, 0xFE0F])
+def test_both_ends_of_every_allowed_invisible_span_are_dropped_for_key_rules(value: int) -> None:
+    check_text("concepts[0].content", f"a{chr(value)}b")
+    assert drop_invisible_characters(f"a{chr(value)}b") == "ab"
+
+
+@pytest.mark.parametrize("value", [0x034E, 0x0350, 0x180A, 0x1810, 0xFDFF, 0xFE10])
+def test_the_visible_character_next_to_an_allowed_invisible_span_is_kept(value: int) -> None:
+    assert drop_invisible_characters(f"a{chr(value)}b") == f"a{chr(value)}b"
+
+
+@pytest.mark.parametrize("name", ["datetime", "start_datetime", "eventDatetime"])
+def test_m_arg_004_a_datetime_argument_is_a_timestamp(name: str) -> None:
+    assert is_timestamp_argument(name)

@@ -13,7 +13,13 @@ from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteDatastore
 
 from lcg.domain.events import EpisodeAdded, EventCodec, GroupPurged
 from lcg.domain.ids import EpisodeUuid, GroupId, Seq
-from lcg.projections.wal.store import ConcurrentAppend, EventLog, RecordedEvent, stream_id
+from lcg.projections.wal.store import (
+    ConcurrentAppend,
+    Durability,
+    EventLog,
+    RecordedEvent,
+    stream_id,
+)
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 G = GroupId("g")
@@ -77,3 +83,20 @@ def test_a_taken_seq_is_a_concurrent_append_and_stores_nothing(tmp_path: Path) -
     assert log.head(G) == 1
     assert log.groups() == [G]
     log.close()
+
+
+@pytest.mark.parametrize(("durability", "level"), [("normal", 1), ("full", 2)])
+def test_each_durability_commits_with_its_synchronous_level(
+    tmp_path: Path, durability: Durability, level: int
+) -> None:
+    """ADR 0005: normal is `synchronous=NORMAL` (1), full is `synchronous=FULL` (2). A killed
+    process cannot tell them apart (the page cache survives it), so the level itself is the
+    check. The pragma belongs to the connection, not the file: a reopened log sets it again."""
+    path = tmp_path / "wal.sqlite"
+    for n in (1, 2):
+        log = EventLog(path, EventCodec(), durability)
+        try:
+            log.append([RecordedEvent(G, Seq(n), episode(n))])
+            assert log.synchronous == level
+        finally:
+            log.close()

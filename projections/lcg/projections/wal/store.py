@@ -136,6 +136,14 @@ class EventLog:
             row = self._conn.execute("SELECT identity FROM lcg_wal_identity").fetchone()
         return str(row[0])
 
+    @property
+    def synchronous(self) -> int:
+        """The connection's `PRAGMA synchronous` (1 NORMAL, 2 FULL): what a commit waits for
+        before it returns (docs/adr/0005-durability-and-group-commit.md)."""
+        with self._lock:
+            row = self._conn.execute("PRAGMA synchronous").fetchone()
+        return int(row[0])
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
