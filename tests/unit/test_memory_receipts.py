@@ -655,20 +655,23 @@ def test_m_sta_109_m_sta_110_a_shutdowns_two_answers_in_the_seeds_words() -> Non
             DropCause.LANE,
             "never attempted: your lane was full (write_queue_lane_bound, 64 outstanding"
             " writes per agent_id) when you were acked; nothing was written",
-            "Send it again once your earlier writes have settled; this receipt will not change.",
+            "Nothing was written: send it again in about 1200 ms, once one of your earlier writes"
+            " has settled (lambo_stats with its receipt and wait_ms waits for it); this receipt"
+            " will not change.",
         ),
         (
             DropCause.QUEUE,
             "never attempted: the write queue was full (write_queue_bound, 1024 outstanding"
             " writes across every agent) when you were acked; nothing was written",
-            "Send it again shortly; this receipt will not change.",
+            "Nothing was written: send it again in about 1200 ms, once the queue has room; this"
+            " receipt will not change.",
         ),
         (
             DropCause.CLOSED,
             "never attempted: the session was shutting down when you were acked; nothing was"
             " written",
-            "Send it again once a lambo serve holds the session again; this receipt will not"
-            " change.",
+            "Nothing was written: send it again once a lambo serve holds the session again; this"
+            " receipt will not change.",
         ),
     ],
 )
@@ -677,7 +680,7 @@ def test_m_der_094_095_a_dropped_ack_says_which_bound_refused_it_and_what_to_do(
 ) -> None:
     receipts = book()
     receipt = receipts.drop("agent-a", "lambo", cause, T0)
-    lines = derive_ack(1, receipt, "agent-a", dropped=cause).text.split("\n")
+    lines = derive_ack(1, receipt, "agent-a", dropped=cause, retry_after_ms=1200).text.split("\n")
     assert lines[1:3] == [f"receipt {receipt}: dropped — {detail}", hint]
     assert receipts.lookup(receipt, "agent-a", "lambo", T0).detail == detail
 
