@@ -5,7 +5,7 @@ The scheduled job measures a `SessionStats`, asks `plan_cycle` for the transitio
 them as events; `lambo_inspect` asks `evaluate` about one concept. Both read one gate function,
 so inspect's admission is the cycle's own decision. The clock arrives as `now`.
 
-Decisions on what the spec leaves open (tagged [I] there) are marked "Decision" below.
+Decisions on what the spec leaves open (tagged [I] there) are marked "Decision" in its modules.
 """
 
 from __future__ import annotations
