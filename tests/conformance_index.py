@@ -35,6 +35,7 @@ SOURCES: tuple[str, ...] = ("README.md", "pyproject.toml", "docs", "domain", "co
 SOURCES += ("projections", "queries", "interfaces", "fixtures", "tests", "bench")
 SUFFIXES = frozenset({".py", ".md", ".toml", ".yaml", ".txt"})
 STATEMENT_CHARS = 200  # one line: the item's first sentence, cut at a word beyond this
+SHORTEST_SENTENCE = 40  # a shorter first "sentence" is a heading: the next one comes too
 
 # One id in running text, with what may follow it: `..NNN` or `..X-NNN` ranges, `/NNN` and
 # `, NNN` lists of numbers of the same item family.
@@ -274,8 +275,10 @@ def summarize(text: str) -> str:
 
 
 def _first_sentence(text: str) -> str:
+    """Up to the first sentence end outside backticks; a heading-like one ("Tool count.")
+    takes the next sentence with it."""
     for match in _SENTENCE_END.finditer(text):
-        if text[: match.start()].count("`") % 2 == 0:
+        if text[: match.start()].count("`") % 2 == 0 and match.start() >= SHORTEST_SENTENCE:
             return text[: match.start()]
     return text
 
