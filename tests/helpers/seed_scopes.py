@@ -70,6 +70,8 @@ SEED_SCOPES: dict[str, tuple[str, ...]] = {
         "lambo_stats",
     ),
 }
+SEED_000_TOOLS = 43  # K-INV-008: seed 000's MCP registry holds exactly 43 knowledge_* tools
+SEED_001_TOOLS = 9  # OQ-01: seed 001's eight always-on lambo_* tools and lambo_derive_image
 SEED_SCOPE_OF: dict[str, str] = {
     name: scope for scope, names in SEED_SCOPES.items() for name in names
 }

@@ -13,7 +13,7 @@ from lcg.interfaces.config import Settings
 from lcg.interfaces.operations import BY_NAME, Scope
 from lcg.interfaces.scopes import ScopeError, Visibility, parse_scopes
 from lcg.interfaces.service import HEALTH_CHECK, Service
-from tests.helpers.seed_scopes import SEED_SCOPE_OF, expected_tools
+from tests.helpers.seed_scopes import SEED_000_TOOLS, SEED_SCOPE_OF, expected_tools
 
 EVERY = frozenset(Scope)
 
@@ -75,15 +75,15 @@ def test_close_follows_the_access_mode() -> None:
     assert names(Visibility(admin, attached=True)) == expected_tools("admin", attached=True)
 
 
-def test_k_inv_mission_tool_coverage_all_43_knowledge_tools_are_served_in_the_seeds_scope(
+def test_k_inv_mission_tool_coverage_every_seed_000_tool_is_served_in_the_seeds_scope(
     tmp_path: Path,
 ) -> None:
-    """Issue 15's coverage check: every tool of seed 000's scope table (43 knowledge_* and
-    knowledge_close among them) is a row of the operation table, in the scope the table gives
-    it, and the service answers health_check besides; nothing outside the table is served
-    but the memory tools."""
+    """Issue 15's coverage check: every tool of seed 000's scope table (its 43 knowledge_*,
+    knowledge_close among them: K-INV-008) is a row of the operation table, in the scope the
+    table gives it, and the service answers health_check besides; nothing outside the table is
+    served but the memory tools."""
     knowledge = {name for name in SEED_SCOPE_OF if name.startswith("knowledge_")}
-    assert len(knowledge) == 43
+    assert len(knowledge) == SEED_000_TOOLS
     assert knowledge <= set(BY_NAME), sorted(knowledge - set(BY_NAME))
     assert {name: BY_NAME[name].scope.value for name in knowledge} == {
         name: SEED_SCOPE_OF[name] for name in knowledge
