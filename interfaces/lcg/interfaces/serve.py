@@ -1,6 +1,7 @@
 """`lcg serve`: the socket service (default), or MCP over stdio, standalone or attached.
 
-Logs go to stderr; with --mcp-stdio, stdout carries nothing but the protocol (K-MCP-015).
+Logs go to stderr (or --log-file: log_setup, set up by the entry point before this runs);
+with --mcp-stdio, stdout carries nothing but the protocol (K-MCP-015).
 The MCP SDK is imported only when --mcp-stdio is given, so the other commands start fast.
 """
 
@@ -107,7 +108,6 @@ def serve(
 
     Socket clients should wait for a `health_check` answering healthy before real work.
     """
-    _log_to_stderr()
     try:
         if mcp_stdio and connect is not None:
             visibility = _visibility(scope, attached=True, allow_close=allow_remote_close)
@@ -216,12 +216,6 @@ def _settings(workspace: Path | None, session: str | None = None) -> Settings:
     if session is None:
         return settings
     return dataclasses.replace(settings, session=session_name(session))
-
-
-def _log_to_stderr() -> None:
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="lcg serve: %(message)s")
-    for noisy in ("mcp", "httpx"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def _fail(message: str, code: int) -> None:
