@@ -130,3 +130,17 @@ def test_the_cycle_and_sweep_lines_say_what_moved_and_what_was_collected() -> No
     assert _sweep_outcome("s", sweep) == (
         "gc sweep of session 's' (mutations): 1 collected, 1 deferred"
     )
+
+
+@pytest.mark.usefixtures("restored_logging")
+def test_stderr_lines_keep_the_serve_prefix_and_other_commands_get_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    log_setup.configure(logging.INFO, None, serving=True)
+    logging.getLogger("lcg.serve").info("listening on %s", "s.sock")
+    assert capsys.readouterr() == ("", "lcg serve: listening on s.sock\n")
+    log_setup.configure(logging.WARNING, None, serving=False)
+    logging.getLogger("lcg.serve").info("not shown")
+    full = OSError("No space left on device")
+    logging.getLogger("lcg.workspace").error("a close step failed", exc_info=full)
+    assert capsys.readouterr() == ("", "a close step failed\n")

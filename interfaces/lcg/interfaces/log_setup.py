@@ -65,6 +65,15 @@ class OneLine(logging.Formatter):
         return record.getMessage()
 
 
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """stderr as it is when a record is written, not when the handler was made: a command
+    run in-process (a test's CliRunner) swaps sys.stderr and closes its stand-in after."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
 class _PrivateFileHandler(logging.FileHandler):
     """A log file opened for appending; created 0600, as every file lcg makes (F7)."""
 
@@ -121,7 +130,7 @@ def configure(level: int, log_file: Path | None, *, serving: bool) -> None:
 
 def _handler(log_file: Path | None, *, serving: bool) -> logging.Handler:
     if log_file is None:
-        stream = logging.StreamHandler(sys.stderr)
+        stream = _Stderr(sys.stderr)
         stream.setFormatter(logging.Formatter(SERVE_FORMAT) if serving else OneLine())
         return stream
     try:

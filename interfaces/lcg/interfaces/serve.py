@@ -166,12 +166,15 @@ def _serve_standalone(visibility: Visibility, settings: Settings) -> None:
         service = Service(settings, command="lcg serve --mcp-stdio")
         if service.start() != "healthy":
             log.warning("every call will fail until restarted: %s", service.reason)
+        else:
+            log.info("workspace %s: healthy; serving MCP over stdio", settings.workspace)
         try:
             server = _mcp_server(
                 LocalBackend(service), visibility, exit_on_close=True, session=settings.session
             )
             anyio.run(server.serve_stdio, wire_in, wire_out)
         finally:
+            log.info("shutting down")
             service.close()
 
 
