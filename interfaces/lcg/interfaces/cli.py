@@ -11,7 +11,6 @@ the workspace cannot be used (the message names it and what to do).
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from importlib import metadata
@@ -32,6 +31,7 @@ from lcg.interfaces import (
     cli_ontology,
     cli_recover,
     cli_recovery,
+    log_setup,
     operations,
     serve,
 )
@@ -50,6 +50,7 @@ from lcg.interfaces.cli_common import (
     workspace_caller,
 )
 from lcg.interfaces.demo import run_demo
+from lcg.interfaces.log_setup import LogFileOpt, LogLevelOpt
 from lcg.interfaces.private_files import PRIVATE_UMASK
 
 cli = typer.Typer(
@@ -67,12 +68,17 @@ def _version(value: bool) -> None:
 
 @cli.callback()
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
+    log_level: LogLevelOpt = None,
+    log_file: LogFileOpt = None,
 ) -> None:
     """lcg, the liminis context graph: event-sourced memory for AI agents."""
+    serving = ctx.invoked_subcommand == "serve"
+    log_setup.set_up(log_level, log_file, serving=serving, environ=os.environ)
 
 
 cli.command()(cli_recovery.status)
@@ -332,36 +338,20 @@ cli_ingest.register(cli)
 cli_ontology.register(cli)
 
 
-class _OneLine(logging.Formatter):
-    """A record's message alone: a warning logged with its exception (a close step failing
-    on a full disk) is one line on a command's stderr, never a traceback."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return record.getMessage()
-
-
-def _notes_on_one_line() -> None:
-    """Where a command's warnings go when nothing configured logging (`serve` does: its
-    own handlers then take every record). Replaces Python's last-resort handler, which
-    prints the traceback of a record logged with exc_info."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setLevel(logging.WARNING)
-    handler.setFormatter(_OneLine())
-    logging.lastResort = handler
-
-
 def main() -> None:
     """`lcg`: with no command, the help."""
     os.umask(PRIVATE_UMASK)  # F7: what lcg creates is its owner's alone
-    _notes_on_one_line()
-    cli(args=serve.with_serve_default(sys.argv[1:]))
+    log_setup.notes_on_one_line()
+    log_options, args = log_setup.split_log_options(sys.argv[1:])
+    cli(args=[*log_options, *serve.with_serve_default(args)])
 
 
 def service_main() -> None:
     """`liminis-context-graph`, the seed's binary: with no command it serves the socket."""
     os.umask(PRIVATE_UMASK)
-    _notes_on_one_line()
-    cli(args=serve.with_serve_default(sys.argv[1:]) or ["serve"])
+    log_setup.notes_on_one_line()
+    log_options, args = log_setup.split_log_options(sys.argv[1:])
+    cli(args=[*log_options, *(serve.with_serve_default(args) or ["serve"])])
 
 
 @cli.command("rebind")

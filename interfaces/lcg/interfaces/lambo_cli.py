@@ -9,14 +9,17 @@ transports and commands are not provided; asking for one is refused with the lcg
 from __future__ import annotations
 
 import os
+import sys
 from typing import Annotated
 
 import typer
 
 from lcg.domain.errors import InvalidParams
+from lcg.interfaces import log_setup
 from lcg.interfaces import serve as lcg_serve
 from lcg.interfaces.cli_common import WorkspaceOpt
 from lcg.interfaces.exit_codes import EXIT_INVALID
+from lcg.interfaces.log_setup import LogFileOpt, LogLevelOpt
 from lcg.interfaces.private_files import PRIVATE_UMASK
 
 lambo = typer.Typer(
@@ -27,8 +30,9 @@ lambo = typer.Typer(
 
 
 @lambo.callback()
-def _root() -> None:
+def _root(log_level: LogLevelOpt = None, log_file: LogFileOpt = None) -> None:
     """lambo (lcg's seed 001 compatibility): agentic graph memory over MCP stdio."""
+    log_setup.set_up(log_level, log_file, serving=True, environ=os.environ)  # its one command
 
 
 @lambo.command()
@@ -54,4 +58,6 @@ def serve(
 
 def main() -> None:
     os.umask(PRIVATE_UMASK)
-    lambo()
+    log_setup.notes_on_one_line()
+    log_options, args = log_setup.split_log_options(sys.argv[1:])
+    lambo(args=[*log_options, *args])

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
 
@@ -29,7 +29,9 @@ from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.events import MemoryAccessed
 from lcg.domain.ids import GroupId
 from lcg.domain.memory import evidence, limits
+from lcg.domain.memory.canonization import Transition
 from lcg.domain.memory.context import quote
+from lcg.domain.memory.gc import Sweep
 from lcg.domain.memory.locks import SoftLocks
 from lcg.domain.memory.receipts import (
     DropCause,
@@ -461,13 +463,20 @@ class MemoryService:
             job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
         )
         scheduler.add_job(
-            _logged(jobs.run_cycle, "canonization cycle"),
+            _logged(
+                jobs.run_cycle,
+                "canonization cycle",
+                lambda hops: _cycle_outcome(self.session, hops),
+            ),
             "interval",
             seconds=jobs.knobs.eval_interval.total_seconds(),
             id="canonization",
         )
         scheduler.add_job(
-            _logged(jobs.tick, "daemon tick"), "interval", seconds=tick.total_seconds(), id="tick"
+            _logged(jobs.tick, "daemon tick", lambda sweep: _sweep_outcome(self.session, sweep)),
+            "interval",
+            seconds=tick.total_seconds(),
+            id="tick",
         )
         scheduler.start()
         self._scheduler = scheduler
@@ -504,14 +513,41 @@ def _sweep_text(sweep: dict[str, Any] | None) -> str:
     )
 
 
-def _logged(job: Callable[[], object], name: str) -> Callable[[], None]:
-    """A job for the scheduler: a failure is logged once per distinct message and the next
-    run tries again (the cycle counts it in canonization_failures)."""
+T = TypeVar("T")
+
+
+def _cycle_outcome(session: str, hops: tuple[Transition, ...]) -> str | None:
+    """The line a cycle that moved concepts logs (one that moved none logs nothing)."""
+    if not hops:
+        return None
+    moves = Counter(f"{hop.from_status.value} -> {hop.to_status.value}" for hop in hops)
+    moved = ", ".join(f"{count} {move}" for move, count in sorted(moves.items()))
+    return f"canonization cycle of session {session!r}: {len(hops)} concept(s) moved ({moved})"
+
+
+def _sweep_outcome(session: str, sweep: Sweep | None) -> str | None:
+    """The line a sweep that collected logs (a tick that swept nothing logs nothing)."""
+    if sweep is None or not sweep.collected:
+        return None
+    return (
+        f"gc sweep of session {session!r} ({sweep.trigger}): {len(sweep.collected)} "
+        f"collected, {len(sweep.deferred)} deferred"
+    )
+
+
+def _logged(
+    job: Callable[[], T], name: str, outcome: Callable[[T], str | None]
+) -> Callable[[], None]:
+    """A job for the scheduler: what a run did is logged at info when it did something (a
+    tick that changed nothing says nothing: ADR 0054); a failure is logged once per distinct
+    message and the next run tries again (the cycle counts it in canonization_failures)."""
     last: list[str] = []
 
     def run() -> None:
         try:
-            job()
+            line = outcome(job())
+            if line is not None:
+                log.info("%s", line)
         except Exception as error:
             text = f"{type(error).__name__}: {error}"
             if last != [text]:

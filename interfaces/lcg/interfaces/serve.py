@@ -1,6 +1,7 @@
 """`lcg serve`: the socket service (default), or MCP over stdio, standalone or attached.
 
-Logs go to stderr; with --mcp-stdio, stdout carries nothing but the protocol (K-MCP-015).
+Logs go to stderr (or --log-file: log_setup, set up by the entry point before this runs);
+with --mcp-stdio, stdout carries nothing but the protocol (K-MCP-015).
 The MCP SDK is imported only when --mcp-stdio is given, so the other commands start fast.
 """
 
@@ -107,7 +108,6 @@ def serve(
 
     Socket clients should wait for a `health_check` answering healthy before real work.
     """
-    _log_to_stderr()
     try:
         if mcp_stdio and connect is not None:
             visibility = _visibility(scope, attached=True, allow_close=allow_remote_close)
@@ -166,12 +166,15 @@ def _serve_standalone(visibility: Visibility, settings: Settings) -> None:
         service = Service(settings, command="lcg serve --mcp-stdio")
         if service.start() != "healthy":
             log.warning("every call will fail until restarted: %s", service.reason)
+        else:
+            log.info("workspace %s: healthy; serving MCP over stdio", settings.workspace)
         try:
             server = _mcp_server(
                 LocalBackend(service), visibility, exit_on_close=True, session=settings.session
             )
             anyio.run(server.serve_stdio, wire_in, wire_out)
         finally:
+            log.info("shutting down")
             service.close()
 
 
@@ -216,12 +219,6 @@ def _settings(workspace: Path | None, session: str | None = None) -> Settings:
     if session is None:
         return settings
     return dataclasses.replace(settings, session=session_name(session))
-
-
-def _log_to_stderr() -> None:
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="lcg serve: %(message)s")
-    for noisy in ("mcp", "httpx"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def _fail(message: str, code: int) -> None:
