@@ -11,7 +11,7 @@ from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace, WorkspaceClosed
 from lcg.projections.cypher import store as cypher_store
-from lcg.projections.cypher.store import DATABASE_FILE, HANDLES, IGNORES
+from lcg.projections.cypher.store import DATABASE_FILE, SUBSCRIPTION
 from lcg.projections.embedding.port import Embedder
 from lcg.projections.graph.projection import GraphProjection
 from tests.conftest import Call, make_call, make_workspace
@@ -232,9 +232,10 @@ def test_a_copy_cut_short_leaves_the_group_stale_and_the_next_open_copies_it_aga
 
 
 def test_every_event_type_is_handled_or_ignored_by_the_cypher_projection() -> None:
-    graph = GraphProjection()
-    assert HANDLES.isdisjoint(IGNORES)
-    assert graph.handles | graph.ignores == HANDLES | IGNORES
+    graph = GraphProjection().subscription
+    assert SUBSCRIPTION.unclaimed == frozenset()
+    assert SUBSCRIPTION.handles.isdisjoint(SUBSCRIPTION.ignores)
+    assert graph.handles | graph.ignores == SUBSCRIPTION.handles | SUBSCRIPTION.ignores
 
 
 def test_a_read_only_workspace_refuses_cypher_with_a_clear_error(

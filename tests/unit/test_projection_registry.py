@@ -12,6 +12,8 @@ import pytest
 
 from lcg.domain.events import (
     EVENT_TYPES,
+    GROUP_FAMILY,
+    KNOWLEDGE_FAMILY,
     DomainEvent,
     EntityCreated,
     EntityRevised,
@@ -25,7 +27,8 @@ from lcg.domain.events import (
 )
 from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid, GroupId, Seq
 from lcg.projections import registry
-from lcg.projections.dispatch import EventTable, UnhandledEvent
+from lcg.projections.cypher import store as cypher_store
+from lcg.projections.dispatch import EventTable, Subscription, UnhandledEvent
 from lcg.projections.graph import schema
 from lcg.projections.runner import ProjectionError, ProjectionRunner
 from lcg.projections.wal.store import EventLog, RecordedEvent
@@ -34,16 +37,21 @@ from tests.helpers.projection_state import SEARCH_ROWS
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("projection", registry.projections(), ids=lambda p: p.name)
+SUBSCRIPTIONS = [p.subscription for p in registry.projections()] + [cypher_store.SUBSCRIPTION]
+
+
+@pytest.mark.parametrize("subscription", SUBSCRIPTIONS, ids=lambda s: s.name)
 def test_every_event_type_is_handled_or_explicitly_ignored_by_each_projection(
-    projection: Any,
+    subscription: Subscription,
 ) -> None:
-    assert projection.handles.isdisjoint(projection.ignores)
-    assert projection.handles | projection.ignores == set(EVENT_TYPES)
+    """Of the families it reads, by name; of the others, by not reading them."""
+    assert subscription.unclaimed == frozenset()
+    assert subscription.handles.isdisjoint(subscription.ignores)
+    assert subscription.handles | subscription.ignores == set(EVENT_TYPES)
 
 
 def test_an_event_neither_handled_nor_ignored_is_an_error() -> None:
-    table = EventTable("partial")
+    table = EventTable("partial", reads=(KNOWLEDGE_FAMILY, GROUP_FAMILY))
 
     @table.on(EpisodeDeleted)
     def _deleted(conn: sqlite3.Connection, group: GroupId, run: Any) -> None:
@@ -55,7 +63,7 @@ def test_an_event_neither_handled_nor_ignored_is_an_error() -> None:
 
 
 def test_declaring_an_event_type_twice_is_refused() -> None:
-    table = EventTable("twice", ignores=(GroupPurged,))
+    table = EventTable("twice", reads=(GROUP_FAMILY,), ignores=(GroupPurged,))
     with pytest.raises(ValueError, match="declared twice"):
         table.on(GroupPurged)(lambda conn, group, run: None)
 

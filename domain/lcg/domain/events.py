@@ -348,6 +348,8 @@ class EntityTypesAssigned(DomainEvent):
     run: dict[str, Any]
 
 
+# Every event type, in the order they came (their wire names only grow); each is also in one
+# of the EVENT_FAMILIES below.
 EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     EntityCreated,
     EntityRevised,
@@ -374,16 +376,60 @@ EVENT_TYPES: tuple[type[DomainEvent], ...] = (
     RelationTypesAssigned,
     EntityTypesAssigned,
 )
-# The graph curation and cross-group events (P-124, P-125, P-131, P-132): what the memory
-# projections declare ignored.
-CURATION_EVENTS: tuple[type[DomainEvent], ...] = (
-    EntitiesMerged,
-    RelationshipInvalidated,
-    CorrectionsApplied,
-    CrossGroupEdgeAdded,
-    PointersRebound,
-    RelationTypesAssigned,
-    EntityTypesAssigned,
+
+
+@dataclass(frozen=True, slots=True)
+class EventFamily:
+    """Event types about one subject, declared together: a projection reads whole families and
+    names, of each, the events it handles and the ones it ignores; it ignores the events of the
+    families it does not read without naming them (lcg.projections.dispatch). Every event
+    type is in exactly one family, so a new one is declared by each projection that reads its
+    family, and by no other (docs/adr/0057-event-families.md)."""
+
+    name: str
+    events: tuple[type[DomainEvent], ...]
+
+
+# A group as a whole (knowledge_delete_by_group): every projection reads it.
+GROUP_FAMILY = EventFamily("group", (GroupPurged,))
+# The knowledge graph's entities, edges, episodes and what was extracted or embedded of them.
+KNOWLEDGE_FAMILY = EventFamily(
+    "knowledge",
+    (
+        EntityCreated,
+        EntityRevised,
+        RelationshipCreated,
+        RelationshipRevised,
+        EpisodeAdded,
+        EpisodeDeleted,
+        SummaryEmbedded,
+        ChunkExtracted,
+    ),
+)
+# Curation of the graph: merges and corrections (P-124, P-125).
+CURATION_FAMILY = EventFamily(
+    "curation", (EntitiesMerged, RelationshipInvalidated, CorrectionsApplied)
+)
+# Edges whose endpoints live in other groups, and their pointers (P-131, P-132).
+CROSS_GROUP_FAMILY = EventFamily("cross_group", (CrossGroupEdgeAdded, PointersRebound))
+# Relation and entity types set by a typing run (ADR 0042).
+TYPING_FAMILY = EventFamily("typing", (RelationTypesAssigned, EntityTypesAssigned))
+# Lambo memory writes (intents and their outcomes) and the access counts of recalls.
+MEMORY_FAMILY = EventFamily(
+    "memory", (MemoryWriteAccepted, MemoryWriteApplied, MemoryWriteFailed, MemoryAccessed)
+)
+# The memory's upkeep: canonization cycles and garbage collection (canonization.md).
+CANONIZATION_FAMILY = EventFamily(
+    "canonization", (ConceptsCanonized, GcClockStarted, GcSwept, GcBumped)
+)
+EVENT_FAMILIES: tuple[EventFamily, ...] = (
+    GROUP_FAMILY,
+    KNOWLEDGE_FAMILY,
+    CURATION_FAMILY,
+    CROSS_GROUP_FAMILY,
+    TYPING_FAMILY,
+    MEMORY_FAMILY,
+    CANONIZATION_FAMILY,
 )
 
 Upcaster: TypeAlias = Callable[[JsonDict], JsonDict]

@@ -18,9 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
-from lcg.domain.events import DomainEvent
 from lcg.domain.ids import GroupId
 from lcg.projections.damage import is_corruption
+from lcg.projections.dispatch import Subscription
 from lcg.projections.faults import StorageFailure, is_storage_error
 from lcg.projections.positions import GroupPosition, read_position, read_positions
 from lcg.projections.wal.store import EventLog, RecordedEvent
@@ -36,10 +36,8 @@ class Projection(Protocol):
     version: int
 
     @property
-    def handles(self) -> frozenset[type[DomainEvent]]: ...
-
-    @property
-    def ignores(self) -> frozenset[type[DomainEvent]]: ...
+    def subscription(self) -> Subscription:
+        """The event families it reads, and what of them it folds."""
 
     def install(self, conn: sqlite3.Connection) -> None: ...
 

@@ -16,13 +16,10 @@ from collections.abc import Sequence
 import orjson
 
 from lcg.domain.events import (
-    CURATION_EVENTS,
-    ChunkExtracted,
+    CANONIZATION_FAMILY,
+    GROUP_FAMILY,
+    MEMORY_FAMILY,
     ConceptsCanonized,
-    EntityCreated,
-    EntityRevised,
-    EpisodeAdded,
-    EpisodeDeleted,
     GcBumped,
     GcClockStarted,
     GcSwept,
@@ -31,9 +28,6 @@ from lcg.domain.events import (
     MemoryWriteAccepted,
     MemoryWriteApplied,
     MemoryWriteFailed,
-    RelationshipCreated,
-    RelationshipRevised,
-    SummaryEmbedded,
 )
 from lcg.domain.ids import GroupId, Seq
 from lcg.domain.memory.gc import GC_SURVIVED_MAX
@@ -41,22 +35,12 @@ from lcg.projections.dispatch import E, EventTable
 from lcg.projections.reset import only_group
 from lcg.projections.wal.store import RecordedEvent
 
+# The knowledge graph's events are not the memory's; of a memory write, only its outcome
+# changes a concept's status.
 TABLE = EventTable(
     "canonization",
-    ignores=(
-        EntityCreated,
-        EntityRevised,
-        RelationshipCreated,
-        RelationshipRevised,
-        EpisodeAdded,
-        EpisodeDeleted,
-        SummaryEmbedded,
-        MemoryWriteAccepted,
-        MemoryWriteFailed,
-        MemoryAccessed,
-        ChunkExtracted,
-        *CURATION_EVENTS,  # entities and edges of the graph: not the memory's
-    ),
+    reads=(GROUP_FAMILY, MEMORY_FAMILY, CANONIZATION_FAMILY),
+    ignores=(MemoryWriteAccepted, MemoryWriteFailed, MemoryAccessed),
 )
 Run = Sequence[tuple[Seq, E]]
 TABLES = ("canon_nodes", "canon_history", "canon_sessions")
@@ -201,8 +185,7 @@ class CanonizationProjection:
 
     name = "canonization"
     version = 1
-    handles = TABLE.handles
-    ignores = TABLE.ignores
+    subscription = TABLE
 
     def install(self, conn: sqlite3.Connection) -> None:
         install(conn)

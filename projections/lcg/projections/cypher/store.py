@@ -27,25 +27,21 @@ import orjson
 
 from lcg.domain.errors import InvalidParams
 from lcg.domain.events import (
+    CROSS_GROUP_FAMILY,
+    CURATION_FAMILY,
+    GROUP_FAMILY,
+    KNOWLEDGE_FAMILY,
+    TYPING_FAMILY,
     ChunkExtracted,
-    ConceptsCanonized,
     CorrectionsApplied,
     CrossGroupEdgeAdded,
-    DomainEvent,
     EntitiesMerged,
     EntityCreated,
     EntityRevised,
     EntityTypesAssigned,
     EpisodeAdded,
     EpisodeDeleted,
-    GcBumped,
-    GcClockStarted,
-    GcSwept,
     GroupPurged,
-    MemoryAccessed,
-    MemoryWriteAccepted,
-    MemoryWriteApplied,
-    MemoryWriteFailed,
     PointersRebound,
     RelationshipCreated,
     RelationshipInvalidated,
@@ -53,6 +49,7 @@ from lcg.domain.events import (
     RelationTypesAssigned,
     SummaryEmbedded,
 )
+from lcg.projections.dispatch import Subscription
 from lcg.projections.positions import recorded_wal_identity
 from lcg.projections.wal.store import RecordedEvent
 
@@ -63,8 +60,11 @@ BUFFER_POOL_BYTES = 256 * 1024 * 1024
 MAX_DATABASE_BYTES = 64 * 1024**3
 log = logging.getLogger("lcg.cypher")
 COPY_ROWS = 5_000  # rows per ladybug transaction when a group is copied again
-HANDLES: frozenset[type[DomainEvent]] = frozenset(
-    {
+# What the mirror folds (`_follow`): the events that change an entity or edge row of graph.sqlite.
+SUBSCRIPTION = Subscription(
+    "cypher",
+    reads=(GROUP_FAMILY, KNOWLEDGE_FAMILY, CURATION_FAMILY, CROSS_GROUP_FAMILY, TYPING_FAMILY),
+    handles=(
         EntityCreated,
         EntityRevised,
         RelationshipCreated,
@@ -76,25 +76,10 @@ HANDLES: frozenset[type[DomainEvent]] = frozenset(
         PointersRebound,
         RelationTypesAssigned,
         EntityTypesAssigned,
-    }
-)
-# they change no entity or edge row the projection mirrors (episodes, mentions, memory, gc)
-IGNORES: frozenset[type[DomainEvent]] = frozenset(
-    {
-        CorrectionsApplied,  # a record of which corrections ran; their changes are events
-        EpisodeAdded,
-        EpisodeDeleted,
-        ChunkExtracted,
-        SummaryEmbedded,
-        MemoryWriteAccepted,
-        MemoryWriteApplied,
-        MemoryWriteFailed,
-        MemoryAccessed,
-        ConceptsCanonized,
-        GcClockStarted,
-        GcSwept,
-        GcBumped,
-    }
+    ),
+    # they change no entity or edge row (episodes, mentions, summary vectors); which
+    # corrections ran is a record, their changes are events of their own
+    ignores=(EpisodeAdded, EpisodeDeleted, ChunkExtracted, SummaryEmbedded, CorrectionsApplied),
 )
 
 SCHEMA = (

@@ -10,8 +10,12 @@ import orjson
 
 from lcg.domain import rules
 from lcg.domain.events import (
+    CROSS_GROUP_FAMILY,
+    CURATION_FAMILY,
+    GROUP_FAMILY,
+    KNOWLEDGE_FAMILY,
+    TYPING_FAMILY,
     ChunkExtracted,
-    ConceptsCanonized,
     CorrectionsApplied,
     CrossGroupEdgeAdded,
     EntitiesMerged,
@@ -20,14 +24,7 @@ from lcg.domain.events import (
     EntityTypesAssigned,
     EpisodeAdded,
     EpisodeDeleted,
-    GcBumped,
-    GcClockStarted,
-    GcSwept,
     GroupPurged,
-    MemoryAccessed,
-    MemoryWriteAccepted,
-    MemoryWriteApplied,
-    MemoryWriteFailed,
     PointersRebound,
     RelationshipCreated,
     RelationshipInvalidated,
@@ -41,20 +38,11 @@ from lcg.projections.graph import schema
 from lcg.projections.reset import only_group
 from lcg.projections.wal.store import RecordedEvent
 
-# SummaryEmbedded: vectors only; memory events: the memory projection (ADR 0026)
+# The memory's events are the memory projections' (ADR 0026).
 TABLE = EventTable(
     "graph",
-    ignores=(
-        SummaryEmbedded,
-        MemoryWriteAccepted,
-        MemoryWriteApplied,
-        MemoryWriteFailed,
-        MemoryAccessed,
-        ConceptsCanonized,
-        GcClockStarted,
-        GcSwept,
-        GcBumped,
-    ),
+    reads=(GROUP_FAMILY, KNOWLEDGE_FAMILY, CURATION_FAMILY, CROSS_GROUP_FAMILY, TYPING_FAMILY),
+    ignores=(SummaryEmbedded,),  # the vectors' alone
 )
 Run = Sequence[tuple[Seq, E]]
 
@@ -387,12 +375,11 @@ def purge_group(conn: sqlite3.Connection, group_id: str) -> None:
 
 
 class GraphProjection:
-    """Folds every event type into the graph tables (SummaryEmbedded is declared ignored)."""
+    """Folds the knowledge graph's events into the graph tables (SummaryEmbedded is ignored)."""
 
     name = "graph"
     version = 2  # 2: cross-group edges and their pointers (ADR 0041)
-    handles = TABLE.handles
-    ignores = TABLE.ignores
+    subscription = TABLE
 
     def install(self, conn: sqlite3.Connection) -> None:
         schema.install(conn)

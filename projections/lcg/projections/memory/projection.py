@@ -17,13 +17,10 @@ from typing import Any
 import orjson
 
 from lcg.domain.events import (
-    CURATION_EVENTS,
-    ChunkExtracted,
+    CANONIZATION_FAMILY,
+    GROUP_FAMILY,
+    MEMORY_FAMILY,
     ConceptsCanonized,
-    EntityCreated,
-    EntityRevised,
-    EpisodeAdded,
-    EpisodeDeleted,
     GcBumped,
     GcClockStarted,
     GcSwept,
@@ -32,9 +29,6 @@ from lcg.domain.events import (
     MemoryWriteAccepted,
     MemoryWriteApplied,
     MemoryWriteFailed,
-    RelationshipCreated,
-    RelationshipRevised,
-    SummaryEmbedded,
 )
 from lcg.domain.ids import GroupId, Seq
 from lcg.projections.dispatch import E, EventTable
@@ -42,22 +36,12 @@ from lcg.projections.memory import concept_stats
 from lcg.projections.reset import only_group
 from lcg.projections.wal.store import RecordedEvent
 
+# The knowledge graph's events are not the memory's; a canonization cycle's statuses are the
+# canonization projection's.
 TABLE = EventTable(
     "memory",
-    ignores=(
-        EntityCreated,
-        EntityRevised,
-        RelationshipCreated,
-        RelationshipRevised,
-        EpisodeAdded,
-        EpisodeDeleted,
-        SummaryEmbedded,
-        ConceptsCanonized,  # the canonization projection's
-        GcClockStarted,
-        GcBumped,
-        ChunkExtracted,
-        *CURATION_EVENTS,  # entities and edges of the graph: not the memory's
-    ),
+    reads=(GROUP_FAMILY, MEMORY_FAMILY, CANONIZATION_FAMILY),
+    ignores=(ConceptsCanonized, GcClockStarted, GcBumped),
 )
 Run = Sequence[tuple[Seq, E]]
 TABLES = (
@@ -311,8 +295,7 @@ class MemoryProjection:
     name = "memory"
     # 2: access counts, purge keeps intents; 3: possibly superseded; 4: GC; 5: memory_concept_stats
     version = 5
-    handles = TABLE.handles
-    ignores = TABLE.ignores
+    subscription = TABLE
 
     def install(self, conn: sqlite3.Connection) -> None:
         install(conn)

@@ -13,6 +13,12 @@ from collections.abc import Sequence
 
 from lcg.domain import passages
 from lcg.domain.events import (
+    CANONIZATION_FAMILY,
+    CROSS_GROUP_FAMILY,
+    CURATION_FAMILY,
+    GROUP_FAMILY,
+    KNOWLEDGE_FAMILY,
+    MEMORY_FAMILY,
     ChunkExtracted,
     ConceptsCanonized,
     CorrectionsApplied,
@@ -20,7 +26,6 @@ from lcg.domain.events import (
     EntitiesMerged,
     EntityCreated,
     EntityRevised,
-    EntityTypesAssigned,
     EpisodeAdded,
     EpisodeDeleted,
     GcBumped,
@@ -35,7 +40,6 @@ from lcg.domain.events import (
     RelationshipCreated,
     RelationshipInvalidated,
     RelationshipRevised,
-    RelationTypesAssigned,
     SummaryEmbedded,
 )
 from lcg.domain.ids import GroupId, Seq
@@ -53,21 +57,28 @@ from lcg.projections.text.tables import (
 )
 from lcg.projections.wal.store import RecordedEvent
 
-# Summaries are indexed from entities; a memory write's concepts from its outcome.
+# Summaries are indexed from entities; a memory write's concepts from its outcome. A type
+# (the typing family) is neither embedded nor indexed as text.
 TABLE = EventTable(
     "text",
+    reads=(
+        GROUP_FAMILY,
+        KNOWLEDGE_FAMILY,
+        CURATION_FAMILY,
+        CROSS_GROUP_FAMILY,
+        MEMORY_FAMILY,
+        CANONIZATION_FAMILY,
+    ),
     ignores=(
         SummaryEmbedded,
+        ChunkExtracted,
+        CorrectionsApplied,
         MemoryWriteAccepted,
         MemoryWriteFailed,
         MemoryAccessed,
         ConceptsCanonized,
         GcClockStarted,
         GcBumped,
-        ChunkExtracted,
-        CorrectionsApplied,
-        RelationTypesAssigned,  # a type is neither embedded nor indexed as text
-        EntityTypesAssigned,
     ),
 )
 Run = Sequence[tuple[Seq, E]]
@@ -337,8 +348,7 @@ class TextProjection:
     name = "text"
     version = 5  # 2: chat passages' neighbours' words; 3: memory concepts; 4: GC collects;
     # 5: concepts carry their session neighbours' words
-    handles = TABLE.handles
-    ignores = TABLE.ignores
+    subscription = TABLE
 
     def install(self, conn: sqlite3.Connection) -> None:
         install(conn)

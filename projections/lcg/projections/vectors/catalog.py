@@ -15,6 +15,12 @@ from dataclasses import dataclass
 
 from lcg.domain import passages
 from lcg.domain.events import (
+    CANONIZATION_FAMILY,
+    CROSS_GROUP_FAMILY,
+    CURATION_FAMILY,
+    GROUP_FAMILY,
+    KNOWLEDGE_FAMILY,
+    MEMORY_FAMILY,
     ChunkExtracted,
     ConceptsCanonized,
     CorrectionsApplied,
@@ -23,7 +29,6 @@ from lcg.domain.events import (
     EntitiesMerged,
     EntityCreated,
     EntityRevised,
-    EntityTypesAssigned,
     EpisodeAdded,
     EpisodeDeleted,
     GcBumped,
@@ -38,7 +43,6 @@ from lcg.domain.events import (
     RelationshipCreated,
     RelationshipInvalidated,
     RelationshipRevised,
-    RelationTypesAssigned,
     SummaryEmbedded,
 )
 from lcg.domain.ids import GroupId, Seq
@@ -55,21 +59,28 @@ CONCEPT = "concept_embedding"  # a memory concept, framed with its call's text (
 
 # Embeddings are write-once (K-AST-017/038): a revision embeds nothing. The one thing a
 # revision does here is drop the summary vector of a summary that became blank, so that an
-# entity is no longer found by what it no longer says (issue 10, K-SEM-019).
+# entity is no longer found by what it no longer says (issue 10, K-SEM-019). A type (the
+# typing family) is neither embedded nor indexed as text.
 TABLE = EventTable(
     "vectors",
+    reads=(
+        GROUP_FAMILY,
+        KNOWLEDGE_FAMILY,
+        CURATION_FAMILY,
+        CROSS_GROUP_FAMILY,
+        MEMORY_FAMILY,
+        CANONIZATION_FAMILY,
+    ),
     ignores=(
         RelationshipRevised,
+        ChunkExtracted,
+        CorrectionsApplied,
         MemoryWriteAccepted,
         MemoryWriteFailed,
         MemoryAccessed,
         ConceptsCanonized,
         GcClockStarted,
         GcBumped,
-        ChunkExtracted,
-        CorrectionsApplied,
-        RelationTypesAssigned,  # a type is neither embedded nor indexed as text
-        EntityTypesAssigned,
     ),
 )
 Run = Sequence[tuple[Seq, E]]
@@ -252,8 +263,7 @@ class VectorCatalogProjection:
 
     name = "vectors"
     version = 3  # 2: a summary revised to blank drops its vector; 3: GC collects concepts
-    handles = TABLE.handles
-    ignores = TABLE.ignores
+    subscription = TABLE
 
     def install(self, conn: sqlite3.Connection) -> None:
         install(conn)

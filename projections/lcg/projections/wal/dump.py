@@ -22,17 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from lcg.domain.events import (
-    ConceptsCanonized,
-    GcBumped,
-    GcClockStarted,
-    GcSwept,
-    GroupPurged,
-    MemoryAccessed,
-    MemoryWriteAccepted,
-    MemoryWriteApplied,
-    MemoryWriteFailed,
-)
+from lcg.domain.events import CANONIZATION_FAMILY, MEMORY_FAMILY, GroupPurged
 from lcg.domain.ids import GroupId, Seq
 from lcg.projections.wal.store import EventLog, RecordedEvent
 
@@ -41,17 +31,7 @@ MANIFEST = "dump.json"
 FORMAT = "lcg-wal-dump"
 FORMAT_VERSION = 1
 MEMORY_EVENTS = tuple(
-    cls.wire_name
-    for cls in (
-        MemoryWriteAccepted,
-        MemoryWriteApplied,
-        MemoryWriteFailed,
-        MemoryAccessed,
-        ConceptsCanonized,
-        GcClockStarted,
-        GcSwept,
-        GcBumped,
-    )
+    cls.wire_name for family in (MEMORY_FAMILY, CANONIZATION_FAMILY) for cls in family.events
 )
 _SIDECARS = ("", "-wal", "-shm", "-journal")
 
