@@ -32,8 +32,8 @@ from lcg.interfaces import (
     cli_ontology,
     cli_recover,
     cli_recovery,
-    operations,
     serve,
+    tool_catalogue,
 )
 from lcg.interfaces.cli_common import (
     GroupOpt,
@@ -49,7 +49,6 @@ from lcg.interfaces.cli_common import (
     show,
     workspace_caller,
 )
-from lcg.interfaces.demo import run_demo
 from lcg.interfaces.private_files import PRIVATE_UMASK
 
 cli = typer.Typer(
@@ -301,9 +300,11 @@ def call(
 ) -> None:
     """Call any operation of the table with JSON parameters; prints the JSON result."""
     with errors():
-        operation = operations.BY_NAME.get(method)
+        operation = tool_catalogue.by_name().get(method)
         if operation is None:  # refused before a workspace is opened (or created)
-            raise operations.UnknownMethod(method)
+            from lcg.interfaces.operations import UnknownMethod
+
+            raise UnknownMethod(method)
         raw = json_arg("params", params)
         if not isinstance(raw, dict):
             raise InvalidParams("params", "must be a JSON object")
@@ -318,6 +319,8 @@ def demo(
     ] = Path("lcg-demo"),
 ) -> None:
     """Run the main job on the embedded default: assert, add, list, replay to a seq, status."""
+    from lcg.interfaces.demo import run_demo
+
     with errors():
         run_demo(load_settings(workspace), out)
 

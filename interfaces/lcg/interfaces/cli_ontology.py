@@ -16,7 +16,6 @@ import yaml
 from lcg.domain import ontology
 from lcg.domain.ids import DEFAULT_GROUP
 from lcg.domain.ontology import OntologyInvalid, Problem
-from lcg.interfaces import ontology_file
 from lcg.interfaces.cli_common import JsonOpt, WorkspaceOpt, complain, load_settings, print_json
 from lcg.interfaces.cli_common import out as console
 from lcg.interfaces.exit_codes import EXIT_INVALID
@@ -44,6 +43,8 @@ def _invalid(problems: tuple[Problem, ...]) -> typer.Exit:
 @app.command("show")
 def show(group: GroupArg = None, workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     """Print the ontology the group resolves to (its own file, else the workspace's)."""
+    from lcg.interfaces import ontology_file
+
     settings = load_settings(workspace)
     chosen = group or DEFAULT_GROUP
     try:
@@ -61,6 +62,8 @@ def show(group: GroupArg = None, workspace: WorkspaceOpt = None, as_json: JsonOp
 
 
 def _files(state_dir: Path, group: str | None) -> list[Path]:
+    from lcg.interfaces import ontology_file
+
     if group is not None:
         own = ontology_file.group_file(state_dir, group)
         return [own] if own.is_file() else [state_dir / ontology_file.WORKSPACE_FILE]
@@ -74,6 +77,8 @@ def _files(state_dir: Path, group: str | None) -> list[Path]:
 def check(group: GroupArg = None, workspace: WorkspaceOpt = None) -> None:
     """Validate the workspace's ontology files (or the one --group resolves to); exit 2 with
     every problem when one is invalid."""
+    from lcg.interfaces import ontology_file
+
     settings = load_settings(workspace)
     state = settings.state_dir
     problems: list[Problem] = []
