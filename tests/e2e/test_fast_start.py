@@ -1,5 +1,6 @@
-"""Fast start (issue 25, item 4): the commands that only describe lcg load none of the heavy
-libraries (the model runtime, the vector index, numpy, spaCy, sqlite_utils)."""
+"""Fast start (issue 25, item 4): the commands that only describe lcg, and a call through a
+running socket service, load none of the heavy libraries (the model runtime, the vector index,
+numpy, spaCy, sqlite_utils)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.service_process import ServiceProcess
 
 HEAVY = ("numpy", "faiss", "onnxruntime", "spacy", "sqlite_utils")
 
@@ -32,7 +35,7 @@ sys.stderr.write("AUDIT " + json.dumps({"code": code, "heavy": heavy}) + "\\n")
 
 
 def loaded_heavy_modules(tmp_path: Path, *args: str) -> tuple[str, list[str]]:
-    """Run `lcg ARGS`; its standard output and the heavy modules it imported."""
+    """Run `lcg ARGS` in `tmp_path`; its standard output and the heavy modules it imported."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
     result = subprocess.run(
         [sys.executable, "-c", AUDIT, json.dumps(args), json.dumps(HEAVY)],
@@ -67,3 +70,17 @@ def test_commands_that_describe_lcg_import_no_heavy_library(
     stdout, heavy = loaded_heavy_modules(tmp_path, *args)
     assert shows in stdout
     assert heavy == [], f"lcg {' '.join(args)} imported {heavy}"
+
+
+@pytest.mark.slow
+def test_a_call_through_a_running_socket_service_loads_no_model(tmp_path: Path) -> None:
+    service = ServiceProcess(tmp_path / "ws")
+    try:
+        assert service.wait_ready()["healthy"] is True, service.log
+        stdout, heavy = loaded_heavy_modules(
+            tmp_path, "call", "knowledge_status", "--workspace", str(tmp_path / "ws")
+        )
+    finally:
+        service.stop()
+    assert json.loads(stdout)["wal_groups"] == {}
+    assert heavy == [], f"lcg call through the socket imported {heavy}"

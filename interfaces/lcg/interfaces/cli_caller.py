@@ -151,21 +151,27 @@ def open_caller(
     """Open the workspace here, or, when another process holds it and serves its socket,
     reach it through that service (and `say` so). A holder with no socket (an MCP server
     started with --mcp-stdio) still lets a command that only `reads` read the workspace
-    directly, read-only; anything else is refused saying what works."""
-    from lcg.interfaces.app import App
-    from lcg.interfaces.workspace import Workspace
+    directly, read-only; anything else is refused saying what works.
 
-    try:
-        workspace = Workspace(settings, command=command, read_only=read_only).open()
-    except WorkspaceBusy as busy:
-        holder = busy.holder
-    else:
+    A healthy service holds the workspace's lease, so a command that would take the lease
+    asks the service first: then it never loads the workspace's code (fast start, ADR 0053).
+    A read-only command reads the files beside the service, as before."""
+    remote = None if read_only else _healthy_service(settings.socket_path)
+    if remote is None:
+        from lcg.interfaces.app import App
+        from lcg.interfaces.workspace import Workspace
+
         try:
-            yield LocalCaller(App(workspace, operator=True))
-        finally:
-            workspace.close()
-        return
-    remote = _healthy_service(settings.socket_path)
+            workspace = Workspace(settings, command=command, read_only=read_only).open()
+        except WorkspaceBusy as busy:
+            holder = busy.holder
+        else:
+            try:
+                yield LocalCaller(App(workspace, operator=True))
+            finally:
+                workspace.close()
+            return
+        remote = _healthy_service(settings.socket_path)
     if remote is not None:
         say(
             f"the workspace is held by its socket service; this command goes through "
@@ -180,6 +186,9 @@ def open_caller(
             "the workspace is held by another process that serves no socket; reading it "
             "directly, read-only (search needs the workspace open for writing)"
         )
+        from lcg.interfaces.app import App
+        from lcg.interfaces.workspace import Workspace
+
         with Workspace(settings, command=command, read_only=True) as direct:
             yield LocalCaller(App(direct, operator=True))
     else:
