@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -60,6 +59,8 @@ cli = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        from importlib import metadata
+
         sys.stdout.write(f"lcg {metadata.version('liminis-context-graph')}\n")
         raise typer.Exit
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 
 from lcg.domain import ontology
 from lcg.domain.ids import DEFAULT_GROUP
@@ -58,6 +57,8 @@ def show(group: GroupArg = None, workspace: WorkspaceOpt = None, as_json: JsonOp
     if resolved.path is None:
         _say(f"group {chosen}: no ontology (no .lcg/ontology.yaml nor a file of the group)")
         return
+    import yaml
+
     _say(yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip())
 
 
