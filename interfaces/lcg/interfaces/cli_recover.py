@@ -11,9 +11,7 @@ import typer
 
 from lcg.domain.errors import InvalidParams
 from lcg.domain.rules import RecoveryStrategy
-from lcg.interfaces.cli_caller import ServiceError, service_at
 from lcg.interfaces.cli_common import JsonOpt, WorkspaceOpt, complain, errors, load_settings, show
-from lcg.interfaces.jsonrpc import RpcError
 
 if TYPE_CHECKING:
     from lcg.interfaces.config import Settings
@@ -65,6 +63,9 @@ def recover(
 
 
 def _call(settings: Settings, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    from lcg.interfaces.cli_caller import ServiceError, service_at
+    from lcg.interfaces.jsonrpc import RpcError
+
     # healthy or degraded; a rebuild of a large workspace takes a while
     remote = service_at(settings.socket_path, healthy_only=False, timeout=600.0)
     if remote is not None:

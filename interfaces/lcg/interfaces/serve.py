@@ -14,12 +14,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import anyio
 import typer
 
 from lcg.domain.errors import InvalidParams
 from lcg.domain.ids import DEFAULT_GROUP
-from lcg.interfaces.attached import AttachedClient, AttachedUnavailable
 from lcg.interfaces.exit_codes import (
     EXIT_BUSY,
     EXIT_FAILURE,
@@ -168,6 +166,8 @@ def _refuse_foreign_workspace(settings: Settings) -> None:
 def _serve_standalone(visibility: Visibility, settings: Settings) -> None:
     """Open the workspace the socket service's way, then serve MCP (K-DBM-002/003). Stdout is
     claimed first, so nothing printed while opening (a model loading) reaches the protocol."""
+    import anyio
+
     from lcg.interfaces.backends import LocalBackend
     from lcg.interfaces.service import Service
 
@@ -187,6 +187,9 @@ def _serve_standalone(visibility: Visibility, settings: Settings) -> None:
 
 def _serve_attached(visibility: Visibility, path: Path, session: str) -> None:
     """Forward every call to the socket service; never open the workspace (K-DBM-005)."""
+    import anyio
+
+    from lcg.interfaces.attached import AttachedClient, AttachedUnavailable
     from lcg.interfaces.config import attached_call_timeout_ms
 
     client = AttachedClient(path, attached_call_timeout_ms(os.environ))
