@@ -33,6 +33,10 @@ MAX_MARK_NAME = 200  # P-135: upstream made a mark a directory name
 EpisodeSource = Literal["text", "message", "json"]
 EPISODE_SOURCES: tuple[EpisodeSource, ...] = get_args(EpisodeSource)
 
+# knowledge_recover's strategies (ADR 0038), named here so `lcg recover`'s argument is typed
+# without importing the recovery code (fast start, ADR 0053).
+RecoveryStrategy = Literal["drop_lbug_wal", "rebuild_from_workspace_wal", "restore_from_backup"]
+
 # Patterns are written once, here; the parameter models derive their constraints from them,
 # and PATTERN_RULES turns a mismatch into the rule a caller reads.
 GROUP_ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$"

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,8 +31,8 @@ from lcg.interfaces import (
     cli_recover,
     cli_recovery,
     log_setup,
-    operations,
     serve,
+    tool_catalogue,
 )
 from lcg.interfaces.cli_common import (
     GroupOpt,
@@ -49,7 +48,6 @@ from lcg.interfaces.cli_common import (
     show,
     workspace_caller,
 )
-from lcg.interfaces.demo import run_demo
 from lcg.interfaces.log_setup import LogFileOpt, LogLevelOpt
 from lcg.interfaces.private_files import PRIVATE_UMASK
 
@@ -62,6 +60,8 @@ cli = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        from importlib import metadata
+
         sys.stdout.write(f"lcg {metadata.version('liminis-context-graph')}\n")
         raise typer.Exit
 
@@ -307,9 +307,11 @@ def call(
 ) -> None:
     """Call any operation of the table with JSON parameters; prints the JSON result."""
     with errors():
-        operation = operations.BY_NAME.get(method)
+        operation = tool_catalogue.by_name().get(method)
         if operation is None:  # refused before a workspace is opened (or created)
-            raise operations.UnknownMethod(method)
+            from lcg.interfaces.operations import UnknownMethod
+
+            raise UnknownMethod(method)
         raw = json_arg("params", params)
         if not isinstance(raw, dict):
             raise InvalidParams("params", "must be a JSON object")
@@ -324,6 +326,8 @@ def demo(
     ] = Path("lcg-demo"),
 ) -> None:
     """Run the main job on the embedded default: assert, add, list, replay to a seq, status."""
+    from lcg.interfaces.demo import run_demo
+
     with errors():
         run_demo(load_settings(workspace), out)
 

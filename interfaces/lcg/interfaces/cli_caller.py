@@ -14,17 +14,21 @@ import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from lcg.interfaces import operations
-from lcg.interfaces.app import App
-from lcg.interfaces.config import Settings
 from lcg.interfaces.jsonrpc import RpcError, is_progress
-from lcg.interfaces.workspace import Workspace
-from lcg.projections.runner import Progress
 from lcg.projections.wal.lease import WorkspaceBusy
+
+if TYPE_CHECKING:
+    from lcg.interfaces.app import App
+    from lcg.interfaces.config import Settings
+    from lcg.projections.runner import Progress
+
+# Fast start (ADR 0053): the workspace and the operation table are imported where a command
+# opens the workspace in this process; a command going through the socket service never loads
+# them.
 
 PROBE_SECONDS = 5.0  # how long a health_check may take before the socket counts as dead
 CALL_SECONDS = 3600.0  # a replay of a large group streams progress well within this
@@ -47,6 +51,8 @@ class LocalCaller:
     def call(
         self, name: str, params: dict[str, Any], progress: Progress | None = None
     ) -> dict[str, Any]:
+        from lcg.interfaces import operations
+
         return operations.dispatch(self.app, name, params, progress)
 
 
@@ -145,18 +151,27 @@ def open_caller(
     """Open the workspace here, or, when another process holds it and serves its socket,
     reach it through that service (and `say` so). A holder with no socket (an MCP server
     started with --mcp-stdio) still lets a command that only `reads` read the workspace
-    directly, read-only; anything else is refused saying what works."""
-    try:
-        workspace = Workspace(settings, command=command, read_only=read_only).open()
-    except WorkspaceBusy as busy:
-        holder = busy.holder
-    else:
+    directly, read-only; anything else is refused saying what works.
+
+    A healthy service holds the workspace's lease, so a command that would take the lease
+    asks the service first: then it never loads the workspace's code (fast start, ADR 0053).
+    A read-only command reads the files beside the service, as before."""
+    remote = None if read_only else _healthy_service(settings.socket_path)
+    if remote is None:
+        from lcg.interfaces.app import App
+        from lcg.interfaces.workspace import Workspace
+
         try:
-            yield LocalCaller(App(workspace, operator=True))
-        finally:
-            workspace.close()
-        return
-    remote = _healthy_service(settings.socket_path)
+            workspace = Workspace(settings, command=command, read_only=read_only).open()
+        except WorkspaceBusy as busy:
+            holder = busy.holder
+        else:
+            try:
+                yield LocalCaller(App(workspace, operator=True))
+            finally:
+                workspace.close()
+            return
+        remote = _healthy_service(settings.socket_path)
     if remote is not None:
         say(
             f"the workspace is held by its socket service; this command goes through "
@@ -171,6 +186,9 @@ def open_caller(
             "the workspace is held by another process that serves no socket; reading it "
             "directly, read-only (search needs the workspace open for writing)"
         )
+        from lcg.interfaces.app import App
+        from lcg.interfaces.workspace import Workspace
+
         with Workspace(settings, command=command, read_only=True) as direct:
             yield LocalCaller(App(direct, operator=True))
     else:

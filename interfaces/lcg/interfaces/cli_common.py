@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
@@ -19,8 +19,6 @@ from rich.console import Console
 from rich.text import Text
 
 from lcg.domain.errors import DomainError, InvalidParams, NotFound
-from lcg.interfaces.cli_caller import Caller, ServiceError, open_caller
-from lcg.interfaces.config import Settings, session_name
 from lcg.interfaces.exit_codes import (
     EXIT_BUSY,
     EXIT_FAILURE,
@@ -29,13 +27,13 @@ from lcg.interfaces.exit_codes import (
     EXIT_REFUSED,
     EXIT_STORAGE,
 )
-from lcg.interfaces.graph_file import ForeignProjections
-from lcg.interfaces.jsonrpc import STORAGE_ERROR, UNAVAILABLE
-from lcg.interfaces.workspace import WorkspaceClosed
-from lcg.projections.damage import DamagedFile
-from lcg.projections.faults import FAULTS
-from lcg.projections.runner import ProjectionError
-from lcg.projections.wal.lease import WorkspaceBusy
+
+if TYPE_CHECKING:
+    from lcg.interfaces.cli_caller import Caller
+    from lcg.interfaces.config import Settings
+
+# Fast start (ADR 0053): what reaches the workspace (the caller, the settings, the storage's
+# errors) is imported where a command uses it, so `lcg --version` and `lcg tools` never load it.
 
 # Messages and stored names are printed as plain text, never as Rich markup, and unwrapped.
 out = Console(soft_wrap=True)
@@ -54,6 +52,8 @@ GroupOpt = Annotated[str, typer.Option("--group", "-g", help="Group id.")]
 
 
 def load_settings(workspace: Path | None, session: str | None = None) -> Settings:
+    from lcg.interfaces.config import Settings, session_name
+
     settings = Settings.load(os.environ, Path.cwd(), workspace)
     if session is None:
         return settings
@@ -75,6 +75,8 @@ def workspace_caller(
     A command that only `reads` never creates a workspace: where there is none it says so.
     `session` (the memory commands' --session) is the session a workspace opened here serves.
     """
+    from lcg.interfaces.cli_caller import open_caller
+
     say = partial(complain, "note")
     with errors(flags):
         settings = load_settings(workspace, session)
@@ -95,22 +97,40 @@ def errors(flags: dict[str, str] | None = None) -> Iterator[None]:
     names to what the user typed (num_results -> --limit), so messages name the flag."""
     try:
         yield
-    except (WorkspaceBusy, WorkspaceClosed) as error:  # closed: read-only beside a holder
+    except Exception as error:
+        fail(error, flags)
+        raise
+
+
+def fail(error: Exception, flags: dict[str, str] | None) -> None:
+    """Complain about an error lcg knows and exit with its code; return on any other.
+
+    The storage's error classes are imported here, on the way out, not by every command."""
+    from lcg.interfaces.cli_caller import ServiceError
+    from lcg.interfaces.graph_file import ForeignProjections
+    from lcg.interfaces.jsonrpc import STORAGE_ERROR, UNAVAILABLE
+    from lcg.interfaces.workspace import WorkspaceClosed
+    from lcg.projections.damage import DamagedFile
+    from lcg.projections.faults import FAULTS
+    from lcg.projections.runner import ProjectionError
+    from lcg.projections.wal.lease import WorkspaceBusy
+
+    if isinstance(error, WorkspaceBusy | WorkspaceClosed):  # closed: read-only beside a holder
         complain("error", str(error))
         raise typer.Exit(EXIT_BUSY) from None
-    except InvalidParams as error:
+    if isinstance(error, InvalidParams):
         complain("error", _as_typed(error.message, error.field, flags))
         raise typer.Exit(EXIT_INVALID) from None
-    except DomainError as error:
+    if isinstance(error, DomainError):
         complain("refused", error.message)
         raise typer.Exit(EXIT_REFUSED) from None
-    except ProjectionError as error:
+    if isinstance(error, ProjectionError):
         complain("projection error", str(error))
         raise typer.Exit(EXIT_PROJECTION) from None
-    except (*FAULTS, ForeignProjections, DamagedFile) as error:
+    if isinstance(error, (*FAULTS, ForeignProjections, DamagedFile)):
         complain("storage error", str(error))
         raise typer.Exit(EXIT_STORAGE) from None
-    except ServiceError as error:
+    if isinstance(error, ServiceError):
         kind, code = SERVICE_ERRORS.get(error.kind, ("error", EXIT_FAILURE))
         if error.error.code == STORAGE_ERROR:
             kind, code = "storage error", EXIT_STORAGE

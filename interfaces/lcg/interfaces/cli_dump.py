@@ -4,15 +4,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
 
 from lcg.domain.errors import NotFound
-from lcg.interfaces import operations
-from lcg.interfaces import restore as restoring
-from lcg.interfaces.app import App
 from lcg.interfaces.cli_common import (
     JsonOpt,
     WorkspaceOpt,
@@ -24,7 +21,9 @@ from lcg.interfaces.cli_common import (
     workspace_caller,
 )
 from lcg.interfaces.cli_recovery import progress_bar
-from lcg.interfaces.workspace import Workspace, utc_now
+
+if TYPE_CHECKING:
+    from lcg.interfaces.workspace import Workspace
 
 
 def dump(
@@ -89,6 +88,9 @@ def restore(
     The dump's WAL becomes the workspace's and every projection is rebuilt from it. A
     workspace that already holds anything is refused unless --force.
     """
+    from lcg.interfaces import restore as restoring
+    from lcg.interfaces.workspace import Workspace, utc_now
+
     settings = load_settings(workspace)
     with errors():
         restored = restoring.restore(path.absolute(), settings, force=force, now=utc_now())
@@ -120,6 +122,9 @@ def restore(
 
 
 def _counts(ws: Workspace) -> dict[str, int]:
+    from lcg.interfaces import operations
+    from lcg.interfaces.app import App
+
     status = operations.dispatch(App(ws), "knowledge_status", {})
     return {key: status[key] for key in ("entity_count", "relationship_count", "episode_count")}
 

@@ -15,7 +15,6 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from lcg.domain.errors import InvalidParams
-from lcg.domain.extraction import chunks
 from lcg.interfaces.cli_common import (
     GroupOpt,
     JsonOpt,
@@ -55,6 +54,8 @@ def ingest(
     """Extract entities and facts from files into a group (knowledge_process_chunk per chunk
     of paragraphs); dropped edges are counted in the summary. Ingesting a file again adds its
     chunks again: --replace deletes its earlier episodes first."""
+    from lcg.domain.extraction import chunks
+
     with errors():
         texts = {path: _read(path) for path in files}
     plan = {

@@ -5,16 +5,15 @@ from __future__ import annotations
 import dataclasses
 import json
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Column, Table
 from rich.text import Text
 
 from lcg.domain.errors import NotFound
-from lcg.domain.events import DomainEvent, EventCodec
 from lcg.domain.ids import GroupId
-from lcg.interfaces import operations, schema_text
+from lcg.interfaces import schema_text, tool_catalogue
 from lcg.interfaces.cli_common import (
     JsonOpt,
     WorkspaceOpt,
@@ -24,7 +23,9 @@ from lcg.interfaces.cli_common import (
     print_json,
     unknown_group,
 )
-from lcg.projections.wal.store import EventLog
+
+if TYPE_CHECKING:
+    from lcg.domain.events import DomainEvent
 
 UUID_FIELD_WIDTH = len("entity_uuid=") + 36
 
@@ -38,6 +39,9 @@ def log_(
 ) -> None:
     """A group's events with their seq, type, time and a one-line summary: what to pick
     `lcg replay --to-seq` from. Reads the WAL only (works beside a running service)."""
+    from lcg.domain.events import EventCodec
+    from lcg.projections.wal.store import EventLog
+
     settings = load_settings(workspace)
     with errors():
         if not settings.wal_path.exists():
@@ -121,9 +125,11 @@ def tools() -> None:
     table = Table(
         Column("tool", no_wrap=True), Column("scope", no_wrap=True), Column("what it does")
     )
-    for operation in operations.OPERATIONS:
+    for operation in tool_catalogue.tools():
+        if not operation.advertised:
+            continue
         first = operation.description.split(". ")[0].rstrip(".") + "."
-        table.add_row(Text(operation.name), operation.scope.value, Text(first))
+        table.add_row(Text(operation.name), operation.scope, Text(first))
     out.print(table)
 
 
@@ -133,14 +139,14 @@ def describe(
 ) -> None:
     """A tool's description and parameters (type, default, bounds), from its schema."""
     with errors():
-        operation = operations.BY_NAME.get(name)
+        operation = tool_catalogue.by_name().get(name)
         if operation is None:
-            raise operations.UnknownMethod(name)
-    schema = operation.input_schema()
+            raise _unknown_method(name)
+    schema = operation.input_schema
     if as_json:
         print_json({"name": name, "description": operation.description, "inputSchema": schema})
         return
-    out.print(Text(f"{name}  (scope: {operation.scope.value})"))
+    out.print(Text(f"{name}  (scope: {operation.scope})"))
     out.print(Text(operation.description))
     table = Table("parameter", "type", "required", "default", "rules")
     required = set(schema.get("required", []))
@@ -154,6 +160,14 @@ def describe(
         )
     out.print(table)
     out.print(Text(f"lcg call {name} '{{...}}'  (JSON object of these parameters)"))
+
+
+def _unknown_method(name: str) -> Exception:
+    """The table's refusal of a name it lacks (with its suggestions): only this error path
+    imports the table."""
+    from lcg.interfaces.operations import UnknownMethod
+
+    return UnknownMethod(name)
 
 
 def _rules_of(spec: dict[str, Any]) -> str:

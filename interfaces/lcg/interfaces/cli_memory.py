@@ -9,13 +9,15 @@ with its write still pending would leave it to the next process; `--wait-ms 0` o
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from lcg.interfaces.cli_caller import Caller
 from lcg.interfaces.cli_common import JsonOpt, WorkspaceOpt, print_json, workspace_caller
 from lcg.interfaces.cli_common import out as console
+
+if TYPE_CHECKING:
+    from lcg.interfaces.cli_caller import Caller
 
 DEFAULT_AGENT = "lcg-cli"
 AgentOpt = Annotated[

@@ -11,12 +11,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 
 from lcg.domain import ontology
 from lcg.domain.ids import DEFAULT_GROUP
 from lcg.domain.ontology import OntologyInvalid, Problem
-from lcg.interfaces import ontology_file
 from lcg.interfaces.cli_common import JsonOpt, WorkspaceOpt, complain, load_settings, print_json
 from lcg.interfaces.cli_common import out as console
 from lcg.interfaces.exit_codes import EXIT_INVALID
@@ -44,6 +42,8 @@ def _invalid(problems: tuple[Problem, ...]) -> typer.Exit:
 @app.command("show")
 def show(group: GroupArg = None, workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     """Print the ontology the group resolves to (its own file, else the workspace's)."""
+    from lcg.interfaces import ontology_file
+
     settings = load_settings(workspace)
     chosen = group or DEFAULT_GROUP
     try:
@@ -57,10 +57,14 @@ def show(group: GroupArg = None, workspace: WorkspaceOpt = None, as_json: JsonOp
     if resolved.path is None:
         _say(f"group {chosen}: no ontology (no .lcg/ontology.yaml nor a file of the group)")
         return
+    import yaml
+
     _say(yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip())
 
 
 def _files(state_dir: Path, group: str | None) -> list[Path]:
+    from lcg.interfaces import ontology_file
+
     if group is not None:
         own = ontology_file.group_file(state_dir, group)
         return [own] if own.is_file() else [state_dir / ontology_file.WORKSPACE_FILE]
@@ -74,6 +78,8 @@ def _files(state_dir: Path, group: str | None) -> list[Path]:
 def check(group: GroupArg = None, workspace: WorkspaceOpt = None) -> None:
     """Validate the workspace's ontology files (or the one --group resolves to); exit 2 with
     every problem when one is invalid."""
+    from lcg.interfaces import ontology_file
+
     settings = load_settings(workspace)
     state = settings.state_dir
     problems: list[Problem] = []

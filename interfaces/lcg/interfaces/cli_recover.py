@@ -5,22 +5,21 @@ workspace that does not open: that is when it is needed)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from lcg.domain.errors import InvalidParams
-from lcg.interfaces.cli_caller import ServiceError, service_at
+from lcg.domain.rules import RecoveryStrategy
 from lcg.interfaces.cli_common import JsonOpt, WorkspaceOpt, complain, errors, load_settings, show
-from lcg.interfaces.config import Settings
-from lcg.interfaces.jsonrpc import RpcError
-from lcg.interfaces.recovery import StrategyName
-from lcg.interfaces.service import Service
+
+if TYPE_CHECKING:
+    from lcg.interfaces.config import Settings
 
 
 def recover(
     strategy: Annotated[
-        StrategyName | None,
+        RecoveryStrategy | None,
         typer.Argument(
             help="drop_lbug_wal | rebuild_from_workspace_wal | restore_from_backup (or --full)."
         ),
@@ -64,6 +63,9 @@ def recover(
 
 
 def _call(settings: Settings, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    from lcg.interfaces.cli_caller import ServiceError, service_at
+    from lcg.interfaces.jsonrpc import RpcError
+
     # healthy or degraded; a rebuild of a large workspace takes a while
     remote = service_at(settings.socket_path, healthy_only=False, timeout=600.0)
     if remote is not None:
@@ -72,6 +74,8 @@ def _call(settings: Settings, method: str, params: dict[str, Any]) -> dict[str, 
             return remote.call(method, params)
         finally:
             remote.close()
+    from lcg.interfaces.service import Service
+
     service = Service(settings, command=f"lcg recover ({method})")
     service.start()  # healthy or degraded: recovery answers in both
     try:

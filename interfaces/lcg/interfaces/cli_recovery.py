@@ -5,14 +5,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 
-from lcg.interfaces.cli_caller import Caller
 from lcg.interfaces.cli_common import (
     JsonOpt,
     WorkspaceOpt,
@@ -27,6 +26,9 @@ from lcg.interfaces.cli_common import (
     workspace_caller,
 )
 from lcg.interfaces.exit_codes import EXIT_REFUSED
+
+if TYPE_CHECKING:
+    from lcg.interfaces.cli_caller import Caller
 
 
 def status(

@@ -6,15 +6,17 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from lcg.domain import rules
 from lcg.domain.errors import InvalidParams
 from lcg.domain.ids import DEFAULT_GROUP
 from lcg.interfaces.settings_file import Tuning, load_tuning
 from lcg.projections.extraction import llama_cpp
-from lcg.projections.wal.store import Durability
-from lcg.queries.fusion import Fusion
+
+if TYPE_CHECKING:  # fast start (ADR 0053): the settings load without the WAL store
+    from lcg.projections.wal.store import Durability
+    from lcg.queries.fusion import Fusion
 
 Bm25Engine = Literal["memory", "fts5"]
 VectorFollow = Literal["async", "sync"]

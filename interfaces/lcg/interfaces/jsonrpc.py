@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from lcg.domain.errors import Conflict, DomainError, ExtractorFailed, InvalidParams, NotFound
-from lcg.interfaces.graph_file import ForeignProjections
-from lcg.interfaces.operations import UnknownMethod
 from lcg.interfaces.request_lines import MAX_REQUEST_BYTES, RequestId
-from lcg.interfaces.workspace import WorkspaceClosed
 from lcg.projections.damage import DamagedFile
 from lcg.projections.faults import (
     CorruptEvent,
@@ -24,8 +21,14 @@ from lcg.projections.faults import (
     LogBehindProjections,
     StorageFailure,
 )
-from lcg.projections.runner import ProjectionError
 from lcg.projections.wal.lease import WorkspaceBusy
+
+if TYPE_CHECKING:
+    from lcg.interfaces.workspace import WorkspaceClosed
+
+# Fast start (ADR 0053): a client of the socket (`lcg call` beside `lcg serve`) needs the
+# frames, not the failures of the workspace and the table, which import every layer; those are
+# imported where a failure is turned into an error.
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -98,6 +101,10 @@ def unavailable(reason: str, *, recovery: bool = True) -> RpcError:
 
 def error_from_exception(error: BaseException) -> RpcError:
     """The JSON-RPC error of a failed call; the message names the field and the rule."""
+    from lcg.interfaces.operations import UnknownMethod  # noqa: PLC0415 (ADR 0053)
+    from lcg.interfaces.workspace import WorkspaceClosed  # noqa: PLC0415 (ADR 0053)
+    from lcg.projections.runner import ProjectionError  # noqa: PLC0415 (ADR 0053)
+
     known = error if isinstance(error, RpcError) else _storage_error(error)
     if known is not None:
         return known
@@ -133,6 +140,8 @@ def _not_open(error: WorkspaceBusy | WorkspaceClosed | DamagedFile) -> RpcError:
 
 def _storage_error(error: BaseException) -> RpcError | None:
     """A file that cannot be used, with what names it: file, group, seq."""
+    from lcg.interfaces.graph_file import ForeignProjections  # noqa: PLC0415 (ADR 0053)
+
     data: JsonObject
     if isinstance(error, StorageFailure):
         data = {"kind": "storage_failure", "file": str(error.path), "reason": error.reason}

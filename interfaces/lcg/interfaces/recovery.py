@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal, NotRequired, TypedDict, TypeVar
+from typing import NotRequired, TypedDict, TypeVar
 
+from lcg.domain import rules
 from lcg.domain.errors import Conflict, NotFound
 from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
@@ -51,7 +52,7 @@ log = logging.getLogger(__name__)
 RECOVERED = "recovered"  # a replaced file is renamed <name>.recovered-<UTC time>
 
 
-StrategyName = Literal["drop_lbug_wal", "rebuild_from_workspace_wal", "restore_from_backup"]
+StrategyName = rules.RecoveryStrategy
 
 
 class Strategy(StrEnum):

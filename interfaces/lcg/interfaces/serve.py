@@ -15,14 +15,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import anyio
 import typer
 
 from lcg.domain.errors import InvalidParams
 from lcg.domain.ids import DEFAULT_GROUP
-from lcg.interfaces.attached import AttachedClient, AttachedUnavailable
-from lcg.interfaces.backends import Backend, LocalBackend
-from lcg.interfaces.config import Settings, attached_call_timeout_ms, session_name
 from lcg.interfaces.exit_codes import (
     EXIT_BUSY,
     EXIT_FAILURE,
@@ -30,15 +26,18 @@ from lcg.interfaces.exit_codes import (
     EXIT_STORAGE,
     EXIT_UNREACHABLE,
 )
-from lcg.interfaces.legacy import migrate_legacy_state_dir
-from lcg.interfaces.scopes import ScopeError, Visibility, parse_scopes
-from lcg.interfaces.service import Service
-from lcg.interfaces.socket_server import SocketInUse, serve_socket
 from lcg.interfaces.stdio_pipe import claimed_stdio
 from lcg.projections.own_files import ForeignFile, refuse_foreign_tree
 
 if TYPE_CHECKING:
+    from lcg.interfaces.backends import Backend
+    from lcg.interfaces.config import Settings
     from lcg.interfaces.mcp_server import LcgMcpServer
+    from lcg.interfaces.scopes import Visibility
+
+# Fast start (ADR 0053): the service, the operation table, the MCP SDK and the settings are
+# imported where `serve` uses them, so the other commands (which register `serve`) never load
+# them.
 
 # The flags that select `serve`, so that `liminis-context-graph --mcp-stdio ...` works as in
 # the seed's example client configs (K-EXC-001, K-EXC-004).
@@ -108,6 +107,8 @@ def serve(
 
     Socket clients should wait for a `health_check` answering healthy before real work.
     """
+    from lcg.interfaces.config import session_name
+
     try:
         if mcp_stdio and connect is not None:
             visibility = _visibility(scope, attached=True, allow_close=allow_remote_close)
@@ -134,6 +135,10 @@ def _refuse_mcp_only_flags(connect: Path | None, allow_remote_close: bool) -> No
 
 
 def _serve_socket(settings: Settings, path: Path) -> None:
+    from lcg.interfaces.legacy import migrate_legacy_state_dir
+    from lcg.interfaces.service import Service
+    from lcg.interfaces.socket_server import SocketInUse, serve_socket
+
     try:
         migrate_legacy_state_dir(settings.workspace)  # before the socket is bound: K-RDY-001
     except OSError as error:
@@ -161,6 +166,11 @@ def _refuse_foreign_workspace(settings: Settings) -> None:
 def _serve_standalone(visibility: Visibility, settings: Settings) -> None:
     """Open the workspace the socket service's way, then serve MCP (K-DBM-002/003). Stdout is
     claimed first, so nothing printed while opening (a model loading) reaches the protocol."""
+    import anyio
+
+    from lcg.interfaces.backends import LocalBackend
+    from lcg.interfaces.service import Service
+
     _refuse_foreign_workspace(settings)
     with claimed_stdio() as (wire_in, wire_out):
         service = Service(settings, command="lcg serve --mcp-stdio")
@@ -180,6 +190,11 @@ def _serve_standalone(visibility: Visibility, settings: Settings) -> None:
 
 def _serve_attached(visibility: Visibility, path: Path, session: str) -> None:
     """Forward every call to the socket service; never open the workspace (K-DBM-005)."""
+    import anyio
+
+    from lcg.interfaces.attached import AttachedClient, AttachedUnavailable
+    from lcg.interfaces.config import attached_call_timeout_ms
+
     client = AttachedClient(path, attached_call_timeout_ms(os.environ))
 
     async def main(wire_in: int, wire_out: int) -> None:
@@ -201,12 +216,14 @@ def _serve_attached(visibility: Visibility, path: Path, session: str) -> None:
 def _mcp_server(
     backend: Backend, visibility: Visibility, *, exit_on_close: bool, session: str
 ) -> LcgMcpServer:
-    from lcg.interfaces.mcp_server import LcgMcpServer  # noqa: PLC0415 (a 0.6 s import)
+    from lcg.interfaces.mcp_server import LcgMcpServer
 
     return LcgMcpServer(backend, visibility, exit_on_close=exit_on_close, session=session)
 
 
 def _visibility(scope: str, *, attached: bool, allow_close: bool) -> Visibility:
+    from lcg.interfaces.scopes import ScopeError, Visibility, parse_scopes
+
     try:
         scopes = parse_scopes(scope)
     except ScopeError as error:
@@ -215,6 +232,8 @@ def _visibility(scope: str, *, attached: bool, allow_close: bool) -> Visibility:
 
 
 def _settings(workspace: Path | None, session: str | None = None) -> Settings:
+    from lcg.interfaces.config import Settings, session_name
+
     settings = Settings.load(os.environ, Path.cwd(), workspace)
     if session is None:
         return settings

@@ -16,11 +16,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from lcg.domain.errors import DomainError, InvalidParams
-from lcg.domain.memory.canonization import Knobs, Policy, parse_policy
-from lcg.domain.memory.gc import GcKnobs
+
+if TYPE_CHECKING:
+    from lcg.domain.memory.canonization import Knobs, Policy
+    from lcg.domain.memory.gc import GcKnobs
+
+# Fast start (ADR 0053): the memory policy's modules are imported where a knob is read, so
+# a command that only reads its settings (a CLI call through the socket) never loads them.
 
 SETTINGS_FILE: Final = "lcg.toml"
 TOP: Final = ""  # the section of top-level keys
@@ -174,6 +179,8 @@ class Tuning:
 
     @property
     def policy(self) -> Policy:
+        from lcg.domain.memory.canonization import parse_policy  # noqa: PLC0415 (ADR 0053)
+
         return parse_policy(str(self.get(TOP, "promotion_policy")))
 
     @property
@@ -206,6 +213,8 @@ class Tuning:
         return self._secs("daemon", "tick_interval_secs")
 
     def knobs(self) -> Knobs:
+        from lcg.domain.memory.canonization import Knobs  # noqa: PLC0415 (ADR 0053)
+
         return Knobs(
             promotion_policy=self.policy,
             min_peer_count=self._int("canonization", "min_peer_count"),
@@ -218,6 +227,8 @@ class Tuning:
         )
 
     def gc_knobs(self) -> GcKnobs:
+        from lcg.domain.memory.gc import GcKnobs  # noqa: PLC0415 (ADR 0053)
+
         return GcKnobs(
             gc_interval=self._int("daemon", "gc_interval"),
             gc_max_interval=self._secs("daemon", "gc_max_interval_secs"),
@@ -343,6 +354,8 @@ def _checked(key: Key, value: object, where: str) -> object:
 
 def _choice(key: Key, value: str, where: str) -> str:
     if key.name == "promotion_policy":
+        from lcg.domain.memory.canonization import parse_policy  # noqa: PLC0415 (ADR 0053)
+
         try:
             return parse_policy(value).value
         except DomainError:

@@ -1,0 +1,86 @@
+"""Fast start (issue 25, item 4): the commands that only describe lcg, and a call through a
+running socket service, load none of the heavy libraries (the model runtime, the vector index,
+numpy, spaCy, sqlite_utils)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.service_process import ServiceProcess
+
+HEAVY = ("numpy", "faiss", "onnxruntime", "spacy", "sqlite_utils")
+
+# Runs the `lcg` command in a fresh interpreter, as the console script does, and prints the
+# heavy modules loaded by the end of it. SystemExit is how typer ends every command.
+AUDIT = """
+import json, sys
+from lcg.interfaces.cli import main
+args, watched = json.loads(sys.argv[1]), set(json.loads(sys.argv[2]))
+sys.argv = ["lcg", *args]
+try:
+    main()
+except SystemExit as exit:
+    code = exit.code
+else:
+    code = 0
+heavy = sorted({name.split(".")[0] for name in sys.modules} & watched)
+sys.stderr.write("AUDIT " + json.dumps({"code": code, "heavy": heavy}) + "\\n")
+"""
+
+
+def loaded_heavy_modules(tmp_path: Path, *args: str) -> tuple[str, list[str]]:
+    """Run `lcg ARGS` in `tmp_path`; its standard output and the heavy modules it imported."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+    result = subprocess.run(
+        [sys.executable, "-c", AUDIT, json.dumps(args), json.dumps(HEAVY)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=tmp_path,
+        timeout=60.0,
+        check=False,
+    )
+    audit = [line for line in result.stderr.splitlines() if line.startswith("AUDIT ")]
+    assert audit, result.stderr
+    report = json.loads(audit[-1].removeprefix("AUDIT "))
+    assert report["code"] in (0, None), result.stderr
+    return result.stdout, report["heavy"]
+
+
+@pytest.mark.parametrize(
+    ("args", "shows"),
+    [
+        (("--version",), "lcg "),
+        (("--help",), "Usage"),
+        (("tools",), "knowledge_status"),
+        (("describe", "knowledge_status"), "scope: read"),
+        (("describe", "lambo_derive", "--json"), '"inputSchema"'),
+    ],
+)
+def test_commands_that_describe_lcg_import_no_heavy_library(
+    tmp_path: Path, args: tuple[str, ...], shows: str
+) -> None:
+    stdout, heavy = loaded_heavy_modules(tmp_path, *args)
+    assert shows in stdout
+    assert heavy == [], f"lcg {' '.join(args)} imported {heavy}"
+
+
+@pytest.mark.slow
+def test_a_call_through_a_running_socket_service_loads_no_model(tmp_path: Path) -> None:
+    service = ServiceProcess(tmp_path / "ws")
+    try:
+        assert service.wait_ready()["healthy"] is True, service.log
+        stdout, heavy = loaded_heavy_modules(
+            tmp_path, "call", "knowledge_status", "--workspace", str(tmp_path / "ws")
+        )
+    finally:
+        service.stop()
+    assert json.loads(stdout)["wal_groups"] == {}
+    assert heavy == [], f"lcg call through the socket imported {heavy}"
