@@ -365,6 +365,10 @@ class VectorIndex:
         known: Mapping[str, np.ndarray] | None = None,
     ) -> None:
         """Add the rows' vectors: from `known` (embedded ahead) or through the cache."""
+        if known is None and len(rows) > _EMBED_CHUNK:
+            # a whole group (a rebuild, an open): what the cache holds in one pass in key
+            # order; the model then runs chunk by chunk on the rest only
+            known = self.cache.cached([row[3] for row in rows])
         for start in range(0, len(rows), _EMBED_CHUNK):
             chunk = rows[start : start + _EMBED_CHUNK]
             texts = [row[3] for row in chunk]
