@@ -15,12 +15,7 @@ same run, the baseline the issue names: search p95 with one client and no writer
 from __future__ import annotations
 
 import argparse
-import itertools
-import os
 import random
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -28,9 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
+from bench.socket_service import Client, start_service
 
-LCG = Path(sys.executable).parent / "lcg"
 WORDS = [
     "release",
     "build",
@@ -58,56 +52,8 @@ WORDS = [
 ]
 
 
-class Client:
-    """One JSON-RPC connection to the socket service."""
-
-    def __init__(self, path: Path) -> None:
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(str(path))
-        self.lines = self.sock.makefile("rwb")
-        self.ids = itertools.count(1)
-
-    def call(self, method: str, params: dict[str, Any]) -> Any:
-        frame = {"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params}
-        self.lines.write(orjson.dumps(frame) + b"\n")
-        self.lines.flush()
-        answer = orjson.loads(self.lines.readline())
-        if "error" in answer:
-            raise RuntimeError(f"{method}: {answer['error']}")
-        return answer["result"]
-
-    def close(self) -> None:
-        self.lines.close()
-        self.sock.close()
-
-
 def body(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(40)) + f" #{rng.getrandbits(64):x}"
-
-
-def start_service(workspace: Path) -> subprocess.Popen[bytes]:
-    env = dict(os.environ)  # LCG_* settings pass through (e.g. LCG_VECTOR_FOLLOW=sync)
-    proc = subprocess.Popen(
-        [str(LCG), "serve", "--workspace", str(workspace)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
-    sock = workspace / ".lcg" / "service.sock"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            client = Client(sock)
-        except (FileNotFoundError, ConnectionRefusedError):
-            time.sleep(0.05)
-            continue
-        state = client.call("health_check", {})["state"]
-        client.close()
-        if state == "healthy":
-            return proc
-        raise RuntimeError(f"service is {state}")
-    raise RuntimeError("service did not come up")
 
 
 def worker(path: Path, seed: int, ops: int, search_every: int, out: dict[str, list[float]]) -> None:

@@ -28,7 +28,8 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
-from bench.bench_load import Client, body, start_service
+from bench.bench_load import body
+from bench.socket_service import Client, start_service
 
 AGENT = "bench-agent"
 DRAIN_S = 60.0

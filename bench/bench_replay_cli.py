@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import itertools
 import os
 import platform
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -42,6 +40,7 @@ from typing import Any
 import orjson
 
 from bench import replay_raw
+from bench.socket_service import Client, start_service
 from lcg.interfaces.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,49 +103,12 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-class Client:
-    """One JSON-RPC connection to the socket service."""
-
-    def __init__(self, path: Path) -> None:
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(str(path))
-        self.lines = self.sock.makefile("rwb")
-        self.ids = itertools.count(1)
-
-    def call(self, method: str, params: dict[str, Any]) -> Any:
-        frame = {"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params}
-        self.lines.write(orjson.dumps(frame) + b"\n")
-        self.lines.flush()
-        answer = orjson.loads(self.lines.readline())
-        if "error" in answer:
-            raise RuntimeError(f"{method}: {answer['error']}")
-        return answer["result"]
-
-    def close(self) -> None:
-        self.lines.close()
-        self.sock.close()
-
-
 def fill(workspace: Path, events: int, side: Side) -> None:
     """`events` writes through `lcg serve`: an episode, an entity, a relationship to the
     previous entity (the first entity's partner is a lone entity), in turn."""
-    proc = subprocess.Popen(
-        [sys.executable, str(LCG), "serve", "--workspace", str(workspace)],
-        env=side.env(),
-        stdin=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_service(workspace, side.env(), (sys.executable, str(LCG)))
     try:
-        path = Settings(workspace).socket_path
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                client = Client(path)
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("lcg serve did not start") from None
-                time.sleep(0.05)
+        client = Client(Settings(workspace).socket_path)
         writes = [
             ("knowledge_add_episode", _episode),
             ("knowledge_assert_entity", _entity),

@@ -32,7 +32,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.bench_load import Client
+from bench import socket_service
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("domain", "commands", "queries", "projections", "interfaces", "fixtures")
@@ -97,28 +97,7 @@ def median_of(argv: list[str], env: dict[str, str], cwd: Path, runs: int) -> tup
 
 def start_service(workspace: Path) -> subprocess.Popen[bytes]:
     """`lcg serve` (this checkout's) on `workspace`, once it answers healthy."""
-    proc = subprocess.Popen(
-        [str(LCG), "serve", "--workspace", str(workspace)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=environment(ROOT),
-    )
-    sock = workspace / ".lcg" / "service.sock"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            client = Client(sock)
-        except (FileNotFoundError, ConnectionRefusedError):
-            time.sleep(0.05)
-            continue
-        state = client.call("health_check", {})["state"]
-        client.close()
-        if state == "healthy":
-            return proc
-        raise RuntimeError(f"service is {state}")
-    proc.terminate()
-    raise RuntimeError("service did not come up")
+    return socket_service.start_service(workspace, environment(ROOT))
 
 
 # The floor typer sets: an app of one command with no parameter, run (typer's invocation

@@ -20,8 +20,9 @@ import numpy as np
 from mcp import Client as McpClient
 from mcp import StdioServerParameters
 
-from bench.bench_load import LCG, WORDS, start_service
-from bench.bench_load import Client as SocketClient
+from bench.bench_load import WORDS
+from bench.socket_service import LCG, start_service
+from bench.socket_service import Client as SocketClient
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
