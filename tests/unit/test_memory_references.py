@@ -11,6 +11,8 @@ import pytest
 from lcg.domain.errors import DomainError
 from lcg.domain.memory.identity import canonical_key
 from lcg.domain.memory.references import (
+    ACTION_CYCLE,
+    HIERARCHY_CYCLE,
     NodeView,
     ReferenceRefused,
     Resolved,
@@ -191,8 +193,9 @@ def test_resolved_round_trips_through_json() -> None:
     resolved = Resolved("aaaaaaaa", CACHE, "short_id")
     assert resolved.to_json() == {"ref": "aaaaaaaa", "node": CACHE, "by": "short_id"}
     assert Resolved.from_json(resolved.to_json()) == resolved
-    text = Resolved("idea", None, "text")
-    assert Resolved.from_json(text.to_json()) == text
+    for by in ("id", "content", "text"):
+        data: dict[str, str | None] = {"ref": "idea", "node": None, "by": by}
+        assert Resolved.from_json(data).to_json() == data
 
 
 def test_still_names_accepts_text_and_a_present_concept() -> None:
@@ -215,3 +218,14 @@ def test_still_names_reports_a_short_id_that_now_matches_several_concepts() -> N
         "several concepts)"
     )
     assert still_names(Resolved(CACHE, CACHE, "id"), session(CACHE_NODE, twin)) is None
+
+
+def test_cycle_refusals_carry_seed_001s_wording() -> None:
+    assert HIERARCHY_CYCLE == (
+        "store error: parent_of would close a Hierarchical cycle (the hierarchy must stay "
+        "acyclic); nothing was written"
+    )
+    assert ACTION_CYCLE == (
+        "store error: record_action would close a Causal or Dependency cycle (produces, "
+        "modifies and depends_on must stay acyclic); nothing was written"
+    )
