@@ -13,7 +13,7 @@ from lcg.domain.events import EventCodec
 from lcg.interfaces.config import Settings
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.hashing import HashingEmbedder
-from lcg.projections.own_files import ForeignFile
+from lcg.projections.own_files import ForeignFile, open_own
 from lcg.projections.wal.lease import WriterLease
 from lcg.projections.wal.store import EventLog
 from tests.conftest import SteppingClock, make_workspace
@@ -79,3 +79,19 @@ def test_a_link_inside_the_vectors_directory_refuses_the_open(tmp_path: Path) ->
     with pytest.raises(ForeignFile) as refused:
         make_workspace(settings, HashingEmbedder()).open()
     assert str(planted) in str(refused.value)
+
+
+@needs_root
+def test_a_file_opened_to_be_rewritten_is_checked_before_it_is_emptied(tmp_path: Path) -> None:
+    """An index file's temporary, planted by another user after the open's check: refused
+    with its contents intact (O_TRUNC waits for the owner check)."""
+    planted = tmp_path / "index.tmp"
+    planted.write_text(PRECIOUS)
+    os.chown(planted, NOBODY, NOBODY)
+    with pytest.raises(ForeignFile, match=f"belongs to uid {NOBODY}"):
+        open_own(planted, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "write")
+    assert planted.read_text() == PRECIOUS
+    mine = tmp_path / "mine.tmp"
+    mine.write_text("old contents")
+    os.close(open_own(mine, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "write"))
+    assert mine.read_text() == ""

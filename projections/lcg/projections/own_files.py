@@ -61,15 +61,19 @@ def refuse_foreign_tree(state_dir: Path, action: str = "open the workspace file"
 
 def open_own(path: Path, flags: int, action: str, mode: int = 0o600) -> int:
     """os.open with O_NOFOLLOW (a link is refused, its target untouched) and O_CLOEXEC; a
-    file of another user is closed again and refused before anything reads or writes it."""
+    file of another user is closed again and refused before anything reads or writes it.
+    O_TRUNC is applied only after that check, so another user's file is never emptied."""
+    truncate = bool(flags & os.O_TRUNC)
     try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        fd = os.open(path, (flags & ~os.O_TRUNC) | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     except OSError:
         if path.is_symlink():  # ELOOP, or EEXIST with O_CREAT|O_EXCL
             raise ForeignFile(path, action, _link(path)) from None
         raise  # the disk's own answer (read-only, full) is the caller's to name
     try:
         _check(path, os.fstat(fd), action, directory=False)
+        if truncate:
+            os.ftruncate(fd, 0)
     except BaseException:
         os.close(fd)
         raise
