@@ -135,6 +135,7 @@ def test_add_refuses_a_uuid_endpoint_outside_the_edges_group() -> None:
             no_active_edge,
         )
     assert error.value.field == "source.uuid"
+    assert error.value.rule == "a uuid endpoint must be an entity of group_id"
     with pytest.raises(NotFound):
         decide_add_cross_group_edge(
             command(UuidEndpoint(EntityUuid("x")), UuidEndpoint(EntityUuid("x"))),
@@ -166,6 +167,9 @@ def test_k_xg_024_025_add_refuses_ends_bound_now_that_a_rebind_would_invalidate(
             lambda s, p, t: older.get((s, p, t)),
         )
     assert (duplicate.value.field, "older" in str(duplicate.value)) == ("target", True)
+    assert duplicate.value.rule == (
+        "must not repeat an active edge of group_id (same source, name and target)"
+    )
     unbound = bind(PEOPLE, "ada", [], 3)  # an end not bound yet is the rebind's to judge
     event, _ = decide_add_cross_group_edge(
         to_ada, EndpointLookup(entity=paper), EndpointLookup(pointer=unbound), no_active_edge
@@ -247,3 +251,4 @@ def test_purge_unbinds_every_pointer_naming_the_group_that_is_not_unbound() -> N
     assert impacts == {"hub": 1, "other": 1}
     assert [g for g, _ in events] == ["hub", "other"]
     assert events[0][1].bindings[0]["binding_state"] == "unbound"
+    assert [e.bindings[0]["side"] for _, e in events] == ["dst", "src"]

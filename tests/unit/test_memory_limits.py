@@ -151,3 +151,14 @@ def test_an_int_range_describes_itself_in_the_seeds_form() -> None:
     assert bounds.describe("top_k") == "top_k must be in 1..=100"
     assert bounds.contains(1)
     assert not bounds.contains(101)
+
+
+def test_adr_0052_wait_ms_and_offset_take_any_signed_32_bit_count() -> None:
+    """The two arguments the seed gives no upper bound accept what a JSON client's signed
+    32-bit integer holds, and no more (wait_ms then clamps to its 34 s wait)."""
+    for bound in (limits.WAIT_MS_ARGUMENT, limits.STALE_OFFSET):
+        assert bound.contains(2_147_483_647)
+        assert not bound.contains(2_147_483_648)
+        assert bound.contains(0)
+        assert not bound.contains(-1)
+    assert limits.WAIT_MS_ARGUMENT.describe("wait_ms") == "wait_ms must be in 0..=2147483647"
