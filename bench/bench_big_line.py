@@ -3,7 +3,7 @@ and the request after it, and the server's peak memory (issue 24 item 7, ADR 005
 
 Run from the repository root:
 
-    .venv/bin/python bench/bench_big_line.py [--mb 60] [--source CHECKOUT] [--out FILE]
+    .venv/bin/python -m bench.bench_big_line [--mb 60] [--source CHECKOUT] [--out FILE]
 
 `--source` runs the server from another checkout's folders (for example a `git worktree` of
 an older commit) with this venv's dependencies, so the same line can be timed before and
@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-LAYERS = ("domain", "projections", "commands", "queries", "interfaces", "fixtures")
+from bench.checkout import checkout_env
+
 SERVE = "from lcg.interfaces.cli import main; main()"
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -49,13 +50,6 @@ def _call(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, An
         "method": "tools/call",
         "params": {"name": name, "arguments": arguments},
     }
-
-
-def _env(source: Path | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
-    if source is not None:  # the checkout's namespace roots come before the editable install
-        env["PYTHONPATH"] = os.pathsep.join(str(source / layer) for layer in LAYERS)
-    return env
 
 
 def _peak_rss_kib(pid: int) -> int:
@@ -102,7 +96,7 @@ def measure(size_mb: int, source: Path | None, deadline: float) -> dict[str, Any
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env=_env(source),
+            env=checkout_env(source),
         )
         assert proc.stdin is not None
         assert proc.stdout is not None

@@ -40,13 +40,13 @@ from typing import Any
 import orjson
 
 from bench import replay_raw
+from bench.checkout import checkout_env, where_lcg_is
 from bench.socket_service import Client, start_service
 from lcg.interfaces.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 LCG = Path(sys.executable).parent / "lcg"
-FOLDERS = ("domain", "commands", "queries", "projections", "interfaces", "fixtures")
 GROUP = "bench"
 STARTS = 3  # `lcg --version` runs per repeat: start-up varies by 0.1 s from run to run
 # what a replay leaves, ids aside (vec_ids grow with every replay: AUTOINCREMENT)
@@ -70,9 +70,8 @@ class Side:
     root: Path
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+        env = checkout_env(self.root)
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # as a user runs it: bytecode cached
-        env["PYTHONPATH"] = os.pathsep.join(str(self.root / folder) for folder in FOLDERS)
         return env
 
     def run(self, *args: str) -> float:
@@ -88,13 +87,7 @@ class Side:
 
     def check_code(self) -> None:
         """The side's own code is what runs (PYTHONPATH before the venv's editable install)."""
-        found = subprocess.run(
-            [sys.executable, "-c", "import lcg.interfaces.cli as c; print(c.__file__)"],
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        found = where_lcg_is(self.env())
         if not Path(found).resolve().is_relative_to(self.root.resolve()):
             raise RuntimeError(f"{self.label}: runs {found}, not the code under {self.root}")
 

@@ -33,9 +33,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench import socket_service
+from bench.checkout import checkout_env, where_lcg_is
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ("domain", "commands", "queries", "projections", "interfaces", "fixtures")
 HEAVY = ("numpy", "faiss", "onnxruntime", "spacy", "sqlite_utils")
 LCG = Path(sys.executable).parent / "lcg"
 
@@ -50,24 +50,6 @@ finally:
     heavy = sorted({m.split(".")[0] for m in sys.modules} & set(HEAVY_NAMES))
     sys.stderr.write("HEAVY " + ",".join(heavy) + "\\n")
 """.replace("HEAVY_NAMES", repr(HEAVY))
-
-
-def environment(code: Path) -> dict[str, str]:
-    """The environment running the lcg of the checkout at `code`, no LCG_* settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
-    env["PYTHONPATH"] = os.pathsep.join(str(code / layer) for layer in LAYERS)
-    return env
-
-
-def where_lcg_is(env: dict[str, str]) -> str:
-    """The file `lcg.interfaces.cli` is loaded from under `env`: proof of which code runs."""
-    return subprocess.run(
-        [sys.executable, "-c", "import lcg.interfaces.cli as m; print(m.__file__)"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
@@ -97,7 +79,7 @@ def median_of(argv: list[str], env: dict[str, str], cwd: Path, runs: int) -> tup
 
 def start_service(workspace: Path) -> subprocess.Popen[bytes]:
     """`lcg serve` (this checkout's) on `workspace`, once it answers healthy."""
-    return socket_service.start_service(workspace, environment(ROOT))
+    return socket_service.start_service(workspace, checkout_env(ROOT))
 
 
 # The floor typer sets: an app of one command with no parameter, run (typer's invocation
@@ -131,7 +113,7 @@ def commands(workspace: Path) -> dict[str, list[str]]:
 
 
 def measure(code: Path, workspace: Path, runs: int) -> dict[str, tuple[float, str]]:
-    env = environment(code)
+    env = checkout_env(code)
     sys.stderr.write(f"{code}: lcg.interfaces.cli is {where_lcg_is(env)}\n")
     return {
         name: median_of(argv, env, workspace, runs) for name, argv in commands(workspace).items()
