@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from lcg.commands.restore import restore
 from lcg.domain.errors import InvalidParams, NotFound
 from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
@@ -24,7 +25,6 @@ from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.operations import BY_NAME, OPERATIONS, Scope
-from lcg.interfaces.restore import restore
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.port import Embedder
 from lcg.projections.faults import StorageFailure
@@ -159,7 +159,7 @@ def _dump_and_restore(
             "knowledge_dump_wal", target_dir=str(tmp_path / "dump"), **params
         )
     restored = _restored_settings(tmp_path)
-    restore(tmp_path / "dump", restored, force=False, now=FROZEN)
+    restore(tmp_path / "dump", restored.files, force=False, now=FROZEN)
     return dumped, restored
 
 
@@ -377,7 +377,7 @@ def test_a_directory_that_is_not_a_whole_dump_is_refused(
         check_dump(target)
     other = Settings(workspace=tmp_path / "other")
     with pytest.raises(InvalidParams) as error:
-        restore(target, other, force=False, now=FROZEN)
+        restore(target, other.files, force=False, now=FROZEN)
     assert error.value.field == "PATH"
     assert not other.state_dir.exists()
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from lcg.interfaces.app import App
-from lcg.interfaces.config import STATE_DIR, Settings
+from lcg.interfaces.config import Settings
 from lcg.interfaces.legacy import LEGACY_STATE_DIR, migrate_legacy_state_dir
 from lcg.projections.embedding.port import Embedder
+from lcg.projections.layout import STATE_DIR
 from tests.conftest import make_call, make_workspace
 from tests.integration.test_wal_identity import add_episodes, episode_names
 

@@ -36,13 +36,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from lcg.commands.graph_file import open_graph
 from lcg.domain.errors import DomainError
 from lcg.domain.events import EventCodec, MemoryWriteAccepted
 from lcg.domain.ids import GroupId
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
-from lcg.interfaces.graph_file import open_graph
 from lcg.interfaces.settings_file import Tuning
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.canonization.projection import TABLES as CANON_TABLES
@@ -328,7 +328,7 @@ def graph_of(ws: Workspace, group: GroupId, to_seq: int) -> Iterator[Any]:
             for other in ws.log.groups():
                 for page in ws.log.read(other, upto=to_seq if other == group else None):
                     log.append(page)
-            graph = open_graph(fresh, log, SteppingClock(), read_only=False)
+            graph = open_graph(fresh.files, log, SteppingClock(), read_only=False)
             try:
                 yield graph.runner.conn
             finally:

@@ -6,10 +6,10 @@ import sqlite3
 
 import pytest
 
+from lcg.commands import recovery
 from lcg.commands.writer import GroupPinned
 from lcg.domain.errors import Conflict, InvalidParams, NotFound
 from lcg.domain.ids import GroupId
-from lcg.interfaces import recovery
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.service import Service
@@ -383,7 +383,7 @@ def test_k_wal_035_recovery_keeps_what_a_group_applied_past_a_pin_a_no_op_replay
         ws.log.set_pins({GroupId("g"): 2})
         with ws.runner.conn:
             ws.runner.conn.execute("UPDATE projection_positions SET pinned_to=2 WHERE group_id='g'")
-    recovery.apply_strategy(settings, recovery.Strategy.REBUILD_FROM_WORKSPACE_WAL, utc_now())
+    recovery.apply_strategy(settings.files, recovery.Strategy.REBUILD_FROM_WORKSPACE_WAL, utc_now())
     with make_workspace(settings, embedder) as ws:
         call = make_call(App(ws))
         assert node_count(call) == 5

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from lcg.commands import recovery
 from lcg.domain.errors import Conflict
-from lcg.interfaces import recovery
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.jsonrpc import UNAVAILABLE, RpcError
@@ -122,7 +122,7 @@ def test_p_139_drop_lbug_wal_sets_the_graph_sidecar_aside_and_loses_no_logged_ev
         shutil.copytree(settings.state_dir, copy.state_dir, ignore=shutil.ignore_patterns("*.lock"))
     sidecar = Path(f"{copy.graph_path}-wal")
     assert sidecar.stat().st_size > 0
-    moved = recovery.apply_strategy(copy, recovery.Strategy.DROP_LBUG_WAL, datetime.now(UTC))
+    moved = recovery.apply_strategy(copy.files, recovery.Strategy.DROP_LBUG_WAL, datetime.now(UTC))
     assert [p.name.split(".recovered-")[0] for p in moved.paths] == [
         "graph.sqlite-wal",
         "graph.sqlite-shm",

@@ -49,7 +49,7 @@ from lcg.interfaces.cli_common import (
     workspace_caller,
 )
 from lcg.interfaces.log_setup import LogFileOpt, LogLevelOpt
-from lcg.interfaces.private_files import PRIVATE_UMASK
+from lcg.projections.private_files import PRIVATE_UMASK
 
 cli = typer.Typer(
     no_args_is_help=True,

@@ -106,8 +106,8 @@ def fail(error: Exception, flags: dict[str, str] | None) -> None:
     """Complain about an error lcg knows and exit with its code; return on any other.
 
     The storage's error classes are imported here, on the way out, not by every command."""
+    from lcg.commands.graph_file import ForeignProjections
     from lcg.interfaces.cli_caller import ServiceError
-    from lcg.interfaces.graph_file import ForeignProjections
     from lcg.interfaces.jsonrpc import STORAGE_ERROR, UNAVAILABLE
     from lcg.interfaces.workspace import WorkspaceClosed
     from lcg.projections.damage import DamagedFile

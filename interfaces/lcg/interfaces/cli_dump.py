@@ -88,12 +88,12 @@ def restore(
     The dump's WAL becomes the workspace's and every projection is rebuilt from it. A
     workspace that already holds anything is refused unless --force.
     """
-    from lcg.interfaces import restore as restoring
+    from lcg.commands import restore as restoring
     from lcg.interfaces.workspace import Workspace, utc_now
 
     settings = load_settings(workspace)
     with errors():
-        restored = restoring.restore(path.absolute(), settings, force=force, now=utc_now())
+        restored = restoring.restore(path.absolute(), settings.files, force=force, now=utc_now())
         with Workspace(settings, command="lcg restore") as ws:
             ws.settle()  # the vector indexes hold every restored text before we say done
             counts = _counts(ws)

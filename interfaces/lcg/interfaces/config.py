@@ -13,6 +13,7 @@ from lcg.domain.errors import InvalidParams
 from lcg.domain.ids import DEFAULT_GROUP
 from lcg.interfaces.settings_file import Tuning, load_tuning
 from lcg.projections.extraction import llama_cpp
+from lcg.projections.layout import WorkspaceFiles
 
 if TYPE_CHECKING:  # fast start (ADR 0053): the settings load without the WAL store
     from lcg.projections.wal.store import Durability
@@ -21,16 +22,7 @@ if TYPE_CHECKING:  # fast start (ADR 0053): the settings load without the WAL st
 Bm25Engine = Literal["memory", "fts5"]
 VectorFollow = Literal["async", "sync"]
 
-STATE_DIR = ".lcg"
-WAL_FILE = "wal.sqlite"
-GRAPH_FILE = "graph.sqlite"
-LEASE_FILE = "writer.lock"
-SOCKET_FILE = "service.sock"  # K-CFG-003: the socket service listens at .lcg/service.sock
 ATTACHED_TIMEOUT_DEFAULT_MS = 30_000  # K-DBM-008
-EMBEDDINGS_FILE = "embeddings.sqlite"
-VECTORS_DIR = "vectors"
-CYPHER_DIR = "cypher"  # the ladybug database of the Cypher projection (ADR 0039)
-TEXT_SCORER_FILE = "text-scorer.npz"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,40 +68,46 @@ class Settings:
         return self.tuning.policy.value
 
     @property
+    def files(self) -> WorkspaceFiles:
+        """The workspace's files (`lcg.projections.layout`), what the application services
+        that open, recover or restore it are given."""
+        return WorkspaceFiles(self.workspace, self.durability)
+
+    @property
     def state_dir(self) -> Path:
-        return self.workspace / STATE_DIR
+        return self.files.state_dir
 
     @property
     def wal_path(self) -> Path:
-        return self.state_dir / WAL_FILE
+        return self.files.wal_path
 
     @property
     def graph_path(self) -> Path:
-        return self.state_dir / GRAPH_FILE
+        return self.files.graph_path
 
     @property
     def lease_path(self) -> Path:
-        return self.state_dir / LEASE_FILE
+        return self.files.lease_path
 
     @property
     def socket_path(self) -> Path:
-        return self.state_dir / SOCKET_FILE
+        return self.files.socket_path
 
     @property
     def embeddings_path(self) -> Path:
-        return self.state_dir / EMBEDDINGS_FILE
+        return self.files.embeddings_path
 
     @property
     def vectors_dir(self) -> Path:
-        return self.state_dir / VECTORS_DIR
+        return self.files.vectors_dir
 
     @property
     def cypher_dir(self) -> Path:
-        return self.state_dir / CYPHER_DIR
+        return self.files.cypher_dir
 
     @property
     def text_scorer_path(self) -> Path:
-        return self.state_dir / TEXT_SCORER_FILE
+        return self.files.text_scorer_path
 
     @property
     def dump_dir(self) -> Path | None:

@@ -140,7 +140,7 @@ def _not_open(error: WorkspaceBusy | WorkspaceClosed | DamagedFile) -> RpcError:
 
 def _storage_error(error: BaseException) -> RpcError | None:
     """A file that cannot be used, with what names it: file, group, seq."""
-    from lcg.interfaces.graph_file import ForeignProjections  # noqa: PLC0415 (ADR 0053)
+    from lcg.commands.graph_file import ForeignProjections  # noqa: PLC0415 (ADR 0053)
 
     data: JsonObject
     if isinstance(error, StorageFailure):

@@ -20,7 +20,7 @@ from lcg.interfaces import serve as lcg_serve
 from lcg.interfaces.cli_common import WorkspaceOpt
 from lcg.interfaces.exit_codes import EXIT_INVALID
 from lcg.interfaces.log_setup import LogFileOpt, LogLevelOpt
-from lcg.interfaces.private_files import PRIVATE_UMASK
+from lcg.projections.private_files import PRIVATE_UMASK
 
 lambo = typer.Typer(
     help="lambo (lcg's seed 001 compatibility): agentic graph memory over MCP stdio.",

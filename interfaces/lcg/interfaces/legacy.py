@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Final, Literal
 
-from lcg.interfaces.config import STATE_DIR
+from lcg.projections.layout import STATE_DIR
 
 LEGACY_STATE_DIR: Final = ".graphiti"
 

@@ -22,7 +22,7 @@ import typer
 
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.exit_codes import EXIT_INVALID
-from lcg.interfaces.private_files import FILE_MODE
+from lcg.projections.private_files import FILE_MODE
 
 LOG_LEVEL_ENV = "LCG_LOG_LEVEL"
 LEVELS: Mapping[str, int] = {

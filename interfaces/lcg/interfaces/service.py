@@ -12,11 +12,11 @@ import threading
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from lcg.commands import wal_admin
+from lcg.commands import recovery, wal_admin
 from lcg.domain.errors import Conflict, NotFound
 from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
-from lcg.interfaces import operations, recovery
+from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.jsonrpc import (
@@ -229,7 +229,7 @@ class Service:
                 )
             workspace = self._workspace
             healthy = self.state == "healthy" and workspace is not None and not workspace.faults()
-            before = recovery.episode_count(self.settings)
+            before = recovery.episode_count(self.settings.files)
             if method == RECOVER_FULL and healthy:
                 return dict(
                     recovery.RecoverFullResult(
@@ -247,11 +247,11 @@ class Service:
             if workspace is not None:
                 workspace.close()
             try:
-                moved = recovery.apply_strategy(self.settings, strategy, datetime.now(UTC))
+                moved = recovery.apply_strategy(self.settings.files, strategy, datetime.now(UTC))
             finally:
                 state = self.start()  # the files as the strategy left them (or as they were)
             opened = self._workspace
-            aside = recovery.relative(self.settings, moved.paths)
+            aside = recovery.relative(self.settings.files, moved.paths)
             if method == RECOVER_FULL:
                 return dict(
                     recovery.RecoverFullResult(
@@ -259,7 +259,7 @@ class Service:
                         recovery_needed=True,
                         episodes_before=before,
                         mutations_replayed=0 if opened is None else opened.caught_up,
-                        episodes_after=recovery.episode_count(self.settings) or 0,
+                        episodes_after=recovery.episode_count(self.settings.files) or 0,
                         indexes_rebuilt=len(moved.paths),
                         set_aside=aside,
                     )

@@ -15,18 +15,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from lcg.commands.graph_file import check_the_log, open_graph, refuse_if_the_log_is_lost
 from lcg.commands.memory_jobs import MemoryJobs
 from lcg.commands.memory_processor import IntentProcessor
+from lcg.commands.rebuild_jobs import RebuildJobs
 from lcg.commands.writer import CommitListener, Writer
 from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
 from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
 from lcg.interfaces.config import Settings
-from lcg.interfaces.graph_file import check_the_log, open_graph, refuse_if_the_log_is_lost
 from lcg.interfaces.legacy import migrate_legacy_state_dir
 from lcg.interfaces.memory_service import MemoryService
-from lcg.interfaces.private_files import DIR_MODE, make_private
-from lcg.interfaces.rebuild_jobs import RebuildJobs
 from lcg.projections import damage
 from lcg.projections.cypher.follower import CypherFollower
 from lcg.projections.cypher.store import CypherGraph
@@ -43,6 +42,7 @@ from lcg.projections.extraction.spacy_rules import default_extractor
 from lcg.projections.faults import CorruptEvent
 from lcg.projections.graph import schema
 from lcg.projections.own_files import refuse_foreign_sqlite, refuse_foreign_tree
+from lcg.projections.private_files import DIR_MODE, make_private
 from lcg.projections.runner import ProjectionRunner
 from lcg.projections.text.scorer import TextScorer
 from lcg.projections.text.tables import TEXT_TABLES, TOKENIZER
@@ -192,10 +192,10 @@ class Workspace:
             stack.callback(self._release, "_lease", lease.release)
         stack.callback(self._close_readers)
         refuse_foreign_sqlite(self.settings.graph_path, "open the graph")
-        refuse_if_the_log_is_lost(self.settings)
+        refuse_if_the_log_is_lost(self.settings.files)
         self._log = EventLog(self.settings.wal_path, EventCodec(), self.settings.durability)
         stack.callback(self._release, "_log", self._log.close)
-        graph = open_graph(self.settings, self._log, self.clock, read_only=self.read_only)
+        graph = open_graph(self.settings.files, self._log, self.clock, read_only=self.read_only)
         stack.callback(self._release, "_runner", graph.runner.conn.close)
         self._runner = graph.runner
         self.caught_up = graph.caught_up

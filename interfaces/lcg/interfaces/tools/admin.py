@@ -7,12 +7,12 @@ from typing import Annotated, Literal, TypedDict
 
 from pydantic import Field
 
-from lcg.commands import admin, indexing, wal_admin
+from lcg.commands import admin, indexing, rebuild_jobs, recovery, wal_admin
 from lcg.domain import rules
 from lcg.domain.commands import BackfillSummaries
 from lcg.domain.errors import Conflict
 from lcg.domain.ids import DEFAULT_GROUP, GroupId
-from lcg.interfaces import checkpoint, ontology_file, rebuild_jobs, recovery
+from lcg.interfaces import checkpoint, ontology_file
 from lcg.interfaces.app import App
 from lcg.interfaces.dump_target import dump_target
 from lcg.interfaces.params import GroupIdField, NoParams, Params

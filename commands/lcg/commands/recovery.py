@@ -34,14 +34,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import NotRequired, TypedDict, TypeVar
 
+from lcg.commands.restore import restore
 from lcg.domain import rules
 from lcg.domain.errors import Conflict, NotFound
 from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
-from lcg.interfaces.config import Settings
-from lcg.interfaces.restore import restore
 from lcg.projections.damage import SQLITE_SIDECARS, set_aside, utc_stamp
 from lcg.projections.graph import schema
+from lcg.projections.layout import WorkspaceFiles
 from lcg.projections.wal.dump import check_dump
 from lcg.projections.wal.lease import WriterLease
 from lcg.projections.wal.store import EventLog
@@ -100,52 +100,52 @@ def exclusively(run: Callable[[], T]) -> T:
         _busy.release()
 
 
-def apply_strategy(settings: Settings, strategy: Strategy, now: datetime) -> Moved:
+def apply_strategy(files: WorkspaceFiles, strategy: Strategy, now: datetime) -> Moved:
     """Move the files `strategy` replaces aside, the workspace closed (the lease held)."""
     if strategy is Strategy.RESTORE_FROM_BACKUP:
-        return _restore_from_backup(settings, now)
-    lease = WriterLease(settings.lease_path, f"knowledge_recover {strategy}", now)
+        return _restore_from_backup(files, now)
+    lease = WriterLease(files.lease_path, f"knowledge_recover {strategy}", now)
     lease.acquire()
     try:
         if strategy is Strategy.DROP_LBUG_WAL:
-            moved = _aside([Path(f"{settings.graph_path}{s}") for s in SQLITE_SIDECARS], now)
+            moved = _aside([Path(f"{files.graph_path}{s}") for s in SQLITE_SIDECARS], now)
             detail = (
-                f"{settings.graph_path.name}'s -wal/-shm set aside; the open catches every "
+                f"{files.graph_path.name}'s -wal/-shm set aside; the open catches every "
                 "group up from the WAL"
                 if moved
-                else f"{settings.graph_path.name} had no -wal/-shm to drop; nothing moved"
+                else f"{files.graph_path.name} had no -wal/-shm to drop; nothing moved"
             )
             return Moved(moved, detail)
-        _keep_what_was_applied(settings)
-        graph = set_aside(settings.graph_path, now, sqlite=True, why=RECOVERED)  # with sidecars
+        _keep_what_was_applied(files)
+        graph = set_aside(files.graph_path, now, sqlite=True, why=RECOVERED)  # with sidecars
         moved = [*([] if graph is None else [graph])]
-        moved += _aside([settings.vectors_dir, settings.text_scorer_path], now)
+        moved += _aside([files.vectors_dir, files.text_scorer_path], now)
         return Moved(
             moved,
             f"the projections were set aside; every group is rebuilt from "
-            f"{settings.wal_path.name} (untouched)",
+            f"{files.wal_path.name} (untouched)",
         )
     finally:
         lease.release()
 
 
-def _keep_what_was_applied(settings: Settings) -> None:
+def _keep_what_was_applied(files: WorkspaceFiles) -> None:
     """Recovery never rebuilds a group below what was applied unless asked (issue 24, K-WAL-035):
     a pin the WAL holds below the seq graph.sqlite applied, which the graph holds too, was left
     by a bounded resume that replayed nothing (before it was refused): the open would replay
     the group to the pin and drop the events after it. The pin is raised to the applied seq.
     A pin the graph does not hold yet is an operator's replay the open still owes: kept."""
-    if not settings.graph_path.exists() or not EventLog.holds_anything(settings.wal_path):
+    if not files.graph_path.exists() or not EventLog.holds_anything(files.wal_path):
         return
     try:
-        with closing(schema.connect(str(settings.graph_path), read_only=True)) as conn:
+        with closing(schema.connect(str(files.graph_path), read_only=True)) as conn:
             rows = conn.execute(
                 "SELECT group_id, MIN(position), MIN(pinned_to) FROM projection_positions"
                 " GROUP BY group_id"
             ).fetchall()
     except sqlite3.Error:  # unreadable: nothing to compare with
         return
-    events = EventLog(settings.wal_path, EventCodec(), settings.durability)
+    events = EventLog(files.wal_path, EventCodec(), files.durability)
     try:
         pins = events.pins() or {}
         raised: dict[GroupId, int | None] = {}
@@ -158,7 +158,7 @@ def _keep_what_was_applied(settings: Settings) -> None:
                     "raised to %s, so the rebuild keeps what was applied",
                     group,
                     pin,
-                    settings.wal_path,
+                    files.wal_path,
                     applied,
                     applied,
                 )
@@ -168,20 +168,20 @@ def _keep_what_was_applied(settings: Settings) -> None:
         events.close()
 
 
-def episode_count(settings: Settings) -> int | None:
+def episode_count(files: WorkspaceFiles) -> int | None:
     """Episodes in graph.sqlite, read-only; None when it is absent or cannot be read."""
-    if not settings.graph_path.exists():
+    if not files.graph_path.exists():
         return None
     try:
-        with closing(schema.connect(str(settings.graph_path), read_only=True)) as conn:
+        with closing(schema.connect(str(files.graph_path), read_only=True)) as conn:
             (count,) = conn.execute("SELECT count(*) FROM episodes").fetchone()
     except sqlite3.Error:
         return None
     return int(count)
 
 
-def relative(settings: Settings, paths: list[Path]) -> list[str]:
-    return [str(path.relative_to(settings.workspace)) for path in paths]
+def relative(files: WorkspaceFiles, paths: list[Path]) -> list[str]:
+    return [str(path.relative_to(files.workspace)) for path in paths]
 
 
 def _aside(paths: list[Path], now: datetime) -> list[Path]:
@@ -189,8 +189,8 @@ def _aside(paths: list[Path], now: datetime) -> list[Path]:
     return [target for target in moved if target is not None]
 
 
-def _restore_from_backup(settings: Settings, now: datetime) -> Moved:
-    backup = settings.state_dir / BACKUP_DIR
+def _restore_from_backup(files: WorkspaceFiles, now: datetime) -> Moved:
+    backup = files.state_dir / BACKUP_DIR
     if not (backup / "dump.json").exists():
         raise NotFound(
             f"strategy: restore_from_backup restores the dump in {backup}, and there is none; "
@@ -199,10 +199,10 @@ def _restore_from_backup(settings: Settings, now: datetime) -> Moved:
             rule="restore_from_backup needs a dump in .lcg/wal-compacted",
         )
     check_dump(backup)  # a damaged dump is refused before anything moves
-    staging = settings.workspace / f".lcg-restore-{utc_stamp(now)}"
+    staging = files.workspace / f".lcg-restore-{utc_stamp(now)}"
     shutil.copytree(backup, staging)  # the dump moves aside with .lcg/; restore from a copy
     try:
-        restored = restore(staging, settings, force=True, now=now)
+        restored = restore(staging, files, force=True, now=now)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     aside = [] if restored.set_aside is None else [restored.set_aside]

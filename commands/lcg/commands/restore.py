@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from lcg.domain.errors import Conflict, InvalidParams
-from lcg.interfaces.config import Settings
-from lcg.interfaces.private_files import DIR_MODE, FILE_MODE
 from lcg.projections.damage import utc_stamp
+from lcg.projections.layout import WorkspaceFiles
+from lcg.projections.private_files import DIR_MODE, FILE_MODE
 from lcg.projections.wal.dump import DUMP_WAL, BadDump, check_dump
 from lcg.projections.wal.lease import WriterLease
 
@@ -32,29 +32,29 @@ class Restored:
     set_aside: Path | None
 
 
-def restore(dump_dir: Path, settings: Settings, *, force: bool, now: datetime) -> Restored:
-    """Install the dump at `dump_dir` as the WAL of the workspace `settings` names."""
+def restore(dump_dir: Path, files: WorkspaceFiles, *, force: bool, now: datetime) -> Restored:
+    """Install the dump at `dump_dir` as the WAL of the workspace `files` names."""
     try:
         manifest = check_dump(dump_dir)
     except BadDump as error:
         raise InvalidParams(
             "PATH", "must name a dump written by knowledge_dump_wal", str(error)
         ) from None
-    state = settings.state_dir
+    state = files.state_dir
     set_aside = None
     if _holds_anything(state):
         if not force:
             raise Conflict(
-                f"--force: {settings.workspace} already holds a workspace ({state} is not "
+                f"--force: {files.workspace} already holds a workspace ({state} is not "
                 "empty); restoring would replace it. Pass --force to set it aside as "
                 f"{state.name}.replaced-<UTC time> and restore in its place, or choose "
                 "another --workspace",
                 field="force",
                 rule="must be given to restore over a non-empty workspace",
             )
-        set_aside = _set_aside(settings, now)
+        set_aside = _set_aside(files, now)
     state.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    _copy_sqlite(dump_dir / DUMP_WAL, settings.wal_path)
+    _copy_sqlite(dump_dir / DUMP_WAL, files.wal_path)
     return Restored(manifest=manifest, set_aside=set_aside)
 
 
@@ -62,11 +62,11 @@ def _holds_anything(state: Path) -> bool:
     return state.exists() and (not state.is_dir() or any(state.iterdir()))
 
 
-def _set_aside(settings: Settings, now: datetime) -> Path:
+def _set_aside(files: WorkspaceFiles, now: datetime) -> Path:
     """Rename the workspace's state directory while holding its lease (WorkspaceBusy if a
     process has it open)."""
-    state = settings.state_dir
-    lease = WriterLease(settings.lease_path, "lcg restore --force", now) if state.is_dir() else None
+    state = files.state_dir
+    lease = WriterLease(files.lease_path, "lcg restore --force", now) if state.is_dir() else None
     if lease is not None:
         lease.acquire()
     try:

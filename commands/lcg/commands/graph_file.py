@@ -27,7 +27,6 @@ from datetime import datetime
 from pathlib import Path
 
 from lcg.domain.ids import GroupId
-from lcg.interfaces.config import Settings
 from lcg.projections import damage, registry
 from lcg.projections.damage import DamagedFile, Repair
 from lcg.projections.faults import (
@@ -37,6 +36,7 @@ from lcg.projections.faults import (
     is_storage_error,
 )
 from lcg.projections.graph import schema
+from lcg.projections.layout import WorkspaceFiles
 from lcg.projections.positions import applied_seqs, behind_log, recorded_wal_identity
 from lcg.projections.runner import ProjectionRunner
 from lcg.projections.wal.store import EventLog
@@ -59,17 +59,17 @@ class OpenedGraph:
 
 
 def open_graph(
-    settings: Settings, log_: EventLog, clock: Callable[[], datetime], *, read_only: bool
+    files: WorkspaceFiles, log_: EventLog, clock: Callable[[], datetime], *, read_only: bool
 ) -> OpenedGraph:
     """The runner on graph.sqlite, checked, installed and caught up (writers); read-only
     opens only check and connect: they never repair or write. A full disk or an I/O error
     is a StorageFailure naming the file (exit 7, ADR 0019), never a damage."""
-    path = settings.graph_path
+    path = files.graph_path
     try:
         if not read_only:
-            return _open_for_writing(settings, log_, clock)
+            return _open_for_writing(files, log_, clock)
         try:
-            return _open_read_only(settings, log_, clock)
+            return _open_read_only(files, log_, clock)
         except sqlite3.DatabaseError as error:  # a reader never repairs: the next writer does
             if not damage.is_corruption(error):
                 raise
@@ -81,30 +81,28 @@ def open_graph(
 
 
 def _open_for_writing(
-    settings: Settings, log_: EventLog, clock: Callable[[], datetime]
+    files: WorkspaceFiles, log_: EventLog, clock: Callable[[], datetime]
 ) -> OpenedGraph:
-    path = settings.graph_path
+    path = files.graph_path
     repairs: list[Repair] = []
-    recorded = damage.recorded_damage(settings.state_dir).get(path.name)
+    recorded = damage.recorded_damage(files.state_dir).get(path.name)
     repair = damage.set_aside_if_damaged(path, clock(), REBUILD, recorded)
     if repair is not None:
         repairs.append(repair)
     set_aside: list[Path] = []
-    identity = _recorded_identity(
-        settings, log_.identity, clock, read_only=False, set_aside=set_aside
-    )
+    identity = _recorded_identity(files, log_.identity, clock, read_only=False, set_aside=set_aside)
     try:
-        opened = _install_and_catch_up(settings, log_, identity)
+        opened = _install_and_catch_up(files, log_, identity)
     except _Corrupt as corrupt:
         repairs.append(
             damage.report(
                 path, corrupt.problem, REBUILD, damage.set_aside(path, clock(), sqlite=True)
             )
         )
-        opened = _install_and_catch_up(settings, log_, None)
+        opened = _install_and_catch_up(files, log_, None)
     opened.repairs = repairs
     opened.set_aside = set_aside
-    damage.forget_damage(settings.state_dir, path.name)
+    damage.forget_damage(files.state_dir, path.name)
     return opened
 
 
@@ -124,42 +122,40 @@ def check_the_log(log_: EventLog, runner: ProjectionRunner) -> dict[GroupId, Cor
 
 
 def _open_read_only(
-    settings: Settings, log_: EventLog, clock: Callable[[], datetime]
+    files: WorkspaceFiles, log_: EventLog, clock: Callable[[], datetime]
 ) -> OpenedGraph:
-    _recorded_identity(settings, log_.identity, clock, read_only=True, set_aside=[])
-    runner = ProjectionRunner(_connect(settings), log_, registry.projections())
+    _recorded_identity(files, log_.identity, clock, read_only=True, set_aside=[])
+    runner = ProjectionRunner(_connect(files), log_, registry.projections())
     try:
-        refuse_if_behind(settings, behind_log(runner.conn, log_.heads()))
+        refuse_if_behind(files, behind_log(runner.conn, log_.heads()))
     except BaseException:
         runner.conn.close()
         raise
     return OpenedGraph(runner)
 
 
-def refuse_if_the_log_is_lost(settings: Settings) -> None:
+def refuse_if_the_log_is_lost(files: WorkspaceFiles) -> None:
     """A missing or empty WAL beside applied projections: refused before a new WAL is made
     (one with a new identity would make the projections look foreign at the next open). A
     graph.sqlite too damaged to say what it applied is left to the damage check."""
-    graph = settings.graph_path
-    if EventLog.holds_anything(settings.wal_path) or not graph.exists():
+    graph = files.graph_path
+    if EventLog.holds_anything(files.wal_path) or not graph.exists():
         return
     try:
         with closing(schema.connect(str(graph), read_only=True)) as peek:
             applied = applied_seqs(peek)
     except sqlite3.DatabaseError:
         return
-    refuse_if_behind(settings, [(group, 0, seq) for group, seq in sorted(applied.items()) if seq])
+    refuse_if_behind(files, [(group, 0, seq) for group, seq in sorted(applied.items()) if seq])
 
 
-def refuse_if_behind(settings: Settings, behind: list[tuple[str, int, int]]) -> None:
+def refuse_if_behind(files: WorkspaceFiles, behind: list[tuple[str, int, int]]) -> None:
     if behind:
-        raise LogBehindProjections(
-            settings.wal_path, settings.graph_path, behind, (settings.vectors_dir,)
-        )
+        raise LogBehindProjections(files.wal_path, files.graph_path, behind, (files.vectors_dir,))
 
 
 def _recorded_identity(
-    settings: Settings,
+    files: WorkspaceFiles,
     identity: str,
     clock: Callable[[], datetime],
     *,
@@ -169,7 +165,7 @@ def _recorded_identity(
     """The WAL identity the projection database records; one of another WAL is set aside
     (with the FAISS files derived from it) so that the projections are rebuilt from this WAL.
     None when none is recorded (a new database, or one from before identities)."""
-    graph = settings.graph_path
+    graph = files.graph_path
     if not graph.exists():
         return None
     with closing(schema.connect(str(graph), read_only=True)) as peek:
@@ -182,7 +178,7 @@ def _recorded_identity(
             f"{identity}); the next writer to open the workspace sets it aside"
         )
     now = clock()
-    for path in (graph, settings.vectors_dir):
+    for path in (graph, files.vectors_dir):
         target = damage.set_aside(path, now, sqlite=path == graph, why="foreign")
         if target is not None:
             set_aside.append(target)
@@ -191,7 +187,7 @@ def _recorded_identity(
         "projections are rebuilt from the WAL",
         graph,
         recorded,
-        settings.wal_path,
+        files.wal_path,
         identity,
         ", ".join(str(path) for path in set_aside),
     )
@@ -204,17 +200,19 @@ class _Corrupt(Exception):
         self.problem = problem
 
 
-def _connect(settings: Settings) -> sqlite3.Connection:
-    return schema.connect(str(settings.graph_path))
+def _connect(files: WorkspaceFiles) -> sqlite3.Connection:
+    return schema.connect(str(files.graph_path))
 
 
-def _install_and_catch_up(settings: Settings, log_: EventLog, identity: str | None) -> OpenedGraph:
+def _install_and_catch_up(
+    files: WorkspaceFiles, log_: EventLog, identity: str | None
+) -> OpenedGraph:
     conn: sqlite3.Connection | None = None
     installed = False
     try:
-        conn = _connect(settings)
+        conn = _connect(files)
         runner = ProjectionRunner(conn, log_, registry.projections())
-        refuse_if_behind(settings, behind_log(conn, log_.heads()))
+        refuse_if_behind(files, behind_log(conn, log_.heads()))
         runner.install()
         if identity is None:
             runner.record_wal_identity(log_.identity)
@@ -224,20 +222,20 @@ def _install_and_catch_up(settings: Settings, log_: EventLog, identity: str | No
                 "group %r is pinned in %s at seq %s: replayed to it (graph.sqlite did not hold"
                 " it there)",
                 group,
-                settings.wal_path,
+                files.wal_path,
                 runner.position(group).pinned_to,
             )
         caught_up, failures = runner.catch_up_each()
         for error in failures.values():
             if isinstance(error, sqlite3.DatabaseError):
-                _raise_if_graph_corrupt(settings, error, installed=True)
+                _raise_if_graph_corrupt(files, error, installed=True)
         for group, error in failures.items():
             log.error("group %r could not be caught up from the WAL: %s", group, error)
         return OpenedGraph(runner, caught_up, catch_up_failures=failures)
     except sqlite3.DatabaseError as error:
         if conn is not None:
             conn.close()
-        _raise_if_graph_corrupt(settings, error, installed=installed)
+        _raise_if_graph_corrupt(files, error, installed=installed)
         raise
     except BaseException:
         if conn is not None:
@@ -246,12 +244,12 @@ def _install_and_catch_up(settings: Settings, log_: EventLog, identity: str | No
 
 
 def _raise_if_graph_corrupt(
-    settings: Settings, error: sqlite3.DatabaseError, *, installed: bool
+    files: WorkspaceFiles, error: sqlite3.DatabaseError, *, installed: bool
 ) -> None:
     """Raise _Corrupt when the error is corruption of graph.sqlite (not of the WAL, which the
     catch-up also reads)."""
     if not damage.is_corruption(error):
         return
-    problem = damage.sqlite_problem(settings.graph_path) if installed else str(error)
+    problem = damage.sqlite_problem(files.graph_path) if installed else str(error)
     if problem is not None:
         raise _Corrupt(problem) from error
