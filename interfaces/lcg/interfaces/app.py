@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from lcg.interfaces.handles import Reads, Upkeep, Writes
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.runner import Progress
 
@@ -26,12 +27,27 @@ class App:
     per call by the dispatch, receives (done, total) from long operations. `operator`: the
     calls are the operator's own command in this process (the CLI), not a serving process's
     clients: a dump may then be written anywhere the operator can (ADR 0048).
+
+    Tools reach the workspace only through the narrow handles `reads`, `writes` and `upkeep`
+    (`lcg.interfaces.handles`, ADR 0063); `workspace` is for the adapters that built the App.
     """
 
     workspace: Workspace
     new_id: NewId = uuid4_text
     progress: Progress | None = None
     operator: bool = False
+
+    @property
+    def reads(self) -> Reads:
+        return self.workspace
+
+    @property
+    def writes(self) -> Writes:
+        return self.workspace
+
+    @property
+    def upkeep(self) -> Upkeep:
+        return self.workspace
 
     def now(self) -> datetime:
         """The workspace clock's reading: the one source of `now` for commands."""

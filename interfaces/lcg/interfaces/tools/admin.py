@@ -7,12 +7,12 @@ from typing import Annotated, Literal, TypedDict
 
 from pydantic import Field
 
-from lcg.commands import admin, indexing, rebuild_jobs, recovery, wal_admin
+from lcg.commands import admin, checkpoint, indexing, rebuild_jobs, recovery, wal_admin
 from lcg.domain import rules
 from lcg.domain.commands import BackfillSummaries
 from lcg.domain.errors import Conflict
 from lcg.domain.ids import DEFAULT_GROUP, GroupId
-from lcg.interfaces import checkpoint, ontology_file
+from lcg.interfaces import ontology_file
 from lcg.interfaces.app import App
 from lcg.interfaces.dump_target import dump_target
 from lcg.interfaces.params import GroupIdField, NoParams, Params
@@ -127,43 +127,51 @@ class CloseResult(TypedDict):
 
 def status(app: App, _: NoParams) -> status_query.Status:
     """Counts, per-group WAL head and applied seq, hydration and pinned state."""
-    ws = app.workspace
-    contract = ws.embedder.contract
+    reads, writes, upkeep = app.reads, app.writes, app.upkeep
+    contract = reads.embedder.contract
     embedding = status_query.Embedding(kind=contract.kind, model=contract.model, dim=contract.dim)
-    repaired = [*ws.repairs, *ws.cache_repairs()]
-    if ws.read_only or ws.damaged is not None:
+    repaired = [*upkeep.repairs, *upkeep.cache_repairs()]
+    if upkeep.read_only or upkeep.damaged is not None:
         derived = status_query.Derived(
             vector_count=None,
             vector_pending=0,
             last_index_time=None,
             index_error=None,
             repaired=repaired,
-            damaged_files=ws.damaged_files(),
+            damaged_files=upkeep.damaged_files(),
         )
         failure = None
     else:
-        pending, follow_failure = ws.vector_follow_state
+        pending, follow_failure = upkeep.vector_follow_state
         derived = status_query.Derived(
-            vector_count=ws.vectors.count(),
+            vector_count=reads.vectors.count(),
             vector_pending=pending,
-            last_index_time=_iso(ws.last_index_time),
-            index_error=ws.writer.listener_failure or follow_failure,
+            last_index_time=_iso(upkeep.last_index_time),
+            index_error=writes.writer.listener_failure or follow_failure,
             repaired=repaired,
             damaged_files=[],
         )
-        failure = ws.runner.failure
-    extractor = status_query.ExtractorInfo(name=ws.extractor.name, model=ws.extractor.model)
-    conn = ws.reader()
-    ontology = ontology_file.status_block(ws.settings.state_dir, conn)
+        failure = upkeep.runner.failure
+    extractor = status_query.ExtractorInfo(name=writes.extractor.name, model=writes.extractor.model)
+    conn = reads.reader()
+    ontology = ontology_file.status_block(reads.settings.state_dir, conn)
     return status_query.status(
-        conn, ws.log, ws.runner.names, failure, embedding, derived, ws.faults(), extractor, ontology
+        conn,
+        reads.log,
+        upkeep.runner.names,
+        failure,
+        embedding,
+        derived,
+        upkeep.faults(),
+        extractor,
+        ontology,
     )
 
 
 def delete_by_group(app: App, q: DeleteByGroupParams) -> admin.DeleteByGroupResult:
     """Purge every entity, edge and episode of the groups (confirm: true, or dry_run)."""
     return admin.delete_by_group(
-        app.workspace.writer,
+        app.writes.writer,
         [GroupId(g) for g in dict.fromkeys(q.group_ids)],
         confirm=q.confirm,
         dry_run=q.dry_run,
@@ -173,7 +181,7 @@ def delete_by_group(app: App, q: DeleteByGroupParams) -> admin.DeleteByGroupResu
 
 def clear_all(app: App, q: ClearAllParams) -> admin.ClearAllResult:
     """Drop the whole graph (confirm: true); the WAL is erased unless preserve_wal."""
-    return admin.clear_all(app.workspace.writer, confirm=q.confirm, preserve_wal=q.preserve_wal)
+    return admin.clear_all(app.writes.writer, confirm=q.confirm, preserve_wal=q.preserve_wal)
 
 
 def rebuild_from_wal(
@@ -189,7 +197,7 @@ def rebuild_from_wal(
         dry_run=q.dry_run,
         force_clear=q.force_clear,
     )
-    writer, jobs = app.workspace.writer, app.workspace.rebuild_jobs
+    writer, jobs = app.writes.writer, app.writes.rebuild_jobs
     if q.dry_run:
         return admin.rebuild_from_wal(writer, request, app.progress)
     if q.background:
@@ -218,42 +226,45 @@ def rebuild_status(app: App, q: RebuildStatusParams) -> rebuild_jobs.RebuildStat
     """A rebuild job's record, in flight or done (P-104): status running | completed |
     failed, mutations_replayed, start_time, elapsed_seconds, error, and the rebuild's result
     once it completed; {"status": "not_found"} for an id this process never gave."""
-    return app.workspace.rebuild_jobs.status(q.job_id)
+    return app.writes.rebuild_jobs.status(q.job_id)
 
 
 def wal_mark_create(app: App, q: WalMarkCreateParams) -> wal_admin.MarkCreated:
     """Name group_id's current applied seq without a snapshot: a restore point that
     knowledge_rebuild_from_wal {to_seq: seq, force_clear: true} returns the group to. Marks
     live in the WAL file and are not carried by knowledge_dump_wal."""
-    return wal_admin.create_mark(app.workspace.writer, GroupId(q.group_id), q.name, app.now())
+    return wal_admin.create_mark(app.writes.writer, GroupId(q.group_id), q.name, app.now())
 
 
 def wal_mark_list(app: App, q: WalMarkListParams) -> wal_admin.MarkList:
     """List group_id's marks (only that group's), oldest first, each with its seq and
     whether a replay can still reach it (its generation's numbering, seq in the WAL)."""
-    return wal_admin.list_marks(app.workspace.log, GroupId(q.group_id))
+    return wal_admin.list_marks(app.reads.log, GroupId(q.group_id))
 
 
 def wal_mark_delete(app: App, q: WalMarkDeleteParams) -> wal_admin.MarkDeleted:
     """Delete group_id's mark `name` (a tombstone is kept); the name can be used again.
     An unknown or already deleted name is an error."""
-    return wal_admin.delete_mark(app.workspace.writer, GroupId(q.group_id), q.name, app.now())
+    return wal_admin.delete_mark(app.writes.writer, GroupId(q.group_id), q.name, app.now())
 
 
 def dump_wal(app: App, q: DumpWalParams) -> wal_admin.DumpResult:
     """Snapshot the graph into a fresh compacted WAL (wal.sqlite and dump.json) in
     target_dir: every group (or group_ids), seqs renumbered, no marks. `lcg restore DIR`
     makes a workspace of it that answers every read the same."""
-    target = dump_target(app.workspace.settings, q.target_dir, anywhere=app.operator)
+    target = dump_target(app.reads.settings, q.target_dir, anywhere=app.operator)
     groups = None if q.group_ids is None else [GroupId(g) for g in q.group_ids]
-    return wal_admin.dump_wal(app.workspace.writer, groups, target, app.now(), app.progress)
+    return wal_admin.dump_wal(app.writes.writer, groups, target, app.now(), app.progress)
 
 
 def prepare_checkpoint(app: App, _: NoParams) -> checkpoint.CheckpointResult:
     """Make .lcg/ a consistent file-level backup: with writes held off, fold each SQLite
     database's -wal sidecar into its file and truncate it, and write the index files, so the
     main files alone hold the whole state until the next write. Nothing to do with marks."""
-    return checkpoint.prepare_checkpoint(app.workspace)
+    reads = app.reads
+    return checkpoint.prepare_checkpoint(
+        reads.settings.files, app.writes.writer, reads.vectors, reads.text_scorer, app.upkeep.settle
+    )
 
 
 def _outside_a_service(method: str) -> Conflict:
@@ -294,16 +305,15 @@ def backfill_summary_embeddings(app: App, q: BackfillSummaryParams) -> indexing.
     searchable by meaning; dry_run counts the candidates."""
     command = BackfillSummaries(GroupId(q.group_id), app.now())
     return indexing.backfill_summary_embeddings(
-        app.workspace.writer, command, dry_run=q.dry_run, progress=app.progress
+        app.writes.writer, command, dry_run=q.dry_run, progress=app.progress
     )
 
 
 def build_indices(app: App, _: NoParams) -> indexing.BuildIndicesResult:
     """Bring the vector and text indexes in line with the graph and write them to disk.
     Idempotent."""
-    ws = app.workspace
-    built = indexing.build_indices(ws.writer, ws.vectors.checkpoint)
-    ws.last_index_time = app.now()  # P-102: what knowledge_status reports
+    built = indexing.build_indices(app.writes.writer, app.reads.vectors.checkpoint)
+    app.upkeep.last_index_time = app.now()  # P-102: what knowledge_status reports
     return built
 
 

@@ -100,7 +100,7 @@ def add_cross_group_edge(app: App, q: AddCrossGroupEdgeParams) -> CrossGroupEdge
         new_uuid=EdgeUuid(app.new_id()),
         now=app.now(),
     )
-    return app.workspace.writer.execute(lambda ctx: cross_group.add_cross_group_edge(ctx, command))
+    return app.writes.writer.execute(lambda ctx: cross_group.add_cross_group_edge(ctx, command))
 
 
 def rebind_pointers(app: App, q: RebindPointersParams) -> RebindResult:
@@ -109,4 +109,4 @@ def rebind_pointers(app: App, q: RebindPointersParams) -> RebindResult:
     skipped (staleness_skipped); unbound and ambiguous ones are always re-resolved. A
     self-loop or duplicate invalidates the edge, as knowledge_merge_entities does."""
     command = RebindPointers(GroupId(q.source_group_id), app.now())
-    return app.workspace.writer.execute(lambda ctx: cross_group.rebind_pointers(ctx, command))
+    return app.writes.writer.execute(lambda ctx: cross_group.rebind_pointers(ctx, command))

@@ -82,7 +82,7 @@ def merge_entities(app: App, q: MergeEntitiesParams) -> curation.MergeResult:
     duplicates are invalidated; other groups' edges are never rewritten. dry_run returns the
     plan and writes nothing."""
     command = _merge_command(app, q)
-    return app.workspace.writer.execute(lambda ctx: curation.merge_entities(ctx, command))
+    return app.writes.writer.execute(lambda ctx: curation.merge_entities(ctx, command))
 
 
 class ValidateResult(TypedDict):
@@ -114,7 +114,7 @@ class ApplyResult(TypedDict):
 
 def _read_file(app: App) -> tuple[Path, object, list[Issue]]:
     """The corrections file's data as YAML gives it (None: no file or an empty one)."""
-    path = app.workspace.settings.workspace / correction_file.FILE_NAME
+    path = app.reads.settings.workspace / correction_file.FILE_NAME
     try:
         if path.stat().st_size > correction_file.MAX_FILE_BYTES:
             too_big = f"must be at most {correction_file.MAX_FILE_BYTES} bytes"
@@ -137,7 +137,7 @@ def _run(app: App, parsed: correction_file.Parsed, *, write: bool) -> correction
         return corrections.run_corrections(ctx, parsed.corrections, now, write=write)
 
     try:
-        return app.workspace.writer.execute(handler)
+        return app.writes.writer.execute(handler)
     except corrections.RolledBack as rolled_back:
         return rolled_back.report
 

@@ -26,4 +26,4 @@ def query_cypher(app: App, q: QueryCypherParams) -> cypher.CypherResult:
     (:Entity) nodes and live [:RELATES] edges (name: the predicate). Returns {columns, rows}.
     Cypher that writes (CREATE, MERGE, SET, DELETE, DROP...) is refused: such a change would
     bypass the WAL, compute no embeddings, and be lost at the next rebuild."""
-    return cypher.query_cypher(app.workspace.cypher, q.query)
+    return cypher.query_cypher(app.reads.cypher, q.query)

@@ -60,15 +60,15 @@ def add_episode(app: App, q: AddEpisodeParams) -> handlers.AddEpisodeResult:
         new_uuid=EpisodeUuid(app.new_id()),
         now=now,
     )
-    return app.workspace.writer.execute(lambda ctx: handlers.add_episode(ctx, command))
+    return app.writes.writer.execute(lambda ctx: handlers.add_episode(ctx, command))
 
 
 def get_episodes(app: App, q: GetEpisodesParams) -> graph_reads.EpisodesResult:
     """The newest episodes of one group, newest first."""
-    return graph_reads.get_episodes(app.workspace.reader(), GroupId(q.group_id), q.last_n)
+    return graph_reads.get_episodes(app.reads.reader(), GroupId(q.group_id), q.last_n)
 
 
 def delete_episode(app: App, q: DeleteEpisodeParams) -> handlers.DeleteEpisodeResult:
     """Delete one episode in its own group; entities it mentioned stay. Unknown: no-op."""
     command = DeleteEpisode(EpisodeUuid(q.episode_uuid), app.now())
-    return app.workspace.writer.execute(lambda ctx: handlers.delete_episode(ctx, command))
+    return app.writes.writer.execute(lambda ctx: handlers.delete_episode(ctx, command))

@@ -110,7 +110,7 @@ def assert_entity(app: App, q: AssertEntityParams) -> handlers.AssertEntityResul
         new_uuid=EntityUuid(app.new_id()),
         now=app.now(),
     )
-    return app.workspace.writer.execute(lambda ctx: handlers.assert_entity(ctx, command))
+    return app.writes.writer.execute(lambda ctx: handlers.assert_entity(ctx, command))
 
 
 def assert_relationship(app: App, q: AssertRelationshipParams) -> handlers.AssertRelationshipResult:
@@ -129,38 +129,38 @@ def assert_relationship(app: App, q: AssertRelationshipParams) -> handlers.Asser
         new_uuid=EdgeUuid(app.new_id()),
         now=app.now(),
     )
-    return app.workspace.writer.execute(lambda ctx: handlers.assert_relationship(ctx, command))
+    return app.writes.writer.execute(lambda ctx: handlers.assert_relationship(ctx, command))
 
 
 def list_entities(app: App, q: ListEntitiesParams) -> graph_reads.NodesResult:
     """Entities with episode provenance (not merged aliases). Omitted, null or [] group_ids:
     all groups."""
-    return graph_reads.list_entities(app.workspace.reader(), q.group_ids, q.num_results)
+    return graph_reads.list_entities(app.reads.reader(), q.group_ids, q.num_results)
 
 
 def list_relationships(app: App, q: ListRelationshipsParams) -> graph_reads.EdgesResult:
     """Active edges. Omitted, null or [] group_ids: all groups."""
-    return graph_reads.list_relationships(app.workspace.reader(), q.group_ids, q.num_results)
+    return graph_reads.list_relationships(app.reads.reader(), q.group_ids, q.num_results)
 
 
 def get_nodes_by_group(app: App, q: ByGroupParams) -> graph_reads.NodesResult:
     """Entities of the groups. Omitted/null group_ids: all groups; [] matches nothing."""
-    return graph_reads.get_nodes_by_group(app.workspace.reader(), q.group_ids)
+    return graph_reads.get_nodes_by_group(app.reads.reader(), q.group_ids)
 
 
 def get_edges_by_group(app: App, q: ByGroupParams) -> graph_reads.EdgesResult:
     """Active edges of the groups. Omitted/null group_ids: all groups; [] matches nothing."""
-    return graph_reads.get_edges_by_group(app.workspace.reader(), q.group_ids)
+    return graph_reads.get_edges_by_group(app.reads.reader(), q.group_ids)
 
 
 def get_edges_by_uuids(app: App, q: EdgesByUuidsParams) -> graph_reads.EdgesResult:
     """Edges by uuid, in the order asked; unknown uuids are skipped."""
-    return graph_reads.get_edges_by_uuids(app.workspace.reader(), q.uuids)
+    return graph_reads.get_edges_by_uuids(app.reads.reader(), q.uuids)
 
 
 def get_entity_neighbors(app: App, q: NeighborsParams) -> graph_reads.NeighborsResult:
     """Edges touching an entity and the entities at their other ends. A merged alias's uuid
     answers with no edges and merged_into, the canonical it was merged into."""
     return graph_reads.get_entity_neighbors(
-        app.workspace.reader(), q.entity_uuid, q.group_ids, q.num_results
+        app.reads.reader(), q.entity_uuid, q.group_ids, q.num_results
     )

@@ -66,7 +66,7 @@ def process_chunk(app: App, q: ProcessChunkParams) -> dict[str, Any]:
     reference = (
         now if q.reference_time is None else rules.timestamp(q.reference_time, "reference_time")
     )
-    extractor = app.workspace.extractor
+    extractor = app.writes.extractor
     extraction = extractor.extract(q.chunk_text, reference)
     episode = AddEpisode(
         group_id=GroupId(q.group_id),
@@ -80,7 +80,7 @@ def process_chunk(app: App, q: ProcessChunkParams) -> dict[str, Any]:
         chunk_id=q.chunk_id,
         source_file=q.source_file,
     )
-    ws = app.workspace
+    ws = app.reads
     similar = similar_names(
         ws.reader(),
         ws.vectors,
@@ -97,7 +97,7 @@ def process_chunk(app: App, q: ProcessChunkParams) -> dict[str, Any]:
         app.new_id,
         similar,
     )
-    decision = app.workspace.writer.execute(lambda ctx: handlers.process_chunk(ctx, command))
+    decision = app.writes.writer.execute(lambda ctx: handlers.process_chunk(ctx, command))
     result: dict[str, Any] = {
         "success": True,
         "chunk_id": q.chunk_id,
@@ -109,7 +109,7 @@ def process_chunk(app: App, q: ProcessChunkParams) -> dict[str, Any]:
         "dropped_edges": dropped_payload(decision.dropped),
         "duration_seconds": round(time.monotonic() - started, 3),
     }
-    threshold = app.workspace.settings.chunk_advisory_max_chars
+    threshold = app.reads.settings.chunk_advisory_max_chars
     warning = oversized_warning(q.chunk_text, threshold)
     if warning is not None:
         result["warning"] = warning
@@ -135,7 +135,7 @@ def delete_by_source(app: App, q: DeleteBySourceParams) -> dict[str, Any]:
     """Delete the episodes from a source file in the listed groups (group_ids required); the
     entities they mentioned stay."""
     command = DeleteEpisodes(_groups(q.group_ids), q.source_file, None, app.now())
-    deleted = app.workspace.writer.execute(lambda ctx: handlers.delete_episodes(ctx, command))
+    deleted = app.writes.writer.execute(lambda ctx: handlers.delete_episodes(ctx, command))
     return {
         "success": True,
         "source_file": q.source_file,
@@ -148,7 +148,7 @@ def delete_chunk_episode(app: App, q: DeleteChunkEpisodeParams) -> dict[str, Any
     """Delete the episodes of a chunk id in the listed groups (group_ids required); the
     entities they mentioned stay."""
     command = DeleteEpisodes(_groups(q.group_ids), None, q.chunk_id, app.now())
-    deleted = app.workspace.writer.execute(lambda ctx: handlers.delete_episodes(ctx, command))
+    deleted = app.writes.writer.execute(lambda ctx: handlers.delete_episodes(ctx, command))
     return {
         "success": True,
         "chunk_id": q.chunk_id,

@@ -63,11 +63,11 @@ def _run(app: App, group_id: str) -> Run:
 
 
 def _ontology(app: App, group_id: str) -> Ontology:
-    return ontology_file.resolve(app.workspace.settings.state_dir, group_id).ontology
+    return ontology_file.resolve(app.reads.settings.state_dir, group_id).ontology
 
 
 def _classifier(app: App) -> Classifier:
-    classifier = app.workspace.classifier
+    classifier = app.writes.classifier
     if classifier is None:
         raise DomainError(
             "extraction.extractor: reclassification needs an LLM extractor; set [extraction]"
@@ -95,10 +95,10 @@ def canonicalize_relations(app: App, q: CanonicalizeParams) -> typing_runs.Canon
             rule="must declare at least one relation type",
         )
     return typing_runs.canonicalize(
-        app.workspace.writer,
+        app.writes.writer,
         _run(app, q.group_id),
         ontology,
-        app.workspace.embed_texts,
+        app.writes.embed_texts,
         threshold=q.embedding_threshold,
         dry_run=q.dry_run,
     )
@@ -109,7 +109,7 @@ def backfill_relation_types(app: App, q: BackfillParams) -> typing_runs.Backfill
     classify: mints an uppercased fact-prefix pseudo-type (the fact's first 4 words, e.g.
     THE_SPECIFICATION_DOCUMENT_DEFINES) for each edge of group_id (required) with no
     relation_type; typed edges are never touched."""
-    return typing_runs.backfill(app.workspace.writer, _run(app, q.group_id), dry_run=q.dry_run)
+    return typing_runs.backfill(app.writes.writer, _run(app, q.group_id), dry_run=q.dry_run)
 
 
 def _scope(scope: str) -> typing_rules.Scope | Failure:
@@ -139,7 +139,7 @@ def reprocess_relation_types(
             group_id=q.group_id,
         )
     return typing_runs.reprocess_relations(
-        app.workspace.writer,
+        app.writes.writer,
         _run(app, q.group_id),
         ontology,
         _classifier(app),
@@ -168,7 +168,7 @@ def reprocess_entity_types(
             group_id=q.group_id,
         )
     return typing_runs.reprocess_entities(
-        app.workspace.writer,
+        app.writes.writer,
         _run(app, q.group_id),
         ontology,
         _classifier(app),

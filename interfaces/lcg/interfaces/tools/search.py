@@ -46,7 +46,7 @@ class EntitiesBySourceParams(Params):
 
 def search_context(app: App) -> search.SearchContext:
     """What a search reads, as this workspace's settings configure it."""
-    ws = app.workspace
+    ws = app.reads
     wait_ms = ws.settings.vector_read_wait_ms
     return search.SearchContext(
         conn=ws.reader(),
@@ -64,7 +64,7 @@ def _floors(app: App, q: FindParams) -> relevance.Floors | None:
     """The relevance floors of this workspace's embedding model, unless the call waived them."""
     if not q.relevance_floor:
         return None
-    return relevance.for_model(app.workspace.embedder.contract.model)
+    return relevance.for_model(app.reads.embedder.contract.model)
 
 
 def find_entities(app: App, q: FindParams) -> search.EntitySearchResult:
@@ -98,5 +98,5 @@ def get_entities_by_source(app: App, q: EntitiesBySourceParams) -> graph_reads.S
     """Entities mentioned by episodes from a source (source_file or source_description).
     Omitted, null or [] group_ids: all groups."""
     return graph_reads.get_entities_by_source(
-        app.workspace.reader(), q.source, q.group_ids, q.num_results
+        app.reads.reader(), q.source, q.group_ids, q.num_results
     )

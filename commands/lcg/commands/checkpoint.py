@@ -13,13 +13,17 @@ files alone are the whole state until the next write.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 from lcg.projections.faults import StorageFailure
 
 if TYPE_CHECKING:
-    from lcg.interfaces.workspace import Workspace
+    from lcg.commands.writer import Writer
+    from lcg.projections.layout import WorkspaceFiles
+    from lcg.projections.text.scorer import TextScorer
+    from lcg.projections.vectors.index import VectorIndex
 
 BUSY_TIMEOUT_MS = 5_000  # how long a checkpoint waits for a reader or the cache's writer
 SETTLE_TIMEOUT_S = 30.0  # how long the vector follower gets to catch up first
@@ -63,16 +67,23 @@ def sqlite_checkpoint(path: Path) -> CheckpointedFile:
     return CheckpointedFile(file=name, flushed=True, detail="-wal folded into the file, truncated")
 
 
-def prepare_checkpoint(ws: Workspace) -> CheckpointResult:
-    """Checkpoint every database and write every index file, with writes held off."""
-    settings = ws.settings
-    settled = ws.settle(SETTLE_TIMEOUT_S)  # the FAISS files then hold every acknowledged write
+def prepare_checkpoint(
+    paths: WorkspaceFiles,
+    writer: Writer,
+    vectors: VectorIndex,
+    text_scorer: TextScorer,
+    settle: Callable[[float], bool],
+) -> CheckpointResult:
+    """Checkpoint every database and write every index file, with writes held off. `settle`
+    waits, at most the seconds given, for the vector indexes to hold every acknowledged write
+    (the FAISS files then hold them all)."""
+    settled = settle(SETTLE_TIMEOUT_S)
     files: list[CheckpointedFile] = []
-    with ws.writer.exclusive():
-        ws.vectors.checkpoint()
+    with writer.exclusive():
+        vectors.checkpoint()
         files.append(
             CheckpointedFile(
-                file=settings.vectors_dir.name,
+                file=paths.vectors_dir.name,
                 flushed=settled,
                 detail=(
                     "changed index files written"
@@ -84,15 +95,15 @@ def prepare_checkpoint(ws: Workspace) -> CheckpointResult:
         )
         # The scorer's checkpoint prunes its change log in graph.sqlite: before that file's.
         try:
-            ws.text_scorer.checkpoint(ws.writer.runner.conn)
+            text_scorer.checkpoint(writer.runner.conn)
         except OSError as error:  # a read-only or full disk: named, never "internal"
-            raise StorageFailure(settings.text_scorer_path, "write", error) from error
+            raise StorageFailure(paths.text_scorer_path, "write", error) from error
         files.append(
             CheckpointedFile(
-                file=settings.text_scorer_path.name, flushed=True, detail="scorer file written"
+                file=paths.text_scorer_path.name, flushed=True, detail="scorer file written"
             )
         )
-        for path in (settings.wal_path, settings.graph_path, settings.embeddings_path):
+        for path in (paths.wal_path, paths.graph_path, paths.embeddings_path):
             files.append(sqlite_checkpoint(path))
     flushed = sum(1 for f in files if f["flushed"])
     return CheckpointResult(

@@ -1,0 +1,118 @@
+"""What a tool function may reach: narrow handles onto the open workspace (issue 25, ADR 0063).
+
+A tool never holds the `Workspace` (the bootstrap that opens, wires and closes everything). It
+gets `app.reads` (what it may read), `app.writes` (what it may ask to be written, and the
+models a write runs outside the writer) and, for the operator's tools, `app.upkeep` (the
+workspace's own state: health, repairs, index files). Each is a Protocol the workspace
+satisfies, so mypy refuses a tool that reaches past it, and an adapter (HTTP, the portal)
+that builds an `App` hands the same three to every tool.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from lcg.commands.rebuild_jobs import RebuildJobs
+    from lcg.commands.writer import Writer
+    from lcg.interfaces.config import Settings
+    from lcg.projections.cypher.store import CypherGraph
+    from lcg.projections.damage import DamagedFile, Repair
+    from lcg.projections.embedding.port import Embedder, Vectors
+    from lcg.projections.extraction.classify import Classifier
+    from lcg.projections.extraction.port import Extractor
+    from lcg.projections.runner import ProjectionRunner
+    from lcg.projections.text.scorer import TextScorer
+    from lcg.projections.vectors.index import VectorIndex
+    from lcg.projections.wal.store import EventLog
+
+
+class Reads(Protocol):
+    """The read side: this thread's read connection, the search indexes, the query embedder
+    and the settings that shape a read. Nothing here can change what is stored."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    @property
+    def vectors(self) -> VectorIndex: ...
+
+    @property
+    def text_scorer(self) -> TextScorer: ...
+
+    @property
+    def cypher(self) -> CypherGraph: ...
+
+    @property
+    def search_pool(self) -> ThreadPoolExecutor | None: ...
+
+    @property
+    def log(self) -> EventLog: ...
+
+    def reader(self) -> sqlite3.Connection: ...
+
+    def embed_query(self, text: str) -> Vectors: ...
+
+    def settle_vectors(
+        self,
+        groups: Sequence[str] | None,
+        kind: str,
+        timeout: float,
+        helper: sqlite3.Connection | None = None,
+    ) -> int: ...
+
+
+class Writes(Protocol):
+    """The write side: the writer every write goes through, the rebuild jobs, and what a write
+    runs before it is decided (the extractor, the classifier, stored texts' embeddings)."""
+
+    @property
+    def writer(self) -> Writer: ...
+
+    @property
+    def rebuild_jobs(self) -> RebuildJobs: ...
+
+    @property
+    def extractor(self) -> Extractor: ...
+
+    @property
+    def classifier(self) -> Classifier | None: ...
+
+    def embed_texts(self, texts: Sequence[str]) -> Vectors: ...
+
+
+class Upkeep(Protocol):
+    """The operator's view of the open workspace: its health for knowledge_status, the files a
+    checkpoint writes, and the index time knowledge_build_indices records."""
+
+    last_index_time: datetime | None
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def damaged(self) -> DamagedFile | None: ...
+
+    @property
+    def repairs(self) -> list[Repair]: ...
+
+    @property
+    def runner(self) -> ProjectionRunner: ...
+
+    @property
+    def vector_follow_state(self) -> tuple[int, str | None]: ...
+
+    def cache_repairs(self) -> list[Repair]: ...
+
+    def damaged_files(self) -> list[Repair]: ...
+
+    def faults(self) -> list[str]: ...
+
+    def settle(self, timeout: float | None = None) -> bool: ...
