@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from lcg.commands.memory import CAUSAL, END_TYPE, TARGET_TYPE, reaches
 from lcg.commands.writer import WriteContext
 from lcg.domain.errors import DomainError
 from lcg.domain.events import MemoryWriteApplied, MemoryWriteFailed
@@ -28,6 +27,7 @@ from lcg.domain.memory.identity import (
     matches_by_key,
     one_value_differs,
 )
+from lcg.domain.memory.intents import CAUSAL, END_TYPE, TARGET_TYPE, reaches
 from lcg.domain.memory.references import (
     ACTION_CYCLE,
     HIERARCHY_CYCLE,
@@ -441,7 +441,7 @@ def _apply_derive(
     for pair in request["parent_of"]:
         parent = out.node(pair["parent"], END_TYPE, prepared, set())
         child = out.node(pair["child"], END_TYPE, prepared, set())
-        if parent == child or reaches(conn, session, extra, child, parent, ("parent_of",)):
+        if parent == child or reaches(lookup, extra, child, parent, ("parent_of",)):
             raise CycleRefused(HIERARCHY_CYCLE, field="parent_of", rule="must stay acyclic")
         extra.setdefault(parent, set()).add(child)
         out.edge("parent_of", parent, child)
@@ -462,7 +462,7 @@ def _apply_action(
             ref = Resolved.from_json(entry)
             _check_fixed(lookup, f"{kind}[{j}]", ref)
             target = ref.node or out.node(ref.ref, TARGET_TYPE, prepared, set())
-            if target == action_node or reaches(conn, session, {}, target, action_node, CAUSAL):
+            if target == action_node or reaches(lookup, {}, target, action_node, CAUSAL):
                 raise CycleRefused(ACTION_CYCLE, field=kind, rule="must stay acyclic")
             out.edge(kind, action_node, target)
             if kind == "depends_on":

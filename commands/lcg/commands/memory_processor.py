@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from lcg.commands import memory, memory_apply
+from lcg.commands import memory_apply
 from lcg.commands.memory_apply import Prepared, Similar
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.ids import GroupId
 from lcg.domain.memory.calls import DERIVE
 from lcg.domain.memory.identity import canonical_key, matches_by_key
+from lcg.domain.memory.intents import END_TYPE, TARGET_TYPE
 from lcg.projections.embedding.port import Vectors
 from lcg.projections.memory import state
 from lcg.projections.memory.state import WriteRow
@@ -311,7 +312,7 @@ class IntentProcessor:
             item: text
             for item, text in framed.items()
             if not (
-                matches_by_key(types.get(item, memory.END_TYPE))
+                matches_by_key(types.get(item, END_TYPE))
                 and state.concepts_with_key(conn, session, canonical_key(item.strip()))
             )
         }
@@ -349,4 +350,4 @@ def _item_types(row: WriteRow) -> dict[str, str]:
     """Each item's concept type (derive concepts as sent; ends and targets by their rule)."""
     if row.tool == DERIVE:
         return {c["content"]: c["concept_type"] for c in row.request["concepts"]}
-    return dict.fromkeys(memory_apply.texts_to_embed(row), memory.TARGET_TYPE)
+    return dict.fromkeys(memory_apply.texts_to_embed(row), TARGET_TYPE)

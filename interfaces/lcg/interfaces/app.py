@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from lcg.commands.memory_admission import MemoryWrites
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.runner import Progress
 
@@ -36,6 +37,12 @@ class App:
     def now(self) -> datetime:
         """The workspace clock's reading: the one source of `now` for commands."""
         return self.workspace.clock()
+
+    @property
+    def memory_writes(self) -> MemoryWrites:
+        """The one handle the memory write tools use: what they may ask to be written, the
+        receipts they may look up (ADR 0059)."""
+        return self.workspace.memory
 
     def with_progress(self, progress: Progress | None) -> App:
         return self if progress is None else replace(self, progress=progress)

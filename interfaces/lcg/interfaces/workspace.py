@@ -15,6 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from lcg.commands.memory_admission import MemoryService
 from lcg.commands.memory_jobs import MemoryJobs
 from lcg.commands.memory_processor import IntentProcessor
 from lcg.commands.writer import CommitListener, Writer
@@ -24,7 +25,6 @@ from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
 from lcg.interfaces.config import Settings
 from lcg.interfaces.graph_file import check_the_log, open_graph, refuse_if_the_log_is_lost
 from lcg.interfaces.legacy import migrate_legacy_state_dir
-from lcg.interfaces.memory_service import MemoryService
 from lcg.interfaces.private_files import DIR_MODE, make_private
 from lcg.interfaces.rebuild_jobs import RebuildJobs
 from lcg.projections import damage
@@ -348,6 +348,7 @@ class Workspace:
             self.clock,
             self.settings.promotion_policy,
             jobs,
+            lambda: self.embedder.contract,
         )
         self._stack.callback(self._release, "_memory", self._memory.close)
         processor.start()

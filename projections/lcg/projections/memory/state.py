@@ -186,7 +186,8 @@ def latest_interaction(conn: sqlite3.Connection, group: str) -> str | None:
 
 
 class SessionLookup:
-    """The references' Lookup over one session's rows (lcg.domain.memory.references)."""
+    """The references' Lookup over one session's rows (lcg.domain.memory.references), and the
+    edges the intent's cycle checks follow (lcg.domain.memory.intents.SessionGraph)."""
 
     def __init__(self, conn: sqlite3.Connection, group: str) -> None:
         self.conn = conn
@@ -203,6 +204,12 @@ class SessionLookup:
 
     def with_key(self, key: str) -> list[Node]:
         return concepts_with_key(self.conn, self.group, key)
+
+    def targets(self, source: str, kinds: Sequence[str]) -> list[str]:
+        return targets(self.conn, self.group, source, kinds)
+
+    def reaches(self, start: str, goal: str, kinds: Sequence[str]) -> bool:
+        return reaches(self.conn, self.group, start, goal, kinds)
 
 
 NEIGHBOUR_KINDS = ("depends_on", "parent_of", "contradicts", "produces", "modifies")
