@@ -29,7 +29,7 @@ from lcg.commands import memory as memory_commands
 from lcg.commands import memory_schedule, memory_stats
 from lcg.commands.memory_jobs import JobCounters, MemoryJobs
 from lcg.commands.memory_processor import IntentProcessor
-from lcg.commands.memory_receipts import record_of, settled_fields, settled_lines, stale_report
+from lcg.commands.memory_receipts import record_of, settled_fields, stale_report
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.errors import DomainError
 from lcg.domain.events import MemoryAccessed
@@ -55,6 +55,7 @@ from lcg.domain.memory.receipts import (
     action_ack,
     derive_ack,
 )
+from lcg.domain.memory.records import WriteOutcome
 from lcg.projections.embedding.port import EmbeddingContract
 from lcg.projections.memory import state
 
@@ -258,38 +259,27 @@ class MemoryService:
             return DropCause.QUEUE
         return None
 
-    def _settled(self, receipt: str, outcome_state: str, outcome: dict[str, Any] | None) -> None:
-        """The processor applied (or refused) a write: settle the receipt this process holds."""
-        if outcome_state not in ("applied", "failed"):
-            return
+    def _settled(self, receipt: str, outcome_state: str, outcome: WriteOutcome | str) -> None:
+        """The processor applied (or refused) a write: settle the receipt this process holds
+        (`outcome`: the outcome applied, or the reason refused)."""
         asked = ReceiptId.parse(receipt)
         if asked.epoch != self.book.epoch:
             return  # a previous process's: the log answers for it
         now = self.clock()
-        stale = (
-            None
-            if outcome_state != "applied" or outcome is None
-            else stale_report(self._reader(), self.session, outcome, now)
-        )
+        if not isinstance(outcome, WriteOutcome):
+            with self._lock:
+                self.book.settle(asked, ReceiptState.FAILED, now, detail=outcome)
+            return
+        stale = stale_report(self._reader(), self.session, outcome, now)
         with self._lock:
-            if outcome_state == "applied":
-                assert outcome is not None
-                fields = settled_fields(outcome)
-                lines = settled_lines(outcome)
-                if stale is not None:
-                    fields["stale_report"] = stale[0]
-                    lines = (*lines, *stale[1])
-                self.book.settle(
-                    asked,
-                    ReceiptState.APPLIED,
-                    now,
-                    detail=outcome["summary"],
-                    lines=lines,
-                    fields=fields,
-                )
-            else:
-                reason = None if outcome is None else outcome.get("summary")
-                self.book.settle(asked, ReceiptState.FAILED, now, detail=reason)
+            fields = settled_fields(outcome)
+            lines = outcome.candidate_lines
+            if stale is not None:
+                fields["stale_report"] = stale[0]
+                lines = (*lines, *stale[1])
+            self.book.settle(
+                asked, ReceiptState.APPLIED, now, detail=outcome.summary, lines=lines, fields=fields
+            )
 
     # -- access counts --------------------------------------------------------------------
 

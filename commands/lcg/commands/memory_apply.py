@@ -28,6 +28,14 @@ from lcg.domain.memory.identity import (
     one_value_differs,
 )
 from lcg.domain.memory.intents import CAUSAL, END_TYPE, TARGET_TYPE, reaches
+from lcg.domain.memory.records import (
+    Candidate,
+    Candidates,
+    OutcomeEdge,
+    OutcomeNode,
+    Supersession,
+    WriteOutcome,
+)
 from lcg.domain.memory.references import (
     ACTION_CYCLE,
     HIERARCHY_CYCLE,
@@ -79,24 +87,24 @@ def texts_to_embed(row: WriteRow) -> dict[str, str]:
 
 
 class _Outcome:
-    """The nodes, edges and counts an apply decides, in the event's JSON shape."""
+    """The nodes, edges and counts an apply decides, as the outcome's records."""
 
     def __init__(self, ctx: WriteContext, row: WriteRow, new_id: Callable[[], str]) -> None:
         self.ctx = ctx
         self.session = GroupId(row.group_id)
         self.new_id = new_id
-        self.nodes: list[dict[str, Any]] = []
+        self.nodes: list[OutcomeNode] = []
         self.by_key: dict[str, str] = {}  # keys created or matched by this write
         self.reinforced: list[str] = []
-        self.edges: list[dict[str, str]] = []
+        self.edges: list[OutcomeEdge] = []
         self.edge_keys: set[tuple[str, str, str]] = set()
         self.created: list[str] = []
         self.matched: list[str] = []
         self.semantic_merged = 0
         self.embedded = 0
         self.reinforcements = 0
-        self.candidates: list[dict[str, Any]] = []
-        self.superseded: list[dict[str, str]] = []  # possibly superseded: {older, newer}
+        self.candidates: list[Candidate] = []
+        self.superseded: list[Supersession] = []  # possibly superseded, not declared
 
     def node(self, text: str, concept_type: str, prepared: Prepared, against: set[str]) -> str:
         """The node this text names: matched by key, merged by similarity, or created."""
@@ -135,16 +143,7 @@ class _Outcome:
                 return stored.uuid, "semantic"
         uuid = self.new_id()
         embedding_text = prepared.embedding_texts.get(text)
-        self.nodes.append(
-            {
-                "uuid": uuid,
-                "node_kind": "concept",
-                "content": text,
-                "concept_type": concept_type,
-                "canonical_key": key,
-                "embedding_text": embedding_text,
-            }
-        )
+        self.nodes.append(OutcomeNode(uuid, "concept", text, concept_type, key, embedding_text))
         if embedding_text:
             self.embedded += 1
         if key:
@@ -164,9 +163,7 @@ class _Outcome:
         existing = state.edge_uuid(self.ctx.conn, self.session, kind, source, target)
         if existing is not None:
             self.reinforcements += 1
-        self.edges.append(
-            {"uuid": existing or self.new_id(), "kind": kind, "source": source, "target": target}
-        )
+        self.edges.append(OutcomeEdge(existing or self.new_id(), kind, source, target))
         return existing is None
 
 
@@ -182,9 +179,9 @@ def apply_write(
     now: datetime,
     *,
     after_restart: bool,
-) -> tuple[str, dict[str, Any] | None]:
-    """Apply one intent: append its outcome (or its failure). Returns (state, outcome); a
-    failure's outcome holds only its `summary`, the reason."""
+) -> tuple[str, WriteOutcome | str]:
+    """Apply one intent: append its outcome (or its failure). Returns ("applied", the
+    outcome) or ("failed", the reason)."""
     session = GroupId(row.group_id)
     try:
         if prepared.embedder_failure is not None:
@@ -195,7 +192,7 @@ def apply_write(
             session,
             [MemoryWriteFailed(now, row.receipt, row.intent_seq, refused.message, after_restart)],
         )
-        return "failed", {"summary": refused.message}
+        return "failed", refused.message
     ctx.append(
         session, [MemoryWriteApplied(now, row.receipt, row.intent_seq, outcome, after_restart)]
     )
@@ -221,7 +218,7 @@ def _decide(
     prepared: Prepared,
     new_id: Callable[[], str],
     now: datetime,
-) -> dict[str, Any]:
+) -> WriteOutcome:
     session = GroupId(row.group_id)
     out = _Outcome(ctx, row, new_id)
     interaction = new_id()
@@ -230,16 +227,7 @@ def _decide(
         text = call_text([c["content"] for c in request["concepts"]])
     else:
         text = request["action"]
-    out.nodes.append(
-        {
-            "uuid": interaction,
-            "node_kind": "interaction",
-            "content": text,
-            "concept_type": None,
-            "canonical_key": None,
-            "embedding_text": None,
-        }
-    )
+    out.nodes.append(OutcomeNode(interaction, "interaction", text, None, None, None))
     previous = state.latest_interaction(ctx.conn, session)
     if previous is not None:
         out.edge("precedes", previous, interaction)
@@ -266,34 +254,29 @@ def _decide(
             " replace (nothing recorded; cite one in against on a later call only if it really"
             " is replaced)"
         )
-    outcome: dict[str, Any] = {
-        "agent_id": row.agent_id,
-        "about_time": _about_time(row),
-        "interaction": interaction,
-        "nodes": out.nodes,
-        "reinforced_nodes": out.reinforced,
-        "edges": out.edges,
-        "created": created,
-        "matched": matched,
-        "created_count": len(created),
-        "matched_count": len(matched),
-        "semantic_merged": out.semantic_merged,
-        "reinforced": out.reinforcements,
-        "edges_count": sum(1 for e in out.edges if e["kind"] != "precedes"),
-        "embedded": out.embedded,
-        "summary": summary,
-    }
-    if action_node is not None:
-        outcome["action_node"] = action_node
-    if out.superseded:
-        outcome["possibly_superseded"] = out.superseded
-    if candidates:
-        outcome["replacement_candidates"] = {
-            "candidates": _bounded(candidates),
-            "total": len(candidates),
-        }
-        outcome["candidate_lines"] = [_candidate_line(c) for c in candidates]
-    return outcome
+    return WriteOutcome(
+        agent_id=row.agent_id,
+        about_time=_about_time(row),
+        interaction=interaction,
+        nodes=tuple(out.nodes),
+        reinforced_nodes=tuple(out.reinforced),
+        edges=tuple(out.edges),
+        created=tuple(created),
+        matched=tuple(matched),
+        created_count=len(created),
+        matched_count=len(matched),
+        semantic_merged=out.semantic_merged,
+        reinforced=out.reinforcements,
+        edges_count=sum(1 for e in out.edges if e.kind != "precedes"),
+        embedded=out.embedded,
+        summary=summary,
+        action_node=action_node,
+        possibly_superseded=tuple(out.superseded),
+        replacement_candidates=Candidates(_bounded(candidates), len(candidates))
+        if candidates
+        else None,
+        candidate_lines=tuple(_candidate_line(c) for c in candidates),
+    )
 
 
 REPLACEABLE = ("logic", "constraint", "observation")  # M-DER-103
@@ -323,39 +306,38 @@ def _near(
 
 def _candidates(
     out: _Outcome, near: list[tuple[Similar, state.Node]], uuid: str, about: str
-) -> list[dict[str, Any]]:
+) -> list[Candidate]:
     """The existing concepts this concept may replace (M-DER-100..116): the near ones not
     written by this call; the one it merged with is marked merged, one dated after it newer.
     Nothing is recorded."""
     written = {*out.created, *out.matched} - {uuid}
-    found: list[dict[str, Any]] = []
+    found: list[Candidate] = []
     for similar, stored in near:
         if stored.uuid in written:
             continue
-        row: dict[str, Any] = {
-            "id": stored.uuid[:8],
-            "node_id": stored.uuid,
-            "excerpt": quote(stored.content),
-            "cosine": round(similar.cosine, 4),
-            "new_id": uuid[:8],
-        }
-        if stored.uuid == uuid:
-            row["merged"] = True
-        if stored.about_time > about:
-            row["newer"] = True
-        found.append(row)
-    found.sort(key=lambda row: -float(row["cosine"]))
+        found.append(
+            Candidate(
+                stored.uuid[:8],
+                stored.uuid,
+                quote(stored.content),
+                round(similar.cosine, 4),
+                uuid[:8],
+                merged=stored.uuid == uuid,
+                newer=stored.about_time > about,
+            )
+        )
+    found.sort(key=lambda row: -float(row.cosine))
     return found[:CANDIDATES_PER_CONCEPT]
 
 
 def _suspected(
     content: str, near: list[tuple[Similar, state.Node]], uuid: str, about: str
-) -> list[dict[str, str]]:
+) -> list[Supersession]:
     """Possibly superseded, not declared (#198): a near concept whose merge the identifier
     guard refused, differing in one value after an identical prefix, and dated before this
     write (equal dates are never flagged)."""
     return [
-        {"older": stored.uuid, "newer": uuid}
+        Supersession(stored.uuid, uuid)
         for _, stored in near
         if stored.about_time < about
         and digit_words_differ(content, stored.content)
@@ -371,25 +353,25 @@ def _linked(out: _Outcome, first: str, second: str) -> bool:
     )
 
 
-def _bounded(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _bounded(rows: list[Candidate]) -> tuple[Candidate, ...]:
     """As many rows as fit in CANDIDATE_BYTES of serialized JSON (the total stays true)."""
-    kept: list[dict[str, Any]] = []
+    kept: list[Candidate] = []
     used = 0
     for row in rows:
-        size = len(json.dumps(row, ensure_ascii=False).encode("utf-8"))
+        size = len(json.dumps(row.to_wire(), ensure_ascii=False).encode("utf-8"))
         if used + size > CANDIDATE_BYTES:
             break
         kept.append(row)
         used += size
-    return kept
+    return tuple(kept)
 
 
-def _candidate_line(row: dict[str, Any]) -> str:
+def _candidate_line(row: Candidate) -> str:
     """`  - 5e6f7a8b "excerpt" (cosine 0.8684, for 1a2b3c4d)` and its ending (M-DER-108/114)."""
-    line = f'  - {row["id"]} "{row["excerpt"]}" (cosine {row["cosine"]:.4f}, for {row["new_id"]})'
-    if row.get("merged"):
+    line = f'  - {row.id} "{row.excerpt}" (cosine {row.cosine:.4f}, for {row.new_id})'
+    if row.merged:
         line += "; merged with this write, may be replaced"
-    if row.get("newer"):
+    if row.newer:
         line += (
             "; newer: dated after this write, so it may replace this write, not the other way"
             " round; do not cite it in against."

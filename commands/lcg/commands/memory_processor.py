@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from lcg.commands import memory_apply
 from lcg.commands.memory_apply import Prepared, Similar
@@ -31,6 +30,7 @@ from lcg.domain.ids import GroupId
 from lcg.domain.memory.calls import DERIVE
 from lcg.domain.memory.identity import canonical_key, matches_by_key
 from lcg.domain.memory.intents import END_TYPE, TARGET_TYPE
+from lcg.domain.memory.records import WriteOutcome
 from lcg.projections.embedding.port import Vectors
 from lcg.projections.memory import state
 from lcg.projections.memory.state import WriteRow
@@ -102,7 +102,8 @@ class IntentProcessor:
         self._stopping = False
         self._thread: threading.Thread | None = None
         self.failure: str | None = None
-        self.listeners: list[Callable[[str, str, dict[str, Any] | None], None]] = []
+        # (receipt, state, the outcome if applied / the reason if failed)
+        self.listeners: list[Callable[[str, str, WriteOutcome | str], None]] = []
         self.periodic: list[Callable[[], None]] = []  # run after each drain (access counts)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -260,7 +261,7 @@ class IntentProcessor:
             own = row.receipt in self._own
         after_restart = not own
 
-        def handler(ctx: WriteContext) -> tuple[str, dict[str, Any] | None]:
+        def handler(ctx: WriteContext) -> tuple[str, WriteOutcome | str | None]:
             current = state.write(ctx.conn, row.receipt)
             if current is None or current.state != "pending":  # settled meanwhile
                 return ("skipped", None)
@@ -272,12 +273,12 @@ class IntentProcessor:
 
         outcome_state, outcome = self.writer.execute(handler)
         self.failure = None
-        if outcome_state == "skipped":
+        if outcome_state == "skipped" or outcome is None:
             return
         self._settled(row, outcome_state, outcome, own=own)
 
     def _settled(
-        self, row: WriteRow, outcome_state: str, outcome: dict[str, Any] | None, *, own: bool
+        self, row: WriteRow, outcome_state: str, outcome: WriteOutcome | str, *, own: bool
     ) -> None:
         for listener in self.listeners:  # receipts settle before any waiter wakes
             listener(row.receipt, outcome_state, outcome)

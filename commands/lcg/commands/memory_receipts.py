@@ -1,17 +1,17 @@
 """What a settled memory write's receipt says (ADR 0026): its fields and text lines from the
-outcome, the log's answer for a receipt this process does not hold, and the stale report of a
-write that contradicted something (M-STL-014..018)."""
+outcome, the log's answer for a receipt this process does not hold, and the stale report of
+a write that contradicted something (M-STL-014..018)."""
 
 from __future__ import annotations
 
 import sqlite3
 from datetime import datetime
-from typing import Any
 
 from lcg.domain.ids import GroupId
 from lcg.domain.memory import evidence
 from lcg.domain.memory.context import quote
 from lcg.domain.memory.receipts import IntentRecord, JsonValue, ReceiptState
+from lcg.domain.memory.records import WriteOutcome
 from lcg.projections.memory import evidence as memory_evidence
 from lcg.projections.memory import state
 from lcg.projections.memory.state import WriteRow
@@ -19,28 +19,23 @@ from lcg.projections.memory.state import WriteRow
 STALE_REPORT_BYTES = 2048  # ids, cited ids and snippets of a receipt's stale rows (M-STL-016)
 
 
-def settled_fields(outcome: dict[str, Any]) -> dict[str, JsonValue]:
+def settled_fields(outcome: WriteOutcome) -> dict[str, JsonValue]:
     """The receipt object's keys on applied (M-STA-081)."""
     fields: dict[str, JsonValue] = {
-        "created": list(outcome["created"]),
-        "matched": list(outcome["matched"]),
-        "created_count": outcome["created_count"],
-        "matched_count": outcome["matched_count"],
-        "semantic_merged": outcome["semantic_merged"],
-        "reinforced": outcome["reinforced"],
-        "edges": outcome["edges_count"],
-        "embedded": outcome["embedded"],
+        "created": list(outcome.created),
+        "matched": list(outcome.matched),
+        "created_count": outcome.created_count,
+        "matched_count": outcome.matched_count,
+        "semantic_merged": outcome.semantic_merged,
+        "reinforced": outcome.reinforced,
+        "edges": outcome.edges_count,
+        "embedded": outcome.embedded,
     }
-    if "action_node" in outcome:
-        fields["action_node"] = outcome["action_node"]
-    if "replacement_candidates" in outcome:
-        fields["replacement_candidates"] = outcome["replacement_candidates"]
+    if outcome.action_node is not None:
+        fields["action_node"] = outcome.action_node
+    if outcome.replacement_candidates is not None:
+        fields["replacement_candidates"] = outcome.replacement_candidates.to_wire()
     return fields
-
-
-def settled_lines(outcome: dict[str, Any]) -> tuple[str, ...]:
-    """The receipt text's lines after its state line: one per replacement candidate."""
-    return tuple(outcome.get("candidate_lines", ()))
 
 
 def record_of(row: WriteRow, *, this_process: bool) -> IntentRecord:
@@ -51,6 +46,7 @@ def record_of(row: WriteRow, *, this_process: bool) -> IntentRecord:
     if row.state == "failed":
         return IntentRecord(ReceiptState.FAILED, row.agent_id, row.group_id, detail=row.summary)
     assert row.outcome is not None
+    outcome = WriteOutcome.from_wire(row.outcome)
     applied = (
         ReceiptState.APPLIED
         if this_process and not row.after_restart
@@ -61,18 +57,18 @@ def record_of(row: WriteRow, *, this_process: bool) -> IntentRecord:
         row.agent_id,
         row.group_id,
         detail=row.summary,
-        lines=settled_lines(row.outcome),
-        fields=settled_fields(row.outcome),
+        lines=outcome.candidate_lines,
+        fields=settled_fields(outcome),
     )
 
 
 def stale_report(
-    conn: sqlite3.Connection, session: GroupId, outcome: dict[str, Any], now: datetime
+    conn: sqlite3.Connection, session: GroupId, outcome: WriteOutcome, now: datetime
 ) -> tuple[dict[str, JsonValue], tuple[str, ...]] | None:
     """A write carrying `against`: the direct citations of what it contradicted that are
     stale as it settles (M-STL-014..018): at most 50 rows within 2,048 bytes of ids and
     snippets, the true total, and a text line per row. None without a contradiction."""
-    targets = [e["target"] for e in outcome.get("edges", []) if e["kind"] == "contradicts"]
+    targets = [e.target for e in outcome.edges if e.kind == "contradicts"]
     if not targets:
         return None
     found = memory_evidence.load(conn, session, targets)

@@ -18,6 +18,7 @@ from typing import Protocol
 from lcg.domain.events import MemoryWriteAccepted
 from lcg.domain.memory.calls import DERIVE, RECORD_ACTION, Derive, RecordAction
 from lcg.domain.memory.identity import canonical_key, matches_by_key
+from lcg.domain.memory.records import ActionRequest, DerivedConcept, DeriveRequest, ParentOf
 from lcg.domain.memory.references import (
     ACTION_CYCLE,
     HIERARCHY_CYCLE,
@@ -79,7 +80,7 @@ def _existing(lookup: Lookup, content: str, concept_type: str) -> list[str]:
 
 def decide_derive(call: Derive, graph: SessionGraph) -> MemoryWriteAccepted:
     """The intent of a lambo_derive, references fixed to node ids; refusals write nothing."""
-    concepts: list[dict[str, object]] = []
+    concepts: list[DerivedConcept] = []
     for i, concept in enumerate(call.concepts):
         itself = set(_existing(graph, concept.content, concept.concept_type))
         cited: list[Resolved] = []
@@ -103,16 +104,11 @@ def decide_derive(call: Derive, graph: SessionGraph) -> MemoryWriteAccepted:
                 )
             contradicted.append(found)
         concepts.append(
-            {
-                "content": concept.content,
-                "concept_type": concept.concept_type,
-                "depends_on": [c.to_json() for c in cited],
-                "against": [c.to_json() for c in contradicted],
-            }
+            DerivedConcept(concept.content, concept.concept_type, tuple(cited), tuple(contradicted))
         )
-    pairs = [{"parent": p, "child": c} for p, c in call.parent_of]
+    pairs = tuple(ParentOf(p, c) for p, c in call.parent_of)
     _refuse_hierarchy_cycle(graph, call.parent_of)
-    request = {"concepts": concepts, "parent_of": pairs}
+    request = DeriveRequest(tuple(concepts), pairs)
     return MemoryWriteAccepted(
         call.now, call.receipt, call.agent_id, DERIVE, request, call.event_time
     )
@@ -139,16 +135,16 @@ def _refuse_hierarchy_cycle(graph: SessionGraph, pairs: Sequence[tuple[str, str]
 def decide_action(call: RecordAction, graph: SessionGraph) -> MemoryWriteAccepted:
     """The intent of a lambo_record_action; refusals write nothing."""
     itself = set(_existing(graph, call.action, TARGET_TYPE))
-    entries: dict[str, list[dict[str, str | None]]] = {}
+    entries: dict[str, tuple[Resolved, ...]] = {}
     for name, values in (
         ("produces", call.produces),
         ("modifies", call.modifies),
         ("depends_on", call.depends_on),
     ):
-        resolved = [
+        resolved = tuple(
             resolve(f"{name}[{j}]", ref, graph, create=True) for j, ref in enumerate(values)
-        ]
-        entries[name] = [r.to_json() for r in resolved]
+        )
+        entries[name] = resolved
         for r in resolved:
             target = r.node or ("key:" + (canonical_key(r.ref) or r.ref.strip()))
             closes = target in itself or any(
@@ -156,7 +152,7 @@ def decide_action(call: RecordAction, graph: SessionGraph) -> MemoryWriteAccepte
             )
             if closes:
                 raise CycleRefused(ACTION_CYCLE, field=name, rule="must stay acyclic")
-    cited = {r.node for r in (Resolved.from_json(e) for e in entries["depends_on"]) if r.node}
+    cited = {r.node for r in entries["depends_on"] if r.node}
     against: list[Resolved] = []
     for j, ref in enumerate(call.against):
         where = f"against[{j}]"
@@ -168,11 +164,13 @@ def decide_action(call: RecordAction, graph: SessionGraph) -> MemoryWriteAccepte
                 where, ref, "is both cited and contradicted by one concept of the call"
             )
         against.append(found)
-    request = {
-        "action": call.action,
-        **entries,
-        "against": [a.to_json() for a in against],
-    }
+    request = ActionRequest(
+        call.action,
+        entries["produces"],
+        entries["modifies"],
+        entries["depends_on"],
+        tuple(against),
+    )
     return MemoryWriteAccepted(
         call.now, call.receipt, call.agent_id, RECORD_ACTION, request, call.event_time
     )
