@@ -13,13 +13,11 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from lcg.commands.writer import WriteContext
 from lcg.domain.errors import DomainError
 from lcg.domain.events import MemoryWriteApplied, MemoryWriteFailed
 from lcg.domain.ids import GroupId
-from lcg.domain.memory.calls import DERIVE
 from lcg.domain.memory.context import quote
 from lcg.domain.memory.identity import (
     canonical_key,
@@ -29,8 +27,12 @@ from lcg.domain.memory.identity import (
 )
 from lcg.domain.memory.intents import CAUSAL, END_TYPE, TARGET_TYPE, reaches
 from lcg.domain.memory.records import (
+    ActionRequest,
     Candidate,
     Candidates,
+    DerivedConcept,
+    DeriveRequest,
+    MemoryRequest,
     OutcomeEdge,
     OutcomeNode,
     Supersession,
@@ -71,17 +73,17 @@ class Prepared:
 def texts_to_embed(row: WriteRow) -> dict[str, str]:
     """item text -> framed text, for every item the write might create (M-DER-140..148)."""
     request = row.request
-    if row.tool == DERIVE:
-        contents = [c["content"] for c in request["concepts"]]
+    if isinstance(request, DeriveRequest):
+        contents = [c.content for c in request.concepts]
         whole = call_text(contents)
-        items = contents + [e for p in request["parent_of"] for e in (p["parent"], p["child"])]
+        items = contents + [e for p in request.parent_of for e in (p.parent, p.child)]
         return {item: framed(item, whole) for item in items}
-    action = request["action"]
+    assert isinstance(request, ActionRequest)
+    action = request.action
     targets = [
-        entry["ref"]
-        for kind in ("produces", "modifies", "depends_on")
-        for entry in request[kind]
-        if entry["node"] is None
+        entry.ref
+        for entry in (*request.produces, *request.modifies, *request.depends_on)
+        if entry.node is None
     ]
     return {action: framed(action, action)} | {t: framed(t, action) for t in targets}
 
@@ -223,16 +225,17 @@ def _decide(
     out = _Outcome(ctx, row, new_id)
     interaction = new_id()
     request = row.request
-    if row.tool == DERIVE:
-        text = call_text([c["content"] for c in request["concepts"]])
+    if isinstance(request, DeriveRequest):
+        text = call_text([c.content for c in request.concepts])
     else:
-        text = request["action"]
+        assert isinstance(request, ActionRequest)
+        text = request.action
     out.nodes.append(OutcomeNode(interaction, "interaction", text, None, None, None))
     previous = state.latest_interaction(ctx.conn, session)
     if previous is not None:
         out.edge("precedes", previous, interaction)
     action_node: str | None = None
-    if row.tool == DERIVE:
+    if isinstance(request, DeriveRequest):
         citations, contradictions = _apply_derive(
             out, request, prepared, interaction, _about_time(row)
         )
@@ -240,7 +243,7 @@ def _decide(
         action_node, citations, contradictions = _apply_action(out, request, prepared, interaction)
     created = list(out.created)
     matched = list(dict.fromkeys(out.matched))
-    summary = _summary(row, request, len(created), len(matched), out.embedded)
+    summary = _summary(request, len(created), len(matched), out.embedded)
     if citations:
         summary += f"; {citations} citation(s) recorded"
     if contradictions:
@@ -285,18 +288,18 @@ CANDIDATE_BYTES = 2048  # M-DER-122: rows per receipt, counted as serialized JSO
 
 
 def _near(
-    out: _Outcome, concept: dict[str, Any], uuid: str, prepared: Prepared, refs: set[str]
+    out: _Outcome, concept: DerivedConcept, uuid: str, prepared: Prepared, refs: set[str]
 ) -> list[tuple[Similar, state.Node]]:
     """The stored concepts of this concept's type at or above the merge threshold (read once
     for candidates and suspected supersessions), with no reference of this concept to them
     and no citation or contradiction between the two."""
     found: list[tuple[Similar, state.Node]] = []
-    for near in prepared.similar.get(concept["content"], []):
+    for near in prepared.similar.get(concept.content, []):
         stored = state.node(out.ctx.conn, out.session, near.uuid)
         if (
             stored is not None
             and stored.node_kind == "concept"
-            and stored.concept_type == concept["concept_type"]
+            and stored.concept_type == concept.concept_type
             and stored.uuid not in refs
             and not _linked(out, uuid, stored.uuid)
         ):
@@ -380,30 +383,27 @@ def _candidate_line(row: Candidate) -> str:
 
 
 def _apply_derive(
-    out: _Outcome, request: dict[str, Any], prepared: Prepared, interaction: str, about: str
+    out: _Outcome, request: DeriveRequest, prepared: Prepared, interaction: str, about: str
 ) -> tuple[int, int]:
     """Concepts, their citations and contradictions, then parent_of. (citations, contradictions)"""
     conn, session = out.ctx.conn, out.session
     lookup = SessionLookup(conn, session)
     citations = contradictions = 0
-    for i, concept in enumerate(request["concepts"]):
-        cited = [Resolved.from_json(c) for c in concept["depends_on"]]
-        against = [Resolved.from_json(c) for c in concept["against"]]
+    for i, concept in enumerate(request.concepts):
+        cited, against = concept.depends_on, concept.against
         for j, ref in enumerate(cited):
             _check_fixed(lookup, f"concepts[{i}].depends_on[{j}]", ref)
         for j, ref in enumerate(against):
             _check_fixed(lookup, f"concepts[{i}].against[{j}]", ref)
         against_nodes = {a.node for a in against if a.node}
-        uuid, how = out.resolve(
-            concept["content"], concept["concept_type"], prepared, against_nodes
-        )
+        uuid, how = out.resolve(concept.content, concept.concept_type, prepared, against_nodes)
         out.edge("semantic" if how == "semantic" else "derives", interaction, uuid)
-        if how != "key" and concept["concept_type"] in REPLACEABLE:
+        if how != "key" and concept.concept_type in REPLACEABLE:
             refs = {r.node for r in (*cited, *against) if r.node}
             near = _near(out, concept, uuid, prepared, refs)
             out.candidates.extend(_candidates(out, near, uuid, about))
             if how == "created":
-                out.superseded.extend(_suspected(concept["content"], near, uuid, about))
+                out.superseded.extend(_suspected(concept.content, near, uuid, about))
         for j, ref in enumerate(cited):
             assert ref.node is not None
             if ref.node == uuid:  # merged into what it cites: the merge already ties them
@@ -420,9 +420,9 @@ def _apply_derive(
             out.edge("contradicts", uuid, ref.node)
             contradictions += 1
     extra: dict[str, set[str]] = {}
-    for pair in request["parent_of"]:
-        parent = out.node(pair["parent"], END_TYPE, prepared, set())
-        child = out.node(pair["child"], END_TYPE, prepared, set())
+    for pair in request.parent_of:
+        parent = out.node(pair.parent, END_TYPE, prepared, set())
+        child = out.node(pair.child, END_TYPE, prepared, set())
         if parent == child or reaches(lookup, extra, child, parent, ("parent_of",)):
             raise CycleRefused(HIERARCHY_CYCLE, field="parent_of", rule="must stay acyclic")
         extra.setdefault(parent, set()).add(child)
@@ -431,17 +431,20 @@ def _apply_derive(
 
 
 def _apply_action(
-    out: _Outcome, request: dict[str, Any], prepared: Prepared, interaction: str
+    out: _Outcome, request: ActionRequest, prepared: Prepared, interaction: str
 ) -> tuple[str, int, int]:
     """The action's concept, its targets and contradictions. (node, citations, contradictions)"""
     conn, session = out.ctx.conn, out.session
     lookup = SessionLookup(conn, session)
     citations = contradictions = 0
-    action_node = out.node(request["action"], TARGET_TYPE, prepared, set())
+    action_node = out.node(request.action, TARGET_TYPE, prepared, set())
     out.edge("derives", interaction, action_node)
-    for kind in ("produces", "modifies", "depends_on"):
-        for j, entry in enumerate(request[kind]):
-            ref = Resolved.from_json(entry)
+    for kind, refs in (
+        ("produces", request.produces),
+        ("modifies", request.modifies),
+        ("depends_on", request.depends_on),
+    ):
+        for j, ref in enumerate(refs):
             _check_fixed(lookup, f"{kind}[{j}]", ref)
             target = ref.node or out.node(ref.ref, TARGET_TYPE, prepared, set())
             if target == action_node or reaches(lookup, {}, target, action_node, CAUSAL):
@@ -449,8 +452,7 @@ def _apply_action(
             out.edge(kind, action_node, target)
             if kind == "depends_on":
                 citations += 1
-    for j, entry in enumerate(request["against"]):
-        ref = Resolved.from_json(entry)
+    for j, ref in enumerate(request.against):
         _check_fixed(lookup, f"against[{j}]", ref)
         assert ref.node is not None
         out.edge("contradicts", action_node, ref.node)
@@ -458,18 +460,17 @@ def _apply_action(
     return action_node, citations, contradictions
 
 
-def _summary(
-    row: WriteRow, request: dict[str, Any], created: int, matched: int, embedded: int
-) -> str:
+def _summary(request: MemoryRequest, created: int, matched: int, embedded: int) -> str:
     """The receipt's detail: `receipt <id>: applied — <this>` (M-DER-096)."""
-    if row.tool == DERIVE:
-        count = len(request["concepts"])
+    if isinstance(request, DeriveRequest):
+        count = len(request.concepts)
         return (
             f"derived {count} concept(s): {created} created ({embedded} embedded),"
             f" {matched} matched existing"
         )
+    assert isinstance(request, ActionRequest)
     return (
-        f"recorded action '{_one_line(request['action'])}': {created} created"
+        f"recorded action '{_one_line(request.action)}': {created} created"
         f" ({embedded} embedded), {matched} matched existing"
     )
 

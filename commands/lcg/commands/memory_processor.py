@@ -27,10 +27,9 @@ from lcg.commands import memory_apply
 from lcg.commands.memory_apply import Prepared, Similar
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.ids import GroupId
-from lcg.domain.memory.calls import DERIVE
 from lcg.domain.memory.identity import canonical_key, matches_by_key
 from lcg.domain.memory.intents import END_TYPE, TARGET_TYPE
-from lcg.domain.memory.records import WriteOutcome
+from lcg.domain.memory.records import DeriveRequest, WriteOutcome
 from lcg.projections.embedding.port import Vectors
 from lcg.projections.memory import state
 from lcg.projections.memory.state import WriteRow
@@ -349,6 +348,6 @@ class IntentProcessor:
 
 def _item_types(row: WriteRow) -> dict[str, str]:
     """Each item's concept type (derive concepts as sent; ends and targets by their rule)."""
-    if row.tool == DERIVE:
-        return {c["content"]: c["concept_type"] for c in row.request["concepts"]}
+    if isinstance(row.request, DeriveRequest):
+        return {c.content: c.concept_type for c in row.request.concepts}
     return dict.fromkeys(memory_apply.texts_to_embed(row), TARGET_TYPE)

@@ -45,8 +45,8 @@ def record_of(row: WriteRow, *, this_process: bool) -> IntentRecord:
         return IntentRecord(owed, row.agent_id, row.group_id)
     if row.state == "failed":
         return IntentRecord(ReceiptState.FAILED, row.agent_id, row.group_id, detail=row.summary)
-    assert row.outcome is not None
-    outcome = WriteOutcome.from_wire(row.outcome)
+    outcome = row.outcome
+    assert outcome is not None
     applied = (
         ReceiptState.APPLIED
         if this_process and not row.after_restart

@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 
+from lcg.domain.memory.records import MemoryRequest, WriteOutcome
+
 _NODE = (
     "SELECT uuid, node_kind, content, concept_type, canonical_key, agent_id, created_at,"
     " about_time, access_count FROM memory_nodes"
@@ -95,10 +97,10 @@ class WriteRow:
     state: str  # pending | applied | failed
     intent_seq: int
     accepted_at: str
-    request: dict[str, Any]
+    request: MemoryRequest
     event_time: str | None
     summary: str | None
-    outcome: dict[str, Any] | None
+    outcome: WriteOutcome | None
     after_restart: bool
 
 
@@ -117,10 +119,10 @@ def _write(row: tuple[Any, ...]) -> WriteRow:
         row[4],
         row[5],
         row[6],
-        orjson.loads(row[7]),
+        MemoryRequest.from_wire(orjson.loads(row[7])),
         row[8],
         row[9],
-        None if row[10] is None else orjson.loads(row[10]),
+        None if row[10] is None else WriteOutcome.from_wire(orjson.loads(row[10])),
         bool(row[11]),
     )
 
