@@ -13,6 +13,7 @@ access counts are appended from here too, and the session's jobs are scheduled f
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -52,6 +53,7 @@ from lcg.domain.memory.receipts import (
     ReceiptBook,
     ReceiptId,
     ReceiptState,
+    WriteAck,
     action_ack,
     derive_ack,
 )
@@ -141,34 +143,35 @@ class MemoryService:
     def derive(self, args: DeriveArgs) -> MemoryReply:
         """lambo_derive: check, admit, accept (load, decide, append); the ack."""
         call = arguments.check_derive(args, self.session, self.clock)
-        admitted = self.admit(
+        return self._write(
             call.agent_id,
             lambda ctx, receipt: memory_commands.accept_derive(ctx, replace(call, receipt=receipt)),
+            functools.partial(derive_ack, len(call.concepts)),
         )
-        ack = derive_ack(
-            len(call.concepts),
-            admitted.receipt,
-            call.agent_id,
-            dropped=admitted.dropped,
-            retry_after_ms=admitted.retry_after_ms,
-        )
-        return self.reply(call.agent_id, ack.text, dict(ack.structured()))
 
     def record_action(self, args: ActionArgs) -> MemoryReply:
         """lambo_record_action: check, admit, accept (load, decide, append); the ack."""
         call = arguments.check_action(args, self.session, self.clock)
-        admitted = self.admit(
+        return self._write(
             call.agent_id,
             lambda ctx, receipt: memory_commands.accept_action(ctx, replace(call, receipt=receipt)),
+            functools.partial(action_ack, call.action),
         )
-        ack = action_ack(
-            call.action,
+
+    def _write(
+        self,
+        agent_id: str,
+        accept: Callable[[WriteContext, str], None],
+        ack: Callable[..., WriteAck],
+    ) -> MemoryReply:
+        admitted = self.admit(agent_id, accept)
+        answer = ack(
             admitted.receipt,
-            call.agent_id,
+            agent_id,
             dropped=admitted.dropped,
             retry_after_ms=admitted.retry_after_ms,
         )
-        return self.reply(call.agent_id, ack.text, dict(ack.structured()))
+        return self.reply(agent_id, answer.text, dict(answer.structured()))
 
     def reserve(
         self, agent_id: str, node_id: str, ttl_seconds: int | None, release: bool, scope: str | None

@@ -11,8 +11,9 @@ not null, when the value is the default.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import Any, Self
 
 from lcg.domain.memory.references import Resolved
 
@@ -20,17 +21,29 @@ Wire = dict[str, Any]
 
 
 class Record:
-    """A value an event carries as one JSON object."""
+    """A value an event carries as one JSON object. By default its fields are plain JSON
+    values written in field order; a record holding records, or keys written only sometimes,
+    says how itself."""
 
     __slots__ = ()
-    wire_record: ClassVar[bool] = True  # how the codec recognizes a record field
 
     def to_wire(self) -> Wire:
-        raise NotImplementedError
+        return {name: getattr(self, name) for name in _names(type(self))}
 
     @classmethod
     def from_wire(cls, data: Wire) -> Self:
-        raise NotImplementedError
+        return cls(*(data[name] for name in _names(cls)))
+
+
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _names(cls: type) -> tuple[str, ...]:
+    """A record class's field names, in order (read once per class)."""
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 def _refs(data: list[dict[str, str | None]]) -> tuple[Resolved, ...]:
@@ -70,13 +83,6 @@ class ParentOf(Record):
 
     parent: str
     child: str
-
-    def to_wire(self) -> Wire:
-        return {"parent": self.parent, "child": self.child}
-
-    @classmethod
-    def from_wire(cls, data: Wire) -> Self:
-        return cls(data["parent"], data["child"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,27 +160,6 @@ class OutcomeNode(Record):
     canonical_key: str | None
     embedding_text: str | None
 
-    def to_wire(self) -> Wire:
-        return {
-            "uuid": self.uuid,
-            "node_kind": self.node_kind,
-            "content": self.content,
-            "concept_type": self.concept_type,
-            "canonical_key": self.canonical_key,
-            "embedding_text": self.embedding_text,
-        }
-
-    @classmethod
-    def from_wire(cls, data: Wire) -> Self:
-        return cls(
-            data["uuid"],
-            data["node_kind"],
-            data["content"],
-            data["concept_type"],
-            data["canonical_key"],
-            data["embedding_text"],
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class OutcomeEdge(Record):
@@ -185,13 +170,6 @@ class OutcomeEdge(Record):
     source: str
     target: str
 
-    def to_wire(self) -> Wire:
-        return {"uuid": self.uuid, "kind": self.kind, "source": self.source, "target": self.target}
-
-    @classmethod
-    def from_wire(cls, data: Wire) -> Self:
-        return cls(data["uuid"], data["kind"], data["source"], data["target"])
-
 
 @dataclass(frozen=True, slots=True)
 class Supersession(Record):
@@ -199,13 +177,6 @@ class Supersession(Record):
 
     older: str
     newer: str
-
-    def to_wire(self) -> Wire:
-        return {"older": self.older, "newer": self.newer}
-
-    @classmethod
-    def from_wire(cls, data: Wire) -> Self:
-        return cls(data["older"], data["newer"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,29 +330,6 @@ class CanonHop(Record):
     last_demotion_time: str | None
     superseded_by: str | None
 
-    def to_wire(self) -> Wire:
-        return {
-            "node_id": self.node_id,
-            "from_status": self.from_status,
-            "to_status": self.to_status,
-            "blast_radius": self.blast_radius,
-            "cause": self.cause,
-            "last_demotion_time": self.last_demotion_time,
-            "superseded_by": self.superseded_by,
-        }
-
-    @classmethod
-    def from_wire(cls, data: Wire) -> Self:
-        return cls(
-            data["node_id"],
-            data["from_status"],
-            data["to_status"],
-            data["blast_radius"],
-            data["cause"],
-            data["last_demotion_time"],
-            data["superseded_by"],
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class Collected(Record):
@@ -389,13 +337,6 @@ class Collected(Record):
 
     node_id: str
     reason: str
-
-    def to_wire(self) -> Wire:
-        return {"node_id": self.node_id, "reason": self.reason}
-
-    @classmethod
-    def from_wire(cls, data: Wire) -> Self:
-        return cls(data["node_id"], data["reason"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,24 +350,3 @@ class SweepFigures(Record):
     cap_bound: bool
     resources_spared_by_dependents: int
     survivors_deferred: int
-
-    def to_wire(self) -> Wire:
-        return {
-            "collected": self.collected,
-            "deferred": self.deferred,
-            "collection_cap": self.collection_cap,
-            "cap_bound": self.cap_bound,
-            "resources_spared_by_dependents": self.resources_spared_by_dependents,
-            "survivors_deferred": self.survivors_deferred,
-        }
-
-    @classmethod
-    def from_wire(cls, data: Wire) -> Self:
-        return cls(
-            data["collected"],
-            data["deferred"],
-            data["collection_cap"],
-            data["cap_bound"],
-            data["resources_spared_by_dependents"],
-            data["survivors_deferred"],
-        )
