@@ -27,6 +27,7 @@ from lcg.domain.events import MemoryWriteAccepted, MemoryWriteApplied
 from lcg.domain.ids import GroupId
 from lcg.domain.memory.calls import DERIVE
 from lcg.domain.memory.identity import canonical_key, matches_by_key
+from lcg.domain.memory.records import MemoryRequest, WriteOutcome
 from lcg.domain.memory.text import call_text, embedding_text
 
 TYPES = ("entity", "logic", "constraint", "resource", "observation")
@@ -296,7 +297,12 @@ class SessionBuilder:
     ) -> tuple[MemoryWriteAccepted, dict[str, Any]]:
         receipt = self.new_id()
         intent = MemoryWriteAccepted(
-            at, receipt, agent, DERIVE, {"concepts": request, "parent_of": pairs}, None
+            at,
+            receipt,
+            agent,
+            DERIVE,
+            MemoryRequest.from_wire({"concepts": request, "parent_of": pairs}),
+            None,
         )
         outcome: dict[str, Any] = {
             "agent_id": agent,
@@ -345,7 +351,7 @@ class SessionBuilder:
                     intent.occurred_at + timedelta(milliseconds=20),
                     intent.receipt,
                     recorded.seq,
-                    outcome,
+                    WriteOutcome.from_wire(outcome),
                     False,
                 )
                 ctx.append(session, [applied])

@@ -40,6 +40,7 @@ from lcg.domain.memory.calls import ConceptIn, Derive
 from lcg.domain.memory.identity import canonical_key
 from lcg.domain.memory.limits import TOP_K_DEFAULT, TRAVERSAL_DEPTH_DEFAULT
 from lcg.domain.memory.receipts import ReceiptId
+from lcg.domain.memory.records import WriteOutcome
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
@@ -120,12 +121,10 @@ def _derive(
     require(row is not None and row.state == "pending", f"intent {receipt} not stored")
     assert row is not None
     prepared = Prepared(embedding_texts=memory_apply.texts_to_embed(row))
-    settled, outcome = memory_apply.apply_write(
-        ctx, row, prepared, new_id, now, after_restart=False
-    )
-    require(settled == "applied" and outcome is not None, f"derive refused: {outcome}")
-    assert outcome is not None
-    return outcome
+    _, outcome = memory_apply.apply_write(ctx, row, prepared, new_id, now, after_restart=False)
+    require(isinstance(outcome, WriteOutcome), f"derive refused: {outcome}")
+    assert isinstance(outcome, WriteOutcome)
+    return outcome.to_wire()
 
 
 class Receipts:

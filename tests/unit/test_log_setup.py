@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from lcg.commands.memory_schedule import _cycle_outcome, _logged, _sweep_outcome
 from lcg.domain.errors import InvalidParams
 from lcg.domain.memory.canonization import Cause, Status, Transition
 from lcg.domain.memory.evidence import ConceptId
 from lcg.domain.memory.gc import Collection, CollectReason, Sweep, Trigger
 from lcg.interfaces import log_setup
-from lcg.interfaces.memory_service import _cycle_outcome, _logged, _sweep_outcome
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -13,20 +13,30 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from lcg.commands.memory import CAUSAL, END_TYPE, TARGET_TYPE, reaches
 from lcg.commands.writer import WriteContext
 from lcg.domain.errors import DomainError
 from lcg.domain.events import MemoryWriteApplied, MemoryWriteFailed
 from lcg.domain.ids import GroupId
-from lcg.domain.memory.calls import DERIVE
 from lcg.domain.memory.context import quote
 from lcg.domain.memory.identity import (
     canonical_key,
     digit_words_differ,
     matches_by_key,
     one_value_differs,
+)
+from lcg.domain.memory.intents import CAUSAL, END_TYPE, TARGET_TYPE, reaches
+from lcg.domain.memory.records import (
+    ActionRequest,
+    Candidate,
+    Candidates,
+    DerivedConcept,
+    DeriveRequest,
+    MemoryRequest,
+    OutcomeEdge,
+    OutcomeNode,
+    Supersession,
+    WriteOutcome,
 )
 from lcg.domain.memory.references import (
     ACTION_CYCLE,
@@ -63,40 +73,40 @@ class Prepared:
 def texts_to_embed(row: WriteRow) -> dict[str, str]:
     """item text -> framed text, for every item the write might create (M-DER-140..148)."""
     request = row.request
-    if row.tool == DERIVE:
-        contents = [c["content"] for c in request["concepts"]]
+    if isinstance(request, DeriveRequest):
+        contents = [c.content for c in request.concepts]
         whole = call_text(contents)
-        items = contents + [e for p in request["parent_of"] for e in (p["parent"], p["child"])]
+        items = contents + [e for p in request.parent_of for e in (p.parent, p.child)]
         return {item: framed(item, whole) for item in items}
-    action = request["action"]
+    assert isinstance(request, ActionRequest)
+    action = request.action
     targets = [
-        entry["ref"]
-        for kind in ("produces", "modifies", "depends_on")
-        for entry in request[kind]
-        if entry["node"] is None
+        entry.ref
+        for entry in (*request.produces, *request.modifies, *request.depends_on)
+        if entry.node is None
     ]
     return {action: framed(action, action)} | {t: framed(t, action) for t in targets}
 
 
 class _Outcome:
-    """The nodes, edges and counts an apply decides, in the event's JSON shape."""
+    """The nodes, edges and counts an apply decides, as the outcome's records."""
 
     def __init__(self, ctx: WriteContext, row: WriteRow, new_id: Callable[[], str]) -> None:
         self.ctx = ctx
         self.session = GroupId(row.group_id)
         self.new_id = new_id
-        self.nodes: list[dict[str, Any]] = []
+        self.nodes: list[OutcomeNode] = []
         self.by_key: dict[str, str] = {}  # keys created or matched by this write
         self.reinforced: list[str] = []
-        self.edges: list[dict[str, str]] = []
+        self.edges: list[OutcomeEdge] = []
         self.edge_keys: set[tuple[str, str, str]] = set()
         self.created: list[str] = []
         self.matched: list[str] = []
         self.semantic_merged = 0
         self.embedded = 0
         self.reinforcements = 0
-        self.candidates: list[dict[str, Any]] = []
-        self.superseded: list[dict[str, str]] = []  # possibly superseded: {older, newer}
+        self.candidates: list[Candidate] = []
+        self.superseded: list[Supersession] = []  # possibly superseded, not declared
 
     def node(self, text: str, concept_type: str, prepared: Prepared, against: set[str]) -> str:
         """The node this text names: matched by key, merged by similarity, or created."""
@@ -135,16 +145,7 @@ class _Outcome:
                 return stored.uuid, "semantic"
         uuid = self.new_id()
         embedding_text = prepared.embedding_texts.get(text)
-        self.nodes.append(
-            {
-                "uuid": uuid,
-                "node_kind": "concept",
-                "content": text,
-                "concept_type": concept_type,
-                "canonical_key": key,
-                "embedding_text": embedding_text,
-            }
-        )
+        self.nodes.append(OutcomeNode(uuid, "concept", text, concept_type, key, embedding_text))
         if embedding_text:
             self.embedded += 1
         if key:
@@ -164,9 +165,7 @@ class _Outcome:
         existing = state.edge_uuid(self.ctx.conn, self.session, kind, source, target)
         if existing is not None:
             self.reinforcements += 1
-        self.edges.append(
-            {"uuid": existing or self.new_id(), "kind": kind, "source": source, "target": target}
-        )
+        self.edges.append(OutcomeEdge(existing or self.new_id(), kind, source, target))
         return existing is None
 
 
@@ -182,9 +181,9 @@ def apply_write(
     now: datetime,
     *,
     after_restart: bool,
-) -> tuple[str, dict[str, Any] | None]:
-    """Apply one intent: append its outcome (or its failure). Returns (state, outcome); a
-    failure's outcome holds only its `summary`, the reason."""
+) -> tuple[str, WriteOutcome | str]:
+    """Apply one intent: append its outcome (or its failure). Returns ("applied", the
+    outcome) or ("failed", the reason)."""
     session = GroupId(row.group_id)
     try:
         if prepared.embedder_failure is not None:
@@ -195,7 +194,7 @@ def apply_write(
             session,
             [MemoryWriteFailed(now, row.receipt, row.intent_seq, refused.message, after_restart)],
         )
-        return "failed", {"summary": refused.message}
+        return "failed", refused.message
     ctx.append(
         session, [MemoryWriteApplied(now, row.receipt, row.intent_seq, outcome, after_restart)]
     )
@@ -221,30 +220,22 @@ def _decide(
     prepared: Prepared,
     new_id: Callable[[], str],
     now: datetime,
-) -> dict[str, Any]:
+) -> WriteOutcome:
     session = GroupId(row.group_id)
     out = _Outcome(ctx, row, new_id)
     interaction = new_id()
     request = row.request
-    if row.tool == DERIVE:
-        text = call_text([c["content"] for c in request["concepts"]])
+    if isinstance(request, DeriveRequest):
+        text = call_text([c.content for c in request.concepts])
     else:
-        text = request["action"]
-    out.nodes.append(
-        {
-            "uuid": interaction,
-            "node_kind": "interaction",
-            "content": text,
-            "concept_type": None,
-            "canonical_key": None,
-            "embedding_text": None,
-        }
-    )
+        assert isinstance(request, ActionRequest)
+        text = request.action
+    out.nodes.append(OutcomeNode(interaction, "interaction", text, None, None, None))
     previous = state.latest_interaction(ctx.conn, session)
     if previous is not None:
         out.edge("precedes", previous, interaction)
     action_node: str | None = None
-    if row.tool == DERIVE:
+    if isinstance(request, DeriveRequest):
         citations, contradictions = _apply_derive(
             out, request, prepared, interaction, _about_time(row)
         )
@@ -252,7 +243,7 @@ def _decide(
         action_node, citations, contradictions = _apply_action(out, request, prepared, interaction)
     created = list(out.created)
     matched = list(dict.fromkeys(out.matched))
-    summary = _summary(row, request, len(created), len(matched), out.embedded)
+    summary = _summary(request, len(created), len(matched), out.embedded)
     if citations:
         summary += f"; {citations} citation(s) recorded"
     if contradictions:
@@ -266,34 +257,29 @@ def _decide(
             " replace (nothing recorded; cite one in against on a later call only if it really"
             " is replaced)"
         )
-    outcome: dict[str, Any] = {
-        "agent_id": row.agent_id,
-        "about_time": _about_time(row),
-        "interaction": interaction,
-        "nodes": out.nodes,
-        "reinforced_nodes": out.reinforced,
-        "edges": out.edges,
-        "created": created,
-        "matched": matched,
-        "created_count": len(created),
-        "matched_count": len(matched),
-        "semantic_merged": out.semantic_merged,
-        "reinforced": out.reinforcements,
-        "edges_count": sum(1 for e in out.edges if e["kind"] != "precedes"),
-        "embedded": out.embedded,
-        "summary": summary,
-    }
-    if action_node is not None:
-        outcome["action_node"] = action_node
-    if out.superseded:
-        outcome["possibly_superseded"] = out.superseded
-    if candidates:
-        outcome["replacement_candidates"] = {
-            "candidates": _bounded(candidates),
-            "total": len(candidates),
-        }
-        outcome["candidate_lines"] = [_candidate_line(c) for c in candidates]
-    return outcome
+    return WriteOutcome(
+        agent_id=row.agent_id,
+        about_time=_about_time(row),
+        interaction=interaction,
+        nodes=tuple(out.nodes),
+        reinforced_nodes=tuple(out.reinforced),
+        edges=tuple(out.edges),
+        created=tuple(created),
+        matched=tuple(matched),
+        created_count=len(created),
+        matched_count=len(matched),
+        semantic_merged=out.semantic_merged,
+        reinforced=out.reinforcements,
+        edges_count=sum(1 for e in out.edges if e.kind != "precedes"),
+        embedded=out.embedded,
+        summary=summary,
+        action_node=action_node,
+        possibly_superseded=tuple(out.superseded),
+        replacement_candidates=Candidates(_bounded(candidates), len(candidates))
+        if candidates
+        else None,
+        candidate_lines=tuple(_candidate_line(c) for c in candidates),
+    )
 
 
 REPLACEABLE = ("logic", "constraint", "observation")  # M-DER-103
@@ -302,18 +288,18 @@ CANDIDATE_BYTES = 2048  # M-DER-122: rows per receipt, counted as serialized JSO
 
 
 def _near(
-    out: _Outcome, concept: dict[str, Any], uuid: str, prepared: Prepared, refs: set[str]
+    out: _Outcome, concept: DerivedConcept, uuid: str, prepared: Prepared, refs: set[str]
 ) -> list[tuple[Similar, state.Node]]:
     """The stored concepts of this concept's type at or above the merge threshold (read once
     for candidates and suspected supersessions), with no reference of this concept to them
     and no citation or contradiction between the two."""
     found: list[tuple[Similar, state.Node]] = []
-    for near in prepared.similar.get(concept["content"], []):
+    for near in prepared.similar.get(concept.content, []):
         stored = state.node(out.ctx.conn, out.session, near.uuid)
         if (
             stored is not None
             and stored.node_kind == "concept"
-            and stored.concept_type == concept["concept_type"]
+            and stored.concept_type == concept.concept_type
             and stored.uuid not in refs
             and not _linked(out, uuid, stored.uuid)
         ):
@@ -323,39 +309,38 @@ def _near(
 
 def _candidates(
     out: _Outcome, near: list[tuple[Similar, state.Node]], uuid: str, about: str
-) -> list[dict[str, Any]]:
+) -> list[Candidate]:
     """The existing concepts this concept may replace (M-DER-100..116): the near ones not
     written by this call; the one it merged with is marked merged, one dated after it newer.
     Nothing is recorded."""
     written = {*out.created, *out.matched} - {uuid}
-    found: list[dict[str, Any]] = []
+    found: list[Candidate] = []
     for similar, stored in near:
         if stored.uuid in written:
             continue
-        row: dict[str, Any] = {
-            "id": stored.uuid[:8],
-            "node_id": stored.uuid,
-            "excerpt": quote(stored.content),
-            "cosine": round(similar.cosine, 4),
-            "new_id": uuid[:8],
-        }
-        if stored.uuid == uuid:
-            row["merged"] = True
-        if stored.about_time > about:
-            row["newer"] = True
-        found.append(row)
-    found.sort(key=lambda row: -float(row["cosine"]))
+        found.append(
+            Candidate(
+                stored.uuid[:8],
+                stored.uuid,
+                quote(stored.content),
+                round(similar.cosine, 4),
+                uuid[:8],
+                merged=stored.uuid == uuid,
+                newer=stored.about_time > about,
+            )
+        )
+    found.sort(key=lambda row: -float(row.cosine))
     return found[:CANDIDATES_PER_CONCEPT]
 
 
 def _suspected(
     content: str, near: list[tuple[Similar, state.Node]], uuid: str, about: str
-) -> list[dict[str, str]]:
+) -> list[Supersession]:
     """Possibly superseded, not declared (#198): a near concept whose merge the identifier
     guard refused, differing in one value after an identical prefix, and dated before this
     write (equal dates are never flagged)."""
     return [
-        {"older": stored.uuid, "newer": uuid}
+        Supersession(stored.uuid, uuid)
         for _, stored in near
         if stored.about_time < about
         and digit_words_differ(content, stored.content)
@@ -371,25 +356,25 @@ def _linked(out: _Outcome, first: str, second: str) -> bool:
     )
 
 
-def _bounded(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _bounded(rows: list[Candidate]) -> tuple[Candidate, ...]:
     """As many rows as fit in CANDIDATE_BYTES of serialized JSON (the total stays true)."""
-    kept: list[dict[str, Any]] = []
+    kept: list[Candidate] = []
     used = 0
     for row in rows:
-        size = len(json.dumps(row, ensure_ascii=False).encode("utf-8"))
+        size = len(json.dumps(row.to_wire(), ensure_ascii=False).encode("utf-8"))
         if used + size > CANDIDATE_BYTES:
             break
         kept.append(row)
         used += size
-    return kept
+    return tuple(kept)
 
 
-def _candidate_line(row: dict[str, Any]) -> str:
+def _candidate_line(row: Candidate) -> str:
     """`  - 5e6f7a8b "excerpt" (cosine 0.8684, for 1a2b3c4d)` and its ending (M-DER-108/114)."""
-    line = f'  - {row["id"]} "{row["excerpt"]}" (cosine {row["cosine"]:.4f}, for {row["new_id"]})'
-    if row.get("merged"):
+    line = f'  - {row.id} "{row.excerpt}" (cosine {row.cosine:.4f}, for {row.new_id})'
+    if row.merged:
         line += "; merged with this write, may be replaced"
-    if row.get("newer"):
+    if row.newer:
         line += (
             "; newer: dated after this write, so it may replace this write, not the other way"
             " round; do not cite it in against."
@@ -398,30 +383,27 @@ def _candidate_line(row: dict[str, Any]) -> str:
 
 
 def _apply_derive(
-    out: _Outcome, request: dict[str, Any], prepared: Prepared, interaction: str, about: str
+    out: _Outcome, request: DeriveRequest, prepared: Prepared, interaction: str, about: str
 ) -> tuple[int, int]:
     """Concepts, their citations and contradictions, then parent_of. (citations, contradictions)"""
     conn, session = out.ctx.conn, out.session
     lookup = SessionLookup(conn, session)
     citations = contradictions = 0
-    for i, concept in enumerate(request["concepts"]):
-        cited = [Resolved.from_json(c) for c in concept["depends_on"]]
-        against = [Resolved.from_json(c) for c in concept["against"]]
+    for i, concept in enumerate(request.concepts):
+        cited, against = concept.depends_on, concept.against
         for j, ref in enumerate(cited):
             _check_fixed(lookup, f"concepts[{i}].depends_on[{j}]", ref)
         for j, ref in enumerate(against):
             _check_fixed(lookup, f"concepts[{i}].against[{j}]", ref)
         against_nodes = {a.node for a in against if a.node}
-        uuid, how = out.resolve(
-            concept["content"], concept["concept_type"], prepared, against_nodes
-        )
+        uuid, how = out.resolve(concept.content, concept.concept_type, prepared, against_nodes)
         out.edge("semantic" if how == "semantic" else "derives", interaction, uuid)
-        if how != "key" and concept["concept_type"] in REPLACEABLE:
+        if how != "key" and concept.concept_type in REPLACEABLE:
             refs = {r.node for r in (*cited, *against) if r.node}
             near = _near(out, concept, uuid, prepared, refs)
             out.candidates.extend(_candidates(out, near, uuid, about))
             if how == "created":
-                out.superseded.extend(_suspected(concept["content"], near, uuid, about))
+                out.superseded.extend(_suspected(concept.content, near, uuid, about))
         for j, ref in enumerate(cited):
             assert ref.node is not None
             if ref.node == uuid:  # merged into what it cites: the merge already ties them
@@ -438,10 +420,10 @@ def _apply_derive(
             out.edge("contradicts", uuid, ref.node)
             contradictions += 1
     extra: dict[str, set[str]] = {}
-    for pair in request["parent_of"]:
-        parent = out.node(pair["parent"], END_TYPE, prepared, set())
-        child = out.node(pair["child"], END_TYPE, prepared, set())
-        if parent == child or reaches(conn, session, extra, child, parent, ("parent_of",)):
+    for pair in request.parent_of:
+        parent = out.node(pair.parent, END_TYPE, prepared, set())
+        child = out.node(pair.child, END_TYPE, prepared, set())
+        if parent == child or reaches(lookup, extra, child, parent, ("parent_of",)):
             raise CycleRefused(HIERARCHY_CYCLE, field="parent_of", rule="must stay acyclic")
         extra.setdefault(parent, set()).add(child)
         out.edge("parent_of", parent, child)
@@ -449,26 +431,28 @@ def _apply_derive(
 
 
 def _apply_action(
-    out: _Outcome, request: dict[str, Any], prepared: Prepared, interaction: str
+    out: _Outcome, request: ActionRequest, prepared: Prepared, interaction: str
 ) -> tuple[str, int, int]:
     """The action's concept, its targets and contradictions. (node, citations, contradictions)"""
     conn, session = out.ctx.conn, out.session
     lookup = SessionLookup(conn, session)
     citations = contradictions = 0
-    action_node = out.node(request["action"], TARGET_TYPE, prepared, set())
+    action_node = out.node(request.action, TARGET_TYPE, prepared, set())
     out.edge("derives", interaction, action_node)
-    for kind in ("produces", "modifies", "depends_on"):
-        for j, entry in enumerate(request[kind]):
-            ref = Resolved.from_json(entry)
+    for kind, refs in (
+        ("produces", request.produces),
+        ("modifies", request.modifies),
+        ("depends_on", request.depends_on),
+    ):
+        for j, ref in enumerate(refs):
             _check_fixed(lookup, f"{kind}[{j}]", ref)
             target = ref.node or out.node(ref.ref, TARGET_TYPE, prepared, set())
-            if target == action_node or reaches(conn, session, {}, target, action_node, CAUSAL):
+            if target == action_node or reaches(lookup, {}, target, action_node, CAUSAL):
                 raise CycleRefused(ACTION_CYCLE, field=kind, rule="must stay acyclic")
             out.edge(kind, action_node, target)
             if kind == "depends_on":
                 citations += 1
-    for j, entry in enumerate(request["against"]):
-        ref = Resolved.from_json(entry)
+    for j, ref in enumerate(request.against):
         _check_fixed(lookup, f"against[{j}]", ref)
         assert ref.node is not None
         out.edge("contradicts", action_node, ref.node)
@@ -476,18 +460,17 @@ def _apply_action(
     return action_node, citations, contradictions
 
 
-def _summary(
-    row: WriteRow, request: dict[str, Any], created: int, matched: int, embedded: int
-) -> str:
+def _summary(request: MemoryRequest, created: int, matched: int, embedded: int) -> str:
     """The receipt's detail: `receipt <id>: applied — <this>` (M-DER-096)."""
-    if row.tool == DERIVE:
-        count = len(request["concepts"])
+    if isinstance(request, DeriveRequest):
+        count = len(request.concepts)
         return (
             f"derived {count} concept(s): {created} created ({embedded} embedded),"
             f" {matched} matched existing"
         )
+    assert isinstance(request, ActionRequest)
     return (
-        f"recorded action '{_one_line(request['action'])}': {created} created"
+        f"recorded action '{_one_line(request.action)}': {created} created"
         f" ({embedded} embedded), {matched} matched existing"
     )
 

@@ -21,7 +21,6 @@ memory and are lost on restart, as upstream's (canonization.md §12.3).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import sqlite3
 import threading
@@ -29,7 +28,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from lcg.commands import job_planner
 from lcg.commands.job_planner import Planner
@@ -53,6 +51,7 @@ from lcg.domain.memory.gc import (
     drain_bumps,
     should_sweep,
 )
+from lcg.domain.memory.records import CanonHop, Collected, SweepFigures
 from lcg.projections.canonization import state as canon
 from lcg.projections.memory import evidence as memory_evidence
 
@@ -71,31 +70,35 @@ class JobCounters:
     warnings: tuple[str, ...] = ()
 
 
-def transition_payload(hop: Transition) -> dict[str, Any]:
+def transition_payload(hop: Transition) -> CanonHop:
     """A hop as `ConceptsCanonized.transitions` carries it."""
-    return {
-        "node_id": hop.node_id,
-        "from_status": hop.from_status.value,
-        "to_status": hop.to_status.value,
-        "blast_radius": hop.blast_radius,
-        "cause": hop.cause.value,
-        "last_demotion_time": None
-        if hop.last_demotion_time is None
-        else hop.last_demotion_time.isoformat(),
-        "superseded_by": hop.superseded_by,
-    }
+    return CanonHop(
+        hop.node_id,
+        hop.from_status.value,
+        hop.to_status.value,
+        hop.blast_radius,
+        hop.cause.value,
+        None if hop.last_demotion_time is None else hop.last_demotion_time.isoformat(),
+        hop.superseded_by,
+    )
 
 
 def sweep_event(sweep: Sweep, now: datetime, epoch: int) -> GcSwept:
-    figures = dataclasses.asdict(sweep.last_sweep())
-    figures.pop("trigger")
+    figures = sweep.last_sweep()
     return GcSwept(
         now,
         sweep.trigger.value,
-        [{"node_id": c.node_id, "reason": c.reason.value} for c in sweep.collected],
+        tuple(Collected(c.node_id, c.reason.value) for c in sweep.collected),
         list(sweep.deferred),
         list(sweep.bumps),
-        figures,
+        SweepFigures(
+            figures.collected,
+            figures.deferred,
+            figures.collection_cap,
+            figures.cap_bound,
+            figures.resources_spared_by_dependents,
+            figures.survivors_deferred,
+        ),
         epoch,
     )
 
@@ -168,7 +171,7 @@ class MemoryJobs:
                     kept.append(hop)
                     current[hop.node_id] = hop.to_status.value
             if kept:
-                payload = [transition_payload(hop) for hop in kept]
+                payload = tuple(transition_payload(hop) for hop in kept)
                 ctx.append(self.session, [ConceptsCanonized(now, payload)])
             return tuple(kept)
 

@@ -22,14 +22,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from lcg.commands import memory, memory_apply
+from lcg.commands import memory_apply
 from lcg.commands.memory_apply import Prepared, Similar
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.ids import GroupId
-from lcg.domain.memory.calls import DERIVE
 from lcg.domain.memory.identity import canonical_key, matches_by_key
+from lcg.domain.memory.intents import END_TYPE, TARGET_TYPE
+from lcg.domain.memory.records import DeriveRequest, WriteOutcome
 from lcg.projections.embedding.port import Vectors
 from lcg.projections.memory import state
 from lcg.projections.memory.state import WriteRow
@@ -101,7 +101,8 @@ class IntentProcessor:
         self._stopping = False
         self._thread: threading.Thread | None = None
         self.failure: str | None = None
-        self.listeners: list[Callable[[str, str, dict[str, Any] | None], None]] = []
+        # (receipt, state, the outcome if applied / the reason if failed)
+        self.listeners: list[Callable[[str, str, WriteOutcome | str], None]] = []
         self.periodic: list[Callable[[], None]] = []  # run after each drain (access counts)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -259,7 +260,7 @@ class IntentProcessor:
             own = row.receipt in self._own
         after_restart = not own
 
-        def handler(ctx: WriteContext) -> tuple[str, dict[str, Any] | None]:
+        def handler(ctx: WriteContext) -> tuple[str, WriteOutcome | str | None]:
             current = state.write(ctx.conn, row.receipt)
             if current is None or current.state != "pending":  # settled meanwhile
                 return ("skipped", None)
@@ -271,12 +272,12 @@ class IntentProcessor:
 
         outcome_state, outcome = self.writer.execute(handler)
         self.failure = None
-        if outcome_state == "skipped":
+        if outcome_state == "skipped" or outcome is None:
             return
         self._settled(row, outcome_state, outcome, own=own)
 
     def _settled(
-        self, row: WriteRow, outcome_state: str, outcome: dict[str, Any] | None, *, own: bool
+        self, row: WriteRow, outcome_state: str, outcome: WriteOutcome | str, *, own: bool
     ) -> None:
         for listener in self.listeners:  # receipts settle before any waiter wakes
             listener(row.receipt, outcome_state, outcome)
@@ -311,7 +312,7 @@ class IntentProcessor:
             item: text
             for item, text in framed.items()
             if not (
-                matches_by_key(types.get(item, memory.END_TYPE))
+                matches_by_key(types.get(item, END_TYPE))
                 and state.concepts_with_key(conn, session, canonical_key(item.strip()))
             )
         }
@@ -347,6 +348,6 @@ class IntentProcessor:
 
 def _item_types(row: WriteRow) -> dict[str, str]:
     """Each item's concept type (derive concepts as sent; ends and targets by their rule)."""
-    if row.tool == DERIVE:
-        return {c["content"]: c["concept_type"] for c in row.request["concepts"]}
-    return dict.fromkeys(memory_apply.texts_to_embed(row), memory.TARGET_TYPE)
+    if isinstance(row.request, DeriveRequest):
+        return {c.content: c.concept_type for c in row.request.concepts}
+    return dict.fromkeys(memory_apply.texts_to_embed(row), TARGET_TYPE)

@@ -10,9 +10,17 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, TypeAlias, get_type_hints
+from typing import Any, ClassVar, TypeAlias, get_args, get_type_hints
 
 from lcg.domain.ids import EdgeUuid, EntityUuid, EpisodeUuid
+from lcg.domain.memory.records import (
+    CanonHop,
+    Collected,
+    MemoryRequest,
+    Record,
+    SweepFigures,
+    WriteOutcome,
+)
 
 JsonDict: TypeAlias = dict[str, Any]
 
@@ -135,7 +143,7 @@ class MemoryWriteAccepted(DomainEvent):
     receipt: str
     agent_id: str
     tool: str  # lambo_derive | lambo_record_action
-    request: dict[str, Any]  # the call as validated, references fixed to node ids
+    request: MemoryRequest  # the call as validated, references fixed to node ids
     event_time: datetime | None
 
 
@@ -149,7 +157,7 @@ class MemoryWriteApplied(DomainEvent):
 
     receipt: str
     intent_seq: int
-    outcome: dict[str, Any]
+    outcome: WriteOutcome
     after_restart: bool
 
 
@@ -195,14 +203,14 @@ class ChunkExtracted(DomainEvent):
 
 @dataclass(frozen=True, slots=True)
 class ConceptsCanonized(DomainEvent):
-    """One canonization cycle's transitions, in the order they apply (ADR 0031): each a dict
-    {node_id, from_status, to_status, blast_radius, cause, last_demotion_time, superseded_by}.
-    One event per cycle that moved anything, so a killed cycle leaves all of it or none; a
-    replay sets every status from these, never running the policy again."""
+    """One canonization cycle's transitions, in the order they apply (ADR 0031): each a
+    `CanonHop` (node_id, from_status, to_status, blast_radius, cause, last_demotion_time,
+    superseded_by). One event per cycle that moved anything, so a killed cycle leaves all of
+    it or none; a replay sets every status from these, never running the policy again."""
 
     wire_name: ClassVar[str] = "concepts_canonized"
 
-    transitions: list[dict[str, Any]]
+    transitions: tuple[CanonHop, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +223,7 @@ class GcClockStarted(DomainEvent):
 
 @dataclass(frozen=True, slots=True)
 class GcSwept(DomainEvent):
-    """One garbage-collection sweep: the concepts it collected ({node_id, reason}), the ones
+    """One garbage-collection sweep: the concepts it collected (`Collected`), the ones
     it deferred, the survivors whose gc_survived it bumped now (the rest drain by GcBumped),
     its lambo_stats figures, and `epoch`, the session's mutation count it swept at (the new
     `last_gc_epoch`; `last_gc_at` is `occurred_at`)."""
@@ -223,10 +231,10 @@ class GcSwept(DomainEvent):
     wire_name: ClassVar[str] = "gc_swept"
 
     trigger: str
-    collected: list[dict[str, str]]
+    collected: tuple[Collected, ...]
     deferred: list[str]
     bumped: list[str]
-    figures: dict[str, Any]
+    figures: SweepFigures
     epoch: int
 
 
@@ -445,22 +453,35 @@ _DATETIME = "datetime"
 _OPTIONAL_DATETIME = "datetime?"
 _TUPLE = "tuple"
 _PLAIN = "plain"
+_RECORD = "record"  # a lcg.domain.memory.records value: its to_wire / from_wire
+_RECORDS = "records"  # a tuple of them: a JSON list
 
 
-def _field_kinds(cls: type[DomainEvent]) -> tuple[tuple[str, str], ...]:
+def _record_type(hint: object) -> type[Record] | None:
+    return hint if isinstance(hint, type) and issubclass(hint, Record) else None
+
+
+def _field_kinds(cls: type[DomainEvent]) -> tuple[tuple[str, str, type[Record] | None], ...]:
     hints = get_type_hints(cls)
-    kinds: list[tuple[str, str]] = []
+    kinds: list[tuple[str, str, type[Record] | None]] = []
     for field in dataclasses.fields(cls):
         hint = hints[field.name]
         text = str(hint)
-        if hint is datetime:
-            kinds.append((field.name, _DATETIME))
+        record = _record_type(hint)
+        items = get_args(hint) if text.startswith("tuple") else ()
+        element = _record_type(items[0]) if items else None
+        if record is not None:
+            kinds.append((field.name, _RECORD, record))
+        elif element is not None:
+            kinds.append((field.name, _RECORDS, element))
+        elif hint is datetime:
+            kinds.append((field.name, _DATETIME, None))
         elif "datetime" in text:
-            kinds.append((field.name, _OPTIONAL_DATETIME))
+            kinds.append((field.name, _OPTIONAL_DATETIME, None))
         elif text.startswith("tuple"):
-            kinds.append((field.name, _TUPLE))
+            kinds.append((field.name, _TUPLE, None))
         else:
-            kinds.append((field.name, _PLAIN))
+            kinds.append((field.name, _PLAIN, None))
     return tuple(kinds)
 
 
@@ -473,7 +494,7 @@ class EventCodec:
         upcasters: Mapping[tuple[str, int], Upcaster] | None = None,
     ) -> None:
         self._by_wire: dict[str, type[DomainEvent]] = {}
-        self._kinds: dict[type[DomainEvent], tuple[tuple[str, str], ...]] = {}
+        self._kinds: dict[type[DomainEvent], tuple[tuple[str, str, type[Record] | None], ...]] = {}
         for cls in types:
             if not cls.wire_name or cls.wire_name in self._by_wire:
                 raise ValueError(f"event {cls.__name__} needs a unique wire_name")
@@ -484,10 +505,14 @@ class EventCodec:
     def encode(self, event: DomainEvent) -> JsonDict:
         """The event's fields as JSON-ready values, plus `_v`, its version."""
         payload: JsonDict = {"_v": event.version}
-        for name, kind in self._kinds[type(event)]:
+        for name, kind, _ in self._kinds[type(event)]:
             value = getattr(event, name)
             if kind == _TUPLE:
                 value = list(value)
+            elif kind == _RECORD:
+                value = value.to_wire()
+            elif kind == _RECORDS:
+                value = [item.to_wire() for item in value]
             elif value is not None and kind in (_DATETIME, _OPTIONAL_DATETIME):
                 value = value.isoformat()
             payload[name] = value
@@ -501,17 +526,19 @@ class EventCodec:
         stored_version = payload.pop("_v", 1)
         if stored_version != cls.version:
             payload = self._upcast(cls, wire_name, stored_version, payload)
-        # Positional arguments in field order; only tuples and datetimes need converting
-        # (this runs once per event of every replay: ADR 0017).
+        # Positional arguments in field order; only tuples, records and datetimes need
+        # converting (this runs once per event of every replay: ADR 0017).
         args: list[Any] = [
             payload[name]
             if kind == _PLAIN
             else tuple(payload[name])
             if kind == _TUPLE
+            else _decode_record(kind, record, payload[name])
+            if record is not None
             else None
             if payload[name] is None
             else datetime.fromisoformat(payload[name])
-            for name, kind in self._kinds[cls]
+            for name, kind, record in self._kinds[cls]
         ]
         return cls(*args)
 
@@ -532,3 +559,9 @@ class EventCodec:
                 f"(reads up to {cls.version}); upgrade lcg"
             )
         return payload
+
+
+def _decode_record(kind: str, record: type[Record], value: Any) -> Any:
+    if kind == _RECORD:
+        return record.from_wire(value)
+    return tuple(record.from_wire(item) for item in value)

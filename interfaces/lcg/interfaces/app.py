@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from lcg.commands.memory_admission import MemoryWrites
 from lcg.interfaces.handles import Reads, Upkeep, Writes
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.runner import Progress
@@ -48,6 +49,12 @@ class App:
     @property
     def upkeep(self) -> Upkeep:
         return self.workspace
+
+    @property
+    def memory_writes(self) -> MemoryWrites:
+        """The one handle the memory write tools use: what they may ask to be written, the
+        receipts they may look up (ADR 0059)."""
+        return self.workspace.memory
 
     def now(self) -> datetime:
         """The workspace clock's reading: the one source of `now` for commands."""

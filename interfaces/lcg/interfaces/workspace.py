@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Self
 
 from lcg.commands.graph_file import check_the_log, open_graph, refuse_if_the_log_is_lost
+from lcg.commands.memory_admission import MemoryService
 from lcg.commands.memory_jobs import MemoryJobs
 from lcg.commands.memory_processor import IntentProcessor
 from lcg.commands.rebuild_jobs import RebuildJobs
@@ -25,7 +26,6 @@ from lcg.domain.ids import GroupId
 from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
 from lcg.interfaces.config import Settings
 from lcg.interfaces.legacy import migrate_legacy_state_dir
-from lcg.interfaces.memory_service import MemoryService
 from lcg.projections import damage
 from lcg.projections.cypher.follower import CypherFollower
 from lcg.projections.cypher.store import CypherGraph
@@ -348,6 +348,7 @@ class Workspace:
             self.clock,
             self.settings.promotion_policy,
             jobs,
+            lambda: self.embedder.contract,
         )
         self._stack.callback(self._release, "_memory", self._memory.close)
         processor.start()

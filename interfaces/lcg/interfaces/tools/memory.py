@@ -3,8 +3,10 @@ lambo_stats.
 
 Each tool answers the way the seed's MCP results read: `text` (the first text content) and
 `structuredContent`; over MCP they become exactly those, over the socket and the CLI the two
-keys are the result. Every argument rule is checked before anything is written; a write is
-acknowledged once its intent is durable in the session's stream (ADR 0026). Every response
+keys are the result. Each tool function turns its parameters into the application's
+arguments and makes one call on `app.memory_writes` (lcg.commands.memory_admission, ADR 0059),
+which checks every argument rule before anything is written; a write is acknowledged once its
+intent is durable in the session's stream (ADR 0026). Every response
 carries the caller's settled receipts (at most 8), as the `write receipts:` block and
 `structuredContent.write_receipts`.
 """
@@ -12,30 +14,18 @@ carries the caller's settled receipts (at most 8), as the `write receipts:` bloc
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 from typing import Annotated, Any, Self, TypedDict
 
 from pydantic import BaseModel, Field, model_validator
 
-from lcg.commands import memory as memory_commands
-from lcg.domain.errors import DomainError
-from lcg.domain.ids import GroupId
-from lcg.domain.memory import limits, text
-from lcg.domain.memory.calls import ConceptIn, Derive, RecordAction
+from lcg.commands.memory_admission import MemoryReply, MemoryService
+from lcg.domain.memory import arguments, limits, text
+from lcg.domain.memory.arguments import ActionArgs, DeriveArgs
+from lcg.domain.memory.calls import ConceptIn
 from lcg.domain.memory.limits import IntRange
-from lcg.domain.memory.locks import (
-    check_ttl_seconds,
-    release_content,
-    release_text,
-    reservation_content,
-    reservation_text,
-)
-from lcg.domain.memory.receipts import action_ack, derive_ack
-from lcg.domain.memory.text import ConceptType, MemoryArgumentError
+from lcg.domain.memory.text import ConceptType
 from lcg.interfaces.app import App
-from lcg.interfaces.memory_service import MemoryService
 from lcg.interfaces.params import Params
-from lcg.projections.memory import state
 
 
 def capped(cap: int) -> dict[str, Any]:
@@ -256,25 +246,11 @@ def display_type(concept_type: str | None) -> str:
 
 
 def service_of(app: App, agent_id: str, scope: str | None) -> MemoryService:
+    """The read tools' memory service, once the caller and the scope are checked."""
     text.check_agent_id(agent_id)
     service = app.workspace.memory
-    if scope is not None and scope != service.session:
-        raise MemoryArgumentError(
-            f"scope must name this session or one of its layers: {service.session}",
-            field="scope",
-            rule="this session",
-        )
+    arguments.check_caller(service.session, agent_id, scope)
     return service
-
-
-def _refuse_repo_scope(repo_scope: str | None) -> None:
-    if repo_scope is not None:
-        raise MemoryArgumentError(
-            "repo_scope: repository-scoped paths are not supported by this server yet; send "
-            "the call without repo_scope (paths are then plain text); nothing was written",
-            field="repo_scope",
-            rule="not supported",
-        )
 
 
 def answer(
@@ -284,17 +260,12 @@ def answer(
     content: dict[str, Any],
 ) -> MemoryResult:
     """The response, with the caller's settled receipts piggybacked on it."""
-    piggyback = service.piggyback(agent_id)
-    if piggyback.receipts:
-        body = f"{body}\n\n{piggyback.text()}"
-        content = {**content, "write_receipts": piggyback.structured()}
-    return MemoryResult(text=body, structuredContent=content)
+    return result(service.reply(agent_id, body, content))
 
 
-def _check_refs(field: str, refs: list[str] | None) -> tuple[str, ...]:
-    for j, ref in enumerate(refs or []):
-        text.check_text(f"{field}[{j}]", ref)
-    return tuple(refs or [])
+def result(reply: MemoryReply) -> MemoryResult:
+    """The application's reply as the tool's result."""
+    return MemoryResult(text=reply.text, structuredContent=reply.content)
 
 
 # -- the tools -------------------------------------------------------------------------------
@@ -306,70 +277,18 @@ def lambo_derive(app: App, params: DeriveParams) -> MemoryResult:
     with a receipt; the outcome arrives on your next tool response, or ask lambo_stats with
     the receipt (add wait_ms to block). Cite what a concept rests on in depends_on and what it
     shows to be wrong in against, by its 8-hex id."""
-    service = service_of(app, params.agent_id, params.scope)
-    _refuse_repo_scope(params.repo_scope)
-    concepts: list[ConceptIn] = []
-    cited = contradicted = 0
-    for i, concept in enumerate(params.concepts):
-        where = f"concepts[{i}]"
-        text.check_text(f"{where}.content", concept.content)
-        text.check_no_image_suffix(f"{where}.content", concept.content)
-        kind = text.check_concept_type(concept.concept_type, field=f"{where}.concept_type")
-        depends_on = _check_refs(f"{where}.depends_on", concept.depends_on)
-        against = _check_refs(f"{where}.against", concept.against)
-        cited += len(depends_on)
-        contradicted += len(against)
-        concepts.append(ConceptIn(concept.content, kind.value, depends_on, against))
-    if cited > limits.MAX_DEPENDS_ON_PER_CALL:
-        raise MemoryArgumentError(
-            f"depends_on: at most {limits.MAX_DEPENDS_ON_PER_CALL} references per call "
-            f"({cited} given)",
-            field="depends_on",
-            rule="per-call limit",
-        )
-    if contradicted > limits.MAX_AGAINST_PER_CALL:
-        raise MemoryArgumentError(
-            f"against: at most {limits.MAX_AGAINST_PER_CALL} references per call "
-            f"({contradicted} given)",
-            field="against",
-            rule="per-call limit",
-        )
-    pairs = params.parent_of or []
-    for j, pair in enumerate(pairs):
-        text.check_text(f"parent_of[{j}].parent", pair.parent)
-        text.check_text(f"parent_of[{j}].child", pair.child)
-    if len(concepts) + len(pairs) > limits.MAX_CONCEPTS_AND_PAIRS:
-        raise MemoryArgumentError(
-            f"concepts and parent_of: at most {limits.MAX_CONCEPTS_AND_PAIRS} combined "
-            f"({len(concepts) + len(pairs)} given)",
-            field="parent_of",
-            rule="combined limit",
-        )
-    text.check_embedding_text_limit(
-        [c.content for c in concepts], [(p.parent, p.child) for p in pairs]
-    )
-    event_time = None if params.event_time is None else text.parse_event_time(params.event_time)
-    call = Derive(
-        GroupId(service.session),
+    args = DeriveArgs(
         params.agent_id,
-        tuple(concepts),
-        tuple((p.parent, p.child) for p in pairs),
-        event_time,
-        receipt="",
-        now=app.now(),
+        tuple(
+            ConceptIn(c.content, c.concept_type, tuple(c.depends_on or ()), tuple(c.against or ()))
+            for c in params.concepts
+        ),
+        tuple((p.parent, p.child) for p in params.parent_of or ()),
+        params.event_time,
+        params.scope,
+        params.repo_scope,
     )
-    admitted = service.admit(
-        params.agent_id,
-        lambda ctx, receipt: memory_commands.accept_derive(ctx, replace(call, receipt=receipt)),
-    )
-    ack = derive_ack(
-        len(concepts),
-        admitted.receipt,
-        params.agent_id,
-        dropped=admitted.dropped,
-        retry_after_ms=admitted.retry_after_ms,
-    )
-    return answer(service, params.agent_id, ack.text, dict(ack.structured()))
+    return result(app.memory_writes.derive(args))
 
 
 def lambo_record_action(app: App, params: RecordActionParams) -> MemoryResult:
@@ -378,82 +297,32 @@ def lambo_record_action(app: App, params: RecordActionParams) -> MemoryResult:
     modifies become causal edges, depends_on dependency edges. Returns before the write is
     applied, with a receipt, exactly as lambo_derive does; both write tools feed one ordered
     queue per agent."""
-    service = service_of(app, params.agent_id, params.scope)
-    _refuse_repo_scope(params.repo_scope)
-    text.check_text("action", params.action)
-    text.check_no_image_suffix("action", params.action)
-    produces = _check_refs("produces", params.produces)
-    modifies = _check_refs("modifies", params.modifies)
-    depends_on = _check_refs("depends_on", params.depends_on)
-    against = _check_refs("against", params.against)
-    targets = len(produces) + len(modifies) + len(depends_on)
-    if targets > limits.MAX_ACTION_TARGETS:
-        raise MemoryArgumentError(
-            f"produces, modifies and depends_on: at most {limits.MAX_ACTION_TARGETS} entries "
-            f"combined ({targets} given)",
-            field="depends_on",
-            rule="combined limit",
-        )
-    event_time = None if params.event_time is None else text.parse_event_time(params.event_time)
-    call = RecordAction(
-        GroupId(service.session),
+    args = ActionArgs(
         params.agent_id,
         params.action,
-        produces,
-        modifies,
-        depends_on,
-        against,
-        event_time,
-        receipt="",
-        now=app.now(),
+        tuple(params.produces or ()),
+        tuple(params.modifies or ()),
+        tuple(params.depends_on or ()),
+        tuple(params.against or ()),
+        params.event_time,
+        params.scope,
+        params.repo_scope,
     )
-    admitted = service.admit(
-        params.agent_id,
-        lambda ctx, receipt: memory_commands.accept_action(ctx, replace(call, receipt=receipt)),
-    )
-    ack = action_ack(
-        params.action,
-        admitted.receipt,
-        params.agent_id,
-        dropped=admitted.dropped,
-        retry_after_ms=admitted.retry_after_ms,
-    )
-    return answer(service, params.agent_id, ack.text, dict(ack.structured()))
+    return result(app.memory_writes.record_action(args))
 
 
 def lambo_reserve(app: App, params: ReserveParams) -> MemoryResult:
     """Take an advisory soft lock on a memory node before you edit it, so two agents do not
     edit one concept at once; release: true releases it. Locks live in memory only and do not
     survive a restart; callers sending the same agent_id share a lock."""
-    service = service_of(app, params.agent_id, params.scope)
-    text.check_text("node_id", params.node_id)
-    node_id = params.node_id.strip().lower()
-    found = state.node(app.workspace.reader(), service.session, node_id)
-    if found is None:
-        raise DomainError(
-            f"node_id: {node_id} names no node of session '{service.session}'; nothing was "
-            "reserved or released",
-            field="node_id",
-            rule="must name a node of this session",
+    return result(
+        app.memory_writes.reserve(
+            params.agent_id,
+            params.node_id,
+            params.ttl_seconds,
+            bool(params.release),
+            params.scope,
         )
-    now = app.now()
-    with service.locked():
-        if params.release:
-            released = service.locks.release(params.agent_id, node_id, now)
-            return answer(
-                service,
-                params.agent_id,
-                release_text(node_id, released),
-                dict(release_content(params.agent_id, node_id, released)),
-            )
-        reservation = service.locks.reserve(
-            params.agent_id, node_id, check_ttl_seconds(params.ttl_seconds), now
-        )
-    return answer(
-        service,
-        params.agent_id,
-        reservation_text(reservation),
-        dict(reservation_content(reservation)),
     )
 
 
@@ -462,15 +331,4 @@ def lambo_stats(app: App, params: StatsParams) -> MemoryResult:
     canonization progress, degraded, the promotion policy and the embedding contract. With
     receipt, what happened to that one write; add wait_ms (0..34000, clamped) to wait for it
     to be applied (read-your-writes)."""
-    service = service_of(app, params.agent_id, None)
-    asked = None
-    if params.receipt is not None:
-        text.check_text("receipt", params.receipt)
-        wait_ms = 0 if params.wait_ms is None else text.clamp_wait_ms(params.wait_ms)
-        asked = service.lookup(params.receipt, params.agent_id, wait_ms)
-    payload = service.stats(app.workspace.embedder.contract)
-    lines = [service.stats_text(payload)]
-    if asked is not None:
-        payload["receipt"] = asked.structured()
-        lines.insert(0, asked.text())
-    return answer(service, params.agent_id, "\n".join(lines), payload)
+    return result(app.memory_writes.stats(params.agent_id, params.receipt, params.wait_ms))

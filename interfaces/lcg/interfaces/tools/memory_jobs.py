@@ -10,10 +10,10 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from lcg.commands.memory_admission import MemoryService
 from lcg.domain.errors import InvalidParams
 from lcg.domain.memory.gc import Trigger
 from lcg.interfaces.app import App
-from lcg.interfaces.memory_service import MemoryService
 from lcg.interfaces.params import Params
 from lcg.projections.canonization import state as canon
 from lcg.projections.memory import state

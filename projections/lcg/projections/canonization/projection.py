@@ -78,10 +78,7 @@ def _session(conn: sqlite3.Connection, group: GroupId) -> None:
 
 @TABLE.on(MemoryWriteApplied)
 def _applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteApplied]) -> None:
-    mutations = sum(
-        len(event.outcome.get("nodes", [])) + len(event.outcome.get("edges", []))
-        for _, event in run
-    )
+    mutations = sum(len(event.outcome.nodes) + len(event.outcome.edges) for _, event in run)
     _session(conn, group)
     conn.execute("UPDATE canon_sessions SET epoch = epoch + ? WHERE group_id=?", (mutations, group))
 
@@ -90,20 +87,20 @@ def _applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteAppli
 def _canonized(conn: sqlite3.Connection, group: GroupId, run: Run[ConceptsCanonized]) -> None:
     for seq, event in run:
         for position, hop in enumerate(event.transitions):
-            node = hop["node_id"]
+            node = hop.node_id
             conn.execute(
                 "INSERT OR IGNORE INTO canon_nodes (node_id, group_id) VALUES (?,?)",
                 (node, group),
             )
             conn.execute(
                 "UPDATE canon_nodes SET status=?, blast_radius=? WHERE node_id=?",
-                (hop["to_status"], hop.get("blast_radius"), node),
+                (hop.to_status, hop.blast_radius, node),
             )
-            if hop.get("last_demotion_time") is not None:
+            if hop.last_demotion_time is not None:
                 conn.execute(
                     "UPDATE canon_nodes SET last_demotion_at=?, demotion_cause=?,"
                     " superseded_by=? WHERE node_id=?",
-                    (hop["last_demotion_time"], hop["cause"], hop.get("superseded_by"), node),
+                    (hop.last_demotion_time, hop.cause, hop.superseded_by, node),
                 )
             conn.execute(
                 "INSERT INTO canon_history (group_id, seq, position, node_id, from_status,"
@@ -114,12 +111,12 @@ def _canonized(conn: sqlite3.Connection, group: GroupId, run: Run[ConceptsCanoni
                     seq,
                     position,
                     node,
-                    hop["from_status"],
-                    hop["to_status"],
-                    hop.get("blast_radius"),
-                    hop["cause"],
+                    hop.from_status,
+                    hop.to_status,
+                    hop.blast_radius,
+                    hop.cause,
                     event.occurred_at.isoformat(),
-                    hop.get("superseded_by"),
+                    hop.superseded_by,
                 ),
             )
 
@@ -150,7 +147,7 @@ def _swept(conn: sqlite3.Connection, group: GroupId, run: Run[GcSwept]) -> None:
     _session(conn, group)
     for seq, event in run:
         conn.executemany(
-            "DELETE FROM canon_nodes WHERE node_id=?", [(c["node_id"],) for c in event.collected]
+            "DELETE FROM canon_nodes WHERE node_id=?", [(c.node_id,) for c in event.collected]
         )
         _bump(conn, group, event.bumped)
         conn.execute(
@@ -160,7 +157,7 @@ def _swept(conn: sqlite3.Connection, group: GroupId, run: Run[GcSwept]) -> None:
                 event.epoch,
                 event.occurred_at.isoformat(),
                 len(event.collected),
-                orjson.dumps({"trigger": event.trigger, **event.figures}).decode(),
+                orjson.dumps({"trigger": event.trigger, **event.figures.to_wire()}).decode(),
                 seq,
                 group,
             ),

@@ -110,7 +110,7 @@ def _accepted(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteAcce
                 event.tool,
                 seq,
                 event.occurred_at.isoformat(),
-                _json(event.request),
+                _json(event.request.to_wire()),
                 None if event.event_time is None else event.event_time.isoformat(),
             )
             for seq, event in run
@@ -123,22 +123,22 @@ def _applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteAppli
     for seq, event in run:
         outcome = event.outcome
         when = event.occurred_at.isoformat()
-        nodes = outcome.get("nodes", [])
+        nodes = outcome.nodes
         conn.executemany(
             "INSERT INTO memory_nodes (uuid, group_id, node_kind, content, concept_type,"
             " canonical_key, agent_id, created_at, about_time, last_written_at, seq)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             [
                 (
-                    node["uuid"],
+                    node.uuid,
                     group,
-                    node["node_kind"],
-                    node["content"],
-                    node.get("concept_type"),
-                    node.get("canonical_key"),
-                    outcome["agent_id"],
+                    node.node_kind,
+                    node.content,
+                    node.concept_type,
+                    node.canonical_key,
+                    outcome.agent_id,
                     when,
-                    outcome["about_time"],
+                    outcome.about_time,
                     when,
                     seq,
                 )
@@ -147,11 +147,11 @@ def _applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteAppli
         )
         conn.executemany(
             "UPDATE memory_nodes SET reinforced = reinforced + 1, last_written_at=? WHERE uuid=?",
-            [(when, uuid) for uuid in outcome.get("reinforced_nodes", [])],
+            [(when, uuid) for uuid in outcome.reinforced_nodes],
         )
         added: list[concept_stats.Added] = []
-        for edge in outcome.get("edges", []):
-            kind, source, target = edge["kind"], edge["source"], edge["target"]
+        for edge in outcome.edges:
+            kind, source, target = edge.kind, edge.source, edge.target
             between = concept_stats.kinds_between(conn, group, source, target)
             if kind not in between:  # a new edge (a re-sent one is the same edge)
                 fresh_pair = not between & concept_stats.PROVENANCE_SET
@@ -162,49 +162,42 @@ def _applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteAppli
                 " ON CONFLICT (group_id, kind, source, target)"
                 " DO UPDATE SET reinforced = reinforced + 1",
                 (
-                    edge["uuid"],
+                    edge.uuid,
                     group,
                     kind,
                     source,
                     target,
-                    outcome["agent_id"],
+                    outcome.agent_id,
                     when,
-                    outcome["about_time"],
+                    outcome.about_time,
                     seq,
                 ),
             )
         conn.executemany(
             "INSERT OR IGNORE INTO memory_superseded (group_id, older, newer, seq)"
             " VALUES (?,?,?,?)",
-            [
-                (group, pair["older"], pair["newer"], seq)
-                for pair in outcome.get("possibly_superseded", [])
-            ],
+            [(group, pair.older, pair.newer, seq) for pair in outcome.possibly_superseded],
         )
         conn.executemany(  # a contradiction is a fresh write to the contradicted concept
             "UPDATE memory_nodes SET last_written_at=? WHERE uuid=?",
-            [
-                (when, edge["target"])
-                for edge in outcome.get("edges", [])
-                if edge["kind"] == "contradicts"
-            ],
+            [(when, edge.target) for edge in outcome.edges if edge.kind == "contradicts"],
         )
         concept_stats.interactions_added(
             conn,
             group,
-            sum(1 for node in nodes if node["node_kind"] == "interaction"),
+            sum(1 for node in nodes if node.node_kind == "interaction"),
             datetime.fromisoformat(when),
-            datetime.fromisoformat(outcome["about_time"]),
+            datetime.fromisoformat(outcome.about_time),
         )
-        concept_stats.write_applied(conn, group, seq, [node["uuid"] for node in nodes], added)
+        concept_stats.write_applied(conn, group, seq, [node.uuid for node in nodes], added)
         _settle(
             conn,
             event.receipt,
             "applied",
             seq,
             when,
-            outcome.get("summary"),
-            outcome,
+            outcome.summary,
+            outcome.to_wire(),
             after_restart=event.after_restart,
         )
 
@@ -268,7 +261,7 @@ def _accessed(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryAccessed]
 def _gc_swept(conn: sqlite3.Connection, group: GroupId, run: Run[GcSwept]) -> None:
     """Collected concepts leave memory with their edges and possibly-superseded pairs; the
     interactions that wrote them stay (interactions are never collected)."""
-    gone = [(item["node_id"],) for _, event in run for item in event.collected]
+    gone = [(item.node_id,) for _, event in run for item in event.collected]
     concept_stats.collecting(conn, group, [node for (node,) in gone])  # before the deletes
     conn.executemany("DELETE FROM memory_nodes WHERE uuid=?", gone)
     conn.executemany("DELETE FROM memory_edges WHERE source=?", gone)

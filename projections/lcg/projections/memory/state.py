@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 
+from lcg.domain.memory.records import MemoryRequest, WriteOutcome
+
 _NODE = (
     "SELECT uuid, node_kind, content, concept_type, canonical_key, agent_id, created_at,"
     " about_time, access_count FROM memory_nodes"
@@ -95,10 +97,10 @@ class WriteRow:
     state: str  # pending | applied | failed
     intent_seq: int
     accepted_at: str
-    request: dict[str, Any]
+    request: MemoryRequest
     event_time: str | None
     summary: str | None
-    outcome: dict[str, Any] | None
+    outcome: WriteOutcome | None
     after_restart: bool
 
 
@@ -117,10 +119,10 @@ def _write(row: tuple[Any, ...]) -> WriteRow:
         row[4],
         row[5],
         row[6],
-        orjson.loads(row[7]),
+        MemoryRequest.from_wire(orjson.loads(row[7])),
         row[8],
         row[9],
-        None if row[10] is None else orjson.loads(row[10]),
+        None if row[10] is None else WriteOutcome.from_wire(orjson.loads(row[10])),
         bool(row[11]),
     )
 
@@ -186,7 +188,8 @@ def latest_interaction(conn: sqlite3.Connection, group: str) -> str | None:
 
 
 class SessionLookup:
-    """The references' Lookup over one session's rows (lcg.domain.memory.references)."""
+    """The references' Lookup over one session's rows (lcg.domain.memory.references), and the
+    edges the intent's cycle checks follow (lcg.domain.memory.intents.SessionGraph)."""
 
     def __init__(self, conn: sqlite3.Connection, group: str) -> None:
         self.conn = conn
@@ -203,6 +206,12 @@ class SessionLookup:
 
     def with_key(self, key: str) -> list[Node]:
         return concepts_with_key(self.conn, self.group, key)
+
+    def targets(self, source: str, kinds: Sequence[str]) -> list[str]:
+        return targets(self.conn, self.group, source, kinds)
+
+    def reaches(self, start: str, goal: str, kinds: Sequence[str]) -> bool:
+        return reaches(self.conn, self.group, start, goal, kinds)
 
 
 NEIGHBOUR_KINDS = ("depends_on", "parent_of", "contradicts", "produces", "modifies")

@@ -224,13 +224,13 @@ def _memory_applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWri
     created = [
         (seq, node)
         for seq, event in run
-        for node in event.outcome.get("nodes", [])
-        if node["node_kind"] == "concept"
+        for node in event.outcome.nodes
+        if node.node_kind == "concept"
     ]
     if not created:
         return
-    ids = new_docs(conn, "concept", [(group, node["uuid"], 0, seq, 0) for seq, node in created])
-    contents = [str(node["content"]) for _, node in created]
+    ids = new_docs(conn, "concept", [(group, node.uuid, 0, seq, 0) for seq, node in created])
+    contents = [node.content for _, node in created]
     before = context.concept_neighbour(conn, group, ids[0], after=False)
     sides = [None if before is None else before[1], *contents, None]
     put_new(
@@ -307,14 +307,14 @@ def _gc_swept(conn: sqlite3.Connection, group: GroupId, run: Run[GcSwept]) -> No
         gone: list[int] = []
         for item in event.collected:
             owned = "SELECT doc_id FROM text_docs WHERE owner_uuid=? AND kind='concept'"
-            for (doc,) in conn.execute(owned, (item["node_id"],)).fetchall():
+            for (doc,) in conn.execute(owned, (item.node_id,)).fetchall():
                 changed(conn, "concept", int(doc))
                 gone.append(int(doc))
             conn.execute(
-                f"DELETE FROM {FTS_TABLES['concept']} WHERE rowid IN ({owned})", (item["node_id"],)
+                f"DELETE FROM {FTS_TABLES['concept']} WHERE rowid IN ({owned})", (item.node_id,)
             )
             conn.execute(
-                "DELETE FROM text_docs WHERE owner_uuid=? AND kind='concept'", (item["node_id"],)
+                "DELETE FROM text_docs WHERE owner_uuid=? AND kind='concept'", (item.node_id,)
             )
         around: set[int] = set()
         for doc in gone:

@@ -185,7 +185,7 @@ def _group_purged(conn: sqlite3.Connection, group: GroupId, run: Run[GroupPurged
 def _gc_swept(conn: sqlite3.Connection, group: GroupId, run: Run[GcSwept]) -> None:
     conn.executemany(
         "DELETE FROM vector_catalog WHERE owner_uuid=? AND embedding=?",
-        [(item["node_id"], CONCEPT) for _, event in run for item in event.collected],
+        [(item.node_id, CONCEPT) for _, event in run for item in event.collected],
     )
 
 
@@ -194,10 +194,10 @@ def _memory_applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWri
     conn.executemany(
         _INSERT,
         [
-            (group, CONCEPT, node["uuid"], 0, node["embedding_text"], seq)
+            (group, CONCEPT, node.uuid, 0, node.embedding_text, seq)
             for seq, event in run
-            for node in event.outcome.get("nodes", [])
-            if node.get("embedding_text")
+            for node in event.outcome.nodes
+            if node.embedding_text
         ],
     )
 
@@ -236,9 +236,9 @@ def touched_owners(event: DomainEvent) -> tuple[str, ...] | None:
     if isinstance(event, EntitiesMerged | PointersRebound):
         return _collapsed_owners(event)
     if isinstance(event, MemoryWriteApplied):
-        return tuple(n["uuid"] for n in event.outcome.get("nodes", []) if n.get("embedding_text"))
+        return tuple(n.uuid for n in event.outcome.nodes if n.embedding_text)
     if isinstance(event, GcSwept):
-        return tuple(item["node_id"] for item in event.collected)
+        return tuple(item.node_id for item in event.collected)
     if isinstance(
         event,
         MemoryWriteAccepted
