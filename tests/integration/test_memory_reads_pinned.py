@@ -10,8 +10,10 @@ second parameter), inspect's every focus form, note, refusal and suggestions, st
 the saints list. Node ids come from a counter; what varies between runs (times, receipts, the
 seconds of a marker) is replaced by a placeholder before the comparison.
 
-The pinned answers live in tests/integration/pinned/; `LCG_PIN_WRITE=1` rewrites them (only
-when an answer is meant to change, and the diff then shows how).
+The pinned answers live in tests/integration/pinned/, one read a line; a recall's
+`structuredContent.context`, the text before the receipts, is checked against its `text` and
+pinned as TEXT. `LCG_PIN_WRITE=1` rewrites them (only when an answer is meant to change, and
+the diff then shows how).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from tests.integration.test_memory_canonization_jobs import HERO, _later, _story
 from tests.integration.test_memory_writes import AGENT, call, concept, derive, settled
 
 PINNED = Path(__file__).parent / "pinned"
+TEXT = "<the text before its write receipts>"
 MOVED = "accounts moved to the tenants table"
 BUILD = "the nightly build is green"
 TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?")
@@ -168,11 +171,30 @@ def _stages(ws: Workspace) -> dict[str, list[dict[str, Any]]]:
     return stages
 
 
+def _lines(stages: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One read a line, its stage first; a recall's context (its text) pinned once."""
+    lines = []
+    for stage, reads in stages.items():
+        for read in reads:
+            content = read.get("answer", {}).get("structuredContent", {})
+            if "context" in content:
+                body, context = read["answer"]["text"], content["context"]
+                assert body == context or body.startswith(f"{context}\n\nwrite receipts")
+                content["context"] = TEXT
+            lines.append({"stage": stage, **read})
+    return lines
+
+
 def test_every_memory_read_answers_as_pinned(pinned: Workspace) -> None:
     name = "skip_redundant" if pinned.settings.tuning.skip_redundant else "plain"
-    path = PINNED / f"memory_reads_{name}.json"
-    found = json.dumps(_stages(pinned), ensure_ascii=False, indent=1) + "\n"
+    path = PINNED / f"memory_reads_{name}.jsonl"
+    found = _lines(_stages(pinned))
     if os.environ.get("LCG_PIN_WRITE") == "1":
         path.parent.mkdir(exist_ok=True)
-        path.write_text(found, encoding="utf-8")
-    assert found == path.read_text(encoding="utf-8")
+        text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in found)
+        path.write_text(text, encoding="utf-8")
+    pinned_lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for now, then in zip(found, pinned_lines, strict=False):
+        assert now == then  # the first read that answers otherwise
+        assert json.dumps(now) == json.dumps(then)  # and in the same key order
+    assert len(found) == len(pinned_lines)
