@@ -11,7 +11,7 @@ that builds an `App` hands the same three to every tool.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 
 
 class Reads(Protocol):
-    """The read side: this thread's read connection, the search indexes, the query embedder
-    and the settings that shape a read. Nothing here can change what is stored."""
+    """The read side: this thread's read connection, the search indexes, the query embedder,
+    the clock and the settings that shape a read. Nothing here can change what is stored. It
+    is a `lcg.queries.reads.ReadHandle` (what the read-side queries take, ADR 0060), and more."""
 
     @property
     def settings(self) -> Settings: ...
@@ -55,6 +56,9 @@ class Reads(Protocol):
 
     @property
     def log(self) -> EventLog: ...
+
+    @property
+    def clock(self) -> Callable[[], datetime]: ...
 
     def reader(self) -> sqlite3.Connection: ...
 

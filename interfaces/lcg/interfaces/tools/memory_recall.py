@@ -1,33 +1,20 @@
 """lambo_recall (seed 001): the context block an agent reads before a task, and its hits.
 
-A dependency question ("what depends on X", ...) naming a concept with dependents is answered
-by graph traversal (lcg.domain.memory.questions); any other query by the retrieval core
-(lcg.queries.recall: keyword, vector and recent legs, fused, expanded through the graph). A
-contradicted hit gets its ⚠ line and the contradicting concept beside it, a hit citing a
-contradicted concept its rests-on lines (lcg.domain.memory.evidence). The block is rendered by
-lcg.domain.memory.context within max_tokens. With [selection] skip_redundant a hit repeating one
-already taken gives its slot to the next distinct hit (lcg.domain.memory.redundancy, #181). The
-concepts returned are counted as accessed, off the read path (ADR 0027).
+The adapter of `lcg.queries.memory_recall` (ADR 0060): the arguments checked, one query, its
+result in the seed's wire shape (`text` plus `structuredContent`, the caller's settled receipts
+piggybacked). The concepts returned are counted as accessed, off the read path (ADR 0027).
 """
 
 from __future__ import annotations
 
-import sqlite3
-import time
-from dataclasses import replace
-from datetime import datetime
 from typing import Any
 
 from pydantic import Field
 
 from lcg.domain.errors import InvalidParams
-from lcg.domain.memory import context, evidence, limits, markers, questions, redundancy, text
-from lcg.domain.memory.context import AlsoItem, HitView, RestsOn
-from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
-from lcg.domain.memory.questions import NameCandidate
-from lcg.domain.memory.text import ConceptType, MemoryArgumentError
+from lcg.domain.memory import limits, text
+from lcg.domain.memory.text import MemoryArgumentError
 from lcg.interfaces.app import App
-from lcg.interfaces.memory_service import MemoryService
 from lcg.interfaces.tools.memory import (
     AgentId,
     MemoryParams,
@@ -35,23 +22,10 @@ from lcg.interfaces.tools.memory import (
     Scope,
     answer,
     capped,
-    display_type,
     ranged,
     service_of,
 )
-from lcg.interfaces.tools.search import search_context
-from lcg.projections.canonization import state as canon
-from lcg.projections.memory import evidence as memory_evidence
-from lcg.projections.memory import state
-from lcg.projections.memory.state import Node
-from lcg.projections.text import reader as text_reader
-from lcg.projections.vectors.follower import CONCEPTS
-from lcg.queries import recall
-from lcg.queries.recall import RecallHit
-from lcg.queries.redundancy import pair_facts
-from lcg.queries.search import vectors_pending
-
-NAME_CANDIDATES = 200  # concepts the keyword index proposes as a question's names
+from lcg.queries.memory_recall import RecalledHit, RecallRequest, recall_memory
 
 
 class RecallParams(MemoryParams):
@@ -102,12 +76,26 @@ def lambo_recall(app: App, params: RecallParams) -> MemoryResult:
     if not query.strip():
         raise InvalidParams("query", "is required (blank text counts as none)")
     text.check_text("query", query)
-    anchor = _anchor(app, service, query)
-    if anchor is not None:
-        result = _traversal(app, service, anchor, params)
-    else:
-        result = _ordinary(app, service, query, params, _await_concepts(app, service))
-    service.note_access([hit["node_id"] for hit in result["structuredContent"]["hits"]])
+    request = RecallRequest(
+        service.session,
+        params.agent_id,
+        query,
+        params.top_k,
+        params.max_tokens,
+        params.traversal_depth,
+    )
+    recalled = recall_memory(app.reads, service.jobs, request)
+    result = answer(
+        service,
+        params.agent_id,
+        recalled.context,
+        {
+            "context": recalled.context,
+            "hits": [_hit(hit) for hit in recalled.hits],
+            "warnings": list(recalled.warnings),
+        },
+    )
+    service.note_access([hit.node_id for hit in recalled.hits])
     return result
 
 
@@ -129,392 +117,26 @@ def _refuse_unconfigured(params: RecallParams) -> None:
         )
 
 
-# -- dependency questions ----------------------------------------------------------------------
-
-
-def _anchor(app: App, service: MemoryService, query: str) -> questions.Anchor | None:
-    if not questions.is_dependency_question(query):
-        return None
-    conn = app.workspace.reader()
-    hits = text_reader.search(
-        conn, "concept", query, [service.session], NAME_CANDIDATES, app.workspace.text_scorer
-    )
-    nodes = state.nodes_by_uuid(conn, list(dict.fromkeys(hit.owner_uuid for hit in hits)))
-    radii = state.blast_radii(conn, list(nodes))
-    candidates = [
-        NameCandidate(node.content, ConceptType(node.concept_type or "entity"), radii[uuid], uuid)
-        for uuid, node in nodes.items()
-        if node.node_kind == "concept"
-    ]
-    return questions.find_anchor(query, candidates)
-
-
-def _traversal(
-    app: App, service: MemoryService, anchor: questions.Anchor, params: RecallParams
-) -> MemoryResult:
-    """X's direct dependents, best connected first; the context says where it came from."""
-    conn = app.workspace.reader()
-    subject = anchor.concept
-    edges = state.edges_of(conn, service.session, subject.node_id)
-    dependents = list(
-        dict.fromkeys(
-            [s for kind, s, t in edges if kind == "depends_on" and t == subject.node_id]
-            + [t for kind, s, t in edges if kind == "parent_of" and s == subject.node_id]
-        )
-    )
-    nodes = state.nodes_by_uuid(conn, dependents)
-    radii = state.blast_radii(conn, dependents)
-    ordered = sorted(
-        (nodes[uuid] for uuid in dependents if uuid in nodes),
-        key=lambda node: (-radii[node.uuid], node.uuid),
-    )[: params.top_k]
-    views = _canonized(
-        conn, [HitView(n.uuid, n.content, display_type(n.concept_type), 1.0) for n in ordered]
-    )
-    header = context.traversal_line(subject.text, subject.node_id, len(dependents))
-    rendered = context.render_context(views, params.max_tokens, header=header)
-    warning = (
-        f"recall: dependency question answered by graph traversal ({len(dependents)} dependents)"
-    )
-    return _result(service, params, views, rendered, [warning], {})
-
-
-# -- ordinary recall -------------------------------------------------------------------------
-
-
-def _await_concepts(app: App, service: MemoryService) -> list[str]:
-    """Wait, bounded, for the session's concepts applied just before to be in the vector
-    index, so recall finds them by meaning too; a warning when some were not (ADR 0047)."""
-    started = time.perf_counter()
-    wait_ms = app.workspace.settings.vector_read_wait_ms
-    pending = app.workspace.settle_vectors([service.session], CONCEPTS, wait_ms / 1000)
-    if not pending:
-        return []
-    waited_ms = round((time.perf_counter() - started) * 1000)
-    return [f"recall: {vectors_pending(pending, waited_ms)['message']}"]
-
-
-def _ordinary(
-    app: App, service: MemoryService, query: str, params: RecallParams, late: list[str]
-) -> MemoryResult:  # `late`: the warning that some concept vectors were not indexed yet
-    conn = app.workspace.reader()
-    settings = app.workspace.settings
-    skip = settings.tuning.skip_redundant
-    found: list[RecallHit] = recall.recall_concepts(
-        search_context(app),
-        service.session,
-        query,
-        params.top_k,
-        params.traversal_depth,
-        "rrf" if settings.search_fusion == "rrf" else "max",
-        # read past top_k: skipped hits give their slots to later ones, and a contradicted
-        # Canonical or Venerable hit is kept past top_k (M-REC-131)
-        take=params.top_k + redundancy.checked_count(params.top_k),
-    )
-    nodes = state.nodes_by_uuid(conn, [hit.node_id for hit in found])
-    candidates = [
-        hit for hit in found if hit.node_id in nodes and nodes[hit.node_id].node_kind == "concept"
-    ]
-    ids = [hit.node_id for hit in candidates]
-    cited = {uuid: state.targets(conn, service.session, uuid, ["depends_on"]) for uuid in ids}
-    asked = list(dict.fromkeys([*ids, *(c for targets in cited.values() for c in targets)]))
-    live = _contradicted(conn, service, asked, app.now())
-    listed = service.jobs.contradiction_list if service.jobs is not None else None
-    # The Contradicted line follows the daemon's list (from its next tick after the write,
-    # M-REC-121); rests-on lines read memory on every recall (seed: "Checked on every recall").
-    contradicted = live if listed is None else {k: v for k, v in live.items() if k in listed}
-    lines, sources, everything = _hit_lines(conn, ids, nodes, cited, asked, (contradicted, live))
-    skipped: dict[str, tuple[redundancy.Skipped, ...]] = {}
-    every = found
-    if skip:
-        found, skipped = _skip_redundant(app, service, params.top_k, found, nodes, lines, sources)
-    else:
-        found = found[: params.top_k]
-    found = [hit for hit in found if hit.node_id in lines]
-    found += _held_past_top_k(conn, every, found, contradicted, lines)
-    companions: dict[str, list[str]] = {}
-    warnings: list[str] = []
-    for hit in found:
-        warnings.extend(lines[hit.node_id])
-        if hit.node_id in sources:
-            companions.setdefault(sources[hit.node_id], []).append(hit.node_id)
-    # The contradicting concept beside each contradicted hit (M-REC-130..135): right after it,
-    # past top_k when it did not rank in on its own (then with companion_of), and its own
-    # "Contradicts" line either way.
-    ranked = {hit.node_id for hit in found}
-    order: list[tuple[Node, float, dict[str, int]]] = []
-    added: dict[str, list[str]] = {}
-    for hit in found:
-        order.append((nodes[hit.node_id], hit.score, hit.ranks))
-        for companion, of in companions.items():
-            if hit.node_id in of and companion not in ranked and companion not in added:
-                added[companion] = of
-                order.append((everything[companion], 0.0, {}))
-    views: list[HitView] = []
-    structured_extra: dict[str, dict[str, Any]] = {}
-    for node, score, ranks in order:
-        contradicts = [
-            context.contradicts_line(everything[target].content, target)
-            for target in companions.get(node.uuid, [])
-            if target in everything
+def _hit(hit: RecalledHit) -> dict[str, Any]:
+    """A hit of `structuredContent.hits`, its keys in the seed's order."""
+    shown: dict[str, Any] = {
+        "node_id": hit.node_id,
+        "content": hit.content,
+        "concept_type": hit.concept_type,
+        "score": hit.score,
+        "is_canonical": hit.is_canonical,
+        "blast_radius": hit.blast_radius,
+    }
+    if hit.ranks is not None:
+        shown["ranks"] = hit.ranks
+    if hit.companion_of:
+        shown["companion_of"] = list(hit.companion_of)
+    if hit.skipped_redundant:
+        shown["skipped_redundant"] = [
+            {"node_id": item.node_id, "signal": item.signal} for item in hit.skipped_redundant
         ]
-        warnings.extend(contradicts)
-        block = (*contradicts, *lines.get(node.uuid, []))
-        repeats = skipped.get(node.uuid, ())
-        views.append(
-            HitView(
-                node.uuid,
-                node.content,
-                display_type(node.concept_type),
-                score,
-                warning_lines=block,
-                also=tuple(AlsoItem(item.node_id) for item in repeats),
-            )
-        )
-        extra: dict[str, Any] = {"ranks": ranks}
-        if node.uuid in added:
-            extra["companion_of"] = added[node.uuid]
-        if repeats:
-            extra["skipped_redundant"] = [
-                {"node_id": item.node_id, "signal": item.signal} for item in repeats
-            ]
-        structured_extra[node.uuid] = extra
-    # Possibly superseded, not declared (#198): the structured field on the older hit. The line
-    # is shown only under a contract whose trigger precision was measured (BGE-M3); the bundled
-    # MiniLM's was not, so the pair is only in the field (M-REC-190..).
-    replaced = state.possibly_superseded_by(conn, service.session, [v.node_id for v in views])
-    for older, newer in replaced.items():
-        structured_extra.setdefault(older, {})["possibly_superseded_by"] = newer
-    views, marked = _marked(conn, _canonized(conn, views), app.now(), params.agent_id)
-    rendered = context.render_context(views, params.max_tokens)
-    return _result(service, params, views, rendered, [*marked, *warnings, *late], structured_extra)
-
-
-def _marked(
-    conn: sqlite3.Connection, views: list[HitView], now: datetime, agent: str
-) -> tuple[list[HitView], list[str]]:
-    """Conflict and high-risk markers first on each hit's block (lcg.domain.memory.markers),
-    and the same lines for `warnings`."""
-    ids = [view.node_id for view in views]
-    since = (now - markers.WINDOW).isoformat()
-    recent = state.recent_writes(conn, ids, since)
-    if not any(recent.values()):
-        return views, []
-    statuses = canon.statuses(conn, ids)
-    radii = state.blast_radii(conn, ids)
-    out: list[HitView] = []
-    lines: list[str] = []
-    for view in views:
-        writes = [
-            markers.RecentWrite(agent_id, datetime.fromisoformat(at), kind)
-            for agent_id, at, kind in recent[view.node_id]
-        ]
-        found = [
-            line
-            for line in (
-                markers.conflict(writes, now, agent),
-                markers.high_risk(
-                    view.content, statuses[view.node_id], radii[view.node_id], writes, now
-                ),
-            )
-            if line is not None
-        ]
-        lines.extend(found)
-        out.append(replace(view, warning_lines=(*found, *view.warning_lines)) if found else view)
-    return out, lines
-
-
-def _canonized(conn: sqlite3.Connection, views: list[HitView]) -> list[HitView]:
-    """Hits with their canonization: Canonical ones marked, with their live blast radius
-    (canonization.md §3: recall uses the live graph, no age floor), and a concept demoted by
-    supersession, while it is not Canonical, with its `⤓ Superseded` history line (§6)."""
-    ids = [view.node_id for view in views]
-    states = {node: canon.node_state(conn, node) for node in ids}
-    canonical = [node for node in ids if states[node].status == "Canonical"]
-    radii = state.blast_radii(conn, canonical)
-    superseding = [
-        s.superseded_by
-        for s in states.values()
-        if s.status != "Canonical" and s.demotion_cause == "supersession" and s.superseded_by
-    ]
-    named = state.nodes_by_uuid(conn, [node for node in superseding if node is not None])
-    out: list[HitView] = []
-    for view in views:
-        held = states[view.node_id]
-        if held.status == "Canonical":
-            out.append(replace(view, is_canonical=True, blast_radius=radii[view.node_id]))
-        elif held.demotion_cause == "supersession" and held.superseded_by is not None:
-            by = named.get(held.superseded_by)
-            assert held.last_demotion_at is not None
-            line = context.superseded_line(
-                held.last_demotion_at, None if by is None else by.content, held.superseded_by
-            )
-            out.append(replace(view, warning_lines=(*view.warning_lines, line)))
-        else:
-            out.append(view)
-    return out
-
-
-def _contradicted(
-    conn: sqlite3.Connection, service: MemoryService, asked: list[str], now: datetime
-) -> dict[evidence.ConceptId, evidence.Contradiction]:
-    """The hits and cited concepts a contradiction fires on now, each with the one recall
-    shows (the rule of lcg.domain.memory.evidence, evaluated on this recall)."""
-    known = memory_evidence.load(conn, service.session, asked)
-    return evidence.current_contradictions(
-        [known.concepts[u] for u in asked if u in known.concepts],
-        known.contradictions,
-        known.support,
-        now,
-    )
-
-
-def _held_past_top_k(
-    conn: sqlite3.Connection,
-    ranked: list[RecallHit],
-    chosen: list[RecallHit],
-    contradicted: dict[evidence.ConceptId, evidence.Contradiction],
-    lines: dict[str, list[str]],
-) -> list[RecallHit]:
-    """Contradicted Canonical and Venerable concepts ranked past the chosen hits, kept after
-    them in rank order (M-REC-131; the concept beside each is added with it)."""
-    taken = {hit.node_id for hit in chosen}
-    later = [
-        hit
-        for hit in ranked
-        if hit.node_id not in taken
-        and hit.node_id in lines
-        and evidence.ConceptId(hit.node_id) in contradicted
-    ]
-    held = canon.statuses(conn, [hit.node_id for hit in later])
-    return [hit for hit in later if held[hit.node_id] in ("Canonical", "Venerable")]
-
-
-def _hit_lines(
-    conn: sqlite3.Connection,
-    ids: list[str],
-    nodes: dict[str, Node],
-    cited: dict[str, list[str]],
-    asked: list[str],
-    rules: tuple[
-        dict[evidence.ConceptId, evidence.Contradiction],
-        dict[evidence.ConceptId, evidence.Contradiction],
-    ],
-) -> tuple[dict[str, list[str]], dict[str, str], dict[str, Node]]:
-    """Each hit's own warning lines (its Contradicted line, then its rests-on lines), each
-    contradicted hit's contradicting concept still in memory, and every node read, hits,
-    contradicting and cited concepts alike. `rules` is (the contradictions the Contradicted
-    lines show: the daemon's, those the rests-on lines read: this recall's own)."""
-    contradicted, live = rules
-    lines: dict[str, list[str]] = {uuid: [] for uuid in ids}
-    extra_nodes = state.nodes_by_uuid(  # contradicting concepts and cited ones not among hits
-        conn,
-        [uuid for uuid in (*(c.source for c in live.values()), *asked) if uuid not in nodes],
-    )
-    everything = {**nodes, **extra_nodes}
-    sources: dict[str, str] = {}  # contradicted hit -> the concept beside it (still in memory)
-    for uuid in ids:
-        hit_lines = lines[uuid]
-        contradiction = contradicted.get(evidence.ConceptId(uuid))
-        if contradiction is not None:
-            source = everything.get(contradiction.source)
-            hit_lines.append(
-                context.contradicted_line(
-                    contradiction.dated,
-                    contradiction.agent_id,
-                    None if source is None else source.content,
-                    contradiction.source,
-                )
-            )
-            if source is not None:
-                sources[uuid] = contradiction.source
-        rests = [
-            RestsOn(
-                target,
-                everything[target].content if target in everything else "",
-                live[evidence.ConceptId(target)].source,
-                _content(everything, live[evidence.ConceptId(target)].source),
-            )
-            for target in cited[uuid]
-            if evidence.ConceptId(target) in live
-            and live[evidence.ConceptId(target)].source != uuid
-        ]
-        hit_lines.extend(context.rests_on_lines(rests))
-    return lines, sources, everything
-
-
-def _skip_redundant(
-    app: App,
-    service: MemoryService,
-    top_k: int,
-    found: list[RecallHit],
-    nodes: dict[str, Node],
-    lines: dict[str, list[str]],
-    sources: dict[str, str],
-) -> tuple[list[RecallHit], dict[str, tuple[redundancy.Skipped, ...]]]:
-    """[selection] skip_redundant (#181, M-REC-181..200): the first top_k ranked hits that do
-    not repeat one kept before them, and what each kept hit replaced.
-
-    Never skipped: a hit with a warning line of its own, and a concept that would be shown
-    beside a contradicted hit among those ranked (it gets the Contradicts line, and it is the
-    hit kept past top_k for that warning); a hit that is not a concept in memory keeps its
-    slot, as without the setting, and is dropped afterwards."""
-    settings = app.workspace.settings
-    checked = found[: redundancy.checked_count(top_k)]
-    beside = {sources[hit.node_id] for hit in found if hit.node_id in sources}
-    ranked = [
-        redundancy.Candidate(
-            hit.node_id,
-            nodes[hit.node_id].content if hit.node_id in lines else None,
-            protected=bool(lines.get(hit.node_id)) or hit.node_id in beside,
-        )
-        for hit in found
-    ]
-    facts = pair_facts(
-        app.workspace.reader(),
-        app.workspace.vectors,
-        service.session,
-        [hit.node_id for hit in checked if hit.node_id in lines],
-        similar_signals=settings.tuning.similar_signals,
-        threshold=MINILM_MERGE_THRESHOLD,
-    )
-    selection = redundancy.select(
-        ranked, top_k, facts, similar_signals=settings.tuning.similar_signals
-    )
-    kept = set(selection.kept)
-    return [hit for hit in found if hit.node_id in kept], dict(selection.skipped)
-
-
-def _content(nodes: dict[str, Node], uuid: str) -> str | None:
-    node = nodes.get(uuid)
-    return None if node is None else node.content
-
-
-def _result(
-    service: MemoryService,
-    params: RecallParams,
-    views: list[HitView],
-    rendered: context.RenderedContext,
-    warnings: list[str],
-    extra: dict[str, dict[str, Any]],
-) -> MemoryResult:
-    hits: list[dict[str, Any]] = []
-    for view in views:
-        hit: dict[str, Any] = {
-            "node_id": view.node_id,
-            "content": view.content,
-            "concept_type": view.concept_type,
-            "score": view.score,
-            "is_canonical": view.is_canonical,
-            "blast_radius": context.shown_blast_radius(view),
-            **extra.get(view.node_id, {}),
-        }
-        if rendered.truncated == view.node_id:
-            hit["truncated_in_context"] = True
-        hits.append(hit)
-    return answer(
-        service,
-        params.agent_id,
-        rendered.text,
-        {"context": rendered.text, "hits": hits, "warnings": warnings},
-    )
+    if hit.possibly_superseded_by is not None:
+        shown["possibly_superseded_by"] = hit.possibly_superseded_by
+    if hit.truncated_in_context:
+        shown["truncated_in_context"] = True
+    return shown

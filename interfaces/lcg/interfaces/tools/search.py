@@ -7,8 +7,7 @@ from pydantic import Field
 from lcg.domain import rules
 from lcg.interfaces.app import App
 from lcg.interfaces.params import GroupIdsField, NumResults, Params, required_text
-from lcg.projections.vectors.follower import KNOWLEDGE
-from lcg.queries import graph_reads, relevance, search
+from lcg.queries import graph_reads, reads, relevance, search
 
 
 class FindParams(Params):
@@ -46,18 +45,7 @@ class EntitiesBySourceParams(Params):
 
 def search_context(app: App) -> search.SearchContext:
     """What a search reads, as this workspace's settings configure it."""
-    ws = app.reads
-    wait_ms = ws.settings.vector_read_wait_ms
-    return search.SearchContext(
-        conn=ws.reader(),
-        vectors=ws.vectors,
-        embed_query=ws.embed_query,
-        fusion=ws.settings.search_fusion,
-        expand_depth=ws.settings.search_expand_depth,
-        text_scorer=ws.text_scorer if ws.settings.bm25_engine == "memory" else None,
-        pool=ws.search_pool,
-        await_vectors=lambda groups: ws.settle_vectors(groups, KNOWLEDGE, wait_ms / 1000),
-    )
+    return reads.search_context(app.reads)
 
 
 def _floors(app: App, q: FindParams) -> relevance.Floors | None:
