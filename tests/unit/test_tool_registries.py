@@ -72,3 +72,18 @@ def test_issue_25_the_readmes_served_counts_are_the_tables() -> None:
     )
     assert served, "README: the 'Served:' sentence under the tool table"
     assert [int(n) for n in served.groups()] == [len(knowledge), len(lambo), SEED_001_TOOLS]
+
+
+def test_issue_25_tools_reach_the_workspace_only_through_narrow_handles() -> None:
+    """ADR 0063: a tool function gets `app.reads`, `app.writes`, `app.upkeep` and the memory
+    family's services, never the bootstrap: no tool module names `app.workspace` (the
+    import-linter contract keeps them from importing it)."""
+    tools = sorted((ROOT / "interfaces" / "lcg" / "interfaces" / "tools").glob("*.py"))
+    assert len(tools) > 10  # the glob found the tool modules
+    reaching = [
+        f"{path.name}:{number}"
+        for path in tools
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\bapp\.workspace\b", line)
+    ]
+    assert reaching == []

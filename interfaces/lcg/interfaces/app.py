@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from lcg.commands.memory_admission import MemoryWrites
+from lcg.commands.memory_admission import MemoryService, MemoryWrites
 from lcg.interfaces.handles import Reads, Upkeep, Writes
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.runner import Progress
@@ -54,6 +54,13 @@ class App:
     def memory_writes(self) -> MemoryWrites:
         """The one handle the memory write tools use: what they may ask to be written, the
         receipts they may look up (ADR 0059)."""
+        return self.workspace.memory
+
+    @property
+    def memory(self) -> MemoryService:
+        """The session's memory application service, for the tools that are not writes: the
+        read tools count accesses and hand back settled receipts through it, the operator's
+        canon and gc tools run its jobs."""
         return self.workspace.memory
 
     def now(self) -> datetime:

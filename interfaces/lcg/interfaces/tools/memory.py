@@ -240,15 +240,10 @@ class MemoryResult(TypedDict):
 # -- shared checks ---------------------------------------------------------------------------
 
 
-def display_type(concept_type: str | None) -> str:
-    """A stored concept type as hits and labels show it (`Entity`, M-DER-008)."""
-    return ConceptType(concept_type or ConceptType.ENTITY.value).display
-
-
 def service_of(app: App, agent_id: str, scope: str | None) -> MemoryService:
     """The read tools' memory service, once the caller and the scope are checked."""
     text.check_agent_id(agent_id)
-    service = app.workspace.memory
+    service = app.memory
     arguments.check_caller(service.session, agent_id, scope)
     return service
 

@@ -41,7 +41,7 @@ class GcParams(Params):
 
 
 def _service(app: App, session: str | None) -> MemoryService:
-    service = app.workspace.memory
+    service = app.memory
     if session is not None and session != service.session:
         raise InvalidParams(
             "session",
@@ -56,7 +56,7 @@ def canon_status(app: App, q: CanonParams) -> dict[str, Any]:
     cycle counters and the GC clock."""
     service = _service(app, q.session)
     jobs = service.jobs_or_fail()
-    conn = app.workspace.reader()
+    conn = app.reads.reader()
     per_status = dict.fromkeys(("Candidate", "Venerable", "Canonical"), 0)
     for status, count in conn.execute(
         "SELECT status, COUNT(*) FROM canon_nodes WHERE group_id=? AND status != 'None'"
@@ -120,7 +120,7 @@ def canon_run(app: App, q: CanonParams) -> dict[str, Any]:
 def canon_history(app: App, q: HistoryParams) -> dict[str, Any]:
     """The session's transitions, oldest first (one concept's with node_id)."""
     service = _service(app, q.session)
-    rows = canon.history(app.workspace.reader(), service.session, q.node_id, q.limit)
+    rows = canon.history(app.reads.reader(), service.session, q.node_id, q.limit)
     return {
         "rows": [
             {
@@ -144,7 +144,7 @@ def gc_run(app: App, q: GcParams) -> dict[str, Any]:
     jobs = service.jobs_or_fail()
     sweep = jobs.sweep(Trigger.MUTATIONS, dry_run=q.dry_run)
     ids = [c.node_id for c in sweep.collected]
-    nodes = state.nodes_by_uuid(app.workspace.reader(), ids) if q.dry_run else {}
+    nodes = state.nodes_by_uuid(app.reads.reader(), ids) if q.dry_run else {}
     return {
         "dry_run": q.dry_run,
         **dataclasses.asdict(sweep.last_sweep()),
