@@ -57,13 +57,7 @@ def canon_status(app: App, q: CanonParams) -> dict[str, Any]:
     service = _service(app, q.session)
     jobs = service.jobs_or_fail()
     conn = app.reads.reader()
-    per_status = dict.fromkeys(("Candidate", "Venerable", "Canonical"), 0)
-    for status, count in conn.execute(
-        "SELECT status, COUNT(*) FROM canon_nodes WHERE group_id=? AND status != 'None'"
-        " GROUP BY status",
-        (service.session,),
-    ):
-        per_status[str(status)] = int(count)
+    per_status = canon.status_counts(conn, service.session)
     clock = canon.clock(conn, service.session)
     counts = state.counts(conn, service.session)
     knobs = jobs.knobs

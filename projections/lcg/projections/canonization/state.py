@@ -122,6 +122,18 @@ def canonical_count(conn: sqlite3.Connection, session: str) -> int:
     return int(row[0])
 
 
+def status_counts(conn: sqlite3.Connection, session: str) -> dict[str, int]:
+    """The session's concepts per status above None (every status present, 0 when none)."""
+    counts = dict.fromkeys(("Candidate", "Venerable", "Canonical"), 0)
+    for status, count in conn.execute(
+        "SELECT status, COUNT(*) FROM canon_nodes WHERE group_id=? AND status != 'None'"
+        " GROUP BY status",
+        (session,),
+    ):
+        counts[str(status)] = int(count)
+    return counts
+
+
 def clock(conn: sqlite3.Connection, session: str) -> SessionClock:
     row = conn.execute(
         "SELECT epoch, last_gc_epoch, last_gc_at, sweeps, collected, last_sweep FROM"
