@@ -84,3 +84,46 @@ def test_a_call_through_a_running_socket_service_loads_no_model(tmp_path: Path) 
         service.stop()
     assert json.loads(stdout)["wal_groups"] == {}
     assert heavy == [], f"lcg call through the socket imported {heavy}"
+
+
+@pytest.mark.parametrize("args", [("--version",), ("tools",)])
+def test_the_launcher_answers_as_the_typer_command_does_without_loading_typer(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """`lcg --version` and `lcg tools` answer before typer loads (ADR 0053); what they print
+    is what the typer command prints (`lcg --log-level warning ...` goes through typer)."""
+    fast = subprocess.run(
+        [sys.executable, "-c", LAUNCHED, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60.0,
+        check=True,
+    )
+    typer_path = subprocess.run(
+        [sys.executable, "-c", LAUNCHED, json.dumps(["--log-level", "warning", *args])],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60.0,
+        check=True,
+    )
+    fast_out, fast_modules = fast.stdout.split("MODULES ")
+    typer_out, typer_modules = typer_path.stdout.split("MODULES ")
+    assert fast_out == typer_out
+    assert fast_out.strip()
+    assert json.loads(fast_modules) == {"typer": False, "lcg.interfaces.cli_app": False}
+    assert json.loads(typer_modules) == {"typer": True, "lcg.interfaces.cli_app": True}
+
+
+LAUNCHED = """
+import json, sys
+from lcg.interfaces.cli import main
+sys.argv = ["lcg", *json.loads(sys.argv[1])]
+try:
+    main()
+except SystemExit:
+    pass
+watched = ("typer", "lcg.interfaces.cli_app")
+print("MODULES " + json.dumps({name: name in sys.modules for name in watched}))
+"""

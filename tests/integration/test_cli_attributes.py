@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lcg.interfaces.cli import cli
+from lcg.interfaces.cli_app import cli
 
 NOT_OBJECTS = ["[1,2]", '"x"', "3", "true", "null", "{bad", ""]
 ENV = {"COLUMNS": "200"}

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
-from lcg.interfaces.cli import cli
+from lcg.interfaces.cli_app import cli
 from lcg.interfaces.operations import BY_NAME, OPERATIONS
 from lcg.interfaces.serve import with_serve_default
 from lcg.projections.runner import Progress

@@ -1,374 +1,46 @@
-"""The `lcg` command line (typer): assert, add, list, `call` for any tool, the demo, and the
-commands of cli_recovery (status, replay), cli_dump (dump, restore), cli_inspect (tools,
-describe, log) and serve (the socket service or MCP over stdio); cli_common holds what they
-share.
+"""The `lcg` and `liminis-context-graph` console scripts: answer `--version` and `tools`
+without loading typer, hand every other command line to the typer app (`cli_app`).
 
-Exit codes scripts can rely on (lcg.interfaces.exit_codes): 0 ok; 1 unexpected failure;
-2 invalid parameters; 3 refused (not found, conflict, pinned group); 4 workspace held by
-another writer; 5 projection error; 6 no socket service at `serve --connect PATH`; 7 a file of
-the workspace cannot be used (the message names it and what to do).
+Fast start (ADR 0053): a typer app with one command already costs 2.3x `import typer`, so the
+two commands a user runs to check an install answer before it loads. Each prints what the
+typer command prints (tests/e2e/test_fast_start.py compares them); any other argument, a
+log option included, goes through typer.
 """
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
-from typing import Annotated, Any
 
-import typer
-from rich.table import Table
-from rich.text import Text
-
-from lcg.domain.errors import InvalidParams
-from lcg.interfaces import (
-    cli_dump,
-    cli_ingest,
-    cli_inspect,
-    cli_jobs,
-    cli_memory,
-    cli_ontology,
-    cli_recover,
-    cli_recovery,
-    log_setup,
-    serve,
-    tool_catalogue,
-)
-from lcg.interfaces.cli_common import (
-    GroupOpt,
-    JsonOpt,
-    WorkspaceOpt,
-    errors,
-    json_arg,
-    json_object_flag,
-    load_settings,
-    out,
-    print_json,
-    read_file,
-    show,
-    workspace_caller,
-)
-from lcg.interfaces.log_setup import LogFileOpt, LogLevelOpt
-from lcg.projections.private_files import PRIVATE_UMASK
-
-cli = typer.Typer(
-    no_args_is_help=True,
-    add_completion=False,
-    help="lcg, the liminis context graph: event-sourced memory for AI agents.",
-)
+DISTRIBUTION = "liminis-context-graph"
 
 
-def _version(value: bool) -> None:
-    if value:
-        from importlib import metadata
+def print_version() -> None:
+    """`lcg --version`: the installed distribution's version."""
+    from importlib import metadata
 
-        sys.stdout.write(f"lcg {metadata.version('liminis-context-graph')}\n")
-        raise typer.Exit
-
-
-@cli.callback()
-def _root(
-    ctx: typer.Context,
-    version: Annotated[
-        bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
-    ] = False,
-    log_level: LogLevelOpt = None,
-    log_file: LogFileOpt = None,
-) -> None:
-    """lcg, the liminis context graph: event-sourced memory for AI agents."""
-    serving = ctx.invoked_subcommand == "serve"
-    log_setup.set_up(log_level, log_file, serving=serving, environ=os.environ)
-
-
-cli.command()(cli_recovery.status)
-cli.command()(cli_recovery.replay)
-cli.command()(cli_recover.recover)
-cli_dump.register(cli)
-
-
-@cli.command("assert-entity")
-def assert_entity(
-    name: str,
-    summary: Annotated[str | None, typer.Option(help="Replaces the stored summary.")] = None,
-    label: Annotated[list[str] | None, typer.Option(help="Repeat for several labels.")] = None,
-    attributes: Annotated[
-        str | None, typer.Option(help='A JSON object, e.g. \'{"role": "lead"}\'.')
-    ] = None,
-    entity_uuid: Annotated[str | None, typer.Option("--uuid", help="Update this entity.")] = None,
-    group: GroupOpt = "liminis",
-    workspace: WorkspaceOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Create or replace an entity (knowledge_assert_entity).
-
-    The seed's contract is clear-on-omit: on an existing entity, a summary, labels or
-    attributes you leave out are cleared, not kept. The output says what was cleared.
-    """
-    flags = {
-        "name": "NAME",
-        "summary": "--summary",
-        "labels": "--label",
-        "attributes": "--attributes",
-        "entity_uuid": "--uuid",
-        "group_id": "--group",
-    }
-    with errors():
-        attribute_object = json_object_flag("--attributes", attributes)
-    with workspace_caller(workspace, "lcg assert-entity", flags=flags) as app:
-        params = {
-            "name": name,
-            "summary": summary,
-            "labels": label,
-            "entity_uuid": entity_uuid,
-            "attributes": attribute_object,
-            "group_id": group,
-        }
-        result = app.call("knowledge_assert_entity", params)
-    verb = "created" if result["created"] else "updated"
-    cleared = [
-        flag
-        for flag, value in (("summary", summary), ("labels", label), ("attributes", attributes))
-        if value is None
-    ]
-    show(
-        result,
-        as_json,
-        f"{verb} entity {result['entity_uuid']}"
-        + (
-            f"; cleared (not given): {', '.join(cleared)}"
-            if cleared and not result["created"]
-            else ""
-        )
-        + _stale_note(result),
-    )
-
-
-@cli.command("assert-relationship")
-def assert_relationship(
-    source: str,
-    predicate: str,
-    target: str,
-    fact: Annotated[str | None, typer.Option(help="Default: 'SOURCE PREDICATE TARGET'.")] = None,
-    relation_type: Annotated[str | None, typer.Option()] = None,
-    valid_at: Annotated[
-        str | None, typer.Option(help="RFC 3339 time or date (2025-03-03: midnight UTC).")
-    ] = None,
-    attributes: Annotated[
-        str | None, typer.Option(help='A JSON object, e.g. \'{"role": "lead"}\'.')
-    ] = None,
-    group: GroupOpt = "liminis",
-    workspace: WorkspaceOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Create or replace an edge between two entities of a group.
-
-    Clear-on-omit, as the seed says: on an existing edge, a fact, relation type, valid-at or
-    attributes you leave out are reset (the fact to 'SOURCE PREDICATE TARGET').
-    """
-    flags = {
-        "source_name": "SOURCE",
-        "predicate": "PREDICATE",
-        "target_name": "TARGET",
-        "fact": "--fact",
-        "relation_type": "--relation-type",
-        "valid_at": "--valid-at",
-        "attributes": "--attributes",
-        "group_id": "--group",
-    }
-    with errors():
-        attribute_object = json_object_flag("--attributes", attributes)
-    with workspace_caller(workspace, "lcg assert-relationship", flags=flags) as app:
-        params = {
-            "source_name": source,
-            "predicate": predicate,
-            "target_name": target,
-            "fact": fact,
-            "relation_type": relation_type,
-            "valid_at": valid_at,
-            "attributes": attribute_object,
-            "group_id": group,
-        }
-        result = app.call("knowledge_assert_relationship", params)
-    verb = "created" if result["created"] else "updated"
-    cleared = [
-        flag
-        for flag, value in (
-            ("fact", fact),
-            ("relation type", relation_type),
-            ("valid-at", valid_at),
-            ("attributes", attributes),
-        )
-        if value is None
-    ]
-    show(
-        result,
-        as_json,
-        f"{verb} relationship {result['edge_uuid']}"
-        + (
-            f"; reset (not given): {', '.join(cleared)}"
-            if cleared and not result["created"]
-            else ""
-        )
-        + _stale_note(result),
-    )
-
-
-def _stale_note(result: dict[str, Any]) -> str:
-    """embedding_stale and its advice, which only --json showed before."""
-    stale = result.get("embedding_stale") or []
-    if not stale:
-        return ""
-    return f"\nembedding_stale: {', '.join(stale)}: {result.get('embedding_warning')}"
-
-
-@cli.command("add-episode")
-def add_episode(
-    name: str,
-    body: Annotated[str | None, typer.Argument(help="Content; or use --file.")] = None,
-    file: Annotated[
-        Path | None, typer.Option(help="Read the content from a file; - reads standard input.")
-    ] = None,
-    source: Annotated[str, typer.Option(help="text, message or json.")] = "text",
-    source_description: Annotated[str, typer.Option()] = "",
-    reference_time: Annotated[str | None, typer.Option(help="RFC 3339; default now.")] = None,
-    group: GroupOpt = "liminis",
-    workspace: WorkspaceOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Store content as an episode (knowledge_add_episode)."""
-    with errors():
-        if (body is None) == (file is None):
-            raise InvalidParams("episode_body", "give exactly one of BODY or --file")
-        content = body if body is not None else read_file(Path(str(file)))
-    params = {
-        "name": name,
-        "episode_body": content,
-        "source": source,
-        "source_description": source_description,
-        "reference_time": reference_time,
-        "group_id": group,
-    }
-    flags = {
-        "name": "NAME",
-        "episode_body": "BODY (or --file)",
-        "source": "--source",
-        "source_description": "--source-description",
-        "reference_time": "--reference-time",
-        "group_id": "--group",
-    }
-    with workspace_caller(workspace, "lcg add-episode", flags=flags) as app:
-        result = app.call("knowledge_add_episode", params)
-    show(result, as_json, f"added episode {result['episode_uuid']}")
-
-
-@cli.command("list-entities")
-def list_entities(
-    group: Annotated[
-        list[str] | None, typer.Option("--group", "-g", help="Repeat; default all groups.")
-    ] = None,
-    limit: Annotated[int, typer.Option(help="num_results")] = 500,
-    workspace: WorkspaceOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """List entities (knowledge_list_entities)."""
-    flags = {"num_results": "--limit", "group_ids": "--group"}
-    with workspace_caller(workspace, "lcg list-entities", reads=True, flags=flags) as app:
-        result = app.call("knowledge_list_entities", {"group_ids": group, "num_results": limit})
-    if as_json:
-        print_json(result)
-        return
-    table = Table("group")
-    table.add_column("name", no_wrap=True)
-    table.add_column("labels")
-    table.add_column("summary", overflow="ellipsis", no_wrap=True, max_width=40)
-    table.add_column("uuid", no_wrap=True, min_width=36)  # never cut: it is what you copy
-    for node in result["nodes"]:
-        table.add_row(
-            *(
-                Text(cell)
-                for cell in (
-                    node["group_id"],
-                    node["name"],
-                    ",".join(node["labels"]),
-                    node["summary"][:60],
-                    node["uuid"],
-                )
-            )
-        )
-    out.print(table)
-
-
-@cli.command()
-def call(
-    method: Annotated[str, typer.Argument(help="An operation name, e.g. knowledge_status.")],
-    params: Annotated[str, typer.Argument(help="JSON object of parameters.")] = "{}",
-    workspace: WorkspaceOpt = None,
-) -> None:
-    """Call any operation of the table with JSON parameters; prints the JSON result."""
-    with errors():
-        operation = tool_catalogue.by_name().get(method)
-        if operation is None:  # refused before a workspace is opened (or created)
-            from lcg.interfaces.operations import UnknownMethod
-
-            raise UnknownMethod(method)
-        raw = json_arg("params", params)
-        if not isinstance(raw, dict):
-            raise InvalidParams("params", "must be a JSON object")
-    with workspace_caller(workspace, f"lcg call {method}", reads=operation.read_only) as app:
-        print_json(app.call(method, raw))
-
-
-@cli.command()
-def demo(
-    workspace: Annotated[
-        Path, typer.Option("--workspace", "-w", help="Where to write the demo workspace.")
-    ] = Path("lcg-demo"),
-) -> None:
-    """Run the main job on the embedded default: assert, add, list, replay to a seq, status."""
-    from lcg.interfaces.demo import run_demo
-
-    with errors():
-        run_demo(load_settings(workspace), out)
-
-
-cli.command("log")(cli_inspect.log_)
-cli.command()(cli_inspect.tools)
-cli.command()(cli_inspect.describe)
-cli.command()(serve.serve)
-cli_memory.register(cli)
-cli_jobs.register(cli)
-cli_ingest.register(cli)
-cli_ontology.register(cli)
+    sys.stdout.write(f"lcg {metadata.version(DISTRIBUTION)}\n")
 
 
 def main() -> None:
     """`lcg`: with no command, the help."""
-    os.umask(PRIVATE_UMASK)  # F7: what lcg creates is its owner's alone
-    log_setup.notes_on_one_line()
-    log_options, args = log_setup.split_log_options(sys.argv[1:])
-    cli(args=[*log_options, *serve.with_serve_default(args)])
+    args = sys.argv[1:]
+    if args == ["--version"]:
+        print_version()
+        return
+    if args == ["tools"]:
+        from rich.console import Console
+
+        from lcg.interfaces.cli_listing import print_tools
+
+        print_tools(Console(soft_wrap=True))
+        return
+    from lcg.interfaces.cli_app import run
+
+    run(args)
 
 
 def service_main() -> None:
     """`liminis-context-graph`, the seed's binary: with no command it serves the socket."""
-    os.umask(PRIVATE_UMASK)
-    log_setup.notes_on_one_line()
-    log_options, args = log_setup.split_log_options(sys.argv[1:])
-    cli(args=[*log_options, *(serve.with_serve_default(args) or ["serve"])])
+    from lcg.interfaces.cli_app import run_service
 
-
-@cli.command("rebind")
-def rebind(
-    source_group: Annotated[
-        str, typer.Option("--source-group", help="Re-resolve the pointers naming this group.")
-    ],
-    workspace: WorkspaceOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Re-resolve the cross-group pointers naming a group (knowledge_rebind_pointers)."""
-    flags = {"source_group_id": "--source-group"}
-    with workspace_caller(workspace, "lcg rebind", flags=flags) as app:
-        result = app.call("knowledge_rebind_pointers", {"source_group_id": source_group})
-    summary = ", ".join(f"{key} {value}" for key, value in result.items())
-    show(result, as_json, f"rebound pointers of {source_group}: {summary}")
+    run_service(sys.argv[1:])

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Column, Table
+from rich.table import Table
 from rich.text import Text
 
 from lcg.domain.errors import NotFound
@@ -23,6 +23,7 @@ from lcg.interfaces.cli_common import (
     print_json,
     unknown_group,
 )
+from lcg.interfaces.cli_listing import print_tools
 
 if TYPE_CHECKING:
     from lcg.domain.events import DomainEvent
@@ -121,16 +122,7 @@ def _event_summary(event: DomainEvent, width: int = 200) -> str:
 
 def tools() -> None:
     """List every tool: its name, scope and what it does (from the operation table)."""
-    # Names and scopes never wrap (a wrapped name cannot be copied); the description does.
-    table = Table(
-        Column("tool", no_wrap=True), Column("scope", no_wrap=True), Column("what it does")
-    )
-    for operation in tool_catalogue.tools():
-        if not operation.advertised:
-            continue
-        first = operation.description.split(". ")[0].rstrip(".") + "."
-        table.add_row(Text(operation.name), operation.scope, Text(first))
-    out.print(table)
+    print_tools(out)
 
 
 def describe(
