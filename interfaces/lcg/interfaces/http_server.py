@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from types import FrameType
 from typing import Any, Final
 
 import anyio
-import anyio.to_thread
 import uvicorn
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.streamable_http import StreamableHTTPServerTransport
@@ -57,6 +58,7 @@ from lcg.interfaces.service import Service
 MAX_BODY: Final = DEFAULT_MAX_REQUEST_BODY_SIZE  # 4 MiB (M-TRN-022, M-TRN-060)
 OPEN: Final = ""  # the key of the one server when no credential is configured
 SHUTDOWN_GRACE_SECONDS: Final = 5  # open streams a stopping serve waits for
+CLOSE_POLL_SECONDS: Final = 0.2  # how soon a knowledge_close stops the serve
 
 log = logging.getLogger("lcg.http")
 
@@ -279,9 +281,21 @@ def _scopes_by_key(
 
 async def _stop_when_closed(service: Service, on_close: Callable[[], None]) -> None:
     """knowledge_close (admin) answered: the serve stops, as a standalone stdio serve does."""
-    await anyio.to_thread.run_sync(service.closing.wait, abandon_on_cancel=True)
+    while not service.closing.is_set():  # a thread waiting on it would hold the exit
+        await anyio.sleep(CLOSE_POLL_SECONDS)
     log.info("knowledge_close was called; stopping the HTTP serve")
     on_close()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, ending with exit code 0 after a graceful stop on SIGTERM/SIGINT (it
+    would raise the signal again once stopped), so the workspace closes as the socket
+    service's does."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True  # a second Ctrl-C: stop without waiting for streams
+        self.should_exit = True
 
 
 def listen(bind: str, port: int) -> socket.socket:
@@ -320,7 +334,7 @@ def serve_http(
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         server_header=False,
     )
-    server = uvicorn.Server(config)
+    server = _Server(config)
     holder.append(server)
     where = f"[{options.bind.strip('[]')}]" if ":" in options.bind else options.bind
     guard = "bearer token required" if options.credentials else "open: loopback, no credential"
