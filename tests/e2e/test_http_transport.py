@@ -311,13 +311,3 @@ def test_m_trn_015_a_non_loopback_bind_without_a_credential_refuses_to_start(
     assert "--bind: an address other than loopback" in done.stderr
     assert "needs a credential" in done.stderr
     assert not (tmp_path / ".lcg").exists()
-
-
-def test_m_cfg_002_lambo_refuses_a_transport_it_does_not_serve(tmp_path: Path) -> None:
-    done = refused_start(
-        tmp_path, "serve", "--session", "demo", "--transport", "ws", command="lambo"
-    )
-    assert done.returncode == 2
-    assert "--transport: must be stdio | http" in done.stderr
-    assert "got 'ws'" in done.stderr
-    assert not (tmp_path / ".lcg").exists()
