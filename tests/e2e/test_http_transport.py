@@ -8,6 +8,7 @@ token bucket one test drains is never another's."""
 from __future__ import annotations
 
 import secrets
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 from lcg.interfaces.exit_codes import EXIT_BUSY
 from tests.helpers.http_serve import INITIALIZE, HttpServe, http_client, refused_start
 from tests.helpers.mcp_session import structured, text_of, tool_names
+from tests.helpers.service_process import DEADLINE
 
 pytestmark = pytest.mark.slow
 
@@ -88,9 +90,17 @@ def lambo_env_token(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
 
 @pytest.fixture(scope="module")
 def open_loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServe]:
-    """`lcg serve --http --scope memory` on loopback with no credential at all."""
+    """`lcg serve --http --scope memory --bind 127.0.0.2` (loopback) with no credential at
+    all, and a one-second body deadline."""
     serve = HttpServe(
-        tmp_path_factory.mktemp("open"), "serve", "--http", "--scope", "memory", env={}
+        tmp_path_factory.mktemp("open"),
+        "serve",
+        "--http",
+        "--scope",
+        "memory",
+        "--bind",
+        "127.0.0.2",
+        env={"LCG_SERVE_BODY_TIMEOUT_SECS": "1"},
     )
     yield serve
     assert serve.stop() == 0, serve.log
@@ -262,9 +272,13 @@ def test_m_trn_039_a_second_http_serve_of_a_held_workspace_refuses_naming_the_ho
     assert TOKENS["cli"] not in done.stderr
 
 
-def test_m_trn_014_loopback_without_a_credential_is_open_and_healthz_says_little(
+def test_m_trn_013_m_trn_014_loopback_without_a_credential_is_open_and_healthz_says_little(
     open_loopback: HttpServe,
 ) -> None:
+    """--bind and --port chose where it listens; no Authorization header is needed there."""
+    assert open_loopback.url.startswith("http://127.0.0.2:")
+    assert not open_loopback.url.startswith("http://127.0.0.2:7700/")
+
     async def main() -> None:
         async with http_client(open_loopback.url) as client:
             assert "lambo_recall" in await tool_names(client)
@@ -311,3 +325,16 @@ def test_m_trn_015_a_non_loopback_bind_without_a_credential_refuses_to_start(
     assert "--bind: an address other than loopback" in done.stderr
     assert "needs a credential" in done.stderr
     assert not (tmp_path / ".lcg").exists()
+
+
+def test_a_body_sent_too_slowly_is_answered_408(open_loopback: HttpServe) -> None:
+    """A client that declares 100 bytes and sends one is cut at the body deadline (1 s)."""
+    host, port = open_loopback.base.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=DEADLINE) as conn:
+        conn.sendall(
+            f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{".encode()
+        )
+        answer = conn.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 408"), answer
+    assert open_loopback.post(INITIALIZE).status_code == 200
