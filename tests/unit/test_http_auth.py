@@ -4,6 +4,7 @@ rule, the bearer check, the query-string refusal, the token buckets, Host/Origin
 from __future__ import annotations
 
 import secrets
+import socket
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,16 @@ def test_host_and_origin_name_the_bind_address_and_localhost_with_the_port() -> 
     lan = security_settings("192.168.1.4", 8000)
     assert "192.168.1.4:8000" in lan.allowed_hosts
     assert not security_settings("0.0.0.0", 7700).enable_dns_rebinding_protection  # noqa: S104
+
+
+def test_the_listening_socket_names_tcp_so_asyncio_sets_nodelay() -> None:
+    """asyncio sets TCP_NODELAY on accepted sockets only when the listener's proto is TCP;
+    without it every two-part response waited out the client's delayed ACK."""
+    from lcg.interfaces.http_server import listen
+
+    sock = listen("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+        assert sock.getsockname()[1] != 0
+    finally:
+        sock.close()
