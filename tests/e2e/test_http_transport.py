@@ -106,18 +106,19 @@ def open_loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServ
     assert serve.stop() == 0, serve.log
 
 
-def test_m_trn_010_m_trn_017_m_cfg_006_lambo_serves_the_session_over_http_with_its_env_token(
+def test_m_trn_010_m_trn_017_m_trn_025_m_cfg_006_lambo_serves_memory_over_http_with_its_token(
     lambo_env_token: tuple[HttpServe, str],
 ) -> None:
     """The SDK's streamable HTTP client lists the memory tools and calls a write and a read,
-    read-your-writes through the receipt, with the token LAMBO_AUTH_TOKEN set."""
+    read-your-writes through the receipt, with the token LAMBO_AUTH_TOKEN set; the token
+    authenticates the client, and agent_id stays the caller's word (M-TRN-025)."""
     serve, token = lambo_env_token
 
     async def main() -> None:
         async with http_client(serve.url, token) as client:
-            assert (client.instructions or "").startswith(
-                "Lambo agentic graph memory for session 'demo'."
-            )
+            instructions = client.instructions or ""
+            assert instructions.startswith("Lambo agentic graph memory for session 'demo'.")
+            assert "It is\ncaller-asserted and unverified." in instructions
             listed = await tool_names(client)
             assert {"lambo_derive", "lambo_recall", "lambo_stats"} <= listed
             assert all(name.startswith("lambo_") for name in listed)
@@ -288,7 +289,7 @@ def test_m_trn_013_m_trn_014_loopback_without_a_credential_is_open_and_healthz_s
     assert health.json() == {"ok": True, "state": "healthy"}
 
 
-def test_m_trn_022_m_trn_069_a_body_over_4_mib_is_refused_413_before_parsing(
+def test_m_trn_022_m_trn_060_m_trn_069_a_body_over_4_mib_is_refused_413_before_parsing(
     open_loopback: HttpServe,
 ) -> None:
     """A 5 MiB body, declared and chunked without a length: 413 both times; the serve goes on."""
