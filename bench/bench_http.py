@@ -24,42 +24,37 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
-from mcp import Client, StdioServerParameters
+import orjson
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.memory_transports import WAIT_MS, clean_env, derive_params, fact, percentile
+from bench.memory_transports import (
+    WAIT_MS,
+    AsyncCall,
+    Result,
+    clean_env,
+    derive_params,
+    fact,
+    over_mcp,
+    percentile,
+)
 from bench.socket_service import LCG
 
 AGENTS = 8
 SAMPLE = 40  # acked writes looked up by recall afterwards
-Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
 LISTENING = re.compile(r"serving MCP over HTTP at (http://\S+/mcp)")
 
 
 def log(message: str) -> None:
     sys.stderr.write(message + "\n")
     sys.stderr.flush()
-
-
-def _checked(name: str, result: Any) -> Any:
-    if result.is_error:
-        raise RuntimeError(f"{name}: {result.content}")
-    return result
-
-
-@asynccontextmanager
-async def stdio_client(workspace: Path) -> AsyncIterator[Client]:
-    args = ["serve", "--mcp-stdio", "--workspace", str(workspace)]
-    params = StdioServerParameters(command=str(LCG), args=args, env=clean_env())
-    async with Client(params, read_timeout_seconds=120) as client:
-        yield client
 
 
 @asynccontextmanager
@@ -97,31 +92,38 @@ async def http_serve(workspace: Path) -> AsyncIterator[str]:
 
 
 @asynccontextmanager
-async def http_client(url: str) -> AsyncIterator[Client]:
+async def over_http(url: str) -> AsyncIterator[AsyncCall]:
+    """The SDK's streamable HTTP client, answering as memory_transports.over_mcp does."""
     async with (
         httpx2.AsyncClient(timeout=120) as http,
         Client(streamable_http_client(url, http_client=http), read_timeout_seconds=120) as client,
     ):
-        yield client
+
+        async def call(name: str, arguments: dict[str, Any]) -> Result:
+            result = await client.call_tool(name, arguments)
+            if result.is_error or result.structured_content is None:
+                raise RuntimeError(f"{name}: {result.content}")
+            structured: Result = result.structured_content
+            return structured
+
+        yield call
 
 
-async def seed(client: Client, facts: list[str]) -> None:
+async def seed(call: AsyncCall, facts: list[str]) -> None:
     receipt = ""
     for n in range(0, len(facts), 20):
         params = {
             "agent_id": "seeder",
             "concepts": [{"content": text, "concept_type": "logic"} for text in facts[n : n + 20]],
         }
-        ack = _checked("lambo_derive", await client.call_tool("lambo_derive", params))
-        receipt = ack.structured_content["receipt"]
-    await settle(client, "seeder", receipt)
+        receipt = (await call("lambo_derive", params))["receipt"]
+    await settle(call, "seeder", receipt)
 
 
-async def settle(client: Client, agent: str, receipt: str) -> str:
+async def settle(call: AsyncCall, agent: str, receipt: str) -> str:
     while True:
         args = {"agent_id": agent, "receipt": receipt, "wait_ms": WAIT_MS}
-        stats = _checked("lambo_stats", await client.call_tool("lambo_stats", args))
-        state: str = stats.structured_content["receipt"]["state"]
+        state: str = (await call("lambo_stats", args))["receipt"]["state"]
         if state != "pending":
             return state
 
@@ -130,9 +132,9 @@ async def latency(workdir: Path, facts: list[str], calls: int) -> dict[str, list
     queries = [" ".join(text.split()[:3]) for text in facts]
     times: dict[str, list[float]] = {"stdio": [], "http": []}
     async with (
-        stdio_client(workdir / "stdio") as stdio,
+        over_mcp(workdir / "stdio") as stdio,
         http_serve(workdir / "http") as url,
-        http_client(url) as http,
+        over_http(url) as http,
     ):
         log("seeding both workspaces")
         await seed(stdio, facts)
@@ -142,7 +144,7 @@ async def latency(workdir: Path, facts: list[str], calls: int) -> dict[str, list
             for label in ("stdio", "http") if n % 2 else ("http", "stdio"):
                 args = {"agent_id": "bench", "query": queries[n % len(queries)]}
                 start = time.perf_counter()
-                _checked("lambo_recall", await clients[label].call_tool("lambo_recall", args))
+                await clients[label]("lambo_recall", args)
                 if n >= 20:  # warm-up
                     times[label].append((time.perf_counter() - start) * 1000)
     return times
@@ -158,39 +160,37 @@ class Mixed:
         self.errors = 0
         self.acked: list[tuple[str, str, str]] = []  # (agent, receipt, content)
 
-    async def run(self, client: Client, until: float, counter: list[int]) -> None:
+    async def run(self, call: AsyncCall, until: float, counter: list[int]) -> None:
         step = 0
         while time.monotonic() < until:
             kind = ("derive", "recall", "search")[step % 3]
             step += 1
             start = time.perf_counter()
             try:
-                await self._one(client, kind, counter)
+                await self._one(call, kind, counter)
             except Exception as error:  # noqa: BLE001 (counted, reported)
                 self.errors += 1
                 log(f"{self.name} {kind}: {error}")
             self.ms.append((time.perf_counter() - start) * 1000)
 
-    async def _one(self, client: Client, kind: str, counter: list[int]) -> None:
+    async def _one(self, call: AsyncCall, kind: str, counter: list[int]) -> None:
         if kind == "derive":
             counter[0] += 1
             content = fact(self.rng, 50_000 + counter[0])
-            ack = await client.call_tool("lambo_derive", derive_params(self.name, content))
-            receipt = _checked(kind, ack).structured_content["receipt"]
+            receipt = (await call("lambo_derive", derive_params(self.name, content)))["receipt"]
             self.acked.append((self.name, receipt, content))
         elif kind == "recall":
             query = " ".join(fact(self.rng, 0).split()[:3])
-            args = {"agent_id": self.name, "query": query}
-            _checked(kind, await client.call_tool("lambo_recall", args))
+            await call("lambo_recall", {"agent_id": self.name, "query": query})
         else:
             query = " ".join(fact(self.rng, 0).split()[:2])
-            _checked(kind, await client.call_tool("knowledge_search_passages", {"query": query}))
+            await call("knowledge_search_passages", {"query": query})
 
 
 async def shared(workdir: Path, facts: list[str], seconds: float) -> dict[str, Any]:
     counter = [0]
     async with http_serve(workdir / "shared") as url:
-        async with http_client(url) as client:
+        async with over_http(url) as client:
             await seed(client, facts)
             alone = Mixed("alone", random.Random(1))
             log(f"one client for {seconds / 3:.0f} s")
@@ -199,7 +199,7 @@ async def shared(workdir: Path, facts: list[str], seconds: float) -> dict[str, A
         log(f"{AGENTS} clients for {seconds:.0f} s")
 
         async def one(mix: Mixed, until: float) -> None:
-            async with http_client(url) as own:
+            async with over_http(url) as own:
                 await mix.run(own, until, counter)
 
         until = time.monotonic() + seconds
@@ -208,14 +208,13 @@ async def shared(workdir: Path, facts: list[str], seconds: float) -> dict[str, A
                 tasks.start_soon(one, mix, until)
         log("checking every acked write")
         acked = [pair for mix in [alone, *mixes] for pair in mix.acked]
-        async with http_client(url) as check:
+        async with over_http(url) as check:
             states = [await settle(check, agent, receipt) for agent, receipt, _ in acked]
             sample = random.Random(5).sample(acked, min(SAMPLE, len(acked)))
             found = 0
             for _, _, content in sample:
                 args = {"agent_id": "checker", "query": content, "top_k": 3}
-                recall = _checked("lambo_recall", await check.call_tool("lambo_recall", args))
-                found += content in recall.content[0].text
+                found += content in orjson.dumps(await check("lambo_recall", args)).decode()
     calls = sum(len(mix.ms) for mix in mixes)
     return {
         "alone": alone,

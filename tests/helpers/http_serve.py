@@ -5,7 +5,6 @@ SDK's streamable HTTP client and raw HTTP (httpx2, the SDK's own HTTP library)."
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,7 +16,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers.mcp_session import CONSOLE_SCRIPTS
-from tests.helpers.service_process import DEADLINE, clean_env, wait_until
+from tests.helpers.service_process import DEADLINE, clean_env, terminate, wait_until
 
 LISTENING = re.compile(r"serving MCP over HTTP at (http://\S+/mcp)")
 MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
@@ -79,13 +78,7 @@ class HttpServe:
         return httpx2.post(self.url, json=body, headers=headers, timeout=DEADLINE, **kwargs)
 
     def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(DEADLINE)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise
+        return terminate(self.proc)
 
 
 @asynccontextmanager
