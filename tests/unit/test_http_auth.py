@@ -96,6 +96,8 @@ def test_a_token_file_is_read_under_the_workspace_and_short_tokens_are_refused(
     assert credential.scopes == frozenset({Scope.READ})
     with pytest.raises(InvalidParams, match="at least 16"):
         credentials_of((), "short", {}, tmp_path)
+    with pytest.raises(InvalidParams, match="names the --auth-token credential"):
+        credentials_of((CredentialEntry("token", "c" * 16, "", ("read",)),), TOKEN, {}, tmp_path)
     with pytest.raises(InvalidParams, match="must differ"):
         credentials_of((CredentialEntry("same", TOKEN, "", ("read",)),), TOKEN, {}, tmp_path)
 

@@ -62,6 +62,10 @@ def credentials_of(
         found.append(Credential(ENV_CREDENTIAL, _checked_token(given, where)))
     for entry in entries:
         where = f"lcg.toml [[serve.credential]] {entry.name}"
+        if given and entry.name == ENV_CREDENTIAL:  # the name keys its session manager
+            raise InvalidParams(
+                f"{where} name", f"{ENV_CREDENTIAL!r} names the --auth-token credential here"
+            )
         token = entry.token or _token_file(workspace, entry.token_file, where)
         scopes = frozenset(Scope(scope) for scope in entry.scopes)
         found.append(Credential(entry.name, _checked_token(token, where), scopes))
