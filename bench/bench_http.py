@@ -38,12 +38,12 @@ from mcp.client.streamable_http import streamable_http_client
 from bench.memory_transports import (
     WAIT_MS,
     AsyncCall,
-    Result,
     clean_env,
     derive_params,
     fact,
     over_mcp,
     percentile,
+    structured_calls,
 )
 from bench.socket_service import LCG
 
@@ -98,15 +98,7 @@ async def over_http(url: str) -> AsyncIterator[AsyncCall]:
         httpx2.AsyncClient(timeout=120) as http,
         Client(streamable_http_client(url, http_client=http), read_timeout_seconds=120) as client,
     ):
-
-        async def call(name: str, arguments: dict[str, Any]) -> Result:
-            result = await client.call_tool(name, arguments)
-            if result.is_error or result.structured_content is None:
-                raise RuntimeError(f"{name}: {result.content}")
-            structured: Result = result.structured_content
-            return structured
-
-        yield call
+        yield structured_calls(client)
 
 
 async def seed(call: AsyncCall, facts: list[str]) -> None:
