@@ -93,15 +93,20 @@ async def over_mcp(workspace: Path) -> AsyncIterator[AsyncCall]:
     args = ["serve", "--mcp-stdio", "--workspace", str(workspace)]
     params = StdioServerParameters(command=str(LCG), args=args, env=clean_env())
     async with McpClient(params, read_timeout_seconds=60) as client:
+        yield structured_calls(client)
 
-        async def call(name: str, arguments: dict[str, Any]) -> Result:
-            result = await client.call_tool(name, arguments)
-            if result.is_error or result.structured_content is None:
-                raise RuntimeError(f"{name}: {result.content}")
-            structured: Result = result.structured_content
-            return structured
 
-        yield call
+def structured_calls(client: McpClient) -> AsyncCall:
+    """An SDK client's tools/call answering the structured content; an isError raises."""
+
+    async def call(name: str, arguments: dict[str, Any]) -> Result:
+        result = await client.call_tool(name, arguments)
+        if result.is_error or result.structured_content is None:
+            raise RuntimeError(f"{name}: {result.content}")
+        structured: Result = result.structured_content
+        return structured
+
+    return call
 
 
 # -- throughput: a blocking caller per agent ------------------------------------------------------

@@ -1,6 +1,6 @@
 """Fast start (issue 25, item 4): the commands that only describe lcg, and a call through a
 running socket service, load none of the heavy libraries (the model runtime, the vector index,
-numpy, spaCy, sqlite_utils)."""
+numpy, spaCy, sqlite_utils) nor the HTTP stack (uvicorn, Starlette: ADR 0064)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers.service_process import ServiceProcess
 
-HEAVY = ("numpy", "faiss", "onnxruntime", "spacy", "sqlite_utils")
+HEAVY = ("numpy", "faiss", "onnxruntime", "spacy", "sqlite_utils", "uvicorn", "starlette")
 
 # Runs the `lcg` command in a fresh interpreter, as the console script does, and prints the
 # heavy modules loaded by the end of it. SystemExit is how typer ends every command.

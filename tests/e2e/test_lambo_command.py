@@ -52,8 +52,9 @@ def test_m_instr_001_003_lambo_serve_names_the_session_and_lists_only_memory_too
 
 
 def test_lambo_serve_refuses_a_transport_it_does_not_serve(tmp_path: Path) -> None:
+    """stdio and http are served (ADR 0064); anything else is refused naming the choices."""
     done = subprocess.run(
-        [str(CONSOLE_SCRIPTS / "lambo"), "serve", "--session", "demo", "--transport", "http"],
+        [str(CONSOLE_SCRIPTS / "lambo"), "serve", "--session", "demo", "--transport", "ws"],
         capture_output=True,
         text=True,
         env=clean_env(LCG_WORKSPACE=str(tmp_path)),
@@ -61,7 +62,8 @@ def test_lambo_serve_refuses_a_transport_it_does_not_serve(tmp_path: Path) -> No
         check=False,
     )
     assert done.returncode == 2
-    assert "--transport: must be stdio" in done.stderr
+    assert "--transport: must be stdio | http" in done.stderr
+    assert "got 'ws'" in done.stderr
     assert not (tmp_path / ".lcg").exists()
 
 
@@ -81,10 +83,12 @@ def test_m_cfg_010_m_sta_041_lambo_serve_runs_the_policy_lambo_promotion_policy_
     anyio.run(main)
 
 
-def test_m_cfg_006_lambo_auth_token_opens_no_http_transport(tmp_path: Path) -> None:
-    """LAMBO_AUTH_TOKEN guards the reference's HTTP transport, which lcg does not serve: with
-    it set, HTTP is still refused, and the token is never echoed."""
-    token = secrets.token_hex(8)
+def test_m_cfg_006_a_lambo_auth_token_too_short_refuses_http_without_echoing_it(
+    tmp_path: Path,
+) -> None:
+    """LAMBO_AUTH_TOKEN is the HTTP transport's bearer token (ADR 0064): one too short to
+    guard anything refuses start-up naming the variable, and the token is never echoed."""
+    token = secrets.token_hex(4)
     env = clean_env(LCG_WORKSPACE=str(tmp_path))
     env["LAMBO_AUTH_TOKEN"] = token
     done = subprocess.run(
@@ -96,5 +100,6 @@ def test_m_cfg_006_lambo_auth_token_opens_no_http_transport(tmp_path: Path) -> N
         check=False,
     )
     assert done.returncode == 2
-    assert "HTTP is not provided" in done.stderr
+    assert "LAMBO_AUTH_TOKEN: a token must be at least 16 printable characters" in done.stderr
     assert token not in done.stderr + done.stdout
+    assert not (tmp_path / ".lcg").exists()

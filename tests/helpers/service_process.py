@@ -44,6 +44,17 @@ def wait_until(condition: Any, what: str, deadline: float = DEADLINE) -> Any:
         time.sleep(0.01)
 
 
+def terminate(proc: subprocess.Popen[bytes]) -> int:
+    """SIGTERM if still running; the exit code (killed, and raised, past the deadline)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(DEADLINE)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+
+
 class RpcClient:
     """One connection to the socket service: write lines, read frames."""
 
@@ -159,13 +170,7 @@ class ServiceProcess:
 
     def stop(self) -> int:
         """SIGTERM if still running; the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(DEADLINE)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise
+        return terminate(self.proc)
 
     def kill(self) -> None:
         self.proc.kill()

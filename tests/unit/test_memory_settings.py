@@ -128,7 +128,7 @@ def test_the_settings_page_lists_every_key_and_its_variable() -> None:
 
 
 # Seed 001 names two LAMBO_* variables: LAMBO_PROMOTION_POLICY (a settings key) and
-# LAMBO_AUTH_TOKEN (the HTTP transport's bearer token, which lcg does not serve).
+# LAMBO_AUTH_TOKEN (the HTTP transport's bearer token, after LCG_AUTH_TOKEN: ADR 0064).
 
 
 def test_m_cfg_010_lambo_promotion_policy_selects_the_policy(tmp_path: Path) -> None:
@@ -166,4 +166,4 @@ def test_every_lambo_name_of_the_seed_is_mapped_and_on_the_settings_page() -> No
     for name in LAMBO_NAMES:
         assert f"`{name}`" in page
     assert LAMBO_NAMES["LAMBO_PROMOTION_POLICY"] == "LCG_PROMOTION_POLICY"
-    assert LAMBO_NAMES["LAMBO_AUTH_TOKEN"] is None  # lcg serves no HTTP transport
+    assert LAMBO_NAMES["LAMBO_AUTH_TOKEN"] == "LCG_AUTH_TOKEN"  # noqa: S105 (a name)

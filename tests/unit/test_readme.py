@@ -29,7 +29,7 @@ def test_issue_10_the_readme_explains_the_words_it_uses_before_using_them() -> N
 
 
 def test_issue_10_mcp_client_configs_name_the_workspace_not_a_cwd() -> None:
-    servers = _configs()
+    servers = [server for server in _configs() if "url" not in server]
     assert len(servers) == 2
     for server in servers:
         assert "cwd" not in server
@@ -37,3 +37,14 @@ def test_issue_10_mcp_client_configs_name_the_workspace_not_a_cwd() -> None:
         assert "--workspace" in args or "--connect" in args, args
         assert with_serve_default(args)[0] == "serve"
         assert server["command"] == "liminis-context-graph"
+
+
+def test_m_trn_010_the_http_config_is_a_url_entry_without_a_command() -> None:
+    """The URL form of the HTTP transport (ADR 0064): no command beside the url (a client
+    refuses a layer holding both), the default address, the bearer header."""
+    (server,) = [server for server in _configs() if "url" in server]
+    assert "command" not in server
+    assert "args" not in server
+    assert server["type"] == "http"
+    assert server["url"] == "http://127.0.0.1:7700/mcp"
+    assert server["headers"]["Authorization"] == "Bearer ${LAMBO_AUTH_TOKEN}"

@@ -2,8 +2,9 @@
 
 `lambo serve --session S` serves the session's memory tools (the `memory` scope) over MCP
 stdio, exactly as `lcg serve --mcp-stdio --scope memory --session S` does, on the workspace
-named by `--workspace`, LCG_WORKSPACE or the current directory. The reference's other
-transports and commands are not provided; asking for one is refused with the lcg way.
+named by `--workspace`, LCG_WORKSPACE or the current directory; `--transport http` serves
+them over Streamable HTTP as `lcg serve --http --scope memory` does (ADR 0064). The
+reference's other commands are not provided.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from lcg.interfaces.exit_codes import EXIT_INVALID
 from lcg.interfaces.log_setup import LogFileOpt, LogLevelOpt
 from lcg.projections.private_files import PRIVATE_UMASK
 
+TRANSPORTS = ("stdio", "http")
+
 lambo = typer.Typer(
-    help="lambo (lcg's seed 001 compatibility): agentic graph memory over MCP stdio.",
+    help="lambo (lcg's seed 001 compatibility): agentic graph memory over MCP.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -31,7 +34,7 @@ lambo = typer.Typer(
 
 @lambo.callback()
 def _root(log_level: LogLevelOpt = None, log_file: LogFileOpt = None) -> None:
-    """lambo (lcg's seed 001 compatibility): agentic graph memory over MCP stdio."""
+    """lambo (lcg's seed 001 compatibility): agentic graph memory over MCP."""
     log_setup.set_up(log_level, log_file, serving=True, environ=os.environ)  # its one command
 
 
@@ -39,21 +42,41 @@ def _root(log_level: LogLevelOpt = None, log_file: LogFileOpt = None) -> None:
 def serve(
     session: Annotated[str, typer.Option("--session", help="The session to serve.")],
     transport: Annotated[
-        str, typer.Option("--transport", help="stdio (the only transport lcg serves).")
+        str, typer.Option("--transport", help="stdio (the default) or http (Streamable HTTP).")
     ] = "stdio",
+    port: Annotated[
+        int | None, typer.Option("--port", help="http: the port (default 7700).")
+    ] = None,
+    bind: Annotated[
+        str | None,
+        typer.Option("--bind", help="http: the address (default 127.0.0.1)."),
+    ] = None,
+    auth_token: Annotated[
+        str | None,
+        typer.Option(
+            "--auth-token", help="http: the bearer token (also LAMBO_AUTH_TOKEN, LCG_AUTH_TOKEN)."
+        ),
+    ] = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
-    """Serve the session's lambo_* tools over MCP stdio (the reference's default transport)."""
-    if transport != "stdio":
+    """Serve the session's lambo_* tools over MCP stdio (the default) or Streamable HTTP."""
+    if transport not in TRANSPORTS:
         refused = InvalidParams(
-            "--transport",
-            "must be stdio: lcg serves MCP over stdio (and JSON-RPC on its Unix socket, "
-            "`lcg serve`); HTTP is not provided",
-            f"got {transport!r}",
+            "--transport", "must be " + " | ".join(TRANSPORTS), f"got {transport!r}"
         )
         typer.echo(f"error: {refused.message}", err=True)
         raise typer.Exit(EXIT_INVALID)
-    lcg_serve.serve(mcp_stdio=True, scope="memory", workspace=workspace, session=session)
+    http = transport == "http"
+    lcg_serve.serve(
+        mcp_stdio=not http,
+        http=http,
+        scope="memory",
+        workspace=workspace,
+        session=session,
+        port=port,
+        bind=bind,
+        auth_token=auth_token,
+    )
 
 
 def main() -> None:

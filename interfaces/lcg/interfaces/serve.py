@@ -1,8 +1,10 @@
-"""`lcg serve`: the socket service (default), or MCP over stdio, standalone or attached.
+"""`lcg serve`: the socket service (default), MCP over stdio (standalone or attached), or MCP
+over Streamable HTTP (--http, ADR 0064).
 
 Logs go to stderr (or --log-file: log_setup, set up by the entry point before this runs);
 with --mcp-stdio, stdout carries nothing but the protocol (K-MCP-015).
-The MCP SDK is imported only when --mcp-stdio is given, so the other commands start fast.
+The MCP SDK is imported only when --mcp-stdio or --http is given, and the HTTP stack only with
+--http, so the other commands start fast.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 # the seed's example client configs (K-EXC-001, K-EXC-004).
 SERVE_FLAGS = frozenset(
     {"--mcp-stdio", "--connect", "--scope", "--allow-remote-close", "--socket", "--session"}
+    | {"--http", "--port", "--bind", "--auth-token"}
 )
 
 log = logging.getLogger("lcg.serve")
@@ -102,15 +105,48 @@ def serve(
             "or liminis).",
         ),
     ] = None,
+    http: Annotated[
+        bool,
+        typer.Option(
+            "--http", help="Serve MCP over Streamable HTTP at /mcp (default 127.0.0.1:7700)."
+        ),
+    ] = False,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            "--port", help="HTTP: the port (default [serve] port, 7700; 0: any free port)."
+        ),
+    ] = None,
+    bind: Annotated[
+        str | None,
+        typer.Option(
+            "--bind",
+            help="HTTP: the address (default [serve] bind, 127.0.0.1); anything but loopback "
+            "needs a credential.",
+        ),
+    ] = None,
+    auth_token: Annotated[
+        str | None,
+        typer.Option(
+            "--auth-token",
+            help="HTTP: a bearer token every request must carry (also LCG_AUTH_TOKEN, "
+            "LAMBO_AUTH_TOKEN, [[serve.credential]] in lcg.toml).",
+        ),
+    ] = None,
 ) -> None:
-    """Serve the operations: JSON-RPC on a Unix socket, or MCP over stdio (--mcp-stdio).
+    """Serve the operations: JSON-RPC on a Unix socket, MCP over stdio (--mcp-stdio) or MCP
+    over Streamable HTTP (--http).
 
     Socket clients should wait for a `health_check` answering healthy before real work.
     """
     from lcg.interfaces.config import session_name
 
     try:
-        if mcp_stdio and connect is not None:
+        _refuse_http_only_flags(http, mcp_stdio, connect, port, bind, auth_token)
+        if http:
+            visibility = _visibility(scope, attached=False, allow_close=False)
+            _serve_http(visibility, _settings(workspace, session), port, bind, auth_token)
+        elif mcp_stdio and connect is not None:
             visibility = _visibility(scope, attached=True, allow_close=allow_remote_close)
             attached_session = session or os.environ.get("LCG_SESSION", "").strip()
             _serve_attached(visibility, connect, session_name(attached_session or DEFAULT_GROUP))
@@ -123,6 +159,24 @@ def serve(
             _serve_socket(settings, socket or settings.socket_path)
     except InvalidParams as error:
         _fail(error.message, EXIT_INVALID)
+
+
+def _refuse_http_only_flags(
+    http: bool,
+    mcp_stdio: bool,
+    connect: Path | None,
+    port: int | None,
+    bind: str | None,
+    auth_token: str | None,
+) -> None:
+    if http and (mcp_stdio or connect is not None):
+        raise InvalidParams("--http", "serves MCP over HTTP; give it without --mcp-stdio/--connect")
+    if not http:
+        for flag, value in (("--port", port), ("--bind", bind), ("--auth-token", auth_token)):
+            if value is not None:
+                raise InvalidParams(flag, "needs --http (it is an HTTP flag)")
+    if port is not None and not 0 <= port <= 65_535:
+        raise InvalidParams("--port", "must be an integer from 0 to 65,535", f"got {port}")
 
 
 def _refuse_mcp_only_flags(connect: Path | None, allow_remote_close: bool) -> None:
@@ -186,6 +240,50 @@ def _serve_standalone(visibility: Visibility, settings: Settings) -> None:
         finally:
             log.info("shutting down")
             service.close()
+
+
+def _serve_http(
+    visibility: Visibility,
+    settings: Settings,
+    port: int | None,
+    bind: str | None,
+    auth_token: str | None,
+) -> None:
+    """Check the credentials and the bind rule, open the workspace (a held one refuses to
+    start, naming the holder: M-TRN-039), then serve MCP over HTTP until stopped."""
+    from lcg.interfaces.http_auth import credentials_of, held_by, refuse_open_bind
+    from lcg.interfaces.http_server import HttpOptions, serve_http
+    from lcg.interfaces.service import Service
+
+    tuning = settings.tuning
+    options = HttpOptions(
+        bind=(bind or tuning.text("serve", "bind")).strip(),
+        port=tuning.get_int("serve", "port") if port is None else port,
+        credentials=credentials_of(tuning.credentials, auth_token, os.environ, settings.workspace),
+        max_sessions=tuning.get_int("serve", "max_sessions"),
+        rate=tuning.get_float("serve", "per_session_rps"),
+        burst=tuning.get_int("serve", "burst"),
+        body_timeout=tuning.get_float("serve", "body_timeout_secs"),
+    )
+    refuse_open_bind(options.bind, options.credentials)
+    _refuse_foreign_workspace(settings)
+    service = Service(settings, command="lcg serve --http")
+    if service.start() != "healthy":
+        if service.held:
+            _fail(
+                f"the workspace is held by another process ({held_by(service.holder)}); one "
+                "process serves a workspace: stop it, or connect your clients to it",
+                EXIT_BUSY,
+            )
+        log.warning("every call will fail until restarted: %s", service.reason)
+    try:
+        serve_http(service, visibility, settings.session, options)
+    except OSError as error:
+        code = EXIT_BUSY if error.errno == errno.EADDRINUSE else EXIT_FAILURE
+        _fail(f"cannot listen on {options.bind}:{options.port}: {error.strerror}", code)
+    finally:
+        log.info("shutting down")
+        service.close()
 
 
 def _serve_attached(visibility: Visibility, path: Path, session: str) -> None:

@@ -67,6 +67,7 @@ class Service:
         self._lock = threading.Lock()  # state changes of a repair against close
         self.recovery: list[str] = []  # what can be done while degraded (knowledge_status)
         self.held = False  # degraded because another process holds the writer lease
+        self.holder: str | None = None  # then, who holds it (the lease's description)
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -82,6 +83,7 @@ class Service:
             # the holder of the lease is the operator's business (logged below), and a held
             # workspace needs no recovery (M-ERR-002)
             self.held = isinstance(error, WorkspaceBusy)
+            self.holder = error.holder if isinstance(error, WorkspaceBusy) else None
             self.reason = HELD_ELSEWHERE if self.held else str(error)
             self.recovery = recovery_for(self.settings, error)
             self.state = "degraded"

@@ -139,15 +139,44 @@ KEYS: Final[tuple[Key, ...]] = (
         meaning="a directory outside the workspace where the clients of a serving process"
         " (MCP, socket) may also have knowledge_dump_wal write; a relative path is under the"
         " workspace directory; empty: only inside the workspace (ADR 0048)"),
+    Key("serve", "bind", str, "127.0.0.1",
+        meaning="the address `lcg serve --http` and `lambo serve --transport http` listen on"
+        " (--bind wins); anything but loopback needs a credential (ADR 0064)"),
+    Key("serve", "port", int, 7700, 1, 65_535, meaning="the HTTP port (--port wins)"),
+    Key("serve", "max_sessions", int, 64, 1, 100_000,
+        meaning="live MCP sessions the HTTP transport holds at once; one more is answered 503"),
+    Key("serve", "per_session_rps", float, 50.0, 0.1, 100_000,
+        meaning="requests a second one credential may make over HTTP, reads and writes each"
+        " on their own token bucket; over it: 429 with Retry-After"),
+    Key("serve", "burst", int, 100, 1, 1_000_000,
+        meaning="requests one credential may make at once before per_session_rps applies"),
+    Key("serve", "body_timeout_secs", float, 30.0, 1, 3_600,
+        meaning="seconds an HTTP client has to send a whole request body; a slower one is"
+        " answered 408"),
 )  # fmt: skip
 
+CREDENTIAL_KEYS: Final = ("name", "token", "token_file", "scopes")
+CREDENTIAL_SCOPES: Final = ("read", "write", "admin", "cypher", "memory")
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialEntry:
+    """One `[[serve.credential]]` of the file: a name, its token (or the file holding it) and
+    the tool scopes it reaches (ADR 0064); the token file is read when HTTP is served."""
+
+    name: str
+    token: str = field(default="", repr=False)
+    token_file: str = ""
+    scopes: tuple[str, ...] = ()
+
+
 # Every LAMBO_* variable seed 001 names, and the lcg variable it acts as (M-CFG-006, M-CFG-010).
-# LAMBO_AUTH_TOKEN is the bearer token of the reference's HTTP transport; lcg serves MCP over
-# stdio and JSON-RPC on the workspace's owner-only Unix socket, never HTTP, so it has nothing
-# to guard and no lcg name (`lambo serve --transport http` is refused).
+# LAMBO_AUTH_TOKEN is the bearer token of the HTTP transport, read (after LCG_AUTH_TOKEN) only
+# when HTTP is served (lcg.interfaces.http_auth).
+AUTH_TOKEN_VARIABLES: Final = ("LCG_AUTH_TOKEN", "LAMBO_AUTH_TOKEN")
 LAMBO_NAMES: Final[Mapping[str, str | None]] = {
     **{alias: key.env for key in KEYS for alias in key.aliases},
-    "LAMBO_AUTH_TOKEN": None,
+    "LAMBO_AUTH_TOKEN": "LCG_AUTH_TOKEN",
 }
 
 
@@ -157,6 +186,7 @@ class Tuning:
 
     values: Mapping[str, object] = field(default_factory=lambda: {k.label: k.default for k in KEYS})
     source: Mapping[str, str] = field(default_factory=dict)  # label -> "file" | "env"
+    credentials: tuple[CredentialEntry, ...] = ()  # the file's [[serve.credential]] entries
 
     def get(self, section: str, name: str) -> object:
         return self.values[Key(section, name, str, None).label]
@@ -243,7 +273,7 @@ class Tuning:
         for dunder, value in changes.items():
             section, _, name = dunder.rpartition("__")
             values[_key(section, name).label] = value
-        return Tuning(values=values, source=self.source)
+        return Tuning(values=values, source=self.source, credentials=self.credentials)
 
 
 def _key(section: str, name: str) -> Key:
@@ -262,8 +292,10 @@ def load_tuning(workspace: Path, env: Mapping[str, str]) -> Tuning:
     path = workspace / SETTINGS_FILE
     values: dict[str, object] = {key.label: key.default for key in KEYS}
     source: dict[str, str] = {}
+    credentials: tuple[CredentialEntry, ...] = ()
     if path.exists():
-        for key, raw in _file_entries(path):
+        entries, credentials = _file_entries(path)
+        for key, raw in entries:
             values[key.label] = _checked(key, raw, f"{SETTINGS_FILE} {key.label}")
             source[key.label] = "file"
     for key in KEYS:
@@ -273,10 +305,10 @@ def load_tuning(workspace: Path, env: Mapping[str, str]) -> Tuning:
                 values[key.label] = _checked(key, _from_env(key, text), variable)
                 source[key.label] = "env"
                 break
-    return Tuning(values=values, source=source)
+    return Tuning(values=values, source=source, credentials=credentials)
 
 
-def _file_entries(path: Path) -> list[tuple[Key, object]]:
+def _file_entries(path: Path) -> tuple[list[tuple[Key, object]], tuple[CredentialEntry, ...]]:
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
@@ -285,6 +317,7 @@ def _file_entries(path: Path) -> list[tuple[Key, object]]:
         raise InvalidParams(SETTINGS_FILE, "must be valid TOML", str(error)) from None
     sections = sorted({key.section for key in KEYS} - {TOP})
     entries: list[tuple[Key, object]] = []
+    credentials: tuple[CredentialEntry, ...] = ()
     for name, value in document.items():
         if isinstance(value, dict):
             if name not in sections:
@@ -292,10 +325,52 @@ def _file_entries(path: Path) -> list[tuple[Key, object]]:
                     f"{SETTINGS_FILE} [{name}]",
                     "unknown section; known: " + ", ".join(f"[{s}]" for s in sections),
                 )
-            entries.extend(_section_entries(name, value))
+            table = dict(value)
+            if name == "serve" and "credential" in table:
+                credentials = _credentials(table.pop("credential"))
+            entries.extend(_section_entries(name, table))
         else:
             entries.append((_known(TOP, name), value))
-    return entries
+    return entries, credentials
+
+
+def _credentials(raw: object) -> tuple[CredentialEntry, ...]:
+    """The `[[serve.credential]]` entries, each checked as a key is: unknown keys refused."""
+    where = f"{SETTINGS_FILE} [[serve.credential]]"
+    if not isinstance(raw, list):
+        raise InvalidParams(where, "must be an array of tables ([[serve.credential]])")
+    entries = [_credential(item, f"{where} #{n}") for n, item in enumerate(raw, 1)]
+    names = [entry.name for entry in entries]
+    for name in names:
+        if names.count(name) > 1:
+            raise InvalidParams(f"{where} name", "must be unique", f"got {name!r} twice")
+    return tuple(entries)
+
+
+def _credential(item: object, where: str) -> CredentialEntry:
+    if not isinstance(item, dict):
+        raise InvalidParams(where, "must be a table with name, token or token_file, scopes")
+    for key in item:
+        if key not in CREDENTIAL_KEYS:
+            known = "unknown key; known: " + ", ".join(CREDENTIAL_KEYS)
+            raise InvalidParams(f"{where} {key}", known)
+    name, token, token_file = (item.get(key, "") for key in ("name", "token", "token_file"))
+    scopes = item.get("scopes")
+    for key, value in (("name", name), ("token", token), ("token_file", token_file)):
+        if not isinstance(value, str):
+            raise InvalidParams(f"{where} {key}", "must be a string", f"got {value!r}")
+    if not str(name).strip():
+        raise InvalidParams(f"{where} name", "is required (a non-empty string)")
+    if bool(token) == bool(token_file):
+        raise InvalidParams(f"{where} token", "exactly one of token and token_file is required")
+    if (
+        not isinstance(scopes, list)
+        or not scopes
+        or any(scope not in CREDENTIAL_SCOPES for scope in scopes)
+    ):
+        rule = "must be a non-empty list among " + ", ".join(CREDENTIAL_SCOPES)
+        raise InvalidParams(f"{where} scopes", rule, f"got {scopes!r}")
+    return CredentialEntry(str(name).strip(), str(token), str(token_file), tuple(scopes))
 
 
 def _section_entries(section: str, table: Mapping[str, object]) -> list[tuple[Key, object]]:

@@ -1,0 +1,347 @@
+"""MCP over Streamable HTTP: the SDK's session manager in Starlette, served by uvicorn (ADR 0064).
+
+One serve holds one workspace session. `/mcp` is the MCP endpoint, `/healthz` answers
+{"ok", "state"} without a token. Every request to `/mcp` passes, in order: a credential in the
+query string (refused, 401), the bearer token (401 with nothing else when a credential is
+configured), the body deadline (408), the 4 MiB body limit (413, the SDK's middleware, before
+any parsing), the credential's token buckets (429 with Retry-After), then the SDK: Host and
+Origin against DNS rebinding (421/403), the session ceiling (503) and the protocol.
+
+Each credential gets its own `LcgMcpServer`, whose tools are the serve's scopes cut to the
+credential's: a tool outside them is not listed and is answered "Unknown tool" as over stdio
+(P-011). A session opened under one credential answers 404 to every other.
+Imported only when HTTP is served (ADR 0053).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import socket
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from types import FrameType
+from typing import Any, Final
+
+import anyio
+import uvicorn
+from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
+from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    RequestBodyLimitMiddleware,
+    TransportSecuritySettings,
+)
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Message, Receive, Scope, Send
+
+from lcg.interfaces.backends import LocalBackend
+from lcg.interfaces.http_auth import (
+    Credential,
+    RateLimiter,
+    bearer_credential,
+    request_costs,
+    token_in_query,
+)
+from lcg.interfaces.mcp_server import LcgMcpServer
+from lcg.interfaces.scopes import Visibility
+from lcg.interfaces.service import Service
+
+MAX_BODY: Final = DEFAULT_MAX_REQUEST_BODY_SIZE  # 4 MiB (M-TRN-022, M-TRN-060)
+OPEN: Final = ""  # the key of the one server when no credential is configured
+SHUTDOWN_GRACE_SECONDS: Final = 5  # open streams a stopping serve waits for
+CLOSE_POLL_SECONDS: Final = 0.2  # how soon a knowledge_close stops the serve
+
+log = logging.getLogger("lcg.http")
+
+
+@dataclass(frozen=True, slots=True)
+class HttpOptions:
+    """What the serve was asked for, after the flags, the environment and `lcg.toml`."""
+
+    bind: str
+    port: int  # 0: any free port (logged)
+    credentials: tuple[Credential, ...]
+    max_sessions: int
+    rate: float
+    burst: int
+    body_timeout: float
+
+
+class _SessionBudget:
+    """The ceiling on live MCP sessions across every credential's manager (M-TRN-021)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.managers: list[_BudgetedManager] = []
+
+    def live(self) -> int:
+        return sum(manager.live for manager in self.managers)
+
+
+class _BudgetedManager(StreamableHTTPSessionManager):
+    """The SDK's manager, admitting a session only while the shared budget has room (the
+    SDK's own ceiling is per manager; admission runs synchronously, so the count is exact)."""
+
+    def __init__(
+        self, budget: _SessionBudget, app: Any, security: TransportSecuritySettings
+    ) -> None:
+        super().__init__(app, security_settings=security, max_sessions=budget.limit)
+        self._budget = budget
+        budget.managers.append(self)
+
+    @property
+    def live(self) -> int:
+        return len(self._server_instances)
+
+    def _admit_session(
+        self, requestor: AuthorizationContext | None
+    ) -> StreamableHTTPServerTransport | None:
+        if self._budget.live() >= self._budget.limit:
+            return None
+        return super()._admit_session(requestor)
+
+
+class _SlowBody(Exception):
+    """The client did not send its whole body within the deadline."""
+
+
+class _Gateway:
+    """The ASGI app at `/mcp`: the checks before the SDK (see the module docstring)."""
+
+    def __init__(
+        self,
+        managers: dict[str, _BudgetedManager],
+        credentials: Sequence[Credential],
+        limiter: RateLimiter,
+        body_timeout: float,
+    ) -> None:
+        self.managers = managers
+        self.credentials = credentials
+        self.limiter = limiter
+        self.body_timeout = body_timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if token_in_query(scope.get("query_string", b"")):
+            await _bare(401)(scope, receive, send)
+            return
+        key = OPEN
+        if self.credentials:
+            credential = bearer_credential(
+                Headers(scope=scope).get("authorization"), self.credentials
+            )
+            if credential is None:
+                await _bare(401)(scope, receive, send)
+                return
+            key = credential.name
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        limited = RequestBodyLimitMiddleware(partial(self._admitted, key), MAX_BODY)
+        try:
+            await limited(scope, _deadline(receive, self.body_timeout), watched)
+        except _SlowBody:
+            log.warning("a request body took over %g s; answered 408", self.body_timeout)
+            if not started:
+                await _bare(408)(scope, receive, send)
+
+    async def _admitted(self, key: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """The body is whole here (the limit middleware read it); draw on the buckets."""
+        first = await receive()
+        body = first.get("body", b"") if first["type"] == "http.request" else b""
+        if scope["method"] == "POST":
+            reads, writes = request_costs(body)
+            wait = self.limiter.retry_after(key, reads, writes)
+            if wait:
+                response = JSONResponse(
+                    {"error": "rate limit: too many requests for this credential"},
+                    status_code=429,
+                    headers={"Retry-After": str(wait)},
+                )
+                await response(scope, receive, send)
+                return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return first
+            return await receive()
+
+        await self.managers[key].handle_request(scope, replay, send)
+
+
+def _deadline(receive: Receive, seconds: float) -> Receive:
+    """`receive`, bounded to `seconds` from now until the body is complete (slow-loris)."""
+    end = time.monotonic() + seconds
+    done = False
+
+    async def bounded() -> Message:
+        nonlocal done
+        if done:
+            return await receive()
+        with anyio.move_on_after(max(end - time.monotonic(), 0.0)):
+            message = await receive()
+            done = message["type"] != "http.request" or not message.get("more_body", False)
+            return message
+        raise _SlowBody
+
+    return bounded
+
+
+def _bare(status: int) -> Response:
+    """A status and nothing else (no tool list, no hint of what exists)."""
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return Response(b"", status_code=status, headers=headers)
+
+
+def security_settings(bind: str, port: int) -> TransportSecuritySettings:
+    """Host and Origin must name this serve: the bind address and the localhost forms, with
+    the port. A wildcard bind (0.0.0.0, ::) cannot know its names: the check is off there,
+    where a credential is required anyway (ADR 0064)."""
+    if bind in ("0.0.0.0", "::", "[::]", ""):  # noqa: S104 (the wildcard is what is tested)
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    host = f"[{bind.strip('[]')}]" if ":" in bind else bind
+    hosts = list(dict.fromkeys([host, "127.0.0.1", "localhost", "[::1]"]))
+    allowed = [f"{name}:{port}" for name in hosts]
+    return TransportSecuritySettings(
+        allowed_hosts=allowed,
+        allowed_origins=[f"{scheme}://{name}" for name in allowed for scheme in ("http", "https")],
+    )
+
+
+def build_app(
+    service: Service,
+    visibility: Visibility,
+    session: str,
+    options: HttpOptions,
+    port: int,
+    on_close: Callable[[], None],
+) -> Starlette:
+    """The Starlette app of one serve: `/mcp` and `/healthz`."""
+    budget = _SessionBudget(options.max_sessions)
+    security = security_settings(options.bind, port)
+    backend = LocalBackend(service)
+    managers: dict[str, _BudgetedManager] = {}
+    for key, scopes in _scopes_by_key(visibility, options.credentials):
+        server = LcgMcpServer(
+            backend, Visibility(scopes), exit_on_close=False, session=session
+        ).server
+        managers[key] = _BudgetedManager(budget, server, security)
+    gateway = _Gateway(
+        managers,
+        options.credentials,
+        RateLimiter(options.rate, options.burst),
+        options.body_timeout,
+    )
+
+    async def healthz(request: Request) -> JSONResponse:
+        health = service.health()  # only ok and state: nothing private (no paths, no reason)
+        return JSONResponse({"ok": bool(health.get("ok")), "state": health.get("state")})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for manager in managers.values():
+                await stack.enter_async_context(manager.run())
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(_stop_when_closed, service, on_close)
+                yield
+                tasks.cancel_scope.cancel()
+
+    return Starlette(
+        routes=[Route("/healthz", healthz, methods=["GET"]), Route("/mcp", gateway)],
+        lifespan=lifespan,
+    )
+
+
+def _scopes_by_key(
+    visibility: Visibility, credentials: Sequence[Credential]
+) -> list[tuple[str, frozenset[Any]]]:
+    if not credentials:
+        return [(OPEN, visibility.scopes)]
+    return [
+        (c.name, visibility.scopes if c.scopes is None else visibility.scopes & c.scopes)
+        for c in credentials
+    ]
+
+
+async def _stop_when_closed(service: Service, on_close: Callable[[], None]) -> None:
+    """knowledge_close (admin) answered: the serve stops, as a standalone stdio serve does."""
+    while not service.closing.is_set():  # a thread waiting on it would hold the exit
+        await anyio.sleep(CLOSE_POLL_SECONDS)
+    log.info("knowledge_close was called; stopping the HTTP serve")
+    on_close()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, ending with exit code 0 after a graceful stop on SIGTERM/SIGINT (it
+    would raise the signal again once stopped), so the workspace closes as the socket
+    service's does."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True  # a second Ctrl-C: stop without waiting for streams
+        self.should_exit = True
+
+
+def listen(bind: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything is served (so a port in use is named)."""
+    family = socket.AF_INET6 if ":" in bind.strip("[]") else socket.AF_INET
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY on accepted sockets only then, and without
+    # it a response written in two parts waits out the client's delayed ACK (~40 ms a call).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((bind.strip("[]"), port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve_http(
+    service: Service, visibility: Visibility, session: str, options: HttpOptions
+) -> None:
+    """Serve until SIGINT/SIGTERM or knowledge_close; `listen` may raise OSError."""
+    sock = listen(options.bind, options.port)
+    port = sock.getsockname()[1]
+    holder: list[uvicorn.Server] = []
+
+    def stop() -> None:
+        holder[0].should_exit = True
+
+    app = build_app(service, visibility, session, options, port, stop)
+    config = uvicorn.Config(
+        app,
+        log_config=None,  # lcg's logging (stderr or --log-file) carries uvicorn's lines
+        access_log=False,
+        lifespan="on",
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+        server_header=False,
+    )
+    server = _Server(config)
+    holder.append(server)
+    where = f"[{options.bind.strip('[]')}]" if ":" in options.bind else options.bind
+    guard = "bearer token required" if options.credentials else "open: loopback, no credential"
+    log.info("serving MCP over HTTP at http://%s:%d/mcp (%s)", where, port, guard)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
