@@ -9,9 +9,10 @@ import pytest
 
 from lcg.domain.memory.canonization import Cause, Check, Demotion, last_demotion_line
 from lcg.domain.memory.canonization.answers import reason_line
+from lcg.domain.memory.evidence import ConceptId
 
 NOW = datetime(2026, 9, 30, 12, 0, 0, tzinfo=UTC)
-NEWER = "8c41d0e2-0000-4000-8000-000000000001"
+NEWER = ConceptId("8c41d0e2-0000-4000-8000-000000000001")
 
 
 def _check(gate: str, current: float | None, bar: float, stage: int = 2) -> Check:
