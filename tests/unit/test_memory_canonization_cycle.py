@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 
 import pytest
 from hypothesis import given
@@ -19,7 +20,9 @@ from lcg.domain.memory.canonization import (
     Measures,
     Policy,
     SessionStats,
+    SoloMeasures,
     Status,
+    SupersessionEvidence,
     cycle_needs,
     plan_cycle_over,
     plan_cycle_with_cursors,
@@ -128,3 +131,18 @@ def test_stage3_promotes_by_score_then_keyed_concepts_by_key_within_the_budget_l
         if t.to_status is Status.CANONICAL
     ]
     assert promoted == [cid(5), cid(1)]  # the higher score first, then keyless ones by id
+
+
+def test_a_concept_nothing_has_measured_carries_no_evidence() -> None:
+    # what Stage 1 under Swarm judges a row by when its measures were not read
+    nothing = Measures(0, 0.0, 0, None, SoloMeasures((), 0, 0, 0))
+    assert Measures() == nothing
+    assert Measures.of(ConceptStats(cid(1), Status.NONE)) == nothing
+    bare = ConceptStats(cid(1), Status.NONE)
+    assert (bare.canonical_key, bare.score, bare.gc_survived) == (None, 0.0, 0)
+    assert SessionStats(()).cursors == Cursors(None, None)
+    assert SessionStats(()).evidence == SupersessionEvidence((), (), (), timedelta(0))
+
+
+def test_the_causes_have_the_wire_names_of_canonization_events() -> None:
+    assert [c.value for c in Cause] == ["promotion", "budget", "supersession"]
