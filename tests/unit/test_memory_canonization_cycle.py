@@ -23,6 +23,7 @@ from lcg.domain.memory.canonization import (
     SoloMeasures,
     Status,
     SupersessionEvidence,
+    coverage,
     cycle_needs,
     plan_cycle_over,
     plan_cycle_with_cursors,
@@ -146,3 +147,24 @@ def test_a_concept_nothing_has_measured_carries_no_evidence() -> None:
 
 def test_the_causes_have_the_wire_names_of_canonization_events() -> None:
     assert [c.value for c in Cause] == ["promotion", "budget", "supersession"]
+
+
+def test_a_concept_twice_in_the_rows_is_refused() -> None:
+    twice = ConceptRows.of((ConceptStats(cid(1), Status.NONE), ConceptStats(cid(1), Status.NONE)))
+    with pytest.raises(DomainError, match="measured twice") as refused:
+        plan_cycle_over(twice, {}, Knobs(), NOW)
+    assert (refused.value.field, refused.value.rule) == ("concepts", "unique ids")
+
+
+def test_coverage_is_the_spread_over_the_extent_0_without_evidence_1_without_extent() -> None:
+    times = [NOW, NOW - timedelta(minutes=15), NOW - timedelta(minutes=30)]
+    assert coverage(times, timedelta(hours=1)) == 0.5
+    assert coverage([], timedelta(hours=1)) == 0.0
+    assert coverage(times, timedelta(0)) == 1.0
+
+
+def test_m_can_021_newer_support_exactly_the_minimum_age_old_counts() -> None:
+    # canonization.md §3: evidence "at least canonization_edge_min_age (60 s) old"
+    old_enough = superseding(newer_support=(20, 30, 59))  # the last one 60 s before NOW
+    hops = plan_cycle_with_cursors(old_enough, SUPERSEDE, NOW).transitions
+    assert [t.cause for t in hops] == [Cause.SUPERSESSION]
