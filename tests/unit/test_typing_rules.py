@@ -34,6 +34,11 @@ def test_p_018_a_valid_file_parses_with_names_descriptions_aliases_keywords() ->
     assert ontology.parse(None, "f").relation_types == ()  # an empty file declares nothing
 
 
+def test_ontology_show_prints_the_parsed_file_with_its_source() -> None:
+    shown = ontology.as_data(ontology.parse(GOOD, ".lcg/ontology.yaml"))
+    assert shown == {"source": ".lcg/ontology.yaml", **GOOD}
+
+
 @pytest.mark.parametrize(
     ("data", "entry", "rule"),
     [
