@@ -195,3 +195,9 @@ def test_shares_are_percentages_to_two_decimals() -> None:
         100.0,
         0.0,
     ]
+
+
+def test_an_extractor_failure_names_the_extractor_field_and_its_rule() -> None:
+    failed = ExtractorFailed("classifier", "answered nothing")
+    assert str(failed) == "extractor: classifier failed: answered nothing; nothing was written"
+    assert (failed.field, failed.rule) == ("extractor", "must answer an extraction")
