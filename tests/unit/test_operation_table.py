@@ -18,6 +18,7 @@ import pytest
 
 from lcg.domain import deciders, rules
 from lcg.domain.errors import InvalidParams
+from lcg.domain.ids import DEFAULT_GROUP
 from lcg.interfaces.app import App
 from lcg.interfaces.operations import (
     BY_NAME,
@@ -192,3 +193,10 @@ def test_attributes_may_nest_32_deep_and_no_deeper() -> None:
     with pytest.raises(InvalidParams) as error:
         rules.attributes(_nested(33))
     assert str(error.value) == "attributes: must nest objects and arrays at most 32 deep"
+
+
+def test_the_default_group_is_liminis() -> None:
+    # P-107, P-114: group_id ("liminis")
+    assert DEFAULT_GROUP == "liminis"
+    assert parse(graph.AssertEntityParams, {"name": "Ada"}).group_id == "liminis"
+    assert parse(episodes.GetEpisodesParams, {}).group_id == "liminis"
