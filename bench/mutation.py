@@ -4,10 +4,10 @@ The usual tools (mutmut, cosmic-ray) find modules by a package's folder and miss
 (`domain/lcg/domain/...`, a namespace `lcg` over several roots: ADR 0001). This one takes the
 module's file, mutates its syntax tree with the standard library's `ast` (comparison, boolean
 and arithmetic operators, constants), and runs the unit tests that import the module (or a
-package that re-exports it) in a fresh `python -m pytest` per mutant, one core, with a timeout. The mutant is never written to
-the worktree: the child process puts an import hook first on `sys.meta_path` that loads the
-module from the mutated source (under the module's own name and file), so an interrupted run
-leaves nothing behind.
+package that re-exports it) in a fresh `python -m pytest` per mutant, one core, with a
+timeout. The mutant is never written to the worktree: the child process puts an import hook
+first on `sys.meta_path` that loads the module from the mutated source (under the module's
+own name and file), so an interrupted run leaves nothing behind.
 
     .venv/bin/python -m bench.mutation domain/lcg/domain/memory/receipts.py --sample 60
 
