@@ -4,8 +4,10 @@ itself, connects and scores nothing."""
 
 from __future__ import annotations
 
+import pytest
+
 from lcg.domain.memory.gc import PAUSE_EVERY, EdgeKind, FactColumns, daemon_scores, no_pause
-from lcg.domain.memory.gc.graph import paced
+from lcg.domain.memory.gc.graph import bonus_sum, paced
 from tests.unit.test_memory_gc import KNOBS, NOW, OLD, cid, concept, edge, session, sweep
 
 
@@ -36,3 +38,11 @@ def test_an_edge_to_an_unlisted_concept_or_to_itself_changes_nothing() -> None:
     )
     assert sweep(noisy) == sweep(plain)
     assert cid(99) not in daemon_scores(noisy, span, KNOBS)
+
+
+def test_the_edge_bonus_adds_each_structural_edges_share() -> None:
+    # canonization.md §3: Dependency and Causal 0.02, Hierarchical 0.015
+    assert bonus_sum(1, 0, 0) == pytest.approx(0.02)
+    assert bonus_sum(0, 1, 0) == pytest.approx(0.015)
+    assert bonus_sum(0, 0, 1) == pytest.approx(0.02)
+    assert bonus_sum(2, 1, 1) == pytest.approx(0.075)

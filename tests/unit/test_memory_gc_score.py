@@ -40,3 +40,12 @@ def test_a_score_that_is_not_finite_counts_as_0() -> None:
     knobs = dataclasses.replace(KNOBS, weight_recency=math.inf)
     assert eviction_scores(graph, knobs, NOW)(0) == 0.0
     assert daemon_scores(session([fresh], [], hub=False), None, knobs) == {cid(1): 0.0}
+
+
+def test_recency_places_the_last_touch_within_the_sessions_span() -> None:
+    # R = (last touch - session start) / (session end - start): 1 at the end, 0 at the start
+    span = (OLD, NOW)
+    latest = session([concept(1, created=NOW)], [], hub=False)
+    first = session([concept(1, created=OLD)], [], hub=False)
+    assert daemon_scores(latest, span, KNOBS) == {cid(1): pytest.approx(0.30)}
+    assert daemon_scores(first, span, KNOBS) == {cid(1): pytest.approx(0.05)}
