@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from lcg.domain.memory.gc import CollectReason, GcKnobs
+from lcg.domain.memory.gc import CollectReason, EdgeKind, GcKnobs
 from lcg.domain.memory.gc.sweep import collection_cap
 from lcg.domain.memory.text import ConceptType
-from tests.unit.test_memory_gc import NOW, OLD, cid, concept, derived, session, sweep
+from tests.unit.test_memory_gc import NOW, OLD, cid, concept, derived, edge, session, sweep
 
 
 def test_the_cap_is_at_most_every_unprotected_concept_whatever_the_fraction() -> None:
@@ -34,3 +34,17 @@ def test_the_score_cut_collects_by_how_far_under_its_bar_a_concept_is() -> None:
     one = sweep(facts, knobs=GcKnobs(collect_floor=1, collect_fraction=0.01))
     assert [c.node_id for c in one.collected] == [cid(2)]
     assert one.deferred == (cid(1),)
+
+
+def test_a_cascade_takes_only_the_room_the_cap_leaves() -> None:
+    # B (Logic: no bar) hangs only on A, which the score cut collects: B is cut off after it
+    a = concept(1, ConceptType.ENTITY, created=OLD)
+    b = concept(2, ConceptType.LOGIC, created=OLD)
+    facts = session([a, b], [derived(1), edge(EdgeKind.DEPENDS_ON, 2, 1)])
+    assert {c.node_id: c.reason for c in sweep(facts).collected} == {
+        cid(1): CollectReason.UNDER_BAR,
+        cid(2): CollectReason.CASCADE,
+    }
+    capped = sweep(facts, knobs=GcKnobs(collect_floor=1, collect_fraction=0.01))
+    assert [c.node_id for c in capped.collected] == [cid(1)]
+    assert capped.deferred == (cid(2),)
