@@ -36,6 +36,8 @@ def test_k_ing_016_017_strictly_longer_in_code_points() -> None:
     warning = oversized_warning("x" * 8_001, 8_000)
     assert warning is not None
     assert warning["chunk_text_chars"] == 8_001
+    assert warning["type"] == "chunk_text_oversized"
+    assert warning["recommended_max_chars"] == 8_000
 
 
 def test_chunks_keep_paragraphs_whole() -> None:
