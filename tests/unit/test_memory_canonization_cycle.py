@@ -27,18 +27,22 @@ from lcg.domain.memory.canonization import (
     cycle_needs,
     plan_cycle_over,
     plan_cycle_with_cursors,
+    superseders,
 )
-from lcg.domain.memory.evidence import ConceptId
+from lcg.domain.memory.evidence import ConceptId, Contradiction
 from tests.unit.test_memory_canonization import (
     NOW,
     SUPERSEDE,
     TARGET,
     _stats,
+    at,
     cid,
+    first_write,
     hero,
     peers,
     session,
     superseding,
+    support,
 )
 
 
@@ -168,3 +172,25 @@ def test_m_can_021_newer_support_exactly_the_minimum_age_old_counts() -> None:
     old_enough = superseding(newer_support=(20, 30, 59))  # the last one 60 s before NOW
     hops = plan_cycle_with_cursors(old_enough, SUPERSEDE, NOW).transitions
     assert [t.cause for t in hops] == [Cause.SUPERSESSION]
+
+
+def test_of_two_contradictions_dated_alike_the_canonical_key_first_supersedes() -> None:
+    # §7: the newest contradiction, then the contradicting concept's canonical key, then id
+    low, high = cid(0x10), cid(0x20)
+    evidence = SupersessionEvidence(
+        concepts=(
+            first_write(TARGET, 0, "agent-a"),
+            first_write(low, 10, "agent-c"),
+            first_write(high, 10, "agent-d"),
+        ),
+        contradictions=(
+            Contradiction(TARGET, low, "zeta", "agent-c", at(10), at(10)),
+            Contradiction(TARGET, high, "alpha", "agent-d", at(10), at(10)),
+        ),
+        support=(
+            *(support(low, m, 10 + i) for i, m in enumerate((20, 30, 40))),
+            *(support(high, m, 20 + i) for i, m in enumerate((20, 30, 40))),
+        ),
+        interaction_extent=timedelta(minutes=60),
+    )
+    assert superseders(evidence, [TARGET], NOW)[TARGET].source == high
