@@ -3,11 +3,11 @@
 The usual tools (mutmut, cosmic-ray) find modules by a package's folder and miss this layout
 (`domain/lcg/domain/...`, a namespace `lcg` over several roots: ADR 0001). This one takes the
 module's file, mutates its syntax tree with the standard library's `ast` (comparison, boolean
-and arithmetic operators, constants), and runs the unit tests that import the module in a
-fresh `python -m pytest` per mutant, one core, with a timeout. The mutant is never written to
-the worktree: the child process puts an import hook first on `sys.meta_path` that loads the
-module from the mutated source (under the module's own name and file), so an interrupted run
-leaves nothing behind.
+and arithmetic operators, constants), and runs the unit tests that import the module (or a
+package that re-exports it) in a fresh `python -m pytest` per mutant, one core, with a
+timeout. The mutant is never written to the worktree: the child process puts an import hook
+first on `sys.meta_path` that loads the module from the mutated source (under the module's
+own name and file), so an interrupted run leaves nothing behind.
 
     .venv/bin/python -m bench.mutation domain/lcg/domain/memory/receipts.py --sample 60
 
@@ -213,20 +213,56 @@ def module_name(path: Path) -> str:
     return ".".join(parts[parts.index("lcg") :])
 
 
-def unit_tests_of(name: str) -> list[Path]:
-    """tests/unit files that import the module (`import a.b.c`, `from a.b.c import`, or
-    `from a.b import c`)."""
+def _importers(name: str) -> set[Path]:
+    """tests/unit files that import the module by name (`import a.b.c`, `from a.b.c import`,
+    or `from a.b import c`)."""
     parent, _, leaf = name.rpartition(".")
     direct = re.compile(rf"^\s*(from|import)\s+{re.escape(name)}\b", re.MULTILINE)
     named = re.compile(
         rf"^from\s+{re.escape(parent)}\s+import\s+(\([^)]*\b{leaf}\b[^)]*\)|[^\n]*\b{leaf}\b)",
         re.MULTILINE,
     )
-    return sorted(
+    return {
         path
         for path in UNIT_TESTS.glob("test_*.py")
         if direct.search(text := path.read_text()) or named.search(text)
-    )
+    }
+
+
+def _imports(source: str, name: str) -> bool:
+    return re.search(rf"^\s*(from|import)\s+{re.escape(name)}\b", source, re.MULTILINE) is not None
+
+
+def _package_of(name: str) -> str | None:
+    """The package that exposes this module: its `__init__.py` imports from it, or from a
+    sibling module that (at any depth) imports it. `lcg.domain.memory.gc` re-exports
+    `gc.sweep`'s names and `gc.sweep` imports `gc.protections`: a test importing the package
+    tests both. None when no package does."""
+    parent = name.rpartition(".")[0]
+    spec = importlib.util.find_spec(parent) if parent else None
+    if spec is None or spec.origin is None or not spec.origin.endswith("__init__.py"):
+        return None
+    folder = Path(spec.origin).parent
+    siblings = {f"{parent}.{f.stem}": f.read_text() for f in folder.glob("*.py")}
+    reaching, grew = {name}, True
+    while grew:
+        grew = False
+        for sibling, source in siblings.items():
+            if sibling not in reaching and any(_imports(source, n) for n in reaching):
+                reaching.add(sibling)
+                grew = True
+    return parent if f"{parent}.__init__" in reaching else None
+
+
+def unit_tests_of(name: str) -> list[Path]:
+    """tests/unit files that import the module, or a package that re-exports it (and so on up:
+    `from lcg.domain.memory.gc import sweep_due` tests `lcg.domain.memory.gc.triggers`)."""
+    found: set[Path] = set()
+    current: str | None = name
+    while current is not None:
+        found |= _importers(current)
+        current = _package_of(current)
+    return sorted(found)
 
 
 @dataclass(frozen=True, slots=True)

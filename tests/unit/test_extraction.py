@@ -36,9 +36,39 @@ def test_k_ing_016_017_strictly_longer_in_code_points() -> None:
     warning = oversized_warning("x" * 8_001, 8_000)
     assert warning is not None
     assert warning["chunk_text_chars"] == 8_001
+    assert warning["type"] == "chunk_text_oversized"
+    assert warning["recommended_max_chars"] == 8_000
 
 
 def test_chunks_keep_paragraphs_whole() -> None:
     text = "a" * 50 + "\n\n" + "b" * 50 + "\n\n" + "c" * 300 + "\n\n\n" + "d" * 10
     assert chunks(text, 120) == ["a" * 50 + "\n\n" + "b" * 50, "c" * 300, "d" * 10]
     assert chunks("  \n\n ", 100) == []
+
+
+def test_the_first_mention_of_a_name_wins_and_the_store_is_asked_once_per_name() -> None:
+    asked: list[str] = []
+
+    def stored(name: str) -> str | None:
+        asked.append(name)
+        return "cache-uuid" if name == "Cache" else None
+
+    extraction = Extraction(
+        (
+            ExtractedEntity("Redis", summary="first"),
+            ExtractedEntity("redis", summary="second"),
+            ExtractedEntity("Cache"),
+            ExtractedEntity("cache"),
+        ),
+        (),
+    )
+    resolved = resolve(extraction, stored)
+    assert [(e.name, e.summary) for e in resolved.new] == [("Redis", "first")]
+    assert resolved.existing == {"cache": "cache-uuid"}
+    assert asked == ["Redis", "Cache"]
+
+
+def test_the_last_chunk_keeps_its_paragraphs_apart_too() -> None:
+    assert chunks("one\n\ntwo", 100) == ["one\n\ntwo"]
+    assert chunks("a" * 50 + "\n\nb\n\nc", 55) == ["a" * 50 + "\n\nb", "c"]
+    assert chunks("a" * 50 + "\n\nb\n\nc", 56) == ["a" * 50 + "\n\nb\n\nc"]

@@ -143,6 +143,31 @@ def test_m_rec_060_062_the_blank_line_between_blocks_counts_toward_the_budget() 
     assert cut.truncated is None
 
 
+def test_m_rec_060_062_the_blank_line_counts_at_every_length_modulo_the_3_5_bytes_a_token() -> None:
+    # a 4-byte error (the blank line subtracted, not added) crosses a token boundary for some
+    # lengths only: every remainder of 7 bytes is tried
+    for pad in range(7):
+        hits = [_hit(_node(1), "one" + "x" * pad), _hit(_node(2), "two")]
+        both = render_context(hits, 500).text
+        assert render_context(hits, estimate_tokens(both)).text == both
+        assert render_context(hits, estimate_tokens(both) - 1).included == (_node(1),)
+
+
+def test_m_rec_060_062_a_lone_block_fits_a_budget_of_exactly_its_tokens() -> None:
+    # nothing precedes the first block: no separator is counted before it (a 1-byte error
+    # crosses a token boundary at 2 of the 7 remainders)
+    for pad in range(7):
+        hit = _hit(_node(1), "one" + "x" * pad)
+        rendered = render_context([hit], estimate_tokens(render_block(hit)))
+        assert rendered.text == render_block(hit)
+        assert rendered.truncated is None
+
+
+def test_m_rec_062_the_byte_budget_is_floor_of_3_5_bytes_a_token_and_never_negative() -> None:
+    assert [budget_bytes(tokens) for tokens in (0, 1, 2, 3, 22)] == [0, 3, 7, 10, 77]
+    assert budget_bytes(-1) == 0
+
+
 def test_m_rec_061_filling_stops_at_the_first_block_that_does_not_fit() -> None:
     hits = [
         _hit(_node(1), "short"),

@@ -329,6 +329,14 @@ def test_m_rec_096_a_candidate_over_256_bounded_occurrences_falls_through() -> N
     assert anchored(query, name("SG-Web"), DB) is None
 
 
+def test_m_rec_096_overlapping_occurrences_each_count() -> None:
+    # a name of non-word characters is bounded everywhere: a run of 258 dashes holds 257
+    # occurrences of "--", one starting at every dash but the last
+    query = "what depends on SG-Web; " + "-" * (MAX_BOUNDED_OCCURRENCES + 2)
+    assert anchored(query, name("SG-Web"), name("--")) is None
+    assert anchored(query[:-1], name("SG-Web"), name("--")) == "SG-Web"
+
+
 def test_m_rec_096_occurrences_inside_longer_words_are_not_counted() -> None:
     query = "what depends on db " + "dbadmin user_db " * MAX_BOUNDED_OCCURRENCES
     assert anchored(query, DB) == "db"

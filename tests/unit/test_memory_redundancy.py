@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from lcg.domain.memory.redundancy import (
+    NUMBER_WORDS,
+    OPPOSITES,
     Candidate,
     PairFacts,
     Skipped,
@@ -166,3 +168,16 @@ def test_m_rec_198_nothing_repeated_keeps_the_first_top_k() -> None:
     chosen = select(ranked, 4, PairFacts(), similar_signals=True)
     assert chosen.kept == tuple(ids[:4])
     assert chosen.skipped == {}
+
+
+@pytest.mark.parametrize(("word", "opposite"), OPPOSITES)
+def test_m_rec_190_every_listed_opposite_keeps_two_texts_apart(word: str, opposite: str) -> None:
+    reason = text_guard(
+        f"the release flag is {word} today", f"the release flag is {opposite} today"
+    )
+    assert reason == ("negation" if "no" in (word, opposite) else "opposite")
+
+
+@pytest.mark.parametrize("word", sorted(NUMBER_WORDS))
+def test_m_rec_188_every_number_word_keeps_two_texts_apart(word: str) -> None:
+    assert text_guard(f"retry the upload {word} times", "retry the upload times") == "number"

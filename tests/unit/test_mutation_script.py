@@ -56,3 +56,11 @@ def test_a_module_file_maps_to_its_name_and_the_unit_tests_importing_it() -> Non
         "test_memory_receipts.py"
     ]
     assert Path(__file__).name not in [p.name for p in unit_tests_of("lcg.domain.deciders")]
+
+
+def test_a_module_the_package_re_exports_is_tested_by_the_tests_importing_the_package() -> None:
+    # gc/__init__ imports from gc.triggers; gc.protections only through gc.sweep
+    for leaf in ("triggers", "protections"):
+        assert "test_memory_gc.py" in [
+            p.name for p in unit_tests_of(f"lcg.domain.memory.gc.{leaf}")
+        ]

@@ -18,6 +18,7 @@ import pytest
 
 from lcg.domain import deciders, rules
 from lcg.domain.errors import InvalidParams
+from lcg.domain.ids import DEFAULT_GROUP
 from lcg.interfaces.app import App
 from lcg.interfaces.operations import (
     BY_NAME,
@@ -89,6 +90,9 @@ def test_a_pattern_mismatch_reads_as_the_domain_rule() -> None:
     with pytest.raises(InvalidParams) as error:
         parse(graph.AssertEntityParams, {"name": "Ada", "group_id": "bad group"})
     assert (error.value.field, error.value.rule) == ("group_id", rules.GROUP_ID_RULE)
+    assert str(error.value) == (
+        "group_id: must start with a letter or digit and contain only letters, digits and _.:@-"
+    )
     with pytest.raises(InvalidParams) as error:
         parse(episodes.AddEpisodeParams, {"name": "  ", "episode_body": "b"})
     assert (error.value.field, error.value.rule) == ("name", rules.NOT_BLANK_RULE)
@@ -175,3 +179,24 @@ def test_every_published_schema_resolves_its_references() -> None:
             checked.add((operation.name, ref.removeprefix("#/$defs/")))
     # Not vacuous: lambo_derive's lists of concepts and of parent_of pairs are references.
     assert {("lambo_derive", "ConceptParams"), ("lambo_derive", "PairParams")} <= checked
+
+
+def _nested(depth: int) -> dict[str, object]:
+    value: dict[str, object] = {}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
+
+
+def test_attributes_may_nest_32_deep_and_no_deeper() -> None:
+    assert rules.attributes(_nested(32)).count("{") == 32
+    with pytest.raises(InvalidParams) as error:
+        rules.attributes(_nested(33))
+    assert str(error.value) == "attributes: must nest objects and arrays at most 32 deep"
+
+
+def test_the_default_group_is_liminis() -> None:
+    # P-107, P-114: group_id ("liminis")
+    assert DEFAULT_GROUP == "liminis"
+    assert parse(graph.AssertEntityParams, {"name": "Ada"}).group_id == "liminis"
+    assert parse(episodes.GetEpisodesParams, {}).group_id == "liminis"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lcg.domain import rules
 from lcg.interfaces import operations, tool_catalogue
 
 
@@ -25,3 +26,11 @@ def test_the_catalogue_names_every_operation_in_the_tables_order_with_its_scope_
         assert tool.description == operation.description
         assert tool.read_only == operation.read_only
         assert tool.input_schema == operation.input_schema()
+
+
+def test_the_committed_catalogue_publishes_the_domains_text_limits() -> None:
+    schemas = {tool.name: tool.input_schema for tool in tool_catalogue.tools()}
+    fact = schemas["knowledge_assert_relationship"]["properties"]["fact"]
+    source = schemas["knowledge_add_episode"]["properties"]["source_description"]
+    assert (fact["maxLength"], source["maxLength"]) == (16_384, 1_024)
+    assert (rules.MAX_FACT, rules.MAX_SOURCE_DESCRIPTION) == (16_384, 1_024)

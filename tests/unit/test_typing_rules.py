@@ -34,6 +34,11 @@ def test_p_018_a_valid_file_parses_with_names_descriptions_aliases_keywords() ->
     assert ontology.parse(None, "f").relation_types == ()  # an empty file declares nothing
 
 
+def test_ontology_show_prints_the_parsed_file_with_its_source() -> None:
+    shown = ontology.as_data(ontology.parse(GOOD, ".lcg/ontology.yaml"))
+    assert shown == {"source": ".lcg/ontology.yaml", **GOOD}
+
+
 @pytest.mark.parametrize(
     ("data", "entry", "rule"),
     [
@@ -175,3 +180,24 @@ def test_k_rt_035_a_verdict_off_the_menu_is_an_abstention_never_a_near_match() -
     assert schema(menu)["properties"]["type"]["enum"] == ["HOLDS", "WORKS_FOR", "UNCLASSIFIED"]
     with pytest.raises(ExtractorFailed, match="no JSON verdict"):
         parse_verdict("HOLDS, I think", menu)
+
+
+def test_an_unclassified_relation_type_is_no_term_and_the_predicate_still_types_the_edge() -> None:
+    index = typing_rules.LexicalIndex(ontology.parse(GOOD, ".lcg/ontology.yaml"))
+    edge = EdgeRow(EdgeUuid("e"), "works for", "Ada works for Acme", ontology.UNCLASSIFIED)
+    assert index.match(edge) == "WORKS_FOR"
+    assert index.match(EdgeRow(EdgeUuid("e"), "likes", "f", ontology.UNCLASSIFIED)) is None
+
+
+def test_shares_are_percentages_to_two_decimals() -> None:
+    assert [typing_rules.pct(1, 3), typing_rules.pct(2, 2), typing_rules.pct(0, 0)] == [
+        33.33,
+        100.0,
+        0.0,
+    ]
+
+
+def test_an_extractor_failure_names_the_extractor_field_and_its_rule() -> None:
+    failed = ExtractorFailed("classifier", "answered nothing")
+    assert str(failed) == "extractor: classifier failed: answered nothing; nothing was written"
+    assert (failed.field, failed.rule) == ("extractor", "must answer an extraction")
