@@ -97,3 +97,13 @@ def make_call(app: App, *, settle: bool = True) -> Call:
 @pytest.fixture
 def call(app: App) -> Call:
     return make_call(app)
+
+
+@pytest.fixture(scope="session")
+def tool_pages() -> dict[str, str]:
+    """The tool pages (docs/tools/) as the generator writes them, rendered once per test run
+    (a render runs every tool's example in a fresh workspace: seconds of CPU). Its tests share
+    one xdist group, so one worker renders them."""
+    from lcg.interfaces import tool_docs
+
+    return tool_docs.render_pages()
