@@ -22,6 +22,7 @@ from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.embedding.port import Embedder
 
 Call = Callable[..., dict[str, Any]]
+EMBEDDER = "LCG_EMBEDDER"  # the one LCG_* setting a test passes on to what it starts
 
 
 class SteppingClock:
@@ -50,6 +51,18 @@ def minilm() -> MiniLmEmbedder:
 @pytest.fixture(scope="session")
 def hashing() -> HashingEmbedder:
     return HashingEmbedder()
+
+
+@pytest.fixture(autouse=True)
+def _embedder_of_every_process(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LCG_EMBEDDER (ADR 0061) for what the test starts: an in-process `lcg` command (typer's
+    CliRunner) and the spawned `lcg`, `lcg serve` and MCP servers (`clean_env` passes it on)
+    embed with the hashing embedder, or with MiniLM when the test is marked `minilm`, as the
+    workspaces of the `embedder` fixture do."""
+    about_the_model = request.node.get_closest_marker("minilm") is not None
+    monkeypatch.setenv(EMBEDDER, "minilm" if about_the_model else "hashing")
 
 
 @pytest.fixture

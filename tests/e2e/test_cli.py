@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lcg.interfaces.config import Settings
-from lcg.projections.embedding.minilm import MiniLmEmbedder
+from lcg.projections.embedding.port import Embedder
 from tests.helpers.console_script import (
     graph_rows,
     lcg,
@@ -138,7 +138,7 @@ def test_write_and_read_commands_round_trip_through_the_console_script(tmp_path:
 
 
 def test_invalid_input_exits_2_names_the_field_and_changes_nothing(
-    tmp_path: Path, minilm: MiniLmEmbedder
+    tmp_path: Path, embedder: Embedder
 ) -> None:
     """Bad parameters exit 2 with the field named on stderr, and the workspace is unchanged.
 
@@ -148,7 +148,7 @@ def test_invalid_input_exits_2_names_the_field_and_changes_nothing(
     Checklist: K-AST-003 (no name: error, nothing written), K-WAL-029, K-WAL-030 (refused before
     the WAL is read: no data cleared even with force_clear, no position changed); P-137.
     """
-    seed(minilm, tmp_path, ("g", "Ada"), ("g", "Babbage"), ("h", "Other"))
+    seed(embedder, tmp_path, ("g", "Ada"), ("g", "Babbage"), ("h", "Other"))
     before = status(tmp_path), graph_rows(tmp_path)
 
     message = refused(lcg(tmp_path, "call", "knowledge_assert_entity", '{"group_id": "g"}'), 2)
@@ -178,13 +178,13 @@ def test_invalid_input_exits_2_names_the_field_and_changes_nothing(
 
 
 def test_k_wal_027_035_lcg_replay_says_what_its_bounds_did_not_do(
-    tmp_path: Path, minilm: MiniLmEmbedder
+    tmp_path: Path, embedder: Embedder
 ) -> None:
     """Issue 24, item 6. `--to-seq 999` past the head replays to the head and warns that the
     group is pinned there (it pinned silently). A resume bounded below the applied seq
     replays nothing, pins nothing and says how to go back (it pinned the group at 2, and the
     next recovery rebuilt it there)."""
-    seed(minilm, tmp_path, *(("g", f"e{seq}") for seq in range(1, 6)))
+    seed(embedder, tmp_path, *(("g", f"e{seq}") for seq in range(1, 6)))
     past = lcg(tmp_path, "replay", "--group", "g", "--to-seq", "999", "--force-clear")
     assert past.returncode == 0, past.stderr
     assert said(past.stderr) == (
@@ -211,7 +211,7 @@ def test_k_wal_027_035_lcg_replay_says_what_its_bounds_did_not_do(
 
 def test_bounded_replay_shows_the_state_at_that_seq_and_pins_the_group_until_released(
     tmp_path: Path,
-    minilm: MiniLmEmbedder,
+    embedder: Embedder,
 ) -> None:
     """`replay --to-seq N` shows exactly seq N and pins the group; a full replay releases it.
 
@@ -223,7 +223,7 @@ def test_bounded_replay_shows_the_state_at_that_seq_and_pins_the_group_until_rel
     to_seq stay), K-WAL-033 (a later unbounded rebuild re-applies them), K-REC-004; P-137.
     """
     group_names = [f"e{seq}" for seq in range(1, 6)]
-    seed(minilm, tmp_path, *(("g", name) for name in group_names), ("h", "h1"))
+    seed(embedder, tmp_path, *(("g", name) for name in group_names), ("h", "h1"))
     other_before = [row for row in graph_rows(tmp_path)[0] if row[2] == "h"]
 
     pinned = lcg_json(
@@ -267,7 +267,7 @@ def test_bounded_replay_shows_the_state_at_that_seq_and_pins_the_group_until_rel
 
 def test_full_replay_of_a_non_empty_group_is_refused_without_force_clear_and_in_a_dry_run(
     tmp_path: Path,
-    minilm: MiniLmEmbedder,
+    embedder: Embedder,
 ) -> None:
     """A full replay over existing rows exits 3 naming force_clear; a dry run exits 3 as well.
 
@@ -279,7 +279,7 @@ def test_full_replay_of_a_non_empty_group_is_refused_without_force_clear_and_in_
     Checklist: K-WAL-016, K-WAL-017 (one explicit error), K-WAL-021 (force_clear defaults to
     false), K-WAL-023, K-WAL-024, K-WAL-025, and for the control K-WAL-018, K-WAL-019.
     """
-    seed(minilm, tmp_path, ("g", "Ada"), ("g", "Babbage"), ("h", "Other"))
+    seed(embedder, tmp_path, ("g", "Ada"), ("g", "Babbage"), ("h", "Other"))
     before = status(tmp_path), graph_rows(tmp_path)
 
     message = refused(lcg(tmp_path, "replay", "--group", "g", "--json"), 3)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lcg.projections.embedding.minilm import MiniLmEmbedder
+from lcg.projections.embedding.port import Embedder
 from tests.helpers.console_script import lcg, lcg_json, names, refused, said, seed
 from tests.helpers.service_process import ServiceProcess
 
@@ -20,10 +20,10 @@ pytestmark = pytest.mark.slow
 
 
 def test_lcg_dump_and_restore_make_a_workspace_with_the_same_graph(
-    tmp_path: Path, minilm: MiniLmEmbedder
+    tmp_path: Path, embedder: Embedder
 ) -> None:
     source, dump, copy = tmp_path / "source", tmp_path / "dump", tmp_path / "copy"
-    seed(minilm, source, ("a", "Ada"), ("a", "Analytical Engine"), ("b", "Babbage"))
+    seed(embedder, source, ("a", "Ada"), ("a", "Analytical Engine"), ("b", "Babbage"))
     lcg_json(source, "call", "knowledge_wal_mark_create", '{"name": "before", "group_id": "a"}')
 
     dumped = lcg_json(source, "dump", str(dump), "--group", "a", "--json")

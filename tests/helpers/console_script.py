@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -13,8 +12,9 @@ from typing import Any
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
-from lcg.projections.embedding.minilm import MiniLmEmbedder
+from lcg.projections.embedding.port import Embedder
 from tests.conftest import make_workspace
+from tests.helpers.service_process import clean_env
 
 LCG = Path(sys.executable).parent / "lcg"
 TIMEOUT = 60.0
@@ -24,7 +24,7 @@ Rows = list[tuple[Any, ...]]
 
 def lcg(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run `lcg ARGS --workspace WORKSPACE` with stdin not a TTY and no LCG_* variables."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+    env = clean_env()
     return subprocess.run(
         [str(LCG), *args, "--workspace", str(workspace)],
         capture_output=True,
@@ -58,9 +58,10 @@ def refused(result: subprocess.CompletedProcess[str], code: int) -> str:
     return said(result.stderr)
 
 
-def seed(model: MiniLmEmbedder, workspace: Path, *entities: tuple[str, str]) -> None:
+def seed(model: Embedder, workspace: Path, *entities: tuple[str, str]) -> None:
     """Assert `(group, name)` entities in order, in-process, one WAL event each, embedded with
-    the model the console script uses (so its vectors are the ones `lcg` would have made)."""
+    the embedder the console script runs with in this test (the `embedder` fixture's, which
+    LCG_EMBEDDER names: so its vectors are the ones `lcg` would have made)."""
     with make_workspace(Settings(workspace), model, command="pytest seed") as ws:
         app = App(ws)
         for group, name in entities:
