@@ -1,19 +1,26 @@
-"""Driving the `lcg` console script as a subprocess, and reading what it left behind."""
+"""Driving the `lcg` console script as a subprocess (or its command in this process), and
+reading what it left behind."""
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lcg.interfaces import operations
+from typer.testing import CliRunner
+
+from lcg.interfaces import log_setup, operations
 from lcg.interfaces.app import App
+from lcg.interfaces.cli import cli
 from lcg.interfaces.config import Settings
+from lcg.interfaces.serve import with_serve_default
 from lcg.projections.embedding.port import Embedder
-from tests.conftest import make_workspace
+from tests.conftest import EMBEDDER, make_workspace
 from tests.helpers.service_process import clean_env
 
 LCG = Path(sys.executable).parent / "lcg"
@@ -36,9 +43,28 @@ def lcg(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def lcg_json(workspace: Path, *args: str) -> dict[str, Any]:
+def lcg_in_process(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`lcg ARGS --workspace WORKSPACE` run in this process (typer's CliRunner), for a test
+    whose subject is the command rather than the process: the console script's argument
+    handling (log options, serve flags), its exit code and its two streams, with no LCG_*
+    variable but the test's embedder. What only a process has stays with `lcg`: the umask,
+    logging set up before the command, a TTY or not, a kill, the console script itself."""
+    log_options, rest = log_setup.split_log_options([*args, "--workspace", str(workspace)])
+    unset: dict[str, str | None] = {
+        k: None for k in os.environ if k.startswith("LCG_") and k != EMBEDDER
+    }
+    result = CliRunner().invoke(cli, [*log_options, *with_serve_default(rest)], env=unset)
+    return subprocess.CompletedProcess(
+        [str(LCG), *args], result.exit_code, result.stdout, result.stderr
+    )
+
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def lcg_json(workspace: Path, *args: str, run: Run = lcg) -> dict[str, Any]:
     """Run a command that prints JSON (pass `--json` where the command needs it); exit 0."""
-    result = lcg(workspace, *args)
+    result = run(workspace, *args)
     assert result.returncode == 0, f"lcg {' '.join(args)} exited {result.returncode}:\n" + (
         result.stderr
     )
