@@ -95,9 +95,9 @@ def seed(model: Embedder, workspace: Path, *entities: tuple[str, str]) -> None:
             operations.dispatch(app, "knowledge_assert_entity", params)
 
 
-def status(workspace: Path) -> dict[str, Any]:
+def status(workspace: Path, run: Run = lcg) -> dict[str, Any]:
     """`lcg status --json` without the WAL's file size (SQLite files grow and shrink)."""
-    result = lcg_json(workspace, "status", "--json")
+    result = lcg_json(workspace, "status", "--json", run=run)
     del result["wal"]["byte_size"]
     return result
 
@@ -122,7 +122,7 @@ def graph_rows(workspace: Path) -> tuple[Rows, Rows]:
     return entities, positions
 
 
-def names(workspace: Path, group: str) -> list[str]:
-    listed = lcg_json(workspace, "list-entities", "--group", group, "--json")
+def names(workspace: Path, group: str, run: Run = lcg) -> list[str]:
+    listed = lcg_json(workspace, "list-entities", "--group", group, "--json", run=run)
     assert listed["count"] == len(listed["nodes"])
     return [node["name"] for node in listed["nodes"]]
