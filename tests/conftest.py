@@ -6,10 +6,12 @@ they get the real MiniLM model, loaded at most once per test session and only wh
 
 from __future__ import annotations
 
+import fcntl
+import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -22,6 +24,7 @@ from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.embedding.port import Embedder
 
 Call = Callable[..., dict[str, Any]]
+T = TypeVar("T")
 EMBEDDER = "LCG_EMBEDDER"  # the one LCG_* setting a test passes on to what it starts
 
 
@@ -112,11 +115,27 @@ def call(app: App) -> Call:
     return make_call(app)
 
 
+def once_per_run(
+    tmp_path_factory: pytest.TempPathFactory, worker_id: str, name: str, make: Callable[[], T]
+) -> T:
+    """`make()` computed once per test run, whatever the xdist workers: the first worker to
+    ask computes it and leaves it (JSON) in the directory all workers' temporary directories
+    share, under a lock; the others read it."""
+    if worker_id == "master":  # no xdist (-n 0)
+        return make()
+    shared = tmp_path_factory.getbasetemp().parent / f"{name}.json"
+    with (shared.parent / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not shared.exists():
+            shared.write_text(json.dumps(make()), encoding="utf-8")
+        value: T = json.loads(shared.read_text(encoding="utf-8"))
+        return value
+
+
 @pytest.fixture(scope="session")
-def tool_pages() -> dict[str, str]:
+def tool_pages(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict[str, str]:
     """The tool pages (docs/tools/) as the generator writes them, rendered once per test run
-    (a render runs every tool's example in a fresh workspace: seconds of CPU). Its tests share
-    one xdist group, so one worker renders them."""
+    (a render runs every tool's example in a fresh workspace: seconds of CPU)."""
     from lcg.interfaces import tool_docs
 
-    return tool_docs.render_pages()
+    return once_per_run(tmp_path_factory, worker_id, "tool-pages", tool_docs.render_pages)

@@ -15,15 +15,15 @@ import pytest
 
 from lcg.interfaces import tool_docs
 from lcg.interfaces.operations import OPERATIONS
+from tests.conftest import once_per_run
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / "docs" / "tools"
 REGENERATE = "regenerate them: python -m lcg.interfaces.tool_docs"
 
 
-# The tests of the pages share one worker, so the pages are rendered once per run (the session
-# fixture `tool_pages`) and once more by the check command (`checked_again`).
-pytestmark = pytest.mark.xdist_group("tool_docs")
+# The pages are rendered once per run (the session fixture `tool_pages`) and once more by the
+# check command (`checked_again`), whichever workers run these tests.
 
 
 @pytest.fixture(scope="module")
@@ -31,14 +31,20 @@ def pages(tool_pages: dict[str, str]) -> dict[str, str]:
     return tool_pages
 
 
-@pytest.fixture(scope="module")
-def checked_again(pages: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> int:
+@pytest.fixture(scope="session")
+def checked_again(
+    tool_pages: dict[str, str], tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> int:
     """`python -m lcg.interfaces.tool_docs DIR --check` on a directory holding this run's
     pages: the command renders the pages again and compares, so its 0 says that a second
     render writes the same pages."""
-    directory = tmp_path_factory.mktemp("tool-pages")
-    tool_docs.write_pages(pages, directory)
-    return tool_docs.main([str(directory), "--check"])
+
+    def check() -> int:
+        directory = tmp_path_factory.mktemp("tool-pages")
+        tool_docs.write_pages(tool_pages, directory)
+        return tool_docs.main([str(directory), "--check"])
+
+    return once_per_run(tmp_path_factory, worker_id, "tool-pages-checked", check)
 
 
 def test_issue_10_the_committed_tool_pages_are_what_the_generator_writes(
