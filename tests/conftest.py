@@ -56,16 +56,23 @@ def hashing() -> HashingEmbedder:
     return HashingEmbedder()
 
 
-@pytest.fixture(autouse=True)
-def _embedder_of_every_process(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """LCG_EMBEDDER (ADR 0061) for what the test starts: an in-process `lcg` command (typer's
-    CliRunner) and the spawned `lcg`, `lcg serve` and MCP servers (`clean_env` passes it on)
-    embed with the hashing embedder, or with MiniLM when the test is marked `minilm`, as the
+@pytest.fixture(scope="session", autouse=True)
+def _hashing_in_every_process() -> Iterator[None]:
+    """LCG_EMBEDDER=hashing (ADR 0061) for what the tests start, from the first fixture on (a
+    module's seeded service too): an in-process `lcg` command (typer's CliRunner) and the
+    spawned `lcg`, `lcg serve` and MCP servers (`clean_env` passes it on) embed as the
     workspaces of the `embedder` fixture do."""
-    about_the_model = request.node.get_closest_marker("minilm") is not None
-    monkeypatch.setenv(EMBEDDER, "minilm" if about_the_model else "hashing")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(EMBEDDER, "hashing")
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _minilm_for_a_test_about_the_model(request: pytest.FixtureRequest) -> None:
+    """A test marked `minilm` starts its processes with the real model, like its workspaces."""
+    if request.node.get_closest_marker("minilm") is not None:
+        monkeypatch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
+        monkeypatch.setenv(EMBEDDER, "minilm")
 
 
 @pytest.fixture
