@@ -51,6 +51,7 @@ def _seed(model: Embedder, workspace: Path) -> None:
     (workspace / ".lcg" / "ontology.yaml").write_text(ONTOLOGY, encoding="utf-8")
 
 
+@pytest.mark.minilm  # canonicalize maps the predicates by the model's similarity
 def test_k_prg_002_003_005_canonicalize_streams_progress_before_its_result(
     tmp_path: Path, embedder: Embedder
 ) -> None:
@@ -126,6 +127,7 @@ def test_k_prg_006_to_009_backfill_streams_socket_frames_only_with_a_token(
         process.stop()
 
 
+@pytest.mark.minilm  # canonicalize maps the predicates by the model's similarity
 def test_k_prg_004_attached_mcp_bridges_the_services_frames_for_canonicalize(
     tmp_path: Path, embedder: Embedder
 ) -> None:
