@@ -6,10 +6,12 @@ they get the real MiniLM model, loaded at most once per test session and only wh
 
 from __future__ import annotations
 
+import fcntl
+import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -22,6 +24,8 @@ from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.embedding.port import Embedder
 
 Call = Callable[..., dict[str, Any]]
+T = TypeVar("T")
+EMBEDDER = "LCG_EMBEDDER"  # the one LCG_* setting a test passes on to what it starts
 
 
 class SteppingClock:
@@ -50,6 +54,25 @@ def minilm() -> MiniLmEmbedder:
 @pytest.fixture(scope="session")
 def hashing() -> HashingEmbedder:
     return HashingEmbedder()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _hashing_in_every_process() -> Iterator[None]:
+    """LCG_EMBEDDER=hashing (ADR 0061) for what the tests start, from the first fixture on (a
+    module's seeded service too): an in-process `lcg` command (typer's CliRunner) and the
+    spawned `lcg`, `lcg serve` and MCP servers (`clean_env` passes it on) embed as the
+    workspaces of the `embedder` fixture do."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(EMBEDDER, "hashing")
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _minilm_for_a_test_about_the_model(request: pytest.FixtureRequest) -> None:
+    """A test marked `minilm` starts its processes with the real model, like its workspaces."""
+    if request.node.get_closest_marker("minilm") is not None:
+        monkeypatch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
+        monkeypatch.setenv(EMBEDDER, "minilm")
 
 
 @pytest.fixture
@@ -97,3 +120,29 @@ def make_call(app: App, *, settle: bool = True) -> Call:
 @pytest.fixture
 def call(app: App) -> Call:
     return make_call(app)
+
+
+def once_per_run(
+    tmp_path_factory: pytest.TempPathFactory, worker_id: str, name: str, make: Callable[[], T]
+) -> T:
+    """`make()` computed once per test run, whatever the xdist workers: the first worker to
+    ask computes it and leaves it (JSON) in the directory all workers' temporary directories
+    share, under a lock; the others read it."""
+    if worker_id == "master":  # no xdist (-n 0)
+        return make()
+    shared = tmp_path_factory.getbasetemp().parent / f"{name}.json"
+    with (shared.parent / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not shared.exists():
+            shared.write_text(json.dumps(make()), encoding="utf-8")
+        value: T = json.loads(shared.read_text(encoding="utf-8"))
+        return value
+
+
+@pytest.fixture(scope="session")
+def tool_pages(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict[str, str]:
+    """The tool pages (docs/tools/) as the generator writes them, rendered once per test run
+    (a render runs every tool's example in a fresh workspace: seconds of CPU)."""
+    from lcg.interfaces import tool_docs
+
+    return once_per_run(tmp_path_factory, worker_id, "tool-pages", tool_docs.render_pages)

@@ -1,5 +1,6 @@
-"""`lcg dump` and `lcg restore` as subprocesses, and knowledge_dump_wal over a real socket
-service (ADR 0032; K-WAL-003/004/005, P-133).
+"""`lcg dump` through a real socket service, and knowledge_dump_wal over it (ADR 0032;
+K-WAL-003/004/005, P-133). The commands in this process:
+tests/integration/test_cli_dump_restore.py.
 
 Exit codes: 0 ok, 2 invalid (PATH names no dump, or a target that is not empty), 3 refused
 (restoring over a non-empty workspace without --force).
@@ -12,51 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from lcg.projections.embedding.minilm import MiniLmEmbedder
-from tests.helpers.console_script import lcg, lcg_json, names, refused, said, seed
+from tests.helpers.console_script import lcg, lcg_json, names, refused, said
 from tests.helpers.service_process import ServiceProcess
 
 pytestmark = pytest.mark.slow
-
-
-def test_lcg_dump_and_restore_make_a_workspace_with_the_same_graph(
-    tmp_path: Path, minilm: MiniLmEmbedder
-) -> None:
-    source, dump, copy = tmp_path / "source", tmp_path / "dump", tmp_path / "copy"
-    seed(minilm, source, ("a", "Ada"), ("a", "Analytical Engine"), ("b", "Babbage"))
-    lcg_json(source, "call", "knowledge_wal_mark_create", '{"name": "before", "group_id": "a"}')
-
-    dumped = lcg_json(source, "dump", str(dump), "--group", "a", "--json")
-    assert [g["group_id"] for g in dumped["groups"]] == ["a"]
-    assert dumped["target_dir"] == str(dump)
-    again = said(lcg(source, "dump", str(dump)).stderr)
-    assert "PATH: target_dir: must name a directory that does not exist or is empty" in again
-
-    restored = lcg_json(copy, "restore", str(dump), "--json")
-    assert restored["groups"]["a"]["events"] == 2
-    assert restored["set_aside"] is None
-    assert names(copy, "a") == names(source, "a") == ["Ada", "Analytical Engine"]
-    assert lcg_json(copy, "status", "--json")["wal_groups"].keys() == {"a"}
-    marks = lcg_json(copy, "call", "knowledge_wal_mark_list", '{"group_id": "a"}')
-    assert marks["checkpoints"] == []  # K-WAL-005
-    found = lcg_json(
-        copy, "call", "knowledge_find_entities", '{"query": "Ada", "group_ids": ["a"]}'
-    )
-    assert found["nodes"][0]["name"] == "Ada"
-
-    over = refused(lcg(copy, "restore", str(dump)), 3)
-    assert "--force" in over
-    assert "already holds a workspace" in over
-    forced = lcg_json(copy, "restore", str(dump), "--force", "--json")
-    kept = Path(forced["set_aside"])
-    assert kept.parent == copy
-    assert kept.name.startswith(".lcg.replaced-")
-    assert (kept / "wal.sqlite").exists()  # the workspace that was there is not deleted
-    assert names(copy, "a") == ["Ada", "Analytical Engine"]
-
-    not_a_dump = refused(lcg(tmp_path / "other", "restore", str(source)), 2)
-    assert "PATH: must name a dump written by knowledge_dump_wal" in not_a_dump
-    assert not (tmp_path / "other" / ".lcg").exists()
 
 
 def test_a_dump_through_the_serving_process_streams_progress_then_restores(

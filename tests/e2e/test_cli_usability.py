@@ -13,20 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from lcg.projections.embedding.minilm import MiniLmEmbedder
+from lcg.projections.embedding.port import Embedder
 from tests.helpers.console_script import LCG, TIMEOUT, lcg, lcg_json, names, refused, said, seed
+from tests.helpers.service_process import clean_env
 
 pytestmark = pytest.mark.slow
 
 
 def test_issue_10_the_pin_message_command_works_as_written_without_a_terminal(
     tmp_path: Path,
-    minilm: MiniLmEmbedder,
+    embedder: Embedder,
 ) -> None:
     """The pin says `lcg replay --group g`; run as written (no TTY, no --force-clear) it
     resumes at the pin, replays the rest and releases the group."""
     group_names = [f"e{seq}" for seq in range(1, 6)]
-    seed(minilm, tmp_path, *(("g", name) for name in group_names))
+    seed(embedder, tmp_path, *(("g", name) for name in group_names))
     lcg_json(tmp_path, "replay", "--group", "g", "--to-seq", "3", "--force-clear", "--json")
     message = refused(lcg(tmp_path, "assert-entity", "e6", "--group", "g"), 3)
     assert "`lcg replay --group g`" in message
@@ -42,7 +43,7 @@ def test_issue_10_the_pin_message_command_works_as_written_without_a_terminal(
 def test_issue_10_file_dash_reads_stdin_a_missing_file_is_one_line_and_dates_are_times(
     tmp_path: Path,
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+    env = clean_env()
     piped = subprocess.run(
         [str(LCG), "add-episode", "note", "--file", "-", "--group", "g", "-w", str(tmp_path)],
         input="what the pipe said",
@@ -75,7 +76,7 @@ def test_issue_10_file_dash_reads_stdin_a_missing_file_is_one_line_and_dates_are
 
 
 def test_issue_10_the_readme_recovery_commands_work_as_written_without_a_terminal(
-    tmp_path: Path, minilm: MiniLmEmbedder
+    tmp_path: Path, embedder: Embedder
 ) -> None:
     """Each command of the README's Recovery block, run as written by a script (no TTY, so
     nothing can be asked), exits 0 and leaves the group hydrated and unpinned at the end; the
@@ -101,10 +102,10 @@ def test_issue_10_the_readme_recovery_commands_work_as_written_without_a_termina
         ["lcg", "recover"],
     ]
     workspace = tmp_path / "notes"
-    seed(minilm, workspace, *(("liminis", f"e{index}") for index in range(45)))
+    seed(embedder, workspace, *(("liminis", f"e{index}") for index in range(45)))
     for command in commands:
         if "--workspace" in command:  # restore names the workspace it makes
-            env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+            env = clean_env()
             result = subprocess.run(
                 [str(LCG), *command[1:]], capture_output=True, text=True, env=env, check=False
             )
@@ -118,13 +119,13 @@ def test_issue_10_the_readme_recovery_commands_work_as_written_without_a_termina
 
 
 def test_issue_10_a_no_at_the_replay_prompt_replays_nothing_and_draws_no_progress(
-    tmp_path: Path, minilm: MiniLmEmbedder
+    tmp_path: Path, embedder: Embedder
 ) -> None:
     """On a terminal `lcg replay` asks before replacing a non-empty group's rows; a "n"
     leaves the group as it was, exits 3 and never starts the progress bar."""
-    seed(minilm, tmp_path, ("g", "Ada"), ("g", "Bob"))
+    seed(embedder, tmp_path, ("g", "Ada"), ("g", "Bob"))
     before = lcg_json(tmp_path, "status", "--json")["wal_groups"]["g"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+    env = clean_env()
     leader, follower = pty.openpty()
     process = subprocess.Popen(
         [str(LCG), "replay", "--group", "g", "--workspace", str(tmp_path)],

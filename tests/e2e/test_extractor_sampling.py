@@ -25,7 +25,7 @@ from lcg.domain.ids import GroupId
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
-from lcg.projections.embedding.minilm import MiniLmEmbedder
+from lcg.projections.embedding.port import Embedder
 from lcg.projections.extraction import classify, llm
 from lcg.projections.wal.store import EventLog
 from tests.conftest import make_workspace
@@ -214,7 +214,7 @@ FACTS = {
 }
 
 
-def _seed(model: MiniLmEmbedder, workspace: Path) -> None:
+def _seed(model: Embedder, workspace: Path) -> None:
     with make_workspace(Settings(workspace), model, command="pytest seed") as ws:
         app = App(ws)
         for index, fact in enumerate(FACTS):
@@ -249,13 +249,13 @@ class Typist(ClientModel):
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_p_129_reprocess_relation_types_classifies_with_the_clients_model(
-    tmp_path: Path, minilm: MiniLmEmbedder, mode: Mode
+    tmp_path: Path, embedder: Embedder, mode: Mode
 ) -> None:
     """Every in-scope fact is asked once with the menu and the verdict's schema (on the
     2026-07-28 protocol all of them in one input_required round, so the SDK's round cap is
     never the limit); the verdicts are written, the abstention as UNCLASSIFIED."""
     workspace = tmp_path / "ws"
-    _seed(minilm, workspace)
+    _seed(embedder, workspace)
     model = Typist()
 
     async def main() -> None:

@@ -5,14 +5,13 @@ numpy, spaCy, sqlite_utils) nor the HTTP stack (uvicorn, Starlette: ADR 0064).""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.service_process import ServiceProcess
+from tests.helpers.service_process import ServiceProcess, clean_env
 
 HEAVY = ("numpy", "faiss", "onnxruntime", "spacy", "sqlite_utils", "uvicorn", "starlette")
 
@@ -36,7 +35,7 @@ sys.stderr.write("AUDIT " + json.dumps({"code": code, "heavy": heavy}) + "\\n")
 
 def loaded_heavy_modules(tmp_path: Path, *args: str) -> tuple[str, list[str]]:
     """Run `lcg ARGS` in `tmp_path`; its standard output and the heavy modules it imported."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+    env = clean_env()
     result = subprocess.run(
         [sys.executable, "-c", AUDIT, json.dumps(args), json.dumps(HEAVY)],
         capture_output=True,

@@ -20,7 +20,7 @@ from mcp import Client, MCPError
 
 from lcg.interfaces.config import Settings
 from lcg.interfaces.operations import BY_NAME, OPERATIONS, OPERATOR_OPERATIONS
-from lcg.projections.embedding.minilm import MiniLmEmbedder
+from lcg.projections.embedding.port import Embedder
 from lcg.projections.wal.lease import WriterLease
 from tests.helpers.console_script import seed
 from tests.helpers.mcp_session import mcp_client, structured, tool_names
@@ -168,14 +168,14 @@ async def _progress_notifications_come_before_the_result(client: Client) -> None
 
 
 def test_p_008_progress_counts_frames_and_carries_each_frames_total(
-    tmp_path: Path, minilm: MiniLmEmbedder
+    tmp_path: Path, embedder: Embedder
 ) -> None:
     """P-008, K-PRG-002/003: a summary backfill over 201 entities reads two pages (200, then
     1), so it sends two frames, `processed` 200 and 201 of `total` 201; the MCP client sees
     two notifications whose `progress` counts the frames (1, 2), with the frames' `total` and
     `message`."""
     workspace = tmp_path / "ws"
-    seed(minilm, workspace, *(("bf", f"E{index:03}") for index in range(201)))
+    seed(embedder, workspace, *(("bf", f"E{index:03}") for index in range(201)))
     seen: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:

@@ -35,6 +35,7 @@ from lcg.projections.embedding.hashing import HashingEmbedder
 from lcg.projections.wal.store import RecordedEvent
 from tests.conftest import SteppingClock, make_workspace
 from tests.helpers.jobs_child import settings
+from tests.helpers.service_process import clean_env
 from tests.integration.test_memory_writes import concept, derive, settled
 from tests.integration.test_property_memory_rebuild import dump_all
 
@@ -98,7 +99,7 @@ def held() -> Iterator[list[subprocess.Popen[str]]]:
 def _kill_when_held(
     workspace: Path, job: str, at: str, children: list[subprocess.Popen[str]]
 ) -> dict[str, Any]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+    environment = clean_env()
     command = [sys.executable, "-m", "tests.helpers.jobs_child", "--workspace", str(workspace)]
     child = subprocess.Popen(
         [*command, "--job", job, "--at", at],

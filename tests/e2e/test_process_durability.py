@@ -27,9 +27,11 @@ from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.embedding.port import Embedder
 from lcg.projections.graph import state
 from lcg.projections.wal.lease import WorkspaceBusy
 from lcg.projections.wal.store import Durability, RecordedEvent
+from tests.helpers.service_process import clean_env
 from tests.helpers.workspace_child import ENTITY_GROUP, EPISODE_GROUP
 
 pytestmark = pytest.mark.slow
@@ -110,7 +112,7 @@ class Spawner:
         self.children: list[Child] = []
 
     def __call__(self, *args: str, env: dict[str, str] | None = None) -> Child:
-        environment = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+        environment = clean_env()
         environment.update(env or {})
         stderr_path = self._tmp_path / f"child-{len(self.children)}.stderr"
         with stderr_path.open("w", encoding="utf-8") as stderr:
@@ -178,7 +180,11 @@ def written_uuid(recorded: RecordedEvent) -> str:
     ids=["default-durability", "LCG_DURABILITY=full"],
 )
 def test_sigkill_after_acknowledged_append_loses_nothing(
-    tmp_path: Path, spawn: Spawner, env_value: str | None, durability: Durability
+    tmp_path: Path,
+    spawn: Spawner,
+    env_value: str | None,
+    durability: Durability,
+    embedder: Embedder,
 ) -> None:
     """A writer SIGKILLed mid-stream loses no write it acknowledged, in either durability.
 
@@ -207,7 +213,8 @@ def test_sigkill_after_acknowledged_append_loses_nothing(
     acked_episodes = {uuid for kind, uuid in acks if kind == "episode"}
     assert len(acked_entities) + len(acked_episodes) == len(acks) >= 50
 
-    with Workspace(Settings(workspace, durability), command="pytest verify") as ws:
+    verify = Settings(workspace, durability)
+    with Workspace(verify, command="pytest verify", embedder=embedder) as ws:
         app = App(ws)
         wal_groups = call(app, "knowledge_status")["wal_groups"]
         heads = {}
@@ -238,7 +245,9 @@ def test_sigkill_after_acknowledged_append_loses_nothing(
     assert len(acks) <= sum(heads.values()) <= len(acks) + 1
 
 
-def test_second_writer_gets_clear_error_naming_holder(tmp_path: Path, spawn: Spawner) -> None:
+def test_second_writer_gets_clear_error_naming_holder(
+    tmp_path: Path, spawn: Spawner, embedder: Embedder
+) -> None:
     """While one process holds a workspace, a second writer is refused with the holder's pid.
 
     In-process, `Workspace(settings).open()` raises WorkspaceBusy naming the holder's pid and
@@ -255,14 +264,14 @@ def test_second_writer_gets_clear_error_naming_holder(tmp_path: Path, spawn: Spa
     pid = holder.proc.pid
     assert holder.lines.next() == f"ready {pid}"
 
-    second = Workspace(settings, command="pytest second writer")
+    second = Workspace(settings, command="pytest second writer", embedder=embedder)
     with pytest.raises(WorkspaceBusy) as refused:
         second.open()
     assert f"pid {pid} " in str(refused.value)
     assert "workspace_child hold" in refused.value.holder
     assert "only one process may write a workspace at a time" in str(refused.value)
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+    env = clean_env()
     result = subprocess.run(
         [str(LCG), "assert-entity", "Refused", "--workspace", str(workspace)],
         capture_output=True,
@@ -280,7 +289,7 @@ def test_second_writer_gets_clear_error_naming_holder(tmp_path: Path, spawn: Spa
     assert holder.finish() == 0
     assert holder.lines.rest() == ["released"]
 
-    with Workspace(settings, command="pytest after release") as ws:
+    with Workspace(settings, command="pytest after release", embedder=embedder) as ws:
         app = App(ws)
         created = call(app, "knowledge_assert_entity", name="Accepted")
         assert created["created"] is True
@@ -289,7 +298,7 @@ def test_second_writer_gets_clear_error_naming_holder(tmp_path: Path, spawn: Spa
 
 
 def test_two_processes_writing_one_workspace_do_not_corrupt_it(
-    tmp_path: Path, spawn: Spawner
+    tmp_path: Path, spawn: Spawner, embedder: Embedder
 ) -> None:
     """Two processes taking turns at the lease leave one gap-free stream that replays the same.
 
@@ -338,7 +347,7 @@ def test_two_processes_writing_one_workspace_do_not_corrupt_it(
     total = 2 * per_child
     assert len(acked_uuids) == total
 
-    with Workspace(Settings(workspace), command="pytest verify") as ws:
+    with Workspace(Settings(workspace), command="pytest verify", embedder=embedder) as ws:
         app = App(ws)
         events = stream(ws, group)
         assert [r.seq for r in events] == list(range(1, total + 1))

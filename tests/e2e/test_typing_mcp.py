@@ -12,7 +12,7 @@ import pytest
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
-from lcg.projections.embedding.minilm import MiniLmEmbedder
+from lcg.projections.embedding.port import Embedder
 from tests.conftest import make_workspace
 from tests.helpers.mcp_session import mcp_client, structured
 from tests.helpers.service_process import ServiceProcess
@@ -34,7 +34,7 @@ EDGES = (
 )
 
 
-def _seed(model: MiniLmEmbedder, workspace: Path) -> None:
+def _seed(model: Embedder, workspace: Path) -> None:
     with make_workspace(Settings(workspace), model, command="pytest seed") as ws:
         app = App(ws)
         for source, predicate, target, fact in EDGES:
@@ -51,15 +51,16 @@ def _seed(model: MiniLmEmbedder, workspace: Path) -> None:
     (workspace / ".lcg" / "ontology.yaml").write_text(ONTOLOGY, encoding="utf-8")
 
 
+@pytest.mark.minilm  # canonicalize maps the predicates by the model's similarity
 def test_k_prg_002_003_005_canonicalize_streams_progress_before_its_result(
-    tmp_path: Path, minilm: MiniLmEmbedder
+    tmp_path: Path, embedder: Embedder
 ) -> None:
     """One lexical edge, two for the fallback: a frame for the fallback's page of 2 embedded
     facts, then one for the page of 3 written edges, both before the result, each one step
     of the run (P-008: progress 1 of 1, then 2 of 2); the same call without a token (a dry
     run) sends none."""
     workspace = tmp_path / "ws"
-    _seed(minilm, workspace)
+    _seed(embedder, workspace)
     seen: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -96,13 +97,13 @@ def test_k_prg_002_003_005_canonicalize_streams_progress_before_its_result(
 
 
 def test_k_prg_006_to_009_backfill_streams_socket_frames_only_with_a_token(
-    tmp_path: Path, minilm: MiniLmEmbedder
+    tmp_path: Path, embedder: Embedder
 ) -> None:
     """Over `lcg serve`'s socket: with _progress_token the deprecated backfill sends
     {"type":"progress"} lines (no id, result or error) before its response; without one the
     next line is the response."""
     workspace = tmp_path / "ws"
-    _seed(minilm, workspace)
+    _seed(embedder, workspace)
     process = ServiceProcess(workspace)
     try:
         assert process.wait_ready()["healthy"] is True, process.log
@@ -126,13 +127,14 @@ def test_k_prg_006_to_009_backfill_streams_socket_frames_only_with_a_token(
         process.stop()
 
 
+@pytest.mark.minilm  # canonicalize maps the predicates by the model's similarity
 def test_k_prg_004_attached_mcp_bridges_the_services_frames_for_canonicalize(
-    tmp_path: Path, minilm: MiniLmEmbedder
+    tmp_path: Path, embedder: Embedder
 ) -> None:
     """`lcg serve --mcp-stdio --connect SOCK` in front of a real `lcg serve`: the service's
     progress frames for canonicalize arrive as the MCP client's progress notifications."""
     workspace = tmp_path / "ws"
-    _seed(minilm, workspace)
+    _seed(embedder, workspace)
     process = ServiceProcess(workspace)
     seen: list[tuple[float, float | None, str | None]] = []
 

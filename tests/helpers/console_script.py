@@ -1,4 +1,5 @@
-"""Driving the `lcg` console script as a subprocess, and reading what it left behind."""
+"""Driving the `lcg` console script as a subprocess (or its command in this process), and
+reading what it left behind."""
 
 from __future__ import annotations
 
@@ -7,14 +8,20 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lcg.interfaces import operations
+from typer.testing import CliRunner
+
+from lcg.interfaces import log_setup, operations
 from lcg.interfaces.app import App
+from lcg.interfaces.cli import cli
 from lcg.interfaces.config import Settings
-from lcg.projections.embedding.minilm import MiniLmEmbedder
-from tests.conftest import make_workspace
+from lcg.interfaces.serve import with_serve_default
+from lcg.projections.embedding.port import Embedder
+from tests.conftest import EMBEDDER, make_workspace
+from tests.helpers.service_process import clean_env
 
 LCG = Path(sys.executable).parent / "lcg"
 TIMEOUT = 60.0
@@ -24,7 +31,7 @@ Rows = list[tuple[Any, ...]]
 
 def lcg(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run `lcg ARGS --workspace WORKSPACE` with stdin not a TTY and no LCG_* variables."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LCG_")}
+    env = clean_env()
     return subprocess.run(
         [str(LCG), *args, "--workspace", str(workspace)],
         capture_output=True,
@@ -36,9 +43,28 @@ def lcg(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def lcg_json(workspace: Path, *args: str) -> dict[str, Any]:
+def lcg_in_process(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`lcg ARGS --workspace WORKSPACE` run in this process (typer's CliRunner), for a test
+    whose subject is the command rather than the process: the console script's argument
+    handling (log options, serve flags), its exit code and its two streams, with no LCG_*
+    variable but the test's embedder. What only a process has stays with `lcg`: the umask,
+    logging set up before the command, a TTY or not, a kill, the console script itself."""
+    log_options, rest = log_setup.split_log_options([*args, "--workspace", str(workspace)])
+    unset: dict[str, str | None] = {
+        k: None for k in os.environ if k.startswith("LCG_") and k != EMBEDDER
+    }
+    result = CliRunner().invoke(cli, [*log_options, *with_serve_default(rest)], env=unset)
+    return subprocess.CompletedProcess(
+        [str(LCG), *args], result.exit_code, result.stdout, result.stderr
+    )
+
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def lcg_json(workspace: Path, *args: str, run: Run = lcg) -> dict[str, Any]:
     """Run a command that prints JSON (pass `--json` where the command needs it); exit 0."""
-    result = lcg(workspace, *args)
+    result = run(workspace, *args)
     assert result.returncode == 0, f"lcg {' '.join(args)} exited {result.returncode}:\n" + (
         result.stderr
     )
@@ -58,9 +84,10 @@ def refused(result: subprocess.CompletedProcess[str], code: int) -> str:
     return said(result.stderr)
 
 
-def seed(model: MiniLmEmbedder, workspace: Path, *entities: tuple[str, str]) -> None:
+def seed(model: Embedder, workspace: Path, *entities: tuple[str, str]) -> None:
     """Assert `(group, name)` entities in order, in-process, one WAL event each, embedded with
-    the model the console script uses (so its vectors are the ones `lcg` would have made)."""
+    the embedder the console script runs with in this test (the `embedder` fixture's, which
+    LCG_EMBEDDER names: so its vectors are the ones `lcg` would have made)."""
     with make_workspace(Settings(workspace), model, command="pytest seed") as ws:
         app = App(ws)
         for group, name in entities:
@@ -68,9 +95,9 @@ def seed(model: MiniLmEmbedder, workspace: Path, *entities: tuple[str, str]) -> 
             operations.dispatch(app, "knowledge_assert_entity", params)
 
 
-def status(workspace: Path) -> dict[str, Any]:
+def status(workspace: Path, run: Run = lcg) -> dict[str, Any]:
     """`lcg status --json` without the WAL's file size (SQLite files grow and shrink)."""
-    result = lcg_json(workspace, "status", "--json")
+    result = lcg_json(workspace, "status", "--json", run=run)
     del result["wal"]["byte_size"]
     return result
 
@@ -95,7 +122,7 @@ def graph_rows(workspace: Path) -> tuple[Rows, Rows]:
     return entities, positions
 
 
-def names(workspace: Path, group: str) -> list[str]:
-    listed = lcg_json(workspace, "list-entities", "--group", group, "--json")
+def names(workspace: Path, group: str, run: Run = lcg) -> list[str]:
+    listed = lcg_json(workspace, "list-entities", "--group", group, "--json", run=run)
     assert listed["count"] == len(listed["nodes"])
     return [node["name"] for node in listed["nodes"]]

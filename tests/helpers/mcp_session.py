@@ -1,7 +1,9 @@
-"""Spawn `lcg serve --mcp-stdio ...` as a real subprocess and drive it with the SDK's client."""
+"""Spawn `lcg serve --mcp-stdio ...` as a real subprocess and drive it with the SDK's client;
+or build the same server in this process, for tests whose subject is not the pipe."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -10,6 +12,11 @@ from typing import Any, Literal
 from mcp import Client, StdioServerParameters
 from mcp.client.session import SamplingFnT
 
+from lcg.interfaces.backends import LocalBackend
+from lcg.interfaces.config import Settings
+from lcg.interfaces.mcp_server import LcgMcpServer
+from lcg.interfaces.scopes import Visibility, parse_scopes
+from lcg.interfaces.service import Service
 from tests.helpers.service_process import LCG, clean_env
 
 CONSOLE_SCRIPTS = LCG.parent
@@ -42,6 +49,26 @@ async def mcp_client(
         input_required_max_rounds=input_required_max_rounds,
     ) as client:
         yield client
+
+
+@asynccontextmanager
+async def mcp_in_process(
+    workspace: Path, *, session: str, scope: str = "all"
+) -> AsyncIterator[Client]:
+    """The server `lcg serve --mcp-stdio --session SESSION --scope SCOPE --workspace WORKSPACE`
+    builds (a Service opened the standalone way, its LocalBackend, the same tools), built in
+    this process and reached by the SDK's client over its in-memory streams: for tests whose
+    subject is the tools over MCP, not the pipe (that one is tests/e2e/test_mcp_stdio.py)."""
+    settings = Settings.load(clean_env(), workspace, workspace)
+    service = Service(dataclasses.replace(settings, session=session), command="pytest mcp")
+    assert service.start() == "healthy", service.reason
+    try:
+        visibility = Visibility(parse_scopes(scope))
+        server = LcgMcpServer(LocalBackend(service), visibility, session=session)
+        async with Client(server.server, read_timeout_seconds=60) as client:
+            yield client
+    finally:
+        service.close()
 
 
 async def tool_names(client: Client) -> set[str]:

@@ -18,6 +18,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from tests.conftest import EMBEDDER
+
 LCG = Path(sys.executable).parent / "lcg"
 DEADLINE = 60.0
 
@@ -26,8 +28,11 @@ Frame = dict[str, Any]
 
 def clean_env(**extra: str) -> dict[str, str]:
     """The test's environment without LCG_* settings (nor the reference's LAMBO_* names, which
-    set some of them), plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LCG_", "LAMBO_"))}
+    set some of them) but the embedder the test runs with (LCG_EMBEDDER, set for every test
+    by tests/conftest.py: hashing unless it is marked `minilm`), plus `extra`."""
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("LCG_", "LAMBO_")) or k == EMBEDDER
+    }
     env.update(extra)
     return env
 

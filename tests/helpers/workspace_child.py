@@ -26,7 +26,7 @@ from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
-from lcg.projections.embedding.minilm import MiniLmEmbedder
+from lcg.projections.embedding.choice import chosen_embedder
 from lcg.projections.wal.lease import WorkspaceBusy
 
 ENTITY_GROUP = "entities"
@@ -81,7 +81,7 @@ def _contend(settings: Settings, tag: str, count: int, group: str, patience: flo
     sys.stdin.readline()
     deadline = time.monotonic() + patience
     busy = 0
-    model = MiniLmEmbedder()  # one model per process, reused by every open of the workspace
+    model = chosen_embedder(settings.embedder)  # one per process, reused by every open
     for index in range(count):
         while True:
             try:

@@ -384,6 +384,7 @@ def check_bounded(session: Session, group: GroupId, to_seq: int) -> None:
     assert call("lambo_stats", agent_id=AGENT)["structuredContent"]["degraded"] is False
 
 
+@pytest.mark.slow  # a property test of seconds: `pytest -m "not slow"` skips it
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(first=first_derive, operations_=st.lists(operation, max_size=11), data=st.data())
 def test_i11_rebuild_equals_incremental_and_a_random_to_seq_shows_the_session_as_it_was(

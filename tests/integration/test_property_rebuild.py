@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -154,6 +155,7 @@ def run(call: Any, name: str, params: dict[str, Any], workspace: Path | None = N
         call(name, **params)
 
 
+@pytest.mark.slow  # a property test of seconds: `pytest -m "not slow"` skips it
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(commands=st.lists(command, min_size=1, max_size=25), data=st.data())
 def test_rebuild_from_scratch_and_via_bounded_replay_equals_incremental_state(

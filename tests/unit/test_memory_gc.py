@@ -554,6 +554,7 @@ def _shuffled(items: Sequence[_T], rnd: random.Random) -> list[_T]:
     return copy
 
 
+@pytest.mark.slow  # a property test of seconds: `pytest -m "not slow"` skips it
 @settings(max_examples=150, deadline=None)
 @given(_sessions(), st.randoms(use_true_random=False), st.integers(0, 4))
 def test_a_sweep_does_not_depend_on_input_order(

@@ -332,6 +332,7 @@ def test_m_arg_036_the_refusal_never_echoes_the_raw_character(character: str) ->
     assert "zq" not in error.message
 
 
+@pytest.mark.slow  # a property test of seconds: `pytest -m "not slow"` skips it
 @given(
     before=st.text(max_size=40),
     character=st.sampled_from(REFUSED_EXAMPLES),

@@ -16,6 +16,7 @@ from lcg.projections.extraction import llama_cpp
 from lcg.projections.layout import WorkspaceFiles
 
 if TYPE_CHECKING:  # fast start (ADR 0053): the settings load without the WAL store
+    from lcg.projections.embedding.choice import EmbedderName
     from lcg.projections.wal.store import Durability
     from lcg.queries.fusion import Fusion
 
@@ -32,6 +33,9 @@ class Settings:
     workspace: Path
     durability: Durability = "normal"
     embed_threads: int = 1  # LCG_EMBED_THREADS: onnxruntime intra-op threads
+    # LCG_EMBEDDER: minilm (the bundled model) | hashing (no model: tests and demos that are
+    # not about meaning); vectors of the two never mix (ADR 0061)
+    embedder: EmbedderName = "minilm"
     search_fusion: Fusion = "max"  # LCG_SEARCH_FUSION: max | rrf (ADR 0012: max measured better)
     search_expand_depth: int = 1  # LCG_SEARCH_EXPAND_DEPTH: graph expansion hops, 0-3
     vector_checkpoint_every: int = 10_000  # LCG_VECTOR_CHECKPOINT_EVERY: changed vectors
@@ -126,10 +130,12 @@ class Settings:
         fusion: Fusion = _choice(env, "LCG_SEARCH_FUSION", ("max", "rrf"), tuning.fusion)
         engine: Bm25Engine = _choice(env, "LCG_BM25_ENGINE", ("memory", "fts5"))
         follow: VectorFollow = _choice(env, "LCG_VECTOR_FOLLOW", ("async", "sync"))
+        embedder: EmbedderName = _choice(env, "LCG_EMBEDDER", ("minilm", "hashing"))
         return cls(
             workspace=resolved,
             durability=durability,
             embed_threads=_int(env, "LCG_EMBED_THREADS", 1, 1, 64),
+            embedder=embedder,
             search_fusion=fusion,
             search_expand_depth=_int(env, "LCG_SEARCH_EXPAND_DEPTH", 1, 0, 3),
             vector_checkpoint_every=_int(env, "LCG_VECTOR_CHECKPOINT_EVERY", 10_000, 1, 10_000_000),

@@ -333,7 +333,7 @@ class _Ids:
 def run_example(operation: AnyOperation) -> Params:
     """The example call's real result, in a fresh temporary workspace holding STORY."""
     with tempfile.TemporaryDirectory(prefix="lcg-tool-docs-") as directory:
-        settings = Settings(workspace=Path(directory), vector_follow="sync")
+        settings = Settings(workspace=Path(directory), vector_follow="sync", embedder="hashing")
         workspace = Workspace(
             settings,
             embedder=HashingEmbedder(),

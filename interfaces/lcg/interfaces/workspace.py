@@ -31,7 +31,7 @@ from lcg.projections.cypher.follower import CypherFollower
 from lcg.projections.cypher.store import CypherGraph
 from lcg.projections.damage import DamagedFile, Repair
 from lcg.projections.embedding.cache import EmbeddingCache
-from lcg.projections.embedding.minilm import MiniLmEmbedder
+from lcg.projections.embedding.choice import chosen_embedder
 from lcg.projections.embedding.port import CountingEmbedder, Embedder, Vectors
 from lcg.projections.extraction.classify import Classifier, OpenAiCompatibleClassifier
 from lcg.projections.extraction.llama_cpp import loaded_extractor
@@ -137,7 +137,9 @@ class Workspace:
         self._new_workspace = False
         self.last_index_time: datetime | None = None  # set by knowledge_build_indices (P-102)
         self._stack = ExitStack()
-        self.embedder = CountingEmbedder(embedder or MiniLmEmbedder(threads=settings.embed_threads))
+        self.embedder = CountingEmbedder(
+            embedder or chosen_embedder(settings.embedder, settings.embed_threads)
+        )
         # Query embeddings, per process: an agent that recalls the same text again does not
         # wait for the model (M-REC-031); stored texts go through the persistent cache instead.
         self._query_cache = functools.lru_cache(maxsize=QUERY_CACHE)(self._embed_query)

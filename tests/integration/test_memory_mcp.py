@@ -1,5 +1,7 @@
-"""The lambo_* memory tools over MCP stdio: a real `lcg serve --mcp-stdio --session demo`
-driven by the SDK's own client (issue 11, seed 001).
+"""The lambo_* memory tools over MCP: the server `lcg serve --mcp-stdio --session demo` builds,
+in this process, driven by the SDK's own client over its in-memory streams (issue 11, seed
+001). The same tools over a real pipe: tests/e2e/test_memory_recall_mcp.py and
+test_lambo_command.py.
 
 Each test starts its own server on its own workspace. Refusals are checked with the session's
 stream unchanged afterwards, read from wal.sqlite beside the running server.
@@ -16,17 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from mcp import Client
 
 from lcg.interfaces.operations import BY_NAME, Scope
-from tests.helpers.mcp_session import mcp_client, structured
+from tests.helpers.mcp_session import mcp_in_process, structured
 from tests.helpers.memory_log import head, session_events
 from tests.helpers.seed_scopes import SEED_SCOPES
 
 JOB_TOPICS = {"concepts_canonized", "gc_clock_started", "gc_swept", "gc_bumped"}
 
-pytestmark = pytest.mark.slow
 
 SESSION = "demo"
 AGENT = "agent-mcp"
@@ -36,7 +36,7 @@ WAIT_MS = 30_000
 
 
 def serve(workspace: Path) -> Any:
-    return mcp_client("serve", "--mcp-stdio", "--session", SESSION, "--workspace", str(workspace))
+    return mcp_in_process(workspace, session=SESSION)
 
 
 def text_of(result: Any) -> str:
@@ -381,7 +381,11 @@ def test_m_arg_003_created_at_is_refused_by_name_on_every_lambo_tool(tmp_path: P
                 {"agent_id": AGENT, "action": "dated", "event_time": "2024-06-12T14:30:00Z"},
             )
             assert (ack.is_error, dated.is_error) == (False, False)
-            assert head(workspace, SESSION) == 2
+            # both writes were accepted; their outcomes follow as soon as they are applied
+            # (in this process that may be before the next read, so they are not counted)
+            topics = [e.topic for e in session_events(workspace, SESSION)]
+            assert topics.count("memory_write_accepted") == 2, topics
+            assert set(topics) <= {"memory_write_accepted", "memory_write_applied"}, topics
 
     anyio.run(main)
 
