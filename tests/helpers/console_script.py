@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from lcg.interfaces import log_setup, operations
 from lcg.interfaces.app import App
-from lcg.interfaces.cli import cli
+from lcg.interfaces.cli_app import cli
 from lcg.interfaces.config import Settings
 from lcg.interfaces.serve import with_serve_default
 from lcg.projections.embedding.port import Embedder

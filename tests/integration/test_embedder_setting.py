@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lcg.interfaces.app import App
-from lcg.interfaces.cli import cli
+from lcg.interfaces.cli_app import cli
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding import minilm

@@ -103,7 +103,7 @@ def _refuse_unconfigured(params: RecallParams) -> None:
     if params.image is not None:
         raise MemoryArgumentError(
             "configuration error: recall by image needs an embedder that embeds images; this "
-            "server's embedder (the bundled MiniLM) embeds text only. Recall by words instead",
+            "server's embedder embeds text only. Recall by words instead",
             field="image",
             rule="configuration",
         )
