@@ -4,11 +4,13 @@ without loading typer, hand every other command line to the typer app (`cli_app`
 Fast start (ADR 0053): a typer app with one command already costs 2.3x `import typer`, so the
 two commands a user runs to check an install answer before it loads. Each prints what the
 typer command prints (tests/e2e/test_fast_start.py compares them); any other argument, a
-log option included, goes through typer.
+log option included, goes through typer, and so does every command line while an LCG_LOG_*
+variable is set (typer's path checks its value: a bad one is refused, exit 2).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 DISTRIBUTION = "liminis-context-graph"
@@ -24,19 +26,27 @@ def print_version() -> None:
 def main() -> None:
     """`lcg`: with no command, the help."""
     args = sys.argv[1:]
+    if not _answered_here(args):
+        from lcg.interfaces.cli_app import run
+
+        run(args)
+
+
+def _answered_here(args: list[str]) -> bool:
+    """Answer `--version` and `tools` without typer; False: typer runs the command line."""
+    if any(name.startswith("LCG_LOG_") for name in os.environ):
+        return False  # typer's path checks the logging variables' values
     if args == ["--version"]:
         print_version()
-        return
+        return True
     if args == ["tools"]:
         from rich.console import Console
 
         from lcg.interfaces.cli_listing import print_tools
 
         print_tools(Console(soft_wrap=True))
-        return
-    from lcg.interfaces.cli_app import run
-
-    run(args)
+        return True
+    return False
 
 
 def service_main() -> None:
