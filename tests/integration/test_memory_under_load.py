@@ -11,6 +11,7 @@ for the follower to have nothing queued at all, and no memory write was ever app
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -91,6 +92,16 @@ class KnowledgeLoad:
         self.model.at_gate.set()  # wakes the writer, which sees the stop
         self._thread.join(30)
 
+    def wait_written(self, count: int, timeout: float) -> bool:
+        """Wait until the load has written `count` episodes (the follower has been kept busy
+        that long); False if it did not within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while self.written < count and self.failure is None:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        return self.written >= count
+
     def _write(self) -> None:
         operations.dispatch(
             self.app,
@@ -139,6 +150,8 @@ def test_memory_writes_are_applied_while_other_groups_knowledge_keeps_the_follow
 ) -> None:
     app = App(workspace)
     with KnowledgeLoad(app, slow_model) as load:
+        # the premise: the follower has had knowledge writes queued behind each other a while
+        assert load.wait_written(3, timeout=30), load.failure or "the load never got going"
         first = derive_observation(app, "the build cache is cold on a fresh runner")
         assert first["state"] == "applied", first
         # an observation never matches by key: only the first one's vector can merge it
@@ -148,7 +161,6 @@ def test_memory_writes_are_applied_while_other_groups_knowledge_keeps_the_follow
         pending, _ = workspace.vector_follow_state
         assert pending > 0, "the knowledge writes were not kept queued"
         assert load.failure is None, load.failure
-    assert load.written > 2
     assert workspace.settle(timeout=30)
 
 
