@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from lcg.domain.errors import InvalidParams
@@ -276,6 +275,8 @@ def list_entities(
     if as_json:
         print_json(result)
         return
+    from rich.table import Table
+
     table = Table("group")
     table.add_column("name", no_wrap=True)
     table.add_column("labels")

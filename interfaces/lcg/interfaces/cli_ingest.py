@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.cli_common import (
@@ -64,6 +63,14 @@ def ingest(
     }
     total = sum(len(parts) for parts in plan.values())
     reports: list[dict[str, Any]] = []
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     with (
         workspace_caller(workspace, "lcg ingest", flags={"group_id": "--group"}) as caller,
         Progress(

@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from lcg.domain.errors import NotFound
@@ -23,7 +22,6 @@ from lcg.interfaces.cli_common import (
     print_json,
     unknown_group,
 )
-from lcg.interfaces.cli_listing import print_tools
 
 if TYPE_CHECKING:
     from lcg.domain.events import DomainEvent
@@ -78,6 +76,8 @@ def log_(
             }
         )
         return
+    from rich.table import Table
+
     table = Table("seq", "type", "time")
     # wide enough for `entity_uuid=<36 characters>`: a uuid is never cut (issue 10)
     table.add_column("summary", min_width=UUID_FIELD_WIDTH, overflow="fold")
@@ -122,6 +122,8 @@ def _event_summary(event: DomainEvent, width: int = 200) -> str:
 
 def tools() -> None:
     """List every tool: its name, scope and what it does (from the operation table)."""
+    from lcg.interfaces.cli_listing import print_tools
+
     print_tools(out)
 
 
@@ -140,6 +142,8 @@ def describe(
         return
     out.print(Text(f"{name}  (scope: {operation.scope})"))
     out.print(Text(operation.description))
+    from rich.table import Table
+
     table = Table("parameter", "type", "required", "default", "rules")
     required = set(schema.get("required", []))
     for field, spec in schema.get("properties", {}).items():

@@ -8,8 +8,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 from rich.text import Text
 
 from lcg.interfaces.cli_common import (
@@ -59,6 +57,8 @@ def status(
         f"entities {result['entity_count']}  relationships "
         f"{result['relationship_count']}  episodes {result['episode_count']}"
     )
+    from rich.table import Table
+
     table = Table("group", "max_seq", "applied_seq", "hydration", "pinned_to")
     for name, wal in groups.items():
         table.add_row(
@@ -157,6 +157,14 @@ def progress_bar(label: str, *, enabled: bool) -> Iterator[Any]:
     if not enabled or not err.is_terminal:
         yield None
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
     with Progress(
         TextColumn(label),
         BarColumn(),

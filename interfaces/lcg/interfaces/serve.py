@@ -28,7 +28,6 @@ from lcg.interfaces.exit_codes import (
     EXIT_STORAGE,
     EXIT_UNREACHABLE,
 )
-from lcg.interfaces.stdio_pipe import claimed_stdio
 from lcg.projections.own_files import ForeignFile, refuse_foreign_tree
 
 if TYPE_CHECKING:
@@ -224,6 +223,7 @@ def _serve_standalone(visibility: Visibility, settings: Settings) -> None:
 
     from lcg.interfaces.backends import LocalBackend
     from lcg.interfaces.service import Service
+    from lcg.interfaces.stdio_pipe import claimed_stdio
 
     _refuse_foreign_workspace(settings)
     with claimed_stdio() as (wire_in, wire_out):
@@ -292,6 +292,7 @@ def _serve_attached(visibility: Visibility, path: Path, session: str) -> None:
 
     from lcg.interfaces.attached import AttachedClient, AttachedUnavailable
     from lcg.interfaces.config import attached_call_timeout_ms
+    from lcg.interfaces.stdio_pipe import claimed_stdio
 
     client = AttachedClient(path, attached_call_timeout_ms(os.environ))
 
