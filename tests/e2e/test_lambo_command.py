@@ -3,6 +3,7 @@ over MCP stdio, so an MCP config written for seed 001 works unchanged (issue 11)
 
 from __future__ import annotations
 
+import json
 import secrets
 import subprocess
 from pathlib import Path
@@ -102,4 +103,55 @@ def test_m_cfg_006_a_lambo_auth_token_too_short_refuses_http_without_echoing_it(
     assert done.returncode == 2
     assert "LAMBO_AUTH_TOKEN: a token must be at least 16 printable characters" in done.stderr
     assert token not in done.stderr + done.stdout
+    assert not (tmp_path / ".lcg").exists()
+
+
+def test_m_trn_005_m_cfg_007_agent_names_the_lease_holder_and_is_never_applied_to_calls(
+    tmp_path: Path,
+) -> None:
+    """`lambo serve --agent NAME`: the process holds the workspace lease as NAME (what a
+    refused process is told), while each call is recorded under the caller's agent_id: the
+    write's receipt belongs to agent-a, and the process's own name may not read it."""
+
+    async def main() -> None:
+        env = {"LCG_WORKSPACE": str(tmp_path)}
+        async with mcp_client(
+            "serve", "--session", "demo", "--agent", "hub-7", command="lambo", env=env
+        ) as client:
+            holder = json.loads((tmp_path / ".lcg" / "writer.lock").read_text(encoding="utf-8"))
+            assert holder["command"].endswith(" --agent hub-7"), holder
+            ack = await client.call_tool(
+                "lambo_derive",
+                {
+                    "agent_id": "agent-a",
+                    "concepts": [{"content": "user schema", "concept_type": "entity"}],
+                },
+            )
+            receipt = structured(ack)["receipt"]
+            mine = await client.call_tool(
+                "lambo_stats", {"agent_id": "agent-a", "receipt": receipt, "wait_ms": 20_000}
+            )
+            assert structured(mine)["receipt"]["state"] == "applied"
+            theirs = await client.call_tool(
+                "lambo_stats", {"agent_id": "hub-7", "receipt": receipt}
+            )
+            assert structured(theirs)["receipt"]["state"] == "forbidden"
+
+    anyio.run(main)
+
+
+def test_m_cfg_007_an_agent_that_breaks_the_agent_id_rules_is_refused_naming_the_flag(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [str(CONSOLE_SCRIPTS / "lambo"), "serve", "--session", "demo", "--agent", "a\tb"],
+        capture_output=True,
+        text=True,
+        env=clean_env(LCG_WORKSPACE=str(tmp_path)),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--agent: follows the rules of an agent_id" in done.stderr
+    assert "U+0009" in done.stderr
     assert not (tmp_path / ".lcg").exists()

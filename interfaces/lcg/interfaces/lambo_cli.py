@@ -57,6 +57,14 @@ def serve(
             "--auth-token", help="http: the bearer token (also LAMBO_AUTH_TOKEN, LCG_AUTH_TOKEN)."
         ),
     ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="The identity this process holds the session under (its lease); never applied "
+            "to tool calls, which each name their agent_id.",
+        ),
+    ] = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Serve the session's lambo_* tools over MCP stdio (the default) or Streamable HTTP."""
@@ -76,6 +84,7 @@ def serve(
         port=port,
         bind=bind,
         auth_token=auth_token,
+        agent=agent,
     )
 
 

@@ -132,6 +132,14 @@ def serve(
             "LAMBO_AUTH_TOKEN, [[serve.credential]] in lcg.toml).",
         ),
     ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="The identity this process holds the workspace lease under, named to a "
+            "process it refuses; never applied to tool calls, which each name their agent_id.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the operations: JSON-RPC on a Unix socket, MCP over stdio (--mcp-stdio) or MCP
     over Streamable HTTP (--http).
@@ -142,20 +150,22 @@ def serve(
 
     try:
         _refuse_http_only_flags(http, mcp_stdio, connect, port, bind, auth_token)
+        held_as = _held_as(agent)
         if http:
             visibility = _visibility(scope, attached=False, allow_close=False)
-            _serve_http(visibility, _settings(workspace, session), port, bind, auth_token)
+            settings = _settings(workspace, session)
+            _serve_http(visibility, settings, port, bind, auth_token, held_as)
         elif mcp_stdio and connect is not None:
             visibility = _visibility(scope, attached=True, allow_close=allow_remote_close)
             attached_session = session or os.environ.get("LCG_SESSION", "").strip()
             _serve_attached(visibility, connect, session_name(attached_session or DEFAULT_GROUP))
         elif mcp_stdio:
             visibility = _visibility(scope, attached=False, allow_close=False)
-            _serve_standalone(visibility, _settings(workspace, session))
+            _serve_standalone(visibility, _settings(workspace, session), held_as)
         else:
             _refuse_mcp_only_flags(connect, allow_remote_close)
             settings = _settings(workspace, session)
-            _serve_socket(settings, socket or settings.socket_path)
+            _serve_socket(settings, socket or settings.socket_path, held_as)
     except InvalidParams as error:
         _fail(error.message, EXIT_INVALID)
 
@@ -178,6 +188,21 @@ def _refuse_http_only_flags(
         raise InvalidParams("--port", "must be an integer from 0 to 65,535", f"got {port}")
 
 
+def _held_as(agent: str | None) -> str:
+    """What the lease records after the command: the process's own `--agent` (M-TRN-005,
+    M-CFG-007), checked by the rules of an agent_id; never applied to a tool call."""
+    if agent is None:
+        return ""
+    from lcg.domain.memory.text import MemoryArgumentError, check_agent_id
+
+    try:
+        check_agent_id(agent)
+    except MemoryArgumentError as error:
+        rule = str(error).replace("agent_id", "--agent", 1)
+        raise InvalidParams("--agent", "follows the rules of an agent_id", rule) from None
+    return f" --agent {agent}"
+
+
 def _refuse_mcp_only_flags(connect: Path | None, allow_remote_close: bool) -> None:
     if connect is not None:
         raise InvalidParams("--connect", "needs --mcp-stdio (attached mode is MCP only)")
@@ -187,7 +212,7 @@ def _refuse_mcp_only_flags(connect: Path | None, allow_remote_close: bool) -> No
         )
 
 
-def _serve_socket(settings: Settings, path: Path) -> None:
+def _serve_socket(settings: Settings, path: Path, held_as: str = "") -> None:
     from lcg.interfaces.legacy import migrate_legacy_state_dir
     from lcg.interfaces.service import Service
     from lcg.interfaces.socket_server import SocketInUse, serve_socket
@@ -197,7 +222,7 @@ def _serve_socket(settings: Settings, path: Path) -> None:
     except OSError as error:
         _fail(str(error), EXIT_STORAGE)
     _refuse_foreign_workspace(settings)
-    service = Service(settings, command=f"lcg serve (socket {path})")
+    service = Service(settings, command=f"lcg serve (socket {path}){held_as}")
     try:
         serve_socket(service, path)
     except SocketInUse as error:
@@ -216,7 +241,7 @@ def _refuse_foreign_workspace(settings: Settings) -> None:
         _fail(str(error), EXIT_STORAGE)
 
 
-def _serve_standalone(visibility: Visibility, settings: Settings) -> None:
+def _serve_standalone(visibility: Visibility, settings: Settings, held_as: str = "") -> None:
     """Open the workspace the socket service's way, then serve MCP (K-DBM-002/003). Stdout is
     claimed first, so nothing printed while opening (a model loading) reaches the protocol."""
     import anyio
@@ -227,7 +252,7 @@ def _serve_standalone(visibility: Visibility, settings: Settings) -> None:
 
     _refuse_foreign_workspace(settings)
     with claimed_stdio() as (wire_in, wire_out):
-        service = Service(settings, command="lcg serve --mcp-stdio")
+        service = Service(settings, command=f"lcg serve --mcp-stdio{held_as}")
         if service.start() != "healthy":
             log.warning("every call will fail until restarted: %s", service.reason)
         else:
@@ -248,6 +273,7 @@ def _serve_http(
     port: int | None,
     bind: str | None,
     auth_token: str | None,
+    held_as: str = "",
 ) -> None:
     """Check the credentials and the bind rule, open the workspace (a held one refuses to
     start, naming the holder: M-TRN-039), then serve MCP over HTTP until stopped."""
@@ -267,7 +293,7 @@ def _serve_http(
     )
     refuse_open_bind(options.bind, options.credentials)
     _refuse_foreign_workspace(settings)
-    service = Service(settings, command="lcg serve --http")
+    service = Service(settings, command=f"lcg serve --http{held_as}")
     if service.start() != "healthy":
         if service.held:
             _fail(
