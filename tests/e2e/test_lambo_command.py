@@ -7,8 +7,10 @@ import json
 import secrets
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import anyio
+from mcp import Client
 
 from tests.helpers.mcp_session import (
     CONSOLE_SCRIPTS,
@@ -20,6 +22,19 @@ from tests.helpers.mcp_session import (
 from tests.helpers.service_process import clean_env
 
 WRITE_TOOLS = {"lambo_derive", "lambo_record_action", "lambo_reserve", "lambo_stats"}
+
+
+async def derive_and_wait(client: Client, agent_id: str) -> tuple[str, dict[str, Any]]:
+    """Derive one entity as `agent_id`; its receipt, and lambo_stats' answer once it settled."""
+    ack = await client.call_tool(
+        "lambo_derive",
+        {"agent_id": agent_id, "concepts": [{"content": "user schema", "concept_type": "entity"}]},
+    )
+    receipt: str = structured(ack)["receipt"]
+    stats = await client.call_tool(
+        "lambo_stats", {"agent_id": agent_id, "receipt": receipt, "wait_ms": 20_000}
+    )
+    return receipt, structured(stats)
 
 
 def test_m_instr_001_003_lambo_serve_names_the_session_and_lists_only_memory_tools(
@@ -35,19 +50,9 @@ def test_m_instr_001_003_lambo_serve_names_the_session_and_lists_only_memory_too
             listed = await tool_names(client)
             assert listed >= WRITE_TOOLS
             assert all(name.startswith("lambo_") for name in listed)
-            ack = await client.call_tool(
-                "lambo_derive",
-                {
-                    "agent_id": "agent-a",
-                    "concepts": [{"content": "user schema", "concept_type": "entity"}],
-                },
-            )
-            receipt = structured(ack)["receipt"]
-            stats = await client.call_tool(
-                "lambo_stats", {"agent_id": "agent-a", "receipt": receipt, "wait_ms": 20_000}
-            )
-            assert structured(stats)["receipt"]["state"] == "applied"
-            assert structured(stats)["session"] == "demo"
+            _, stats = await derive_and_wait(client, "agent-a")
+            assert stats["receipt"]["state"] == "applied"
+            assert stats["session"] == "demo"
 
     anyio.run(main)
 
@@ -120,18 +125,8 @@ def test_m_trn_005_m_cfg_007_agent_names_the_lease_holder_and_is_never_applied_t
         ) as client:
             holder = json.loads((tmp_path / ".lcg" / "writer.lock").read_text(encoding="utf-8"))
             assert holder["command"].endswith(" --agent hub-7"), holder
-            ack = await client.call_tool(
-                "lambo_derive",
-                {
-                    "agent_id": "agent-a",
-                    "concepts": [{"content": "user schema", "concept_type": "entity"}],
-                },
-            )
-            receipt = structured(ack)["receipt"]
-            mine = await client.call_tool(
-                "lambo_stats", {"agent_id": "agent-a", "receipt": receipt, "wait_ms": 20_000}
-            )
-            assert structured(mine)["receipt"]["state"] == "applied"
+            receipt, mine = await derive_and_wait(client, "agent-a")
+            assert mine["receipt"]["state"] == "applied"
             theirs = await client.call_tool(
                 "lambo_stats", {"agent_id": "hub-7", "receipt": receipt}
             )

@@ -51,6 +51,6 @@ def _answered_here(args: list[str]) -> bool:
 
 def service_main() -> None:
     """`liminis-context-graph`, the seed's binary: with no command it serves the socket."""
-    from lcg.interfaces.cli_app import run_service
+    from lcg.interfaces.cli_app import run
 
-    run_service(sys.argv[1:])
+    run(sys.argv[1:], default=("serve",))

@@ -341,21 +341,14 @@ cli_ingest.register(cli)
 cli_ontology.register(cli)
 
 
-def run(args: list[str]) -> None:
+def run(args: list[str], *, default: tuple[str, ...] = ()) -> None:
     """`lcg ARGS` through typer (the launcher, `lcg.interfaces.cli`, calls this for every
-    command it does not answer itself)."""
+    command it does not answer itself); `default`: the command line when ARGS hold no command
+    (`liminis-context-graph`, the seed's binary, serves the socket)."""
     os.umask(PRIVATE_UMASK)  # F7: what lcg creates is its owner's alone
     log_setup.notes_on_one_line()
     log_options, rest = log_setup.split_log_options(args)
-    cli(args=[*log_options, *serve.with_serve_default(rest)])
-
-
-def run_service(args: list[str]) -> None:
-    """`liminis-context-graph ARGS`, the seed's binary: with no command it serves the socket."""
-    os.umask(PRIVATE_UMASK)
-    log_setup.notes_on_one_line()
-    log_options, rest = log_setup.split_log_options(args)
-    cli(args=[*log_options, *(serve.with_serve_default(rest) or ["serve"])])
+    cli(args=[*log_options, *(serve.with_serve_default(rest) or default)])
 
 
 @cli.command("rebind")

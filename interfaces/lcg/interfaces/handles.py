@@ -10,11 +10,11 @@ that builds an `App` hands the same three to every tool.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
+
+from lcg.queries.reads import ReadHandle
 
 if TYPE_CHECKING:
     from lcg.commands.rebuild_jobs import RebuildJobs
@@ -26,15 +26,15 @@ if TYPE_CHECKING:
     from lcg.projections.extraction.classify import Classifier
     from lcg.projections.extraction.port import Extractor
     from lcg.projections.runner import ProjectionRunner
-    from lcg.projections.text.scorer import TextScorer
-    from lcg.projections.vectors.index import VectorIndex
     from lcg.projections.wal.store import EventLog
 
 
-class Reads(Protocol):
-    """The read side: this thread's read connection, the search indexes, the query embedder,
-    the clock and the settings that shape a read. Nothing here can change what is stored. It
-    is a `lcg.queries.reads.ReadHandle` (what the read-side queries take, ADR 0060), and more."""
+class Reads(ReadHandle, Protocol):
+    """The read side: a `lcg.queries.reads.ReadHandle` (this thread's read connection, the
+    FAISS and BM25 indexes, the query embedder, the bounded vector wait, the clock: what the
+    read-side queries take, ADR 0060) with the whole settings, and what the knowledge tools
+    read besides: the embedder's contract, the Cypher mirror and the log's marks. Nothing here
+    can change what is stored."""
 
     @property
     def settings(self) -> Settings: ...
@@ -43,34 +43,10 @@ class Reads(Protocol):
     def embedder(self) -> Embedder: ...
 
     @property
-    def vectors(self) -> VectorIndex: ...
-
-    @property
-    def text_scorer(self) -> TextScorer: ...
-
-    @property
     def cypher(self) -> CypherGraph: ...
 
     @property
-    def search_pool(self) -> ThreadPoolExecutor | None: ...
-
-    @property
     def log(self) -> EventLog: ...
-
-    @property
-    def clock(self) -> Callable[[], datetime]: ...
-
-    def reader(self) -> sqlite3.Connection: ...
-
-    def embed_query(self, text: str) -> Vectors: ...
-
-    def settle_vectors(
-        self,
-        groups: Sequence[str] | None,
-        kind: str,
-        timeout: float,
-        helper: sqlite3.Connection | None = None,
-    ) -> int: ...
 
 
 class Writes(Protocol):
