@@ -68,9 +68,11 @@ def ingest(
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Extract entities and facts from files into a group (knowledge_process_chunk per chunk
-    of paragraphs); dropped edges are counted in the summary. Ingesting a file again adds its
-    chunks again: --replace deletes its earlier episodes first."""
+    """Extract entities and facts from files into a group (knowledge_process_chunk per chunk:
+    Markdown by section, its heading path naming the chunk and its front matter read as the
+    note's attributes; plain text by paragraphs); dropped edges are counted in the summary.
+    Ingesting a file again adds its chunks again: --replace deletes its earlier episodes
+    first."""
     with errors():
         plan = {path: plan_file(path, _read(path), chunk_chars) for path in files}
     total = sum(len(p.chunks) for p in plan.values())

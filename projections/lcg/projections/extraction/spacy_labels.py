@@ -23,8 +23,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from lcg.domain.extraction import prefix_alias
-
 SPACY_LABELS: Final = {
     "PERSON": "Person",
     "ORG": "Organization",
@@ -185,7 +183,14 @@ def _role(root: Any) -> str | None:
 
 def prefix_aliases(names: Iterable[str]) -> dict[str, str]:
     """Name key -> the longer name it is the first words of, when exactly one name of the
-    chunk starts with it ("kestrel" -> "Kestrel Scheduler")."""
-    distinct = list({name.casefold(): name for name in names}.values())
-    aliases = {name.casefold(): prefix_alias(name, distinct) for name in distinct}
-    return {key: long for key, long in aliases.items() if long is not None}
+    chunk starts with it ("kestrel" -> "Kestrel Scheduler"), as `prefix_alias` decides for
+    one name; through the names sorted by their words, where the longer names starting with
+    a name follow it."""
+    distinct = {tuple(name.casefold().split()): name for name in names}
+    ordered = sorted(words for words in distinct if words)
+    aliases: dict[str, str] = {}
+    for index, words in enumerate(ordered):
+        longer = [other for other in ordered[index + 1 : index + 3] if other[: len(words)] == words]
+        if len(longer) == 1:
+            aliases[distinct[words].casefold()] = distinct[longer[0]]
+    return aliases

@@ -26,6 +26,7 @@ guessed: typing relations needs an ontology or a model (the reprocess tools).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import threading
 from dataclasses import dataclass, field
@@ -52,21 +53,24 @@ PERSONAL: Final = frozenset({"he", "she", "him", "her"})
 
 @dataclass
 class Chunk:
-    """What the rules know of one chunk: each token's named-entity span, each name's label,
-    and the aliases of `spacy_labels.prefix_aliases`."""
+    """What the rules know of one chunk: the entity name at each token of a named-entity span
+    (through its alias, `spacy_labels.prefix_aliases`), each name's label, and where people
+    are named."""
 
-    spans: dict[int, Any]  # token index -> the named-entity span holding it
     names: dict[str, str] = field(default_factory=dict)  # name key -> the name written
+    at: dict[int, str] = field(default_factory=dict)  # token index -> entity name
     labels: dict[str, str] = field(default_factory=dict)  # name key -> label
     aliases: dict[str, str] = field(default_factory=dict)  # name key -> the longer name
+    people: list[tuple[int, str]] = field(default_factory=list)  # (token index, name), in order
 
     def name_of(self, token: Any) -> str | None:
-        """The entity name of the span holding `token`, through its alias; None outside one."""
-        ent = self.spans.get(token.i)
-        if ent is None:
-            return None
-        name = _name(ent)
-        return self.aliases.get(name.casefold(), name) if name else None
+        """The entity name of the span holding `token`; None outside one."""
+        return self.at.get(token.i)
+
+    def person_before(self, index: int) -> str | None:
+        """The last person named before token `index`."""
+        found = bisect.bisect_left(self.people, (index, ""))
+        return self.people[found - 1][1] if found else None
 
 
 class SpacyRulesExtractor:
@@ -102,23 +106,29 @@ class SpacyRulesExtractor:
         doc = self._pipeline()(text)
         # doc.ents is rebuilt from every token at each access: read once, indexed by token
         # (a lookup per endpoint made a 100,000-character chunk take 40 s, issue 24)
-        ents = [ent for ent in doc.ents if ent.label_ in LABELS and _name(ent)]
-        chunk = Chunk({i: ent for ent in ents for i in range(ent.start, ent.end)})
+        ents = [(ent, _name(ent)) for ent in doc.ents if ent.label_ in LABELS]
+        ents = [(ent, name) for ent, name in ents if name]
+        chunk = Chunk()
         mentions: dict[str, list[Any]] = {}
-        for ent in ents:
-            chunk.names.setdefault(_name(ent).casefold(), _name(ent))
-            mentions.setdefault(_name(ent).casefold(), []).append(ent)
+        for ent, name in ents:
+            chunk.names.setdefault(name.casefold(), name)
+            mentions.setdefault(name.casefold(), []).append(ent)
         if self._merge:
             chunk.aliases = prefix_aliases(chunk.names.values())
+        for alias, longer in chunk.aliases.items():
+            mentions[longer.casefold()].extend(mentions[alias])
         entities: list[ExtractedEntity] = []
         for key, name in chunk.names.items():
             if key in chunk.aliases:
                 continue
-            spans = mentions[key] + [
-                m for alias, long in chunk.aliases.items() if long == name for m in mentions[alias]
-            ]
+            spans = sorted(mentions[key], key=lambda ent: ent.start)
             chunk.labels[key] = label(name, spans) or "Entity"
             entities.append(ExtractedEntity(name, (chunk.labels[key],), _summary(spans[0])))
+        for ent, name in ents:
+            written = chunk.aliases.get(name.casefold(), name)
+            chunk.at.update(dict.fromkeys(range(ent.start, ent.end), written))
+            if chunk.labels[written.casefold()] == "Person":
+                chunk.people.append((ent.start, written))
         sentences = list(doc.sents)
         edges = [
             edge
@@ -193,12 +203,7 @@ def _antecedent(pronoun: Any, previous: Any, chunk: Chunk) -> str | None:
     after its verb."""
     word = pronoun.lower_
     if word in PERSONAL:
-        people = [
-            chunk.name_of(t)
-            for t in pronoun.doc[: pronoun.i]
-            if chunk.labels.get((chunk.name_of(t) or "").casefold()) == "Person"
-        ]
-        return people[-1] if people else None
+        return chunk.person_before(pronoun.i)
     if word != "it" or previous is None:
         return None
     things = [
