@@ -62,10 +62,20 @@ class Chunk:
     labels: dict[str, str] = field(default_factory=dict)  # name key -> label
     aliases: dict[str, str] = field(default_factory=dict)  # name key -> the longer name
     people: list[tuple[int, str]] = field(default_factory=list)  # (token index, name), in order
+    _ending_in: dict[str, list[str]] | None = None
 
     def name_of(self, token: Any) -> str | None:
         """The entity name of the span holding `token`; None outside one."""
         return self.at.get(token.i)
+
+    def ending_in(self) -> dict[str, list[str]]:
+        """Last word (case folded) -> the names (not aliases) ending in it; built once."""
+        if self._ending_in is None:
+            self._ending_in = {}
+            for key, name in self.names.items():
+                if key not in self.aliases:
+                    self._ending_in.setdefault(key.split()[-1], []).append(name)
+        return self._ending_in
 
     def person_before(self, index: int) -> str | None:
         """The last person named before token `index`."""
@@ -184,10 +194,8 @@ def _definite(token: Any, chunk: Chunk) -> str | None:
     """`the press` after Quillstone Press: the one earlier name ending in that noun."""
     if token.pos_ != "NOUN" or not any(c.lower_ == "the" for c in token.children):
         return None
-    earlier = [n for k, n in chunk.names.items() if k.split()[-1] == token.lower_]
-    if len(earlier) == 1 and earlier[0].casefold() not in chunk.aliases:
-        return earlier[0]
-    return None
+    earlier = chunk.ending_in().get(token.lower_, [])
+    return earlier[0] if len(earlier) == 1 else None
 
 
 def _qualifier(token: Any, chunk: Chunk) -> str | None:
