@@ -107,3 +107,19 @@ def test_issue_26_the_labelled_set_keeps_its_measured_quality() -> None:
     assert right / found >= 0.95
     assert recalled / gold_names >= 0.93
     assert pairs_recalled / gold_pairs >= 0.65
+
+
+def test_issue_26_a_blank_line_and_a_list_item_begin_a_sentence() -> None:
+    found = _extract(
+        "Tom Berg maintains Kestrel.\n\n- Redis holds the queue\n- Postgres holds the jobs\n"
+        "1. Maria Chen reviews the deploys"
+    )
+    facts = {e.fact for e in found.edges}
+    assert {
+        "Tom Berg maintains Kestrel.",
+        "Redis holds the queue",
+        "Postgres holds the jobs",
+        "Maria Chen reviews the deploys",
+    } <= facts
+    summaries = {e.name: e.summary for e in found.entities}
+    assert summaries["Maria Chen"] == "Maria Chen reviews the deploys"

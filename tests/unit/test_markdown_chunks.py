@@ -105,3 +105,12 @@ def test_issue_26_a_thematic_break_at_the_top_is_not_front_matter() -> None:
     note = read_note("---\n\nJust text.\n", 2_000, "hr.md")
     assert note.attributes == {}
     assert [s.text for s in note.sections] == ["Just text."]
+
+
+def test_issue_26_a_heading_is_its_words_and_a_setext_heading_counts() -> None:
+    text = "The **Kestrel** [docs](https://example.org) `v2`\n===\n\nBody one.\n\n## Sub\n\nTwo.\n"
+    note = read_note(text, 2_000, "h.md")
+    assert [s.headings for s in note.sections] == [
+        ("The Kestrel docs v2",),
+        ("The Kestrel docs v2", "Sub"),
+    ]

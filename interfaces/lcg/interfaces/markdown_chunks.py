@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from lcg.domain.errors import InvalidParams
 from lcg.domain.extraction import split_text
@@ -88,7 +89,7 @@ def read_note(text: str, max_chars: int, where: str) -> Note:
             level = int(token.tag[1:])
             while path and path[-1][0] >= level:
                 path.pop()
-            path.append((level, tokens[index + 1].content.strip()))
+            path.append((level, _plain_text(tokens[index + 1])))
             continue
         if token.type == "hr":
             continue
@@ -97,6 +98,17 @@ def read_note(text: str, max_chars: int, where: str) -> Note:
             heads = tuple(title for _, title in path if title)
             blocks.append((heads, block, token.type == "paragraph_open"))
     return Note(attributes, tuple(_gather(blocks, max_chars)))
+
+
+def _plain_text(inline: Token) -> str:
+    """A heading's words without their Markdown (`## The **Kestrel** [docs](url)` -> "The
+    Kestrel docs")."""
+    words = [
+        child.content
+        for child in inline.children or ()
+        if child.type in ("text", "code_inline")
+    ]
+    return " ".join("".join(words).split())
 
 
 def _gather(blocks: list[tuple[tuple[str, ...], str, bool]], max_chars: int) -> list[Section]:

