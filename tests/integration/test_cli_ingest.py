@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tests.helpers.console_script import lcg_in_process as lcg
 from tests.helpers.console_script import lcg_json as run_json
+from tests.helpers.console_script import refused
 
 lcg_json = functools.partial(run_json, run=lcg)
 
@@ -76,3 +77,13 @@ def test_issue_26_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path: Path) 
     done = lcg(tmp_path, "ingest", str(note))
     assert done.returncode == 0, done.stderr
     assert "ingesting" not in done.stderr
+
+
+def test_issue_26_bad_front_matter_refuses_before_any_file_is_written(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.md", tmp_path / "bad.md"
+    good.write_text("# One\n\nMira Okafor joined Tallow Systems.\n", encoding="utf-8")
+    bad.write_text("---\ntitle: [unclosed\n---\n\nText.\n", encoding="utf-8")
+    message = refused(lcg(tmp_path, "ingest", str(good), str(bad)), 2)
+    assert "front matter must be valid YAML" in message
+    assert str(bad) in message
+    assert not (tmp_path / ".lcg" / "wal.sqlite").exists()

@@ -104,9 +104,7 @@ def _plain_text(inline: Token) -> str:
     """A heading's words without their Markdown (`## The **Kestrel** [docs](url)` -> "The
     Kestrel docs")."""
     words = [
-        child.content
-        for child in inline.children or ()
-        if child.type in ("text", "code_inline")
+        child.content for child in inline.children or () if child.type in ("text", "code_inline")
     ]
     return " ".join("".join(words).split())
 
