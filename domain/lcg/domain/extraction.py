@@ -13,7 +13,7 @@ workspace's `[extraction] name_similarity`, carrying the same numbers.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -91,6 +91,19 @@ def same_numbers(a: str, b: str) -> bool:
     """Two names may be one entity by embedding only if they carry the same numbers: "Room
     101" and "Room 102" embed at 0.91 with the bundled MiniLM, and are two rooms."""
     return _NUMBER.findall(a) == _NUMBER.findall(b)
+
+
+def prefix_alias(name: str, others: Iterable[str]) -> str | None:
+    """The one name of `others` whose first words are all of `name`'s ("Kestrel" ->
+    "Kestrel Scheduler"), case folded; None when no name or more than one does ("Ada" with
+    "Ada Byrne" and "Ada Lovelace")."""
+    short = name.casefold().split()
+    longer = {
+        other.casefold(): other
+        for other in others
+        if len(other.split()) > len(short) and other.casefold().split()[: len(short)] == short
+    }
+    return next(iter(longer.values())) if short and len(longer) == 1 else None
 
 
 def extracted_names(extraction: Extraction) -> list[str]:
@@ -173,21 +186,50 @@ def dropped_payload(dropped: Sequence[DroppedEdge]) -> list[dict[str, object]]:
     ]
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+
+
+def split_text(paragraph: str, max_chars: int) -> list[str]:
+    """A paragraph in pieces of at most `max_chars` characters, cut after a sentence's end
+    (`.`, `!` or `?` and a space) and, within a sentence longer than that, at the last space
+    before the limit (or at the limit, in a word that long); a short paragraph is one piece."""
+    if len(paragraph) <= max_chars:
+        return [paragraph]
+    sentences: list[str] = []
+    start = 0
+    for end in _SENTENCE_END.finditer(paragraph):
+        sentences.append(paragraph[start : end.start() + len(end.group().rstrip())])
+        start = end.end()
+    sentences.append(paragraph[start:])
+    pieces: list[str] = []
+    for sentence in sentences:
+        rest = sentence.strip()
+        while len(rest) > max_chars:
+            cut = rest.rfind(" ", 0, max_chars + 1)
+            cut = cut if cut > 0 else max_chars
+            pieces.append(rest[:cut].strip())
+            rest = rest[cut:].strip()
+        if rest and pieces and len(pieces[-1]) + 1 + len(rest) <= max_chars:
+            pieces[-1] = f"{pieces[-1]} {rest}"
+        elif rest:
+            pieces.append(rest)
+    return pieces
+
+
 def chunks(text: str, max_chars: int) -> list[str]:
-    """`lcg ingest`'s chunks: whole paragraphs (blank-line separated) gathered up to
-    `max_chars`; a paragraph longer than that is a chunk of its own (process_chunk warns on
-    it, never cuts it)."""
+    """`lcg ingest`'s chunks of plain text: whole paragraphs (blank-line separated) gathered
+    up to `max_chars`; a paragraph longer than that is split at sentence ends (`split_text`),
+    since process_chunk warns on a long chunk and never cuts it (the caller splits, P-106)."""
     out: list[str] = []
     current: list[str] = []
     size = 0
     for paragraph in (p.strip() for p in text.replace("\r\n", "\n").split("\n\n")):
-        if not paragraph:
-            continue
-        if current and size + 2 + len(paragraph) > max_chars:
-            out.append("\n\n".join(current))
-            current, size = [], 0
-        current.append(paragraph)
-        size += len(paragraph) + (2 if size else 0)
+        for piece in split_text(paragraph, max_chars) if paragraph else ():
+            if current and size + 2 + len(piece) > max_chars:
+                out.append("\n\n".join(current))
+                current, size = [], 0
+            current.append(piece)
+            size += len(piece) + (2 if size else 0)
     if current:
         out.append("\n\n".join(current))
     return out

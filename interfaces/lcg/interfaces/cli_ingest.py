@@ -1,18 +1,26 @@
 """`lcg ingest FILE...`: load a folder of notes through knowledge_process_chunk (issue 14).
 
-Each file is split into chunks of whole paragraphs (at most `--chunk-chars` characters each,
-a longer paragraph alone), chunk ids `<file name>-0001`, ..., and each chunk is one
-knowledge_process_chunk call, here or through the service holding the workspace. A progress
-bar runs on stderr; the summary (or `--json`, one object per file) goes to stdout.
+Plain text is split into chunks of whole paragraphs (at most `--chunk-chars` characters each;
+a longer paragraph is split at sentence ends), chunk ids `<file name>-0001`, .... A Markdown
+note (.md, .markdown) is chunked by section (`markdown_chunks`, issue 26): its heading path
+goes into the chunk id, the episode's name (`notes.md-0002 People > Team`), not into the text;
+lists, tables and code blocks stay whole; its front matter is read as the note's attributes
+(a `date` becomes the chunks' reference_time; all of them are in the `--json` report). A .json
+file is one chunk. Each chunk is one knowledge_process_chunk call, here or through the service
+holding the workspace. A progress bar runs on stderr when it is a terminal (not with
+`--json`); the summary (or `--json`, one object per file) goes to stdout.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from lcg.domain import rules
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.cli_common import (
     GroupOpt,
@@ -26,6 +34,16 @@ from lcg.interfaces.cli_common import (
 from lcg.interfaces.cli_common import out as console
 
 DEFAULT_CHUNK_CHARS = 2_000
+MARKDOWN = frozenset({".md", ".markdown"})
+
+
+@dataclass
+class FilePlan:
+    """What one file becomes: (chunk id, text) pairs, its front matter, its reference time."""
+
+    chunks: list[tuple[str, str]]
+    attributes: dict[str, Any] = field(default_factory=dict)
+    reference_time: str | None = None
 
 
 def _read(path: Path) -> str:
@@ -50,18 +68,14 @@ def ingest(
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Extract entities and facts from files into a group (knowledge_process_chunk per chunk
-    of paragraphs); dropped edges are counted in the summary. Ingesting a file again adds its
-    chunks again: --replace deletes its earlier episodes first."""
-    from lcg.domain.extraction import chunks
-
+    """Extract entities and facts from files into a group (knowledge_process_chunk per chunk:
+    Markdown by section, its heading path naming the chunk and its front matter read as the
+    note's attributes; plain text by paragraphs); dropped edges are counted in the summary.
+    Ingesting a file again adds its chunks again: --replace deletes its earlier episodes
+    first."""
     with errors():
-        texts = {path: _read(path) for path in files}
-    plan = {
-        path: [text] if path.suffix.lower() == ".json" else chunks(text, chunk_chars)
-        for path, text in texts.items()
-    }
-    total = sum(len(parts) for parts in plan.values())
+        plan = {path: plan_file(path, _read(path), chunk_chars) for path in files}
+    total = sum(len(p.chunks) for p in plan.values())
     reports: list[dict[str, Any]] = []
     from rich.progress import (
         BarColumn,
@@ -80,10 +94,11 @@ def ingest(
             TimeElapsedColumn(),
             console=err,
             transient=True,
+            disable=as_json or not err.is_terminal,
         ) as progress,
     ):
         task = progress.add_task("ingesting", total=total)
-        for path, parts in plan.items():
+        for path, file_plan in plan.items():
             replaced = 0
             if replace:
                 replaced = caller.call(
@@ -97,17 +112,19 @@ def ingest(
                 "edges": 0,
                 "dropped": 0,
                 "replaced_episodes": replaced,
+                "chunk_ids": [chunk_id for chunk_id, _ in file_plan.chunks],
+                "attributes": file_plan.attributes,
             }
-            for index, part in enumerate(parts, start=1):
-                result = caller.call(
-                    "knowledge_process_chunk",
-                    {
-                        "chunk_text": part,
-                        "chunk_id": f"{path.name}-{index:04d}",
-                        "source_file": str(path),
-                        "group_id": group,
-                    },
-                )
+            for chunk_id, part in file_plan.chunks:
+                params = {
+                    "chunk_text": part,
+                    "chunk_id": chunk_id,
+                    "source_file": str(path),
+                    "group_id": group,
+                }
+                if file_plan.reference_time is not None:
+                    params["reference_time"] = file_plan.reference_time
+                result = caller.call("knowledge_process_chunk", params)
                 report["chunks"] += 1
                 report["entities"] += result["nodes_extracted"]
                 report["edges"] += result["edges_extracted"] - result["edges_dropped_unresolvable"]
@@ -124,6 +141,40 @@ def ingest(
             highlight=False,
             markup=False,
         )
+
+
+def plan_file(path: Path, text: str, chunk_chars: int) -> FilePlan:
+    """A file's chunks by its kind: JSON whole, Markdown by section, plain text by paragraph."""
+    from lcg.domain.extraction import chunks
+
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        return FilePlan([(f"{path.name}-0001", text)])
+    if suffix not in MARKDOWN:
+        return FilePlan(
+            [(f"{path.name}-{i:04d}", part) for i, part in enumerate(chunks(text, chunk_chars), 1)]
+        )
+    from lcg.interfaces.markdown_chunks import read_note
+
+    note = read_note(text, chunk_chars, str(path))
+    named = []
+    for index, section in enumerate(note.sections, start=1):
+        chunk_id = f"{path.name}-{index:04d}"
+        if section.headings:
+            chunk_id = f"{chunk_id} {' > '.join(section.headings)}"
+        named.append((chunk_id[: rules.MAX_EPISODE_NAME].strip(), section.text))
+    return FilePlan(named, note.attributes, _reference_time(note.attributes.get("date")))
+
+
+def _reference_time(value: object) -> str | None:
+    """A front matter `date` (YAML reads `2026-11-30` as a date) as RFC 3339, in UTC when it
+    names no zone; None for anything that is not a date."""
+    if isinstance(value, dt.datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        return moment.isoformat()
+    if isinstance(value, dt.date):
+        return f"{value.isoformat()}T00:00:00+00:00"
+    return None
 
 
 def register(cli: typer.Typer) -> None:

@@ -8,13 +8,34 @@ import sqlite3
 from collections.abc import Callable, Sequence
 
 from lcg.domain import rules
-from lcg.domain.extraction import SimilarName, same_numbers
+from lcg.domain.extraction import SimilarName, prefix_alias, same_numbers
 from lcg.projections.embedding.port import Vectors
-from lcg.projections.graph import state
+from lcg.projections.graph import reader, state
 from lcg.projections.vectors import catalog
 from lcg.projections.vectors.index import VectorIndex
 
 CANDIDATES = 4  # nearest name vectors looked at per name
+SOURCE_ENTITIES = 1_000  # entities of one source file looked at for a prefix alias
+
+
+def source_aliases(
+    conn: sqlite3.Connection, group_id: str, source_file: str, names: Sequence[str]
+) -> dict[str, SimilarName]:
+    """By name key: for each name no entity of the group carries itself, the one entity that
+    earlier chunks of the same source file mention whose name begins with all its words
+    ("Kestrel" after "Kestrel Scheduler", issue 26), as the spaCy rules merge them within a
+    chunk; none when two such names exist."""
+    wanted = [n for n in names if state.entity_by_name(conn, group_id, n) is None]
+    if not wanted:
+        return {}
+    rows = reader.entities_by_source(conn, source_file, [group_id], SOURCE_ENTITIES)
+    by_name = {row["name"]: row["uuid"] for row in rows}
+    found: dict[str, SimilarName] = {}
+    for name in wanted:
+        longer = prefix_alias(name, by_name)
+        if longer is not None:
+            found[rules.name_key(name)] = SimilarName(by_name[longer], longer, 1.0)
+    return found
 
 
 def similar_names(

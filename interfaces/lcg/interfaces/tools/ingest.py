@@ -23,7 +23,7 @@ from lcg.domain.extraction import dropped_payload, extracted_names, oversized_wa
 from lcg.domain.ids import DEFAULT_GROUP, EpisodeUuid, GroupId
 from lcg.interfaces.app import App
 from lcg.interfaces.params import GroupIdField, Params, Timestamp, required_text
-from lcg.queries.similar_names import similar_names
+from lcg.queries.similar_names import similar_names, source_aliases
 
 telemetry = logging.getLogger("lcg.telemetry")
 
@@ -81,14 +81,17 @@ def process_chunk(app: App, q: ProcessChunkParams) -> dict[str, Any]:
         source_file=q.source_file,
     )
     ws = app.reads
+    names = extracted_names(extraction)
     similar = similar_names(
         ws.reader(),
         ws.vectors,
         ws.vectors.cache.embed,
         episode.group_id,
-        extracted_names(extraction),
+        names,
         ws.settings.tuning.name_similarity,
     )
+    # a prefix alias within the source file wins over a near embedding (issue 26)
+    similar.update(source_aliases(ws.reader(), episode.group_id, q.source_file, names))
     command = ProcessChunk(
         episode,
         extraction,
