@@ -130,6 +130,11 @@ class EventLog:
             return False
 
     @property
+    def where(self) -> str:
+        """The file, as messages name it."""
+        return str(self.path)
+
+    @property
     def identity(self) -> str:
         """The random identity the file was created with."""
         with self._lock:
@@ -280,7 +285,9 @@ class EventLog:
             if not rows:
                 return
             changed = sums.first_changed(rows, expected)
-            events, corrupt = self._decode(group_id, rows if changed is None else rows[:changed])
+            events, corrupt = decode_rows(
+                self.codec, self.path, group_id, rows if changed is None else rows[:changed]
+            )
             if corrupt is None and changed is not None:
                 seq = rows[changed][0]
                 corrupt = CorruptEvent(self.path, group_id, seq, sums.CHANGED)
@@ -291,28 +298,6 @@ class EventLog:
             position = rows[-1][0]
             if len(rows) < page:
                 return
-
-    def _decode(
-        self, group_id: GroupId, rows: list[tuple[int, str, bytes]]
-    ) -> tuple[list[RecordedEvent], CorruptEvent | None]:
-        """The rows as events, up to the first one that cannot be decoded (named with its seq)."""
-        decode = self.codec.decode
-        try:
-            return [
-                RecordedEvent(group_id, Seq(seq), decode(topic, orjson.loads(state)))
-                for seq, topic, state in rows
-            ], None
-        except Exception:  # found again below, row by row, and named
-            events: list[RecordedEvent] = []
-            for seq, topic, state in rows:
-                try:
-                    events.append(
-                        RecordedEvent(group_id, Seq(seq), decode(topic, orjson.loads(state)))
-                    )
-                except Exception as error:  # noqa: BLE001 (any undecodable event is corrupt)
-                    reason = f"{type(error).__name__}: {error}"
-                    return events, CorruptEvent(self.path, group_id, seq, reason)
-            raise
 
     def truncate_all(self) -> None:
         """Erase every stream (knowledge_clear_all without preserve_wal) and every pin; the
@@ -449,3 +434,25 @@ class EventLog:
             if candidate.exists():
                 total += candidate.stat().st_size
         return total
+
+
+def decode_rows(
+    codec: EventCodec, where: Path | str, group_id: GroupId, rows: Sequence[tuple[int, str, bytes]]
+) -> tuple[list[RecordedEvent], CorruptEvent | None]:
+    """The rows (seq, topic, state) as events, up to the first one that cannot be decoded
+    (named with its seq)."""
+    decode = codec.decode
+    try:
+        return [
+            RecordedEvent(group_id, Seq(seq), decode(topic, orjson.loads(state)))
+            for seq, topic, state in rows
+        ], None
+    except Exception:  # found again below, row by row, and named
+        events: list[RecordedEvent] = []
+        for seq, topic, state in rows:
+            try:
+                events.append(RecordedEvent(group_id, Seq(seq), decode(topic, orjson.loads(state))))
+            except Exception as error:  # noqa: BLE001 (any undecodable event is corrupt)
+                reason = f"{type(error).__name__}: {error}"
+                return events, CorruptEvent(where, group_id, seq, reason)
+        raise
