@@ -17,6 +17,8 @@ import sys
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+from uuid import UUID
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS lcg_event_sums (stream_id TEXT NOT NULL,"
@@ -30,6 +32,7 @@ _EVENTS = (
 )
 
 Decode = Callable[[str, bytes], object]
+Stream = TypeVar("Stream", str, UUID)  # a stream id as the store keeps it
 CHANGED = "its bytes differ from those written (checksum mismatch)"
 MISSING = "the event is missing"
 
@@ -52,10 +55,10 @@ def record(conn: sqlite3.Connection, events: Iterable[tuple[str, int, int]]) -> 
     conn.executemany("INSERT OR REPLACE INTO lcg_event_sums VALUES (?, ?, ?)", sum_rows(events))
 
 
-def sum_rows(events: Iterable[tuple[str, int, int]]) -> list[tuple[str, int, bytes]]:
+def sum_rows(events: Iterable[tuple[Stream, int, int]]) -> list[tuple[Stream, int, bytes]]:
     """The rows (stream id, first seq, packed sums) that hold the sums of (stream, seq, sum):
     one per run of consecutive seqs of a stream."""
-    runs: dict[str, list[tuple[int, list[int]]]] = {}
+    runs: dict[Stream, list[tuple[int, list[int]]]] = {}
     for stream, seq, value in events:
         stream_runs = runs.setdefault(stream, [])
         if stream_runs and stream_runs[-1][0] + len(stream_runs[-1][1]) == seq:
@@ -201,10 +204,16 @@ def expected_between(
         " AND first_seq<=?2), 0) ORDER BY first_seq",
         (stream, first, last),
     )
+    return sums_within(rows, first, last)
+
+
+def sums_within(rows: Iterable[tuple[int, object]], first: int, last: int) -> dict[int, int]:
+    """The sums of seqs `first..last` held by rows (first seq, packed sums); a damaged row is
+    skipped (the check at open names it)."""
     expected: dict[int, int] = {}
     for start, blob in rows:
         if not isinstance(blob, bytes):
-            continue  # a damaged sums row: the check at open names it
+            continue
         for offset, (value,) in enumerate(_SUM.iter_unpack(blob[: len(blob) // 4 * 4])):
             if first <= start + offset <= last:
                 expected[start + offset] = value
