@@ -63,7 +63,7 @@ def held_appends(admin: psycopg.Connection[tuple[object, ...]]) -> list[int]:
         "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
         " AND query LIKE 'LOCK TABLE stored_events%%'"
     ).fetchall()
-    return [int(row[0]) for row in rows]
+    return [int(str(row[0])) for row in rows]
 
 
 def test_a_connection_killed_mid_append_loses_no_acked_event_and_refuses_the_unacked(
