@@ -8,10 +8,11 @@ the `LogStore` port, in one process, interleaved repeat by repeat; the table giv
 repeat. Rows: SQLite (`EventLog`, `LCG_DURABILITY` normal and full); PostgreSQL (`PostgresLog`)
 with the table lock its appends take, and without it; and eventsourcing's own
 `PostgresApplicationRecorder.insert_events` (its pipeline, lock and NOTIFY, no checksums or
-group rows) on the same table. Replay reads every page of a group of `--replay` events, decoded
-and checked against their sums, as a catch-up does. The server is `--server` (default
-LCG_BENCH_POSTGRES, else the trust-auth server on 127.0.0.1); the bench makes its own database
-and drops it. ADR 0067 quotes the results.
+group rows) on the same table. A last line has `--writers` threads appending at once, each
+with its own PostgresLog, with and without the lock. Replay reads every page of a group of
+`--replay` events, decoded and checked against their sums, as a catch-up does. The server
+is `--server` (default LCG_BENCH_POSTGRES, else the trust-auth server on 127.0.0.1); the
+bench makes its own database and drops it. ADR 0067 quotes the results.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import os
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -161,6 +163,33 @@ def measure(
         store.close()
 
 
+def concurrent(url: str, lock: bool, writers: int, count: int, body: str) -> float:
+    """Events/s of `writers` threads, each with its own PostgresLog (own connections), each
+    appending `count` single events to its own group at once."""
+    empty(url)
+    logs = [PostgresLog(url, EventCodec(), lock_table=lock) for _ in range(writers)]
+
+    def work(index: int) -> None:
+        group = GroupId(f"w{index}")
+        for seq in range(1, count + 1):
+            (event,) = episodes(seq, 1, body)
+            logs[index].append([RecordedEvent(group, event.seq, event.event)])
+
+    threads = [threading.Thread(target=work, args=(index,)) for index in range(writers)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - start
+    heads = [log.head(f"w{index}") for index, log in enumerate(logs)]
+    for log in logs:
+        log.close()
+    if heads != [count] * writers:
+        raise RuntimeError(f"concurrent writers stored {heads}, not {count} each")
+    return writers * count / elapsed
+
+
 def table(rows: list[Row], args: argparse.Namespace) -> str:
     def rate(value: float | None) -> str:
         return "" if value is None else f"{value:,.0f}"
@@ -183,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--replay", type=int, default=50000)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--writers", type=int, default=4)
+    parser.add_argument("--writer-events", type=int, default=250)
     parser.add_argument("--server", default=SERVER)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
@@ -217,11 +248,19 @@ def main(argv: list[str] | None = None) -> int:
             (Row("PostgreSQL, PostgresLog without the lock"), postgres(False)),
             (Row("PostgreSQL, eventsourcing's insert_events"), library),
         ]
+        together = {True: 0.0, False: 0.0}
         for repeat in range(args.repeats):
             for row, open_store in setups:
                 print(f"repeat {repeat + 1}: {row.name}", file=sys.stderr)
                 measure(open_store, args, body, row)
-    text = table([row for row, _ in setups], args)
+            for lock in (True, False):
+                rate = concurrent(url, lock, args.writers, args.writer_events, body)
+                together[lock] = max(together[lock], rate)
+    text = table([row for row, _ in setups], args) + (
+        f"\n{args.writers} writers at once, each its own PostgresLog and group, "
+        f"{args.writer_events:,} single appends each (ev/s, all together): "
+        f"with the table lock {together[True]:,.0f}, without it {together[False]:,.0f}\n"
+    )
     print(text)
     if args.out is not None:
         args.out.write_text(text, encoding="utf-8")

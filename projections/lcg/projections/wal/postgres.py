@@ -277,8 +277,8 @@ class PostgresLog:
         )
         missing = {r.group_id for r in batch} - self._known_groups
         with self._connection("append to the log in") as conn:
-            try:
-                with conn.transaction(), conn.cursor() as cursor:
+            try:  # one round trip: the statements are pipelined, the commit waits for them
+                with conn.pipeline(), conn.transaction(), conn.cursor() as cursor:
                     if self.lock_table:
                         cursor.execute(_LOCK)
                     if missing:
