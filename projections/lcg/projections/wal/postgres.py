@@ -40,7 +40,7 @@ from lcg.projections.wal.store import (
     PAGE_SIZE,
     ConcurrentAppend,
     RecordedEvent,
-    decode_rows,
+    checked_page,
     stream_id,
 )
 
@@ -322,12 +322,7 @@ class PostgresLog:
                 )
             if not rows:
                 return
-            changed = sums.first_changed(rows, expected)
-            events, corrupt = decode_rows(
-                self.codec, self._where, group_id, rows if changed is None else rows[:changed]
-            )
-            if corrupt is None and changed is not None:
-                corrupt = CorruptEvent(self._where, group_id, rows[changed][0], sums.CHANGED)
+            events, corrupt = checked_page(self.codec, self._where, group_id, rows, expected)
             if events:
                 yield events
             if corrupt is not None:  # after the events before it, so they can still be applied

@@ -284,13 +284,7 @@ class EventLog:
                 raise StorageFailure(self.path, action, error) from error
             if not rows:
                 return
-            changed = sums.first_changed(rows, expected)
-            events, corrupt = decode_rows(
-                self.codec, self.path, group_id, rows if changed is None else rows[:changed]
-            )
-            if corrupt is None and changed is not None:
-                seq = rows[changed][0]
-                corrupt = CorruptEvent(self.path, group_id, seq, sums.CHANGED)
+            events, corrupt = checked_page(self.codec, self.path, group_id, rows, expected)
             if events:
                 yield events
             if corrupt is not None:  # after the events before it, so they can still be applied
@@ -434,6 +428,24 @@ class EventLog:
             if candidate.exists():
                 total += candidate.stat().st_size
         return total
+
+
+def checked_page(
+    codec: EventCodec,
+    where: Path | str,
+    group_id: GroupId,
+    rows: Sequence[tuple[int, str, bytes]],
+    expected: dict[int, int],
+) -> tuple[list[RecordedEvent], CorruptEvent | None]:
+    """A page's rows as events, up to the first whose bytes differ from its stored sum or
+    that cannot be decoded, which is named (ADR 0049)."""
+    changed = sums.first_changed(rows, expected)
+    events, corrupt = decode_rows(
+        codec, where, group_id, rows if changed is None else rows[:changed]
+    )
+    if corrupt is None and changed is not None:
+        corrupt = CorruptEvent(where, group_id, rows[changed][0], sums.CHANGED)
+    return events, corrupt
 
 
 def decode_rows(
