@@ -40,7 +40,8 @@ from lcg.projections.wal.store import (
     PAGE_SIZE,
     ConcurrentAppend,
     RecordedEvent,
-    checked_page,
+    Row,
+    read_pages,
     stream_id,
 )
 
@@ -82,7 +83,6 @@ _SUMS_OF_PAGE = (
     " stream_id=%(s)s AND first_seq<=%(first)s), 0) ORDER BY first_seq"
 )
 _MARK_COLUMNS = "group_id, name, seq, generation, created_at, deleted_at"
-_NO_LIMIT = 2**62
 
 
 def is_postgres_url(url: str) -> bool:
@@ -300,36 +300,21 @@ class PostgresLog:
         """Pages of the group's events with `after < seq <= upto`, in order, each compared
         with its checksum (ADR 0049)."""
         stream = stream_id(group_id)
-        last = _NO_LIMIT if upto is None else upto
-        position = after
-        while position < last:
+
+        def fetch(position: int, last: int) -> tuple[list[Row], dict[int, int]]:
             action = f"read the events of group {group_id!r} after seq {position} from"
             with self._connection(action) as conn:
                 rows = [
                     (int(seq), str(topic), bytes(state))
                     for seq, topic, state in conn.execute(_PAGE, (stream, position, last, page))
                 ]
-                expected = (
-                    sums.sums_within(
-                        conn.execute(
-                            _SUMS_OF_PAGE, {"s": stream, "first": rows[0][0], "last": rows[-1][0]}
-                        ),
-                        rows[0][0],
-                        rows[-1][0],
-                    )
-                    if rows
-                    else {}
-                )
-            if not rows:
-                return
-            events, corrupt = checked_page(self.codec, self._where, group_id, rows, expected)
-            if events:
-                yield events
-            if corrupt is not None:  # after the events before it, so they can still be applied
-                raise corrupt
-            position = rows[-1][0]
-            if len(rows) < page:
-                return
+                if not rows:
+                    return rows, {}
+                first, final = rows[0][0], rows[-1][0]
+                held = conn.execute(_SUMS_OF_PAGE, {"s": stream, "first": first, "last": final})
+                return rows, sums.sums_within(held, first, final)
+
+        return read_pages(fetch, self.codec, self._where, group_id, after, upto, page)
 
     def check(self, group_id: GroupId, upto: int, *, seal: bool) -> CorruptEvent | None:
         """The group's first event up to `upto` that is missing, differs from its checksum or
