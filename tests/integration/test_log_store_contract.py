@@ -182,7 +182,7 @@ def test_pins_are_recorded_and_released_in_the_log(reopen: Opener) -> None:
     assert store.pins() == {}
 
 
-def test_marks_are_created_listed_and_tombstoned_per_group(store: LogStore) -> None:
+def test_k_wal_010_marks_are_created_listed_and_tombstoned_per_group(store: LogStore) -> None:
     store.append(events(A, 1, 3))
     made = store.create_mark(A, "good", 2, NOW)
     assert (made.group_id, made.name, made.seq, made.generation) == (A, "good", 2, 1)
@@ -245,7 +245,7 @@ def test_an_event_changed_after_it_was_written_is_named_by_check_and_read(
     assert raised.value.group_id == A
 
 
-def test_a_dump_of_the_log_restores_into_sqlite_with_the_same_events(
+def test_k_wal_004_005_a_dump_of_the_log_restores_into_sqlite_with_the_same_events(
     store: LogStore, tmp_path: Path
 ) -> None:
     store.append([*events(A, 1, 4), *events(B, 1, 2)])
