@@ -22,6 +22,9 @@ from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.hashing import HashingEmbedder
 from lcg.projections.embedding.minilm import MiniLmEmbedder
 from lcg.projections.embedding.port import Embedder
+from tests.helpers.postgres import pg_database, pg_url
+
+__all__ = ["pg_database", "pg_url"]  # fixtures of the tests marked `postgres`
 
 Call = Callable[..., dict[str, Any]]
 T = TypeVar("T")

@@ -39,6 +39,7 @@ from lcg.projections.graph import schema
 from lcg.projections.layout import WorkspaceFiles
 from lcg.projections.positions import applied_seqs, behind_log, recorded_wal_identity
 from lcg.projections.runner import ProjectionRunner
+from lcg.projections.wal.port import LogStore
 from lcg.projections.wal.store import EventLog
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,7 @@ def _open_for_writing(
     return opened
 
 
-def check_the_log(log_: EventLog, runner: ProjectionRunner) -> dict[GroupId, CorruptEvent]:
+def check_the_log(log_: LogStore, runner: ProjectionRunner) -> dict[GroupId, CorruptEvent]:
     """Each group's events up to its applied position, against their checksums (ADR 0049): a
     damaged one is what a rebuild would stop before, hiding every write acknowledged after it.
     Events without checksums (a WAL from before them) are decoded once and sealed."""

@@ -15,7 +15,7 @@ from lcg.projections.graph import state
 from lcg.projections.runner import Progress
 from lcg.projections.wal import dump
 from lcg.projections.wal.marks import Mark, MarkExists
-from lcg.projections.wal.store import EventLog
+from lcg.projections.wal.port import LogStore
 
 
 class MarkCreated(TypedDict):
@@ -75,7 +75,7 @@ def create_mark(writer: Writer, group_id: GroupId, name: str, now: datetime) -> 
     )
 
 
-def list_marks(log: EventLog, group_id: GroupId) -> MarkList:
+def list_marks(log: LogStore, group_id: GroupId) -> MarkList:
     """The group's active marks, oldest first, and whether a replay can still reach each
     (K-WAL-010: this group's only)."""
     generation = log.generation()
@@ -109,7 +109,7 @@ def delete_mark(writer: Writer, group_id: GroupId, name: str, now: datetime) -> 
         return delete_mark_in(writer.log, group_id, name, now)
 
 
-def delete_mark_in(log: EventLog, group_id: GroupId, name: str, now: datetime) -> MarkDeleted:
+def delete_mark_in(log: LogStore, group_id: GroupId, name: str, now: datetime) -> MarkDeleted:
     """delete_mark on the WAL file itself: what a degraded service, which has no writer,
     answers with (P-003; marks live in the WAL, ADR 0032)."""
     deleted = log.delete_mark(group_id, name, now)
@@ -196,7 +196,7 @@ def dump_wal(
 def _of_the_target(error: BaseException, target: Path) -> bool:
     """An OS or SQLite error, or a StorageFailure of a file in the dump's directory."""
     if isinstance(error, StorageFailure):
-        return error.path.is_relative_to(target)
+        return isinstance(error.path, Path) and error.path.is_relative_to(target)
     return is_storage_error(error)
 
 

@@ -127,6 +127,7 @@ class Settings:
         durability: Durability = _choice(env, "LCG_DURABILITY", ("normal", "full"))
         resolved = chosen.resolve()
         tuning = load_tuning(resolved, env)
+        _refuse_a_store_url(tuning.text("store", "url"))
         fusion: Fusion = _choice(env, "LCG_SEARCH_FUSION", ("max", "rrf"), tuning.fusion)
         engine: Bm25Engine = _choice(env, "LCG_BM25_ENGINE", ("memory", "fts5"))
         follow: VectorFollow = _choice(env, "LCG_VECTOR_FOLLOW", ("async", "sync"))
@@ -233,6 +234,26 @@ def _choice(
             return choice
     allowed = " or ".join(f"{c!r}" for c in choices)
     raise InvalidParams(name, f"must be {allowed}", f"got {raw!r}")
+
+
+def _refuse_a_store_url(url: str) -> None:
+    """`[store] url` (LCG_STORE_URL): the PostgreSQL log exists (ADR 0067) but the workspace
+    does not run on it yet, so a URL is refused rather than half-used. The value is never
+    echoed: a URL may carry a password."""
+    url = url.strip()
+    if not url:
+        return
+    if not url.startswith(("postgresql://", "postgres://")):
+        scheme = url.split("://", 1)[0] if "://" in url else "no scheme"
+        raise InvalidParams(
+            "LCG_STORE_URL", "must be empty or a postgresql:// URL", f"got {scheme[:20]!r}"
+        )
+    raise InvalidParams(
+        "LCG_STORE_URL",
+        "the PostgreSQL log is not wired into the workspace yet",
+        "set by [store] url in lcg.toml or LCG_STORE_URL; unset it to keep the log in"
+        " .lcg/wal.sqlite (docs/adr/0067-the-log-in-postgresql.md)",
+    )
 
 
 def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:

@@ -139,6 +139,10 @@ KEYS: Final[tuple[Key, ...]] = (
         meaning="a directory outside the workspace where the clients of a serving process"
         " (MCP, socket) may also have knowledge_dump_wal write; a relative path is under the"
         " workspace directory; empty: only inside the workspace (ADR 0048)"),
+    Key("store", "url", str, "",
+        meaning="where the event log lives: empty, the workspace's .lcg/wal.sqlite; a"
+        " postgresql:// URL names a PostgreSQL log, which is not wired into the workspace"
+        " yet and is refused (ADR 0067)"),
     Key("serve", "bind", str, "127.0.0.1",
         meaning="the address `lcg serve --http` and `lambo serve --transport http` listen on"
         " (--bind wins); anything but loopback needs a credential (ADR 0064)"),

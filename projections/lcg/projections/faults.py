@@ -18,9 +18,9 @@ class StorageFailure(Exception):
     of_workspace = True  # a failure of the workspace's own files: health is degraded
 
     def __init__(
-        self, path: Path, action: str, reason: BaseException | str, *, note: str = ""
+        self, path: Path | str, action: str, reason: BaseException | str, *, note: str = ""
     ) -> None:
-        self.path = path
+        self.path = path  # a file, or the description of a server's log (no password)
         self.action = action
         self.reason = reason_of(reason)
         super().__init__(f"cannot {action} {path}: {self.reason}" + (f"; {note}" if note else ""))
@@ -72,7 +72,7 @@ class CorruptEvent(Exception):
     the group cannot be applied past it, so its writes are refused."""
 
     def __init__(
-        self, path: Path, group_id: str, seq: int, reason: str, *, applied: bool = False
+        self, path: Path | str, group_id: str, seq: int, reason: str, *, applied: bool = False
     ) -> None:
         self.path = path
         self.group_id = group_id
@@ -92,9 +92,10 @@ class CorruptEvent(Exception):
                 "unaffected"
             )
         word = "a damaged" if applied else "an unreadable"
+        restore = path.name if isinstance(path, Path) else "the log"
         super().__init__(
             f"{path} holds {word} event at seq {seq} of group {group_id!r} ({reason}); "
-            f"{state}. Restore {path.name} from a backup, or keep the group at the last "
+            f"{state}. Restore {restore} from a backup, or keep the group at the last "
             f"good event: `lcg replay --group {group_id} --to-seq {before} --force-clear` "
             f"rebuilds it from seqs 1..{before} and holds it there (reads work, writes are "
             "refused)"

@@ -23,7 +23,8 @@ from lcg.projections.damage import is_corruption
 from lcg.projections.dispatch import Subscription
 from lcg.projections.faults import StorageFailure, is_storage_error
 from lcg.projections.positions import GroupPosition, read_position, read_positions
-from lcg.projections.wal.store import EventLog, RecordedEvent
+from lcg.projections.wal.port import LogStore
+from lcg.projections.wal.store import RecordedEvent
 
 Progress = Callable[[int, int], None]
 Positions = dict[tuple[str, str], int]  # (projection, group_id) -> applied seq
@@ -76,7 +77,7 @@ class ProjectionRunner:
     """Applies events to every projection and keeps their per-group positions."""
 
     def __init__(
-        self, conn: sqlite3.Connection, log: EventLog, projections: Sequence[Projection]
+        self, conn: sqlite3.Connection, log: LogStore, projections: Sequence[Projection]
     ) -> None:
         self.conn = conn
         self.log = log

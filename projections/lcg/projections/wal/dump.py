@@ -24,6 +24,7 @@ from typing import Any
 
 from lcg.domain.events import CANONIZATION_FAMILY, MEMORY_FAMILY, GroupPurged
 from lcg.domain.ids import GroupId, Seq
+from lcg.projections.wal.port import LogStore
 from lcg.projections.wal.store import EventLog, RecordedEvent
 
 DUMP_WAL = "wal.sqlite"
@@ -56,7 +57,7 @@ class GroupPlan:
         return self.upto - self.after
 
 
-def plan_group(log: EventLog, group_id: GroupId, applied: int) -> GroupPlan:
+def plan_group(log: LogStore, group_id: GroupId, applied: int) -> GroupPlan:
     """The group's events up to `applied`, after its last purge unless it holds memory."""
     purge = log.last_seq_of(group_id, (GroupPurged.wire_name,), applied)
     if purge and log.last_seq_of(group_id, MEMORY_EVENTS, applied) == 0:
@@ -86,7 +87,7 @@ def remove_partial(target: Path, *, created: bool) -> None:
 
 
 def write_dump(
-    log: EventLog,
+    log: LogStore,
     plans: Sequence[GroupPlan],
     target: Path,
     created_at: datetime,

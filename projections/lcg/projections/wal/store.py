@@ -20,7 +20,7 @@ import logging
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -128,6 +128,11 @@ class EventLog:
             return path.stat().st_size > 0
         except FileNotFoundError:
             return False
+
+    @property
+    def where(self) -> str:
+        """The file, as messages name it."""
+        return str(self.path)
 
     @property
     def identity(self) -> str:
@@ -263,9 +268,8 @@ class EventLog:
     ) -> Iterator[list[RecordedEvent]]:
         """Pages of the group's events with `after < seq <= upto`, in order."""
         originator = stream_id(group_id).hex
-        last = _NO_LIMIT if upto is None else upto
-        position = after
-        while position < last:
+
+        def fetch(position: int, last: int) -> tuple[list[Row], dict[int, int]]:
             try:
                 with self._lock:
                     rows = self._conn.execute(_PAGE, (originator, position, last, page)).fetchall()
@@ -277,42 +281,9 @@ class EventLog:
             except sqlite3.DatabaseError as error:
                 action = f"read the events of group {group_id!r} after seq {position} from"
                 raise StorageFailure(self.path, action, error) from error
-            if not rows:
-                return
-            changed = sums.first_changed(rows, expected)
-            events, corrupt = self._decode(group_id, rows if changed is None else rows[:changed])
-            if corrupt is None and changed is not None:
-                seq = rows[changed][0]
-                corrupt = CorruptEvent(self.path, group_id, seq, sums.CHANGED)
-            if events:
-                yield events
-            if corrupt is not None:  # after the events before it, so they can still be applied
-                raise corrupt
-            position = rows[-1][0]
-            if len(rows) < page:
-                return
+            return rows, expected
 
-    def _decode(
-        self, group_id: GroupId, rows: list[tuple[int, str, bytes]]
-    ) -> tuple[list[RecordedEvent], CorruptEvent | None]:
-        """The rows as events, up to the first one that cannot be decoded (named with its seq)."""
-        decode = self.codec.decode
-        try:
-            return [
-                RecordedEvent(group_id, Seq(seq), decode(topic, orjson.loads(state)))
-                for seq, topic, state in rows
-            ], None
-        except Exception:  # found again below, row by row, and named
-            events: list[RecordedEvent] = []
-            for seq, topic, state in rows:
-                try:
-                    events.append(
-                        RecordedEvent(group_id, Seq(seq), decode(topic, orjson.loads(state)))
-                    )
-                except Exception as error:  # noqa: BLE001 (any undecodable event is corrupt)
-                    reason = f"{type(error).__name__}: {error}"
-                    return events, CorruptEvent(self.path, group_id, seq, reason)
-            raise
+        return read_pages(fetch, self.codec, self.path, group_id, after, upto, page)
 
     def truncate_all(self) -> None:
         """Erase every stream (knowledge_clear_all without preserve_wal) and every pin; the
@@ -449,3 +420,62 @@ class EventLog:
             if candidate.exists():
                 total += candidate.stat().st_size
         return total
+
+
+Row = tuple[int, str, bytes]  # a stored event's seq, topic and state
+Fetch = Callable[[int, int], tuple[list[Row], dict[int, int]]]
+
+
+def read_pages(
+    fetch: Fetch,
+    codec: EventCodec,
+    where: Path | str,
+    group_id: GroupId,
+    after: int,
+    upto: int | None,
+    page: int,
+) -> Iterator[list[RecordedEvent]]:
+    """The pages `fetch(after, upto)` gives (rows and their stored sums), decoded, each row
+    compared with its sum; the first that differs or cannot be decoded is raised as a
+    CorruptEvent after the page's events before it (ADR 0049)."""
+    last = _NO_LIMIT if upto is None else upto
+    position = after
+    while position < last:
+        rows, expected = fetch(position, last)
+        if not rows:
+            return
+        changed = sums.first_changed(rows, expected)
+        events, corrupt = decode_rows(
+            codec, where, group_id, rows if changed is None else rows[:changed]
+        )
+        if corrupt is None and changed is not None:
+            corrupt = CorruptEvent(where, group_id, rows[changed][0], sums.CHANGED)
+        if events:
+            yield events
+        if corrupt is not None:  # after the events before it, so they can still be applied
+            raise corrupt
+        position = rows[-1][0]
+        if len(rows) < page:
+            return
+
+
+def decode_rows(
+    codec: EventCodec, where: Path | str, group_id: GroupId, rows: Sequence[tuple[int, str, bytes]]
+) -> tuple[list[RecordedEvent], CorruptEvent | None]:
+    """The rows (seq, topic, state) as events, up to the first one that cannot be decoded
+    (named with its seq)."""
+    decode = codec.decode
+    try:
+        return [
+            RecordedEvent(group_id, Seq(seq), decode(topic, orjson.loads(state)))
+            for seq, topic, state in rows
+        ], None
+    except Exception:  # found again below, row by row, and named
+        events: list[RecordedEvent] = []
+        for seq, topic, state in rows:
+            try:
+                events.append(RecordedEvent(group_id, Seq(seq), decode(topic, orjson.loads(state))))
+            except Exception as error:  # noqa: BLE001 (any undecodable event is corrupt)
+                reason = f"{type(error).__name__}: {error}"
+                return events, CorruptEvent(where, group_id, seq, reason)
+        raise

@@ -17,6 +17,8 @@ import sys
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+from uuid import UUID
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS lcg_event_sums (stream_id TEXT NOT NULL,"
@@ -30,6 +32,7 @@ _EVENTS = (
 )
 
 Decode = Callable[[str, bytes], object]
+Stream = TypeVar("Stream", str, UUID)  # a stream id as the store keeps it
 CHANGED = "its bytes differ from those written (checksum mismatch)"
 MISSING = "the event is missing"
 
@@ -49,21 +52,24 @@ def has_table(conn: sqlite3.Connection) -> bool:
 def record(conn: sqlite3.Connection, events: Iterable[tuple[str, int, int]]) -> None:
     """Store the sums of (stream id, seq, sum), one row per run of consecutive seqs of a stream
     (a batch may interleave groups; each group's seqs rise)."""
-    runs: dict[str, list[tuple[int, list[int]]]] = {}
+    conn.executemany("INSERT OR REPLACE INTO lcg_event_sums VALUES (?, ?, ?)", sum_rows(events))
+
+
+def sum_rows(events: Iterable[tuple[Stream, int, int]]) -> list[tuple[Stream, int, bytes]]:
+    """The rows (stream id, first seq, packed sums) that hold the sums of (stream, seq, sum):
+    one per run of consecutive seqs of a stream."""
+    runs: dict[Stream, list[tuple[int, list[int]]]] = {}
     for stream, seq, value in events:
         stream_runs = runs.setdefault(stream, [])
         if stream_runs and stream_runs[-1][0] + len(stream_runs[-1][1]) == seq:
             stream_runs[-1][1].append(value)
         else:
             stream_runs.append((seq, [value]))
-    conn.executemany(
-        "INSERT OR REPLACE INTO lcg_event_sums VALUES (?, ?, ?)",
-        [
-            (stream, first, b"".join(_SUM.pack(value) for value in values))
-            for stream, stream_runs in runs.items()
-            for first, values in stream_runs
-        ],
-    )
+    return [
+        (stream, first, b"".join(_SUM.pack(value) for value in values))
+        for stream, stream_runs in runs.items()
+        for first, values in stream_runs
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +96,26 @@ def check(conn: sqlite3.Connection, stream: str, upto: int, decode: Decode) -> C
     except sqlite3.DatabaseError:
         pass  # found again below, event by event, and named
     expected, bad_sums = _expected(conn, stream) if sealed else ({}, None)
+    events = conn.execute(_EVENTS, (stream, upto))
+    return walk(events, expected, bad_sums, upto, decode, store_errors=(sqlite3.DatabaseError,))
+
+
+def walk(
+    events: Iterable[tuple[int, bytes, bytes | str]],
+    expected: dict[int, int],
+    bad_sums: int | None,
+    upto: int,
+    decode: Decode,
+    *,
+    store_errors: tuple[type[Exception], ...],
+) -> Checked:
+    """The check of a stream's events (seq, topic bytes, state) read in order up to `upto`,
+    against their stored sums; one of `store_errors` while reading damages the first seq not
+    yet checked."""
     unsealed: list[tuple[int, int]] = []
     previous = 0
     try:
-        for seq, topic, state in conn.execute(_EVENTS, (stream, upto)):
+        for seq, topic, state in events:
             damage = _damage(seq, previous, bad_sums)
             if damage is None:
                 data = _as_bytes(state)
@@ -108,7 +130,7 @@ def check(conn: sqlite3.Connection, stream: str, upto: int, decode: Decode) -> C
             if damage is not None:
                 return Checked(damage, [])
             previous = seq
-    except sqlite3.DatabaseError as error:  # the file's pages, not one event's bytes
+    except store_errors as error:  # the store's pages, not one event's bytes
         return Checked(Damage(previous + 1, f"{type(error).__name__}: {error}"), [])
     if previous < upto:
         return Checked(Damage(previous + 1, MISSING), [])
@@ -182,10 +204,16 @@ def expected_between(
         " AND first_seq<=?2), 0) ORDER BY first_seq",
         (stream, first, last),
     )
+    return sums_within(rows, first, last)
+
+
+def sums_within(rows: Iterable[tuple[int, object]], first: int, last: int) -> dict[int, int]:
+    """The sums of seqs `first..last` held by rows (first seq, packed sums); a damaged row is
+    skipped (the check at open names it)."""
     expected: dict[int, int] = {}
     for start, blob in rows:
         if not isinstance(blob, bytes):
-            continue  # a damaged sums row: the check at open names it
+            continue
         for offset, (value,) in enumerate(_SUM.iter_unpack(blob[: len(blob) // 4 * 4])):
             if first <= start + offset <= last:
                 expected[start + offset] = value
@@ -206,11 +234,18 @@ def first_changed(rows: Sequence[tuple[int, str, bytes]], expected: dict[int, in
 
 def _expected(conn: sqlite3.Connection, stream: str) -> tuple[dict[int, int], int | None]:
     """The stored sum of each seq, and the first seq of a sums row that cannot be read."""
-    expected: dict[int, int] = {}
-    rows = conn.execute(
-        "SELECT first_seq, sums FROM lcg_event_sums WHERE stream_id=? ORDER BY first_seq",
-        (stream,),
+    return parse_sums(
+        conn.execute(
+            "SELECT first_seq, sums FROM lcg_event_sums WHERE stream_id=? ORDER BY first_seq",
+            (stream,),
+        )
     )
+
+
+def parse_sums(rows: Iterable[tuple[int, object]]) -> tuple[dict[int, int], int | None]:
+    """The sum of each seq from rows (first seq, packed sums) in order, and the first seq of
+    a row that cannot be read."""
+    expected: dict[int, int] = {}
     for first, blob in rows:
         if not isinstance(blob, bytes) or len(blob) % _SUM.size:
             return expected, int(first)
