@@ -15,18 +15,15 @@ from lcg.queries.stages import (
     session_of,
 )
 
-Key = tuple[str, int]
+Key = str
 
 
 def ranked(*scores: tuple[str, float]) -> list[Fused[Key]]:
-    return [
-        Fused((episode, 0), score, score, {"text": n})
-        for n, (episode, score) in enumerate(scores, 1)
-    ]
+    return [Fused(key, score, score, {"text": n}) for n, (key, score) in enumerate(scores, 1)]
 
 
 def keys(fused: list[Fused[Key]]) -> list[str]:
-    return [entry.key[0] for entry in fused]
+    return [entry.key for entry in fused]
 
 
 def test_last_may_reads_as_the_latest_may_up_to_today() -> None:

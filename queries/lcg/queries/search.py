@@ -34,6 +34,7 @@ from lcg.queries.stages import (
     in_range,
     mentioned_names,
     query_span,
+    scaled_vectors,
     score_sessions,
     session_of,
 )
@@ -357,6 +358,12 @@ def search_passages(
         "passage_vector": vector.get(catalog.PASSAGE, []),
     }
     fused = [e for e in fuse(legs, ctx.fusion) if e.relevance >= min_score]
+    if ctx.stages.vector_weight > 0:  # the floor reads the cosines; the order, the scaled leg
+        kept = {e.key for e in fused}
+        scaled = legs | {
+            "passage_vector": scaled_vectors(legs["passage_vector"], ctx.stages.vector_weight)
+        }
+        fused = [e for e in fuse(scaled, ctx.fusion) if e.key in kept]
     if ctx.stages.entity_hop:
         fused = _entity_hop(ctx, query, fused, groups, limit)
     if ctx.expand_depth:
@@ -435,10 +442,13 @@ def _staged(
     """The stages ctx.stages turns on, in order: time, session scoring, diversity."""
     stages = ctx.stages
     infos = reader.episode_infos(ctx.conn, list({e.key[0] for e in fused}))
-    if stages.time_filter and infos:
-        days = {uuid: day_of(info["valid_at"]) for uuid, info in infos.items()}
+    known = [e.key for e in fused if e.key[0] in infos]
+    if stages.time_filter and known:
+        days = {key: day_of(infos[key[0]]["valid_at"]) for key in known}
         fused = in_range(fused, days, query_span(query, max(days.values())))
-    sessions = {uuid: session_of(i["group_id"], i["valid_at"]) for uuid, i in infos.items()}
+    sessions = {
+        key: session_of(infos[key[0]]["group_id"], infos[key[0]]["valid_at"]) for key in known
+    }
     fused = score_sessions(fused, sessions, stages.session_weight)
     return diversify(fused, sessions, stages.per_session, num_results)
 

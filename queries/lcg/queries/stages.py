@@ -1,7 +1,8 @@
 """Named, switchable stages of passage retrieval after the legs are fused (issue 31, ADR 0068).
 
-Each stage reorders (or extends) the fused candidates; each is off unless its setting turns
-it on, and what each measured on REALTALK is in docs/adr/0068-retrieval-stages.md.
+Each stage reorders (or extends) the fused candidates, passages or concepts alike (a key's
+session and day come from its episode, or its concept's `about_time`); each is off unless its
+setting turns it on, and what each measured on REALTALK is in docs/adr/0068-retrieval-stages.md.
 
 - session scoring: a passage also scores by the best other candidates of its session (its
   group's episodes of the same day), so a session whose turns match well lifts them all;
@@ -20,9 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 
-from lcg.queries.fusion import Fused, fused_order
+from lcg.queries.fusion import Fused, K, fused_order
 
-Key = tuple[str, int]  # (episode uuid, passage part)
 Session = tuple[str, str]  # (group id, UTC day of the episode's reference time)
 
 
@@ -34,6 +34,9 @@ class Stages:
     per_session: int = 0  # most passages of one session among the first results
     time_filter: bool = False  # read a date range from the query and keep what falls in it
     entity_hop: bool = False  # search again by the names the strongest hits mention
+    # the vector leg scored as this x its cosine over the leg's best cosine, as the BM25 leg
+    # is scored against its best (0: the cosine as it is)
+    vector_weight: float = 0.0
 
 
 OFF = Stages()
@@ -60,14 +63,24 @@ SESSION_TOP = 2  # a session scores by the mean of its best candidates' scores, 
 TIME_MIN_KEPT = 3  # the time filter keeps at least this many candidates, or falls back
 
 
+def scaled_vectors(hits: Sequence[tuple[K, float]], weight: float) -> list[tuple[K, float]]:
+    """A vector leg's hits scored `weight` x cosine / best cosine (unchanged with weight 0)."""
+    if weight <= 0 or not hits:
+        return list(hits)
+    best = max(score for _, score in hits)
+    if best <= 0:
+        return list(hits)
+    return [(key, weight * score / best) for key, score in hits]
+
+
 def session_of(group_id: str, reference_time: str) -> Session:
     """A passage's session: its group and the UTC day its episode happened."""
     return group_id, reference_time[:10]
 
 
 def score_sessions(
-    fused: Sequence[Fused[Key]], sessions: Mapping[str, Session], weight: float
-) -> list[Fused[Key]]:
+    fused: Sequence[Fused[K]], sessions: Mapping[K, Session], weight: float
+) -> list[Fused[K]]:
     """Blend each candidate's score with its session's: (1 - weight) x its own + weight x
     the mean of the session's best SESSION_TOP scores. Candidates of an unknown episode keep
     their own score (scaled alike, so the order among them is unchanged)."""
@@ -75,7 +88,7 @@ def score_sessions(
         return list(fused)
     by_session: dict[Session, list[float]] = defaultdict(list)
     for entry in fused:
-        session = sessions.get(entry.key[0])
+        session = sessions.get(entry.key)
         if session is not None:
             by_session[session].append(entry.score)
     strength = {
@@ -84,7 +97,7 @@ def score_sessions(
     }
     blended = []
     for entry in fused:
-        session = sessions.get(entry.key[0])
+        session = sessions.get(entry.key)
         boost = strength[session] if session is not None else entry.score
         score = (1 - weight) * entry.score + weight * boost
         blended.append(replace(entry, score=score, ranks=dict(entry.ranks)))
@@ -92,17 +105,17 @@ def score_sessions(
 
 
 def diversify(
-    fused: Sequence[Fused[Key]], sessions: Mapping[str, Session], per_session: int, top: int
-) -> list[Fused[Key]]:
+    fused: Sequence[Fused[K]], sessions: Mapping[K, Session], per_session: int, top: int
+) -> list[Fused[K]]:
     """The same candidates, with at most `per_session` of one session among the first `top`:
     a passage over the cap moves after them, in its order (nothing is dropped)."""
     if per_session <= 0:
         return list(fused)
     taken: dict[Session, int] = defaultdict(int)
-    first: list[Fused[Key]] = []
-    later: list[Fused[Key]] = []
+    first: list[Fused[K]] = []
+    later: list[Fused[K]] = []
     for entry in fused:
-        session = sessions.get(entry.key[0])
+        session = sessions.get(entry.key)
         if len(first) < top and (session is None or taken[session] < per_session):
             first.append(entry)
             if session is not None:
@@ -113,17 +126,17 @@ def diversify(
 
 
 def in_range(
-    fused: Sequence[Fused[Key]],
-    days: Mapping[str, date],
+    fused: Sequence[Fused[K]],
+    days: Mapping[K, date],
     span: tuple[date, date] | None,
     min_kept: int = TIME_MIN_KEPT,
-) -> list[Fused[Key]]:
+) -> list[Fused[K]]:
     """The candidates whose episode's day is within `span` (inclusive), or all of them when
     there is no span or fewer than `min_kept` fall in it (a filter must not empty a search)."""
     if span is None:
         return list(fused)
     start, end = span
-    kept = [e for e in fused if e.key[0] in days and start <= days[e.key[0]] <= end]
+    kept = [e for e in fused if e.key in days and start <= days[e.key] <= end]
     return kept if len(kept) >= min_kept else list(fused)
 
 
