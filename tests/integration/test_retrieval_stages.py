@@ -46,7 +46,7 @@ def test_issue_31_entity_hop_finds_the_second_turn_of_a_two_hop_question(
     question = "Which city does Emi's piano teacher live in?"
     plain = _found(app, Stages(), question, "c", floor=0.5)
     assert [p["name"] for p in plain] == ["t1"]
-    hopped = _found(app, Stages(entity_hop=True), question, "c", floor=0.5)
+    hopped = _found(app, Stages(entity_hop=0.5), question, "c", floor=0.5)
     assert [p["name"] for p in hopped] == ["t1", "t2"]
     assert hopped[1]["ranks"] == {"entity": 1}
     assert hopped[1]["score"] <= hopped[0]["score"] / 2

@@ -121,10 +121,10 @@ KEYS: Final[tuple[Key, ...]] = (
         meaning="passage search: a date the query names (\"last May\", \"on the 10th of"
         " February\", \"in 2023\", \"last week\") keeps the passages of that time, unless"
         " fewer than 3 remain (ADR 0068)"),
-    Key("retrieval", "entity_hop", bool, False,
+    Key("retrieval", "entity_hop", float, 0.0, 0, 1,
         meaning="passage search: the names the 3 strongest hits mention and the query does"
-        " not are searched again; what that finds joins at half its source's score"
-        " (ADR 0068)"),
+        " not are searched again; what that finds joins at this share of the best hit's"
+        " score times its own BM25 share; 0: off (ADR 0068)"),
     Key("extraction", "extractor", str, "spacy",
         choices=("spacy", "openai", "llama", "sampling"),
         meaning="what knowledge_process_chunk extracts with: spaCy's rules (offline, no LLM),"
@@ -249,7 +249,7 @@ class Tuning:
             session_weight=self._float("retrieval", "session_weight"),
             per_session=self._int("retrieval", "per_session"),
             time_filter=self._bool("retrieval", "time_filter"),
-            entity_hop=self._bool("retrieval", "entity_hop"),
+            entity_hop=self._float("retrieval", "entity_hop"),
         )
 
     def text(self, section: str, name: str) -> str:

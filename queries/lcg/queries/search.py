@@ -25,7 +25,6 @@ from lcg.queries.fusion import Fused, Fusion, K, best_per_key, fuse, fused_order
 from lcg.queries.graph_reads import collapsing_groups, exact_groups
 from lcg.queries.relevance import Floors
 from lcg.queries.stages import (
-    ENTITY_DECAY,
     ENTITY_FROM,
     OFF,
     Stages,
@@ -364,7 +363,7 @@ def search_passages(
             "passage_vector": scaled_vectors(legs["passage_vector"], ctx.stages.vector_weight)
         }
         fused = [e for e in fuse(scaled, ctx.fusion) if e.key in kept]
-    if ctx.stages.entity_hop:
+    if ctx.stages.entity_hop > 0:
         fused = _entity_hop(ctx, query, fused, groups, limit)
     if ctx.expand_depth:
         fused = _expand(ctx, fused, lambda keys: _passage_neighbours(ctx, keys, groups))
@@ -408,7 +407,7 @@ def _entity_hop(
 ) -> list[Fused[tuple[str, int]]]:
     """Multi-hop without an LLM: the names (capitalised words) the strongest hits mention
     and the query does not are searched by BM25; a passage found so, not found before,
-    joins at ENTITY_DECAY x its source's score x its bm25 share (`ranks: {"entity": n}`)."""
+    joins at stages.entity_hop x its source's score x its bm25 share (`ranks: {"entity": n}`)."""
     strongest = fused[:ENTITY_FROM]
     if not strongest:
         return fused
@@ -421,6 +420,7 @@ def _entity_hop(
         return fused
     known = {entry.key: entry for entry in fused}
     source = strongest[0]
+    weight = ctx.stages.entity_hop
     top = found[0].score or 1.0
     for rank, hit in enumerate(found, start=1):
         key = (hit.owner_uuid, hit.part)
@@ -429,8 +429,8 @@ def _entity_hop(
         share = max(0.0, hit.score / top)
         known[key] = Fused(
             key,
-            source.score * ENTITY_DECAY * share,
-            source.relevance * ENTITY_DECAY * share,
+            source.score * weight * share,
+            source.relevance * weight * share,
             {"entity": rank},
         )
     return sorted(known.values(), key=fused_order)

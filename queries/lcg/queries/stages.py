@@ -33,7 +33,9 @@ class Stages:
     session_weight: float = 0.0  # share of a passage's score taken from its session's best
     per_session: int = 0  # most passages of one session among the first results
     time_filter: bool = False  # read a date range from the query and keep what falls in it
-    entity_hop: bool = False  # search again by the names the strongest hits mention
+    # search again by the names the strongest hits mention; what that finds scores this x
+    # its source's score x its bm25 share (0: off)
+    entity_hop: float = 0.0
     # the vector leg scored as this x its cosine over the leg's best cosine, as the BM25 leg
     # is scored against its best (0: the cosine as it is)
     vector_weight: float = 0.0
@@ -41,7 +43,6 @@ class Stages:
 
 OFF = Stages()
 ENTITY_FROM = 3  # strongest hits whose names the entity hop searches by
-ENTITY_DECAY = 0.5  # a passage the entity hop finds scores at most half its source's score
 _NAME = re.compile(r"(?<![\w'’])([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b(?!:)")
 
 

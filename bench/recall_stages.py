@@ -1,0 +1,106 @@
+"""lambo_recall's stages (ADR 0068), each on vs off, on REALTALK.
+
+    .venv/bin/python -m bench.recall_stages [--out bench/results/recall-stages.md]
+
+Every turn is derived through lambo_derive as bench_recall --quality does (one session per
+conversation, into `.bench-cache/recall-stages`, whose embedding cache is seeded from
+`.bench-cache/recall-quality` when that exists), then every question is asked through
+lambo_recall (top_k 10, the tool's other defaults) once per system, the workspace opened
+with that system's `[retrieval]` settings. Scored and compared as bench.search_stages does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import faiss
+
+from bench.realtalk import DATA, load_realtalk
+from bench.recall_common import RECALL_TOP_K, copy_cache
+from bench.recall_quality import DeriveInfo, ask, derive_turns
+from bench.search_common import CACHE, RESULTS, log, reset_workspace
+from bench.search_quality import Ranking, quality_tables, score_system
+from bench.search_stages import stage_table
+from lcg.interfaces.app import App
+from lcg.interfaces.config import Settings
+from lcg.interfaces.settings_file import Tuning
+from lcg.interfaces.workspace import Workspace
+
+# label -> the [retrieval] settings it runs with
+SYSTEMS: dict[str, dict[str, object]] = {
+    "off": {},
+    "session 0.1": {"session_weight": 0.1},
+    "session 0.2": {"session_weight": 0.2},
+    "diversify 3": {"per_session": 3},
+    "diversify 5": {"per_session": 5},
+    "time": {"time_filter": True},
+}
+
+
+def settings_for(directory: Path, group: str, values: dict[str, object]) -> Settings:
+    tuning = Tuning()
+    merged = dict(tuning.values) | {f"[retrieval] {k}": v for k, v in values.items()}
+    return Settings(workspace=directory, session=group, tuning=replace(tuning, values=merged))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--cache", type=Path, default=CACHE)
+    parser.add_argument("--out", type=Path, default=RESULTS / "recall-stages.md")
+    parser.add_argument("--no-build", action="store_true", help="reuse the derived sessions")
+    args = parser.parse_args(argv)
+    faiss.omp_set_num_threads(1)
+    began = time.perf_counter()
+    conversations, _ = load_realtalk(args.data)
+    questions = [q for c in conversations for q in c.questions]
+    directory = args.cache / "recall-stages"
+    info = DeriveInfo()
+    nodes: dict[str, dict[str, list[str]]] = {}
+    if not args.no_build:
+        reset_workspace(directory)
+        if (args.cache / "recall-quality").exists():
+            copy_cache(args.cache / "recall-quality", directory)
+    for conversation in conversations:
+        with Workspace(Settings(workspace=directory, session=conversation.group)) as ws:
+            app = App(ws)
+            if args.no_build:
+                raise SystemExit("--no-build needs the node map: not kept between runs yet")
+            nodes[conversation.group] = derive_turns(app, conversation, info)
+            ws.settle()
+            log(f"  {conversation.group}: derived ({time.perf_counter() - began:.0f} s)")
+    found: dict[str, list[Ranking]] = {label: [] for label in SYSTEMS}
+    for conversation in conversations:
+        for label, values in SYSTEMS.items():
+            with Workspace(settings_for(directory, conversation.group, values)) as ws:
+                found[label] += ask(
+                    App(ws), conversation, nodes[conversation.group], {"top_k": RECALL_TOP_K}, None
+                )
+        log(f"  {conversation.group}: asked ({time.perf_counter() - began:.0f} s)")
+    systems = [score_system(label, found[label], questions) for label in SYSTEMS]
+    report = "\n".join(
+        [
+            "# lambo_recall's stages on REALTALK",
+            "",
+            f"{len(questions)} questions; lambo_recall top_k {RECALL_TOP_K} (R@20 = R@10 here); "
+            f"whole run {time.perf_counter() - began:.0f} s.",
+            "",
+            quality_tables(systems, questions, [(s.label, "off") for s in systems[1:]]),
+            "",
+            stage_table(systems, questions),
+            "",
+        ]
+    )
+    print(report)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(report, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
