@@ -12,6 +12,7 @@ with that system's `[retrieval]` settings. Scored and compared as bench.search_s
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Sequence
@@ -20,9 +21,9 @@ from pathlib import Path
 
 import faiss
 
-from bench.realtalk import DATA, load_realtalk
-from bench.recall_common import RECALL_TOP_K, copy_cache
-from bench.recall_quality import DeriveInfo, ask, derive_turns
+from bench.realtalk import DATA, Conversation, load_realtalk
+from bench.recall_common import AGENT, RECALL_TOP_K, copy_cache
+from bench.recall_quality import DeriveInfo, _call, derive_turns
 from bench.search_common import CACHE, RESULTS, log, reset_workspace
 from bench.search_quality import Ranking, quality_tables, score_system
 from bench.search_stages import stage_table
@@ -48,6 +49,35 @@ def settings_for(directory: Path, group: str, values: dict[str, object]) -> Sett
     return Settings(workspace=directory, session=group, tuning=replace(tuning, values=merged))
 
 
+def ask_with_budget(
+    app: App, conversation: Conversation, nodes: dict[str, list[str]], budget: list[float]
+) -> list[Ranking]:
+    """lambo_recall (top_k RECALL_TOP_K, the other defaults: max_tokens 500) per question;
+    the hits' turns, and in `budget` the share of the evidence among the hits that the
+    context block shows (a hit is shown when its short id is in the block and its block is
+    not the one cut at max_tokens)."""
+    rankings: list[Ranking] = []
+    for question in conversation.questions:
+        found = _call(
+            app,
+            "lambo_recall",
+            {"agent_id": AGENT, "query": question.text, "top_k": RECALL_TOP_K},
+        )
+        wanted = set(question.evidence)
+        in_hits: set[str] = set()
+        shown: set[str] = set()
+        for hit in found["hits"]:
+            turns = set(nodes.get(hit["node_id"], [])) & wanted
+            in_hits |= turns
+            if hit["node_id"][:8] in found["context"] and not hit.get("truncated_in_context"):
+                shown |= turns
+        if in_hits:
+            budget.append(len(shown) / len(in_hits))
+        names = [dia for hit in found["hits"] for dia in nodes.get(hit["node_id"], [])]
+        rankings.append(list(dict.fromkeys(names))[:RECALL_TOP_K])
+    return rankings
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, default=DATA)
@@ -61,25 +91,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     questions = [q for c in conversations for q in c.questions]
     directory = args.cache / "recall-stages"
     info = DeriveInfo()
+    node_map = directory / "bench-nodes.json"  # node id -> turns, kept for --no-build
     nodes: dict[str, dict[str, list[str]]] = {}
-    if not args.no_build:
+    if args.no_build:
+        nodes = json.loads(node_map.read_text(encoding="utf-8"))
+    else:
         reset_workspace(directory)
         if (args.cache / "recall-quality").exists():
             copy_cache(args.cache / "recall-quality", directory)
-    for conversation in conversations:
-        with Workspace(Settings(workspace=directory, session=conversation.group)) as ws:
-            app = App(ws)
-            if args.no_build:
-                raise SystemExit("--no-build needs the node map: not kept between runs yet")
-            nodes[conversation.group] = derive_turns(app, conversation, info)
-            ws.settle()
-            log(f"  {conversation.group}: derived ({time.perf_counter() - began:.0f} s)")
+        for conversation in conversations:
+            with Workspace(Settings(workspace=directory, session=conversation.group)) as ws:
+                nodes[conversation.group] = derive_turns(App(ws), conversation, info)
+                ws.settle()
+                log(f"  {conversation.group}: derived ({time.perf_counter() - began:.0f} s)")
+        node_map.write_text(json.dumps(nodes), encoding="utf-8")
     found: dict[str, list[Ranking]] = {label: [] for label in SYSTEMS}
+    budgets: dict[str, list[float]] = {label: [] for label in SYSTEMS}
     for conversation in conversations:
         for label, values in SYSTEMS.items():
             with Workspace(settings_for(directory, conversation.group, values)) as ws:
-                found[label] += ask(
-                    App(ws), conversation, nodes[conversation.group], {"top_k": RECALL_TOP_K}, None
+                found[label] += ask_with_budget(
+                    App(ws), conversation, nodes[conversation.group], budgets[label]
                 )
         log(f"  {conversation.group}: asked ({time.perf_counter() - began:.0f} s)")
     systems = [score_system(label, found[label], questions) for label in SYSTEMS]
@@ -93,6 +125,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             quality_tables(systems, questions, [(s.label, "off") for s in systems[1:]]),
             "",
             stage_table(systems, questions),
+            "",
+            "Share of the evidence among the hits that the default-budget context block "
+            "(max_tokens 500) shows, mean over the questions with evidence among the hits:",
+            "",
+            "| system | questions | shown |",
+            "|---|---:|---:|",
+            *(
+                f"| {label} | {len(b)} | {sum(b) / max(len(b), 1):.3f} |"
+                for label, b in budgets.items()
+            ),
             "",
         ]
     )
