@@ -11,7 +11,6 @@ with that system's `[retrieval]` settings. Scored and compared as bench.search_s
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -19,14 +18,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-import faiss
-
-from bench.realtalk import DATA, Conversation, load_realtalk
+from bench.realtalk import Conversation, load_realtalk
 from bench.recall_common import AGENT, RECALL_TOP_K, copy_cache
 from bench.recall_quality import DeriveInfo, _call, derive_turns
-from bench.search_common import CACHE, RESULTS, log, reset_workspace
-from bench.search_quality import Ranking, quality_tables, score_system
-from bench.search_stages import stage_table
+from bench.search_common import RESULTS, log, reset_workspace
+from bench.search_quality import Ranking, score_system
+from bench.search_stages import stage_args, stage_report
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.settings_file import Tuning
@@ -79,31 +76,17 @@ def ask_with_budget(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--cache", type=Path, default=CACHE)
-    parser.add_argument("--out", type=Path, default=RESULTS / "recall-stages.md")
-    parser.add_argument("--no-build", action="store_true", help="reuse the derived sessions")
-    args = parser.parse_args(argv)
-    faiss.omp_set_num_threads(1)
+    args = stage_args(argv, __doc__ or "", RESULTS / "recall-stages.md")
     began = time.perf_counter()
     conversations, _ = load_realtalk(args.data)
     questions = [q for c in conversations for q in c.questions]
     directory = args.cache / "recall-stages"
-    info = DeriveInfo()
     node_map = directory / "bench-nodes.json"  # node id -> turns, kept for --no-build
     nodes: dict[str, dict[str, list[str]]] = {}
     if args.no_build:
         nodes = json.loads(node_map.read_text(encoding="utf-8"))
     else:
-        reset_workspace(directory)
-        if (args.cache / "recall-quality").exists():
-            copy_cache(args.cache / "recall-quality", directory)
-        for conversation in conversations:
-            with Workspace(Settings(workspace=directory, session=conversation.group)) as ws:
-                nodes[conversation.group] = derive_turns(App(ws), conversation, info)
-                ws.settle()
-                log(f"  {conversation.group}: derived ({time.perf_counter() - began:.0f} s)")
+        nodes = derive_all(args.cache, directory, conversations, began)
         node_map.write_text(json.dumps(nodes), encoding="utf-8")
     found: dict[str, list[Ranking]] = {label: [] for label in SYSTEMS}
     budgets: dict[str, list[float]] = {label: [] for label in SYSTEMS}
@@ -115,33 +98,44 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
         log(f"  {conversation.group}: asked ({time.perf_counter() - began:.0f} s)")
     systems = [score_system(label, found[label], questions) for label in SYSTEMS]
-    report = "\n".join(
-        [
-            "# lambo_recall's stages on REALTALK",
-            "",
-            f"{len(questions)} questions; lambo_recall top_k {RECALL_TOP_K} (R@20 = R@10 here); "
-            f"whole run {time.perf_counter() - began:.0f} s.",
-            "",
-            quality_tables(systems, questions, [(s.label, "off") for s in systems[1:]]),
-            "",
-            stage_table(systems, questions),
-            "",
-            "Share of the evidence among the hits that the default-budget context block "
-            "(max_tokens 500) shows, mean over the questions with evidence among the hits:",
-            "",
-            "| system | questions | shown |",
-            "|---|---:|---:|",
-            *(
-                f"| {label} | {len(b)} | {sum(b) / max(len(b), 1):.3f} |"
-                for label, b in budgets.items()
-            ),
-            "",
-        ]
+    lead = (
+        f"{len(questions)} questions; lambo_recall top_k {RECALL_TOP_K} (R@20 = R@10 here); "
+        f"whole run {time.perf_counter() - began:.0f} s."
     )
-    print(report)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+    budget = [
+        "Share of the evidence among the hits that the default-budget context block "
+        "(max_tokens 500) shows, mean over the questions with evidence among the hits:",
+        "",
+        "| system | questions | shown |",
+        "|---|---:|---:|",
+        *(
+            f"| {label} | {len(b)} | {sum(b) / max(len(b), 1):.3f} |"
+            for label, b in budgets.items()
+        ),
+        "",
+    ]
+    report = stage_report("lambo_recall's stages on REALTALK", lead, systems, questions, args.out)
+    report += "\n" + "\n".join(budget)
     args.out.write_text(report, encoding="utf-8")
+    print(report)
     return 0
+
+
+def derive_all(
+    cache: Path, directory: Path, conversations: Sequence[Conversation], began: float
+) -> dict[str, dict[str, list[str]]]:
+    """Every conversation derived into its session of a reset workspace: node id -> turns."""
+    reset_workspace(directory)
+    if (cache / "recall-quality").exists():
+        copy_cache(cache / "recall-quality", directory)
+    info = DeriveInfo()
+    nodes: dict[str, dict[str, list[str]]] = {}
+    for conversation in conversations:
+        with Workspace(Settings(workspace=directory, session=conversation.group)) as ws:
+            nodes[conversation.group] = derive_turns(App(ws), conversation, info)
+            ws.settle()
+            log(f"  {conversation.group}: derived ({time.perf_counter() - began:.0f} s)")
+    return nodes
 
 
 if __name__ == "__main__":

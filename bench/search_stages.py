@@ -116,14 +116,42 @@ def stage_table(systems: Sequence[System], questions: Sequence[Question]) -> str
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+def stage_args(argv: Sequence[str] | None, doc: str, out: Path) -> argparse.Namespace:
+    """The options of a stage bench (this one, bench.recall_stages)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--cache", type=Path, default=CACHE)
-    parser.add_argument("--out", type=Path, default=RESULTS / "search-stages.md")
+    parser.add_argument("--out", type=Path, default=out)
     parser.add_argument("--no-build", action="store_true", help="reuse the built workspace")
     args = parser.parse_args(argv)
     faiss.omp_set_num_threads(1)
+    return args
+
+
+def stage_report(
+    title: str, lead: str, systems: Sequence[System], questions: Sequence[Question], out: Path
+) -> str:
+    """The report of a stage bench: every system's metrics, each against off; written to
+    `out` and returned."""
+    report = "\n".join(
+        [
+            f"# {title}",
+            "",
+            lead,
+            "",
+            quality_tables(systems, questions, [(s.label, systems[0].label) for s in systems[1:]]),
+            "",
+            stage_table(systems, questions),
+            "",
+        ]
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report, encoding="utf-8")
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = stage_args(argv, __doc__ or "", RESULTS / "search-stages.md")
     began = time.perf_counter()
     conversations, _ = load_realtalk(args.data)
     questions = [q for c in conversations for q in c.questions]
@@ -134,22 +162,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         log(f"{len(questions)} questions x {len(SYSTEMS)} systems ...")
         found = rankings(ws, conversations, SYSTEMS)
     systems = [score_system(label, found[label], questions) for label in SYSTEMS]
-    report = "\n".join(
-        [
-            "# Passage search's stages and floor on REALTALK",
-            "",
-            f"{len(questions)} questions; `search_passages` with num_results {DEPTH}; "
-            f"whole run {time.perf_counter() - began:.0f} s.",
-            "",
-            quality_tables(systems, questions, [(s.label, "off") for s in systems[1:]]),
-            "",
-            stage_table(systems, questions),
-            "",
-        ]
+    lead = (
+        f"{len(questions)} questions; `search_passages` with num_results {DEPTH}; "
+        f"whole run {time.perf_counter() - began:.0f} s."
     )
-    print(report)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(report, encoding="utf-8")
+    print(
+        stage_report(
+            "Passage search's stages and floor on REALTALK", lead, systems, questions, args.out
+        )
+    )
     return 0
 
 
