@@ -112,15 +112,16 @@ KEYS: Final[tuple[Key, ...]] = (
     Key("fusion", "strategy", str, "max", choices=("max", "rrf"),
         meaning="how recall and search fuse their legs' scores"),
     Key("retrieval", "session_weight", float, 0.0, 0, 1,
-        meaning="passage search: share of a passage's score taken from its session (its"
-        " group's episodes of the same day) by the session's best hits; 0: off (ADR 0068)"),
+        meaning="passage search and lambo_recall: share of a hit's score taken from its"
+        " session (its group's episodes, or concepts, of the same day) by the session's"
+        " best hits; 0: off (ADR 0068)"),
     Key("retrieval", "per_session", int, 0, 0, 100,
-        meaning="passage search: most passages of one session among the results, the rest"
-        " moved after them; 0: off (ADR 0068)"),
+        meaning="passage search and lambo_recall: most hits of one session among the"
+        " results, the rest moved after them; 0: off (ADR 0068)"),
     Key("retrieval", "time_filter", bool, False,
-        meaning="passage search: a date the query names (\"last May\", \"on the 10th of"
-        " February\", \"in 2023\", \"last week\") keeps the passages of that time, unless"
-        " fewer than 3 remain (ADR 0068)"),
+        meaning="passage search and lambo_recall: a date the query names (\"last May\","
+        " \"on the 10th of February\", \"in 2023\", \"last week\") keeps the hits of that"
+        " time, unless fewer than 3 remain (ADR 0068)"),
     Key("retrieval", "entity_hop", float, 0.0, 0, 1,
         meaning="passage search: the names the 3 strongest hits mention and the query does"
         " not are searched again; what that finds joins at this share of the best hit's"
