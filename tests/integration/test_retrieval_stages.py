@@ -7,9 +7,12 @@ from dataclasses import replace
 
 from lcg.interfaces.app import App
 from lcg.interfaces.tools.search import search_context
-from lcg.queries import search
+from lcg.interfaces.workspace import Workspace
+from lcg.projections.memory import state
+from lcg.queries import recall, search
 from lcg.queries.stages import Stages
 from tests.conftest import Call
+from tests.integration.test_memory_writes import SESSION, concept, derive, settled
 
 
 def _say(call: Call, group: str, name: str, body: str, when: str) -> str:
@@ -79,3 +82,26 @@ def test_issue_31_diversity_brings_a_second_session_into_the_top_k(call: Call, a
     diverse = _names(app, Stages(per_session=2), "guitar practice", "d", num_results=3)
     assert diverse[2] == "b0"
     assert len([name for name in diverse if name.startswith("a")]) == 2
+
+
+def test_issue_31_lambo_recall_reads_last_may_from_the_concepts_about_time(
+    app: App, workspace: Workspace
+) -> None:
+    """lambo_recall runs the same time stage: a concept's day is its about_time (its write's
+    event_time); with the filter on, the May concepts alone answer a 'last May' question."""
+    for n, when in enumerate(
+        ("2023-04-20T10:00:00Z", "2023-05-03T10:00:00Z", "2023-05-17T10:00:00Z",
+         "2023-05-29T10:00:00Z", "2023-06-02T10:00:00Z")
+    ):  # fmt: skip
+        settled(app, derive(app, concept(f"we baked bread, batch {n}"), event_time=when))
+    question = "what bread did we bake last May"
+    months = {node.uuid: node.about_time[:7] for node in _concepts(workspace)}
+    plain = recall.recall_concepts(search_context(app), SESSION, question, 10, 0)
+    assert {months[hit.node_id] for hit in plain} == {"2023-04", "2023-05", "2023-06"}
+    ctx = replace(search_context(app), stages=Stages(time_filter=True))
+    filtered = recall.recall_concepts(ctx, SESSION, question, 10, 0)
+    assert [months[hit.node_id] for hit in filtered] == ["2023-05"] * 3
+
+
+def _concepts(workspace: Workspace) -> list[state.Node]:
+    return state.concepts_containing(workspace.reader(), SESSION, "bread", 100)

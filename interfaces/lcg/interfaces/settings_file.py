@@ -243,7 +243,7 @@ class Tuning:
 
     @property
     def stages(self) -> Stages:
-        """[retrieval]: passage search's stages after fusion (ADR 0068)."""
+        """[retrieval]: passage search's and recall's stages after fusion (ADR 0068)."""
         from lcg.queries.stages import Stages  # noqa: PLC0415 (ADR 0053)
 
         return Stages(

@@ -36,7 +36,7 @@ class SelectionSettings(Protocol):
 
     @property
     def stages(self) -> Stages:
-        """[retrieval]: passage search's stages after fusion (ADR 0068)."""
+        """[retrieval]: passage search's and recall's stages after fusion (ADR 0068)."""
         ...
 
 

@@ -17,7 +17,15 @@ from lcg.projections.memory import state
 from lcg.projections.vectors import catalog
 from lcg.queries.fusion import Fused, Fusion, best_per_key, fuse, fused_order
 from lcg.queries.search import GRAPH_DECAY, SearchContext, text_leg, vector_leg
-from lcg.queries.stages import OFF, day_of, diversify, in_range, query_span, score_sessions
+from lcg.queries.stages import (
+    OFF,
+    day_of,
+    diversify,
+    in_range,
+    query_span,
+    score_sessions,
+    session_of,
+)
 
 RECENT_SCORE = 0.25  # the recent leg's fixed score: below a real match by meaning (ADR 0027)
 RECENT_INTERACTIONS = 5  # how many of the session's last writes the recent leg reads
@@ -78,7 +86,7 @@ def _staged(
     if stages.time_filter and about:
         days = {key: day_of(when) for key, when in about.items()}
         fused = in_range(fused, days, query_span(query, max(days.values())))
-    sessions = {key: (session, when[:10]) for key, when in about.items()}
+    sessions = {key: session_of(session, when) for key, when in about.items()}
     fused = score_sessions(fused, sessions, stages.session_weight)
     return diversify(fused, sessions, stages.per_session, top_k)
 

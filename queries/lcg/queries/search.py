@@ -58,7 +58,7 @@ class SearchContext:
     # Waits, bounded, for the vector indexes to hold the acknowledged writes of the groups
     # (None: all) and returns how many are still pending (ADR 0047); None: no wait.
     await_vectors: Callable[[Sequence[str] | None], int] | None = None
-    stages: Stages = OFF  # passage search's stages after fusion (ADR 0068)
+    stages: Stages = OFF  # passage search's and recall's stages after fusion (ADR 0068)
 
 
 class VectorsPending(TypedDict):
