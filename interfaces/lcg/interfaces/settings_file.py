@@ -23,6 +23,7 @@ from lcg.domain.errors import DomainError, InvalidParams
 if TYPE_CHECKING:
     from lcg.domain.memory.canonization import Knobs, Policy
     from lcg.domain.memory.gc import GcKnobs
+    from lcg.queries.stages import Stages
 
 # Fast start (ADR 0053): the memory policy's modules are imported where a knob is read, so
 # a command that only reads its settings (a CLI call through the socket) never loads them.
@@ -110,6 +111,21 @@ KEYS: Final[tuple[Key, ...]] = (
         meaning="skip_redundant also treats semantic matches as repeats"),
     Key("fusion", "strategy", str, "max", choices=("max", "rrf"),
         meaning="how recall and search fuse their legs' scores"),
+    Key("retrieval", "session_weight", float, 0.0, 0, 1,
+        meaning="passage search and lambo_recall: share of a hit's score taken from its"
+        " session (its group's episodes, or concepts, of the same day) by the session's"
+        " best hits; 0: off (ADR 0068)"),
+    Key("retrieval", "per_session", int, 0, 0, 100,
+        meaning="passage search and lambo_recall: most hits of one session among the"
+        " results, the rest moved after them; 0: off (ADR 0068)"),
+    Key("retrieval", "time_filter", bool, False,
+        meaning="passage search and lambo_recall: a date the query names (\"last May\","
+        " \"on the 10th of February\", \"in 2023\", \"last week\") keeps the hits of that"
+        " time, unless fewer than 3 remain (ADR 0068)"),
+    Key("retrieval", "entity_hop", float, 0.0, 0, 1,
+        meaning="passage search: the names the 3 strongest hits mention and the query does"
+        " not are searched again; what that finds joins at this share of the best hit's"
+        " score times its own BM25 share; 0: off (ADR 0068)"),
     Key("extraction", "extractor", str, "spacy",
         choices=("spacy", "openai", "llama", "sampling"),
         meaning="what knowledge_process_chunk extracts with: spaCy's rules (offline, no LLM),"
@@ -228,6 +244,18 @@ class Tuning:
     @property
     def similar_signals(self) -> bool:
         return self._bool("selection", "similar_signals")
+
+    @property
+    def stages(self) -> Stages:
+        """[retrieval]: passage search's and recall's stages after fusion (ADR 0068)."""
+        from lcg.queries.stages import Stages  # noqa: PLC0415 (ADR 0053)
+
+        return Stages(
+            session_weight=self._float("retrieval", "session_weight"),
+            per_session=self._int("retrieval", "per_session"),
+            time_filter=self._bool("retrieval", "time_filter"),
+            entity_hop=self._float("retrieval", "entity_hop"),
+        )
 
     def text(self, section: str, name: str) -> str:
         return str(self.get(section, name))

@@ -22,6 +22,7 @@ from lcg.projections.vectors.follower import KNOWLEDGE
 from lcg.projections.vectors.index import VectorIndex
 from lcg.queries.fusion import Fusion
 from lcg.queries.search import SearchContext
+from lcg.queries.stages import Stages
 
 
 class SelectionSettings(Protocol):
@@ -32,6 +33,11 @@ class SelectionSettings(Protocol):
 
     @property
     def similar_signals(self) -> bool: ...
+
+    @property
+    def stages(self) -> Stages:
+        """[retrieval]: passage search's and recall's stages after fusion (ADR 0068)."""
+        ...
 
 
 class ReadSettings(Protocol):
@@ -105,4 +111,5 @@ def search_context(reads: ReadHandle) -> SearchContext:
         text_scorer=reads.text_scorer if settings.bm25_engine == "memory" else None,
         pool=reads.search_pool,
         await_vectors=lambda groups: reads.settle_vectors(groups, KNOWLEDGE, wait_ms / 1000),
+        stages=settings.tuning.stages,
     )

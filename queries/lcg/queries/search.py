@@ -24,6 +24,19 @@ from lcg.queries import relevance
 from lcg.queries.fusion import Fused, Fusion, K, best_per_key, fuse, fused_order
 from lcg.queries.graph_reads import collapsing_groups, exact_groups
 from lcg.queries.relevance import Floors
+from lcg.queries.stages import (
+    ENTITY_FROM,
+    OFF,
+    Stages,
+    day_of,
+    diversify,
+    in_range,
+    mentioned_names,
+    query_span,
+    scaled_vectors,
+    score_sessions,
+    session_of,
+)
 
 GRAPH_DECAY = 0.5  # a neighbour found through a hit scores half of that hit, per hop
 EXPAND_FROM = 3  # strong hits whose neighbours are added
@@ -45,6 +58,7 @@ class SearchContext:
     # Waits, bounded, for the vector indexes to hold the acknowledged writes of the groups
     # (None: all) and returns how many are still pending (ADR 0047); None: no wait.
     await_vectors: Callable[[Sequence[str] | None], int] | None = None
+    stages: Stages = OFF  # passage search's and recall's stages after fusion (ADR 0068)
 
 
 class VectorsPending(TypedDict):
@@ -343,8 +357,18 @@ def search_passages(
         "passage_vector": vector.get(catalog.PASSAGE, []),
     }
     fused = [e for e in fuse(legs, ctx.fusion) if e.relevance >= min_score]
+    if ctx.stages.vector_weight > 0:  # the floor reads the cosines; the order, the scaled leg
+        kept = {e.key for e in fused}
+        scaled = legs | {
+            "passage_vector": scaled_vectors(legs["passage_vector"], ctx.stages.vector_weight)
+        }
+        fused = [e for e in fuse(scaled, ctx.fusion) if e.key in kept]
+    if ctx.stages.entity_hop > 0:
+        fused = _entity_hop(ctx, query, fused, groups, limit)
     if ctx.expand_depth:
         fused = _expand(ctx, fused, lambda keys: _passage_neighbours(ctx, keys, groups))
+    if ctx.stages != OFF:
+        fused = _staged(ctx, query, fused, num_results)
     fused = fused[:num_results]
     episodes = reader.episode_infos(ctx.conn, [e.key[0] for e in fused])
     contents = text.passage_texts(ctx.conn, [e.key for e in fused])
@@ -372,6 +396,61 @@ def search_passages(
     if warning is not None:
         result["warning"] = warning
     return result
+
+
+def _entity_hop(
+    ctx: SearchContext,
+    query: str,
+    fused: list[Fused[tuple[str, int]]],
+    groups: Sequence[str] | None,
+    limit: int,
+) -> list[Fused[tuple[str, int]]]:
+    """Multi-hop without an LLM: the names (capitalised words) the strongest hits mention
+    and the query does not are searched by BM25; a passage found so, not found before,
+    joins at stages.entity_hop x its source's score x its bm25 share (`ranks: {"entity": n}`)."""
+    strongest = fused[:ENTITY_FROM]
+    if not strongest:
+        return fused
+    texts = text.passage_texts(ctx.conn, [e.key for e in strongest])
+    names = mentioned_names([texts.get(e.key, "") for e in strongest], query, text.STOP_WORDS)
+    if not names:
+        return fused
+    found = text_leg(ctx, "passage", " ".join(names), groups, limit)()
+    if not found:
+        return fused
+    known = {entry.key: entry for entry in fused}
+    source = strongest[0]
+    weight = ctx.stages.entity_hop
+    top = found[0].score or 1.0
+    for rank, hit in enumerate(found, start=1):
+        key = (hit.owner_uuid, hit.part)
+        if key in known:
+            continue
+        share = max(0.0, hit.score / top)
+        known[key] = Fused(
+            key,
+            source.score * weight * share,
+            source.relevance * weight * share,
+            {"entity": rank},
+        )
+    return sorted(known.values(), key=fused_order)
+
+
+def _staged(
+    ctx: SearchContext, query: str, fused: list[Fused[tuple[str, int]]], num_results: int
+) -> list[Fused[tuple[str, int]]]:
+    """The stages ctx.stages turns on, in order: time, session scoring, diversity."""
+    stages = ctx.stages
+    infos = reader.episode_infos(ctx.conn, list({e.key[0] for e in fused}))
+    known = [e.key for e in fused if e.key[0] in infos]
+    if stages.time_filter and known:
+        days = {key: day_of(infos[key[0]]["valid_at"]) for key in known}
+        fused = in_range(fused, days, query_span(query, max(days.values())))
+    sessions = {
+        key: session_of(infos[key[0]]["group_id"], infos[key[0]]["valid_at"]) for key in known
+    }
+    fused = score_sessions(fused, sessions, stages.session_weight)
+    return diversify(fused, sessions, stages.per_session, num_results)
 
 
 def _score(entry: Fused[K]) -> float:
