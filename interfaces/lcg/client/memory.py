@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 DEFAULT_AGENT = "lcg-python"  # the agent id of the lambo_* calls unless `agent_id` says
 DEFAULT_GROUP = "liminis"
 WAIT_MS = 20_000  # how long derive waits for its write to be applied by default
+SETTLE_SECONDS = 60.0
+SETTLE_POLL_SECONDS = 0.02  # through a service: how often to ask knowledge_status
 
 What = Literal["passages", "entities", "facts"]
 
@@ -388,6 +391,19 @@ class Memory:
         return self.call(
             "knowledge_rebuild_from_wal", group_id=group, to_seq=to_seq, force_clear=True
         )
+
+    def settle(self, timeout: float = SETTLE_SECONDS) -> bool:
+        """Wait, at most `timeout` seconds, until the vector indexes hold every acknowledged
+        write, so a search by meaning sees them all (a search waits briefly on its own,
+        LCG_VECTOR_READ_WAIT_MS). False: some were still pending at the deadline."""
+        if isinstance(self._caller, LocalCaller):
+            return self._caller.app.workspace.settle(timeout)
+        deadline = time.monotonic() + timeout
+        while self.call("knowledge_status")["vector_pending"]:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(SETTLE_POLL_SECONDS)
+        return True
 
     def head(self, group: str = DEFAULT_GROUP) -> int:
         """The seq of `group`'s last event in the WAL (0: none yet)."""
