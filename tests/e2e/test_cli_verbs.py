@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -246,3 +247,26 @@ def test_every_verb_goes_through_a_running_lcg_serve(tmp_path: Path) -> None:
             assert [m["name"] for m in marks["checkpoints"]] == ["m1"]
     finally:
         assert service.stop() == 0
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _readme_block(section: str, fence: str) -> str:
+    text = README.read_text(encoding="utf-8").split(f"## {section}\n", 1)[1]
+    return text.split(f"```{fence}\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.slow
+def test_the_readme_everyday_commands_and_python_api_run_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for line in _readme_block("Everyday commands", "sh").splitlines():
+        program, *args = shlex.split(line, comments=True)
+        assert program == "lcg"
+        result = lcg_process(tmp_path, *args)
+        assert result.returncode == 0, (line, result.stderr)
+    monkeypatch.chdir(tmp_path)
+    code = compile(_readme_block("Python API", "python"), "README.md", "exec")
+    exec(code, {"__name__": "readme_python_api"})  # noqa: S102 (the README's own example)
+    assert capsys.readouterr().out == "Maria Chen leads the Kestrel team.\n"

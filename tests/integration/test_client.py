@@ -81,6 +81,7 @@ def test_open_and_connect_give_the_same_answers_and_the_same_errors(tmp_path: Pa
         assert service.wait_ready()["state"] == "healthy"
         with Memory.connect(workspace=tmp_path) as remote:
             assert remote.via == "socket"
+            assert remote.settle()  # knowledge_status's vector_pending reaches 0
             assert _answers(remote) == here
             assert _refusals(remote) == local_refusals
         with Memory.connect(socket=tmp_path / ".lcg" / "service.sock") as remote:
