@@ -140,6 +140,11 @@ def test_search_types_and_a_bad_session_or_no_service_raise_tool_error(tmp_path:
         entities = memory.search("Maria Chen", what="entities", limit=1)
         assert len(entities) == 1
         assert isinstance(entities[0], Entity)
+        with pytest.raises(ToolError) as floor:
+            memory.search("Redis", what="facts", min_score=0.2)  # type: ignore[call-overload]
+        assert (floor.value.kind, floor.value.field) == ("invalid_params", "min_score")
+        strict = memory.search("the weather in Lisbon", min_score=1.0)
+        assert strict == []
     with pytest.raises(ToolError) as bad:
         Memory.open(tmp_path, session="has spaces")
     assert (bad.value.tool, bad.value.kind, bad.value.field) == (

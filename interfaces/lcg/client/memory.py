@@ -268,6 +268,7 @@ class Memory:
         what: Literal["passages"] = ...,
         groups: Iterable[str] | None = ...,
         limit: int = ...,
+        min_score: float | None = ...,
     ) -> list[Passage]: ...
     @overload
     def search(
@@ -294,18 +295,23 @@ class Memory:
         what: What = "passages",
         groups: Iterable[str] | None = None,
         limit: int = 10,
+        min_score: float | None = None,
     ) -> list[Passage] | list[Entity] | list[Fact]:
-        """Search by meaning and by words: episode passages (knowledge_search_passages, every
-        hit: its min_score is 0 here), entities (knowledge_find_entities) or facts
-        (knowledge_find_relationships), best first; `groups` None: every group."""
+        """Search by meaning and by words: episode passages (knowledge_search_passages;
+        `min_score` is its floor on the best score, default 0.5), entities
+        (knowledge_find_entities) or facts (knowledge_find_relationships), best first, only
+        relevant hits; `groups` None: every group."""
         group_ids = None if groups is None else list(groups)
         common = {"query": query, "group_ids": group_ids, "num_results": limit}
         if what == "passages":
-            found = self.call("knowledge_search_passages", **common, min_score=0.0)
+            floor = {} if min_score is None else {"min_score": min_score}
+            found = self.call("knowledge_search_passages", **common, **floor)
             return [
                 Passage(p["episode_uuid"], p["name"], p["group_id"], p["content"], p["score"])
                 for p in found["passages"]
             ]
+        if min_score is not None:
+            raise _invalid("search", "min_score", "applies to what='passages' only")
         if what == "entities":
             nodes = self.call("knowledge_find_entities", **common)["nodes"]
             return [
@@ -333,13 +339,7 @@ class Memory:
                 )
                 for e in edges
             ]
-        raise ToolError(
-            "search",
-            f"what: must be passages, entities or facts, got {what!r}",
-            kind="invalid_params",
-            code=INVALID_PARAMS,
-            field="what",
-        )
+        raise _invalid("search", "what", f"must be passages, entities or facts, got {what!r}")
 
     def recall(self, query: str, *, top_k: int = 5, max_tokens: int = 500) -> Recalled:
         """Recall memory for a task (lambo_recall): the context block and its hits."""
@@ -416,6 +416,13 @@ def _settings(workspace: str | os.PathLike[str] | None, session: str | None) -> 
     if session is None:
         return settings
     return dataclasses.replace(settings, session=session_name(session, "session"))
+
+
+def _invalid(tool: str, field: str, rule: str) -> ToolError:
+    """A refusal of the API's own arguments, shaped as a tool's invalid_params."""
+    return ToolError(
+        tool, f"{field}: {rule}", kind="invalid_params", code=INVALID_PARAMS, field=field
+    )
 
 
 # What the tools raise on purpose; anything else is a bug and propagates as it is.

@@ -10,11 +10,13 @@ tools, their structured content, as `lcg derive --json` prints).
 from __future__ import annotations
 
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.text import Text
 
+from lcg.domain.errors import InvalidParams
 from lcg.interfaces.cli_common import (
     GroupOpt,
     JsonOpt,
@@ -85,12 +87,8 @@ def search(
     flags["min_score"] = "--min-score"
     with errors(flags):
         if min_score is not None and what is not What.PASSAGES:
-            from lcg.domain.errors import InvalidParams
-
             raise InvalidParams("--min-score", "applies to --what passages only")
         if weak and what is What.PASSAGES:
-            from lcg.domain.errors import InvalidParams
-
             raise InvalidParams("--weak", "applies to --what entities or facts only")
     params: dict[str, Any] = {"query": query, "group_ids": group, "num_results": limit}
     if what is What.PASSAGES:
@@ -164,12 +162,9 @@ def recall(
         "traversal_depth": depth,
         **scope_of(session),
     }
-    flags = {**MEMORY_FLAGS, "query": "QUERY", "top_k": "--top-k", "max_tokens": "--max-tokens"}
+    flags = {"query": "QUERY", "top_k": "--top-k", "max_tokens": "--max-tokens"}
     flags["traversal_depth"] = "--depth"
-    with workspace_caller(
-        workspace, "lcg recall", flags=flags, session=session, reads=True
-    ) as caller:
-        result = caller.call("lambo_recall", params)
+    result = _memory_read("lambo_recall", params, flags, workspace, session)
     _print_memory(result, as_json, empty=f"nothing in memory matches {query!r}")
 
 
@@ -196,12 +191,23 @@ def inspect(
         "depth": depth,
         **scope_of(session),
     }
-    flags = {**MEMORY_FLAGS, "focus": "FOCUS", "depth": "--depth"}
-    with workspace_caller(
-        workspace, "lcg inspect", flags=flags, session=session, reads=True
-    ) as caller:
-        result = caller.call("lambo_inspect", params)
+    flags = {"focus": "FOCUS", "depth": "--depth"}
+    result = _memory_read("lambo_inspect", params, flags, workspace, session)
     _print_memory(result, as_json, empty="")
+
+
+def _memory_read(
+    tool: str,
+    params: dict[str, Any],
+    flags: dict[str, str],
+    workspace: Path | None,
+    session: str | None,
+) -> dict[str, Any]:
+    """One call of a lambo_* read, here (serving `session`) or through the service."""
+    command = f"lcg {tool.removeprefix('lambo_')}"
+    typed = {**MEMORY_FLAGS, **flags}
+    with workspace_caller(workspace, command, flags=typed, session=session, reads=True) as caller:
+        return caller.call(tool, params)
 
 
 def _print_memory(result: dict[str, Any], as_json: bool, *, empty: str) -> None:
@@ -314,8 +320,6 @@ def forget(
 
     Example: lcg forget 6f1c0d2e-...   or   lcg forget --source notes.md -g liminis
     """
-    from lcg.domain.errors import InvalidParams
-
     with errors():
         if (not episode) == (source is None):
             raise InvalidParams("EPISODE", "give episode uuids or --source FILE (one of the two)")
