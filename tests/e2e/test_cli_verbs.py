@@ -148,6 +148,17 @@ def test_k_del_009_forget_deletes_episodes_by_uuid_or_by_source_and_keeps_entiti
     assert left["count"] == 0
     entities = lcg_json(tmp_path, "list-entities", "-g", "kestrel", "--json")
     assert entities["count"] == 2  # what it mentioned stays
+    several = lcg_json(tmp_path, "forget", episode, "never-stored", "--json")
+    assert several == {
+        "episodes": [
+            {"episode_uuid": episode, "status": "deleted"},  # a no-op now, as the tool says
+            {"episode_uuid": "never-stored", "status": "deleted"},
+        ]
+    }
+    stopped = lcg(tmp_path, "forget", "never-stored", "x" * 65)
+    assert stopped.returncode == 2
+    assert stopped.stdout == "episode never-stored: deleted\n"  # what was done before
+    assert "EPISODE: episode_uuid:" in said(stopped.stderr)
 
     notes = tmp_path / "notes.md"
     notes.write_text("Grace wrote the first compiler.\n\nAda wrote the first program.\n")

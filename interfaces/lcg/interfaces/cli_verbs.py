@@ -318,6 +318,8 @@ def forget(
     specification gives no tool that deletes one; garbage collection removes what nothing
     holds (`lcg gc run`).
 
+    Each uuid is one deletion, in order: a refused one stops the rest.
+
     Example: lcg forget 6f1c0d2e-...   or   lcg forget --source notes.md -g liminis
     """
     with errors():
@@ -326,30 +328,34 @@ def forget(
         if group and source is None:
             raise InvalidParams("--group", "applies to --source only (an episode knows its group)")
     if source is not None:
-        groups = group or ["liminis"]
-        flags = {"source_file": "--source", "group_ids": "--group"}
-        with workspace_caller(workspace, "lcg forget", flags=flags) as caller:
-            result = caller.call(
-                "knowledge_delete_by_source", {"source_file": source, "group_ids": groups}
-            )
-        if as_json:
-            print_json(result)
-            return
-        out.print(Text(f"deleted {result['deleted_count']} episode(s) of source {source!r}"))
-        for uuid in result["deleted_uuids"]:
-            out.print(Text(f"  {uuid}"))
+        _forget_source(source, group or ["liminis"], workspace, as_json)
+    else:
+        _forget_episodes(episode or [], workspace, as_json)
+
+
+def _forget_source(source: str, groups: list[str], workspace: Path | None, as_json: bool) -> None:
+    flags = {"source_file": "--source", "group_ids": "--group"}
+    with workspace_caller(workspace, "lcg forget", flags=flags) as caller:
+        result = caller.call(
+            "knowledge_delete_by_source", {"source_file": source, "group_ids": groups}
+        )
+    if as_json:
+        print_json(result)
         return
+    out.print(Text(f"deleted {result['deleted_count']} episode(s) of source {source!r}"))
+    for uuid in result["deleted_uuids"]:
+        out.print(Text(f"  {uuid}"))
+
+
+def _forget_episodes(uuids: list[str], workspace: Path | None, as_json: bool) -> None:
+    """One deletion per uuid, in order; each is printed as it is done, so a refusal that stops
+    the rest leaves on the screen what was already deleted."""
     deleted = []
     with workspace_caller(workspace, "lcg forget", flags={"episode_uuid": "EPISODE"}) as caller:
-        for uuid in episode or []:
-            deleted.append(
-                {
-                    "episode_uuid": uuid,
-                    **caller.call("knowledge_delete_episode", {"episode_uuid": uuid}),
-                }
-            )
+        for uuid in uuids:
+            result = caller.call("knowledge_delete_episode", {"episode_uuid": uuid})
+            deleted.append({"episode_uuid": uuid, **result})
+            if not as_json:
+                out.print(Text(f"episode {uuid}: {result['status']}"))
     if as_json:
         print_json({"episodes": deleted})
-        return
-    for row in deleted:
-        out.print(Text(f"episode {row['episode_uuid']}: {row['status']}"))
