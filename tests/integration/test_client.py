@@ -90,6 +90,10 @@ def test_open_and_connect_give_the_same_answers_and_the_same_errors(tmp_path: Pa
         with Memory.open(tmp_path) as beside:  # the service holds it: through its socket
             assert beside.via == "socket"
             assert beside.search("job queue", groups=["kestrel"]) == []
+        with Memory.open(tmp_path, session="elsewhere") as other:  # the service serves liminis
+            with pytest.raises(ToolError) as scoped:
+                other.recall("job queue")
+            assert (scoped.value.tool, scoped.value.field) == ("lambo_recall", "scope")
     finally:
         assert service.stop() == 0
 

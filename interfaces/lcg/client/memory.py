@@ -121,11 +121,21 @@ class Memory:
     """The tools of one workspace. Open one with `Memory.open` or `Memory.connect`, use it as a
     context manager (or call `close`)."""
 
-    def __init__(self, caller: Caller, stack: ExitStack, *, agent_id: str, via: str) -> None:
+    def __init__(
+        self,
+        caller: Caller,
+        stack: ExitStack,
+        *,
+        agent_id: str,
+        via: str,
+        session: str | None = None,
+    ) -> None:
         self._caller = caller
         self._stack = stack
         self.agent_id = agent_id
         self.via = via  # "process" or "socket": where the calls run
+        # the lambo_* calls name the session asked for: a service serving another refuses them
+        self._scope = {} if session is None else {"scope": session}
 
     @classmethod
     def open(
@@ -138,7 +148,8 @@ class Memory:
         """Open the workspace at `workspace` (default: LCG_WORKSPACE or the current
         directory; created if it does not exist) in this process, serving `session` to the
         lambo_* tools (default: LCG_SESSION or liminis). When `lcg serve` holds it, the calls
-        go through its socket instead (`via` says which)."""
+        go through its socket instead (`via` says which), and a `session` other than the
+        service's is refused by the memory calls."""
         stack = ExitStack()
         try:
             with _tool_errors("open"):
@@ -149,7 +160,7 @@ class Memory:
             stack.close()
             raise
         via = "process" if isinstance(caller, LocalCaller) else "socket"
-        return cls(caller, stack, agent_id=agent_id, via=via)
+        return cls(caller, stack, agent_id=agent_id, via=via, session=session)
 
     @classmethod
     def connect(
@@ -349,6 +360,7 @@ class Memory:
             query=query,
             top_k=top_k,
             max_tokens=max_tokens,
+            **self._scope,
         )
         content = result["structuredContent"]
         return Recalled(result["text"], list(content["hits"]), list(content["warnings"]))
@@ -375,6 +387,7 @@ class Memory:
             "lambo_derive",
             agent_id=self.agent_id,
             concepts=[{"content": content, **concept} for content in contents],
+            **self._scope,
         )["structuredContent"]
         if wait_ms <= 0 or ack["receipt_state"] == "dropped":
             return dict(ack)
