@@ -34,6 +34,10 @@ NAMED_COMMANDS: dict[str, tuple[str, list[str]]] = {
     "ingest": ("knowledge_process_chunk", ["{tmp}/note.md", "--group", "g"]),
     "dump": ("knowledge_dump_wal", ["{tmp}/dump"]),
     "rebind": ("knowledge_rebind_pointers", ["--source-group", "g"]),
+    "search": ("knowledge_search_passages", ["lighthouse"]),
+    "recall": ("lambo_recall", ["a fact"]),
+    "inspect": ("lambo_inspect", ["a fact"]),
+    "forget": ("knowledge_delete_episode", ["no-such-episode"]),
 }
 # restore installs a dump's WAL before the workspace is opened: no operation does that;
 # recover goes through a serving process's Service.call, which closes the workspace first

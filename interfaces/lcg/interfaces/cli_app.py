@@ -28,6 +28,7 @@ from lcg.interfaces import (
     cli_ontology,
     cli_recover,
     cli_recovery,
+    cli_verbs,
     log_setup,
     serve,
     tool_catalogue,
@@ -36,6 +37,7 @@ from lcg.interfaces.cli import print_version
 from lcg.interfaces.cli_common import (
     GroupOpt,
     JsonOpt,
+    PlainFlagsGroup,
     WorkspaceOpt,
     errors,
     json_arg,
@@ -51,6 +53,7 @@ from lcg.interfaces.log_setup import LogFileOpt, LogLevelOpt
 from lcg.projections.private_files import PRIVATE_UMASK
 
 cli = typer.Typer(
+    cls=PlainFlagsGroup,
     no_args_is_help=True,
     add_completion=False,
     help="lcg, the liminis context graph: event-sourced memory for AI agents.",
@@ -339,6 +342,11 @@ cli_memory.register(cli)
 cli_jobs.register(cli)
 cli_ingest.register(cli)
 cli_ontology.register(cli)
+cli.command()(cli_verbs.search)
+cli.command()(cli_verbs.recall)
+cli.command()(cli_verbs.inspect)
+cli.add_typer(cli_verbs.marks, name="mark")
+cli.command()(cli_verbs.forget)
 
 
 def run(args: list[str], *, default: tuple[str, ...] = ()) -> None:

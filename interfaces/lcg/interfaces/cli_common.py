@@ -17,6 +17,8 @@ import orjson
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer import _click as click  # the click typer vendors (typer 0.29)
+from typer.core import TyperGroup, TyperOption
 
 from lcg.domain.errors import DomainError, InvalidParams, NotFound
 from lcg.interfaces.exit_codes import (
@@ -38,6 +40,42 @@ if TYPE_CHECKING:
 # Messages and stored names are printed as plain text, never as Rich markup, and unwrapped.
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
+
+
+class PlainFlagsGroup(TyperGroup):
+    """A command group whose help shows a flag as a plain flag: `--json  Print ...`, not
+    `--json <bool>` (typer's help gives every option a type, a flag's too). A command's
+    parameters are plain when the group hands the command out, for help as for a run;
+    sub-groups' commands with them."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            plain_flags(command, ctx)
+        return command
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)
+        _no_flag_metavar(params)
+        return params
+
+
+def plain_flags(command: click.Command, ctx: click.Context) -> None:
+    """Give `command`'s flags (its --help included) and, for a group, its commands' flags an
+    empty metavar, which typer's help prints in place of `<bool>`."""
+    _no_flag_metavar(command.get_params(ctx))
+    if isinstance(command, TyperGroup):
+        for name in command.list_commands(ctx):
+            sub = command.commands.get(name)
+            if sub is not None:
+                plain_flags(sub, ctx)
+
+
+def _no_flag_metavar(params: Iterable[click.Parameter]) -> None:
+    for param in params:
+        if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
+            param.metavar = ""
+
 
 WorkspaceOpt = Annotated[
     Path | None,

@@ -24,6 +24,7 @@ AgentOpt = Annotated[
     str | None,
     typer.Option(
         "--agent",
+        "--agent-id",
         help=f"Your stable agent id (default: LCG_AGENT_ID or {DEFAULT_AGENT!r}).",
     ),
 ]
@@ -53,11 +54,13 @@ FLAGS = {
 }
 
 
-def _agent(agent: str | None) -> str:
+def agent_id(agent: str | None) -> str:
+    """--agent, else LCG_AGENT_ID, else the CLI's documented default agent id."""
     return agent or os.environ.get("LCG_AGENT_ID", "").strip() or DEFAULT_AGENT
 
 
-def _scope(session: str | None) -> dict[str, Any]:
+def scope_of(session: str | None) -> dict[str, Any]:
+    """--session as the tool's `scope` (omitted: the session the workspace serves)."""
     return {} if session is None else {"scope": session}
 
 
@@ -106,10 +109,10 @@ def derive(
     --against (the 8-hex short id, the node id or the exact content) apply to each."""
     concept = {"concept_type": concept_type, "depends_on": depends_on, "against": against}
     params: dict[str, Any] = {
-        "agent_id": _agent(agent),
+        "agent_id": agent_id(agent),
         "concepts": [{"content": text, **concept} for text in content],
         "event_time": event_time,
-        **_scope(session),
+        **scope_of(session),
     }
     with workspace_caller(workspace, "lcg derive", flags=FLAGS, session=session) as caller:
         _write(caller, "lambo_derive", params, wait_ms, as_json)
@@ -130,14 +133,14 @@ def record_action(
 ) -> None:
     """Record an action (lambo_record_action) with what it produces, modifies, depends on."""
     params: dict[str, Any] = {
-        "agent_id": _agent(agent),
+        "agent_id": agent_id(agent),
         "action": action,
         "produces": produces,
         "modifies": modifies,
         "depends_on": depends_on,
         "against": against,
         "event_time": event_time,
-        **_scope(session),
+        **scope_of(session),
     }
     with workspace_caller(workspace, "lcg record-action", flags=FLAGS, session=session) as caller:
         _write(caller, "lambo_record_action", params, wait_ms, as_json)
@@ -156,7 +159,7 @@ def stats(
     as_json: JsonOpt = False,
 ) -> None:
     """Session health and write receipts (lambo_stats)."""
-    params: dict[str, Any] = {"agent_id": _agent(agent), "receipt": receipt, "wait_ms": wait_ms}
+    params: dict[str, Any] = {"agent_id": agent_id(agent), "receipt": receipt, "wait_ms": wait_ms}
     with workspace_caller(
         workspace, "lcg stats", flags=FLAGS, session=session, reads=True
     ) as caller:

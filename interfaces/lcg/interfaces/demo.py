@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from typing import Any
 
 from rich.console import Console
 
+from lcg.client import Memory
 from lcg.fixtures import corpus
-from lcg.interfaces import operations
-from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
-from lcg.interfaces.workspace import Workspace
 
 GROUP = "demo"
 PROJECT_QUESTION = "where does the scheduler keep its job queue?"
@@ -21,21 +17,17 @@ PROJECT_QUESTION = "where does the scheduler keep its job queue?"
 def run_demo(settings: Settings, out: Console) -> None:
     """Write a few facts to a fresh group, search them by meaning and by words, replay to an
     earlier seq and back, print status; load a small project corpus and search it; then
-    replay a multi-agent transcript through the memory tools (a derive, its receipt, stats)."""
+    replay a multi-agent transcript through the memory tools (a derive, its receipt, stats).
+    Every step is a call of the Python API (lcg.client), as a program of yours would make."""
     transcript = corpus.transcript(corpus.MEMORY)
-    settings = dataclasses.replace(settings, session=transcript.session)
-    with Workspace(settings, command="lcg demo") as ws:
-        app = App(ws)
-
-        def call(operation: str, **params: Any) -> dict[str, Any]:
-            return operations.dispatch(app, operation, params)
-
+    with Memory.open(settings.workspace, session=transcript.session) as memory:
+        call = memory.call
         out.print(f"workspace: {settings.state_dir}")
         purge(call, GROUP, out)
         written = corpus.write_corpus(call, corpus.knowledge(corpus.DEMO), GROUP)
         for name, uuid in written.entities.items():
             out.print(f"asserted entity {name!r} -> {uuid}")
-        ws.settle()  # the vector indexes follow writes on their own thread (ADR 0022)
+        memory.settle()  # the vector indexes follow writes on their own thread (ADR 0022)
         question = "who wrote the first program for a machine?"
         found = call("knowledge_find_entities", query=question, group_ids=[GROUP])
         best = found["nodes"][0]
@@ -47,27 +39,27 @@ def run_demo(settings: Settings, out: Console) -> None:
             min_score=0.0,
         )["passages"][0]
         out.print(f"search_passages -> {passage['content']!r} (ranks {passage['ranks']})")
-        head = ws.log.head(GROUP)
+        head = memory.head(GROUP)
         shown = call("knowledge_list_relationships", group_ids=[GROUP])
         out.print(f"{shown['count']} relationships; the group's WAL is at seq {head}")
         for edge in shown["edges"]:
             out.print(f"  - {edge['fact']}")
         earlier = head - 3
-        call("knowledge_rebuild_from_wal", group_id=GROUP, to_seq=earlier, force_clear=True)
+        memory.replay(GROUP, to_seq=earlier)
         nodes = call("knowledge_get_nodes_by_group", group_ids=[GROUP])
         edges = call("knowledge_get_edges_by_group", group_ids=[GROUP])
         out.print(
             f"replayed to seq {earlier}: {nodes['count']} entities, {edges['count']} "
             "edges (the group is pinned there)"
         )
-        call("knowledge_rebuild_from_wal", group_id=GROUP, force_clear=True)
+        memory.replay(GROUP)
         edges = call("knowledge_get_edges_by_group", group_ids=[GROUP])
         wal = call("knowledge_status")["wal_groups"][GROUP]
         out.print(
             f"replayed to the end: {edges['count']} edges; applied_seq "
             f"{wal['applied_seq']} of {wal['max_seq']} ({wal['hydration_status']})"
         )
-        project_tour(call, out, ws.settle)
+        project_tour(call, out, memory.settle)
         memory_tour(call, out, transcript)
 
 

@@ -18,7 +18,7 @@ import typer
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces import log_setup
 from lcg.interfaces import serve as lcg_serve
-from lcg.interfaces.cli_common import WorkspaceOpt
+from lcg.interfaces.cli_common import PlainFlagsGroup, WorkspaceOpt
 from lcg.interfaces.exit_codes import EXIT_INVALID
 from lcg.interfaces.log_setup import LogFileOpt, LogLevelOpt
 from lcg.projections.private_files import PRIVATE_UMASK
@@ -26,6 +26,7 @@ from lcg.projections.private_files import PRIVATE_UMASK
 TRANSPORTS = ("stdio", "http")
 
 lambo = typer.Typer(
+    cls=PlainFlagsGroup,
     help="lambo (lcg's seed 001 compatibility): agentic graph memory over MCP.",
     no_args_is_help=True,
     add_completion=False,

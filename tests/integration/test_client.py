@@ -1,0 +1,171 @@
+"""lcg.client.Memory (issue 26 item 4): the same calls give the same answers and the same
+errors in this process (`Memory.open`) and through a real `lcg serve` (`Memory.connect`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lcg.client import Entity, Fact, Memory, Passage, ToolError
+from tests.helpers.service_process import ServiceProcess
+
+NOTE = "Maria Chen leads the Kestrel scheduler team. The job queue lives in Redis."
+
+
+def _write(memory: Memory) -> str:
+    episode = memory.add("team note", NOTE, group="kestrel")
+    memory.add_entity("Maria Chen", summary="leads Kestrel", group="kestrel")
+    memory.add_entity("Kestrel", summary="the job scheduler", labels=["Product"], group="kestrel")
+    memory.add_fact("Maria Chen", "LEADS", "Kestrel", group="kestrel")
+    return episode
+
+
+def _answers(memory: Memory) -> dict[str, Any]:
+    """What a reader sees, without the ids and times each write mints."""
+    passages = memory.search("where does the job queue live", groups=["kestrel"])
+    entities = memory.search("Kestrel", what="entities", groups=["kestrel"])
+    facts = memory.search("who leads", what="facts")
+    return {
+        "passages": [(p.name, p.content) for p in passages],
+        "entities": sorted((e.name, e.summary, e.labels) for e in entities),
+        "facts": [(f.fact, f.predicate, f.group_id) for f in facts],
+        "head": memory.head("kestrel"),
+        "episodes": memory.call("knowledge_get_episodes", group_id="kestrel")["count"],
+    }
+
+
+def _refusals(memory: Memory) -> list[tuple[str, str, str | None, str]]:
+    """Three refusals as (tool, kind, field, message)."""
+    seen = []
+    attempts: list[Callable[[], object]] = [
+        lambda: memory.call("knowledge_assert_entity", group_id="kestrel"),
+        lambda: memory.call("knowledge_wal_mark_delete", name="never", group_id="kestrel"),
+        lambda: memory.search(" "),
+    ]
+    for attempt in attempts:
+        with pytest.raises(ToolError) as refused:
+            attempt()
+        error = refused.value
+        seen.append((error.tool, error.kind, error.field, error.message))
+    return seen
+
+
+@pytest.mark.slow
+def test_open_and_connect_give_the_same_answers_and_the_same_errors(tmp_path: Path) -> None:
+    with Memory.open(tmp_path) as local:
+        assert local.via == "process"
+        episode = _write(local)
+        here = _answers(local)
+        local_refusals = _refusals(local)
+    assert here["passages"] == [("team note", NOTE)]
+    assert here["entities"] == [
+        ("Kestrel", "the job scheduler", ("Product",)),
+        ("Maria Chen", "leads Kestrel", ("Entity",)),
+    ]
+    assert here["facts"][0] == ("Maria Chen LEADS Kestrel", "LEADS", "kestrel")
+    assert (here["head"], here["episodes"]) == (4, 1)
+    assert local_refusals[0] == (
+        "knowledge_assert_entity",
+        "invalid_params",
+        "name",
+        "name: is required",
+    )
+    assert local_refusals[1][:2] == ("knowledge_wal_mark_delete", "not_found")
+    assert local_refusals[2][:3] == ("knowledge_search_passages", "invalid_params", "query")
+
+    service = ServiceProcess(tmp_path)
+    try:
+        assert service.wait_ready()["state"] == "healthy"
+        with Memory.connect(workspace=tmp_path) as remote:
+            assert remote.via == "socket"
+            assert remote.settle()  # knowledge_status's vector_pending reaches 0
+            assert _answers(remote) == here
+            assert _refusals(remote) == local_refusals
+        with Memory.connect(socket=tmp_path / ".lcg" / "service.sock") as remote:
+            remote.call("knowledge_delete_episode", episode_uuid=episode)
+            assert remote.call("knowledge_get_episodes", group_id="kestrel")["count"] == 0
+        with Memory.open(tmp_path) as beside:  # the service holds it: through its socket
+            assert beside.via == "socket"
+            assert beside.search("job queue", groups=["kestrel"]) == []
+        with Memory.open(tmp_path, session="elsewhere") as other:  # the service serves liminis
+            with pytest.raises(ToolError) as scoped:
+                other.recall("job queue")
+            assert (scoped.value.tool, scoped.value.field) == ("lambo_recall", "scope")
+    finally:
+        assert service.stop() == 0
+
+    with Memory.open(tmp_path) as reopened:  # the service's writes are in the workspace
+        assert reopened.via == "process"
+        assert reopened.call("knowledge_get_episodes", group_id="kestrel")["count"] == 0
+
+
+def test_replay_goes_to_a_seq_and_back(tmp_path: Path) -> None:
+    with Memory.open(tmp_path) as memory:
+        _write(memory)
+        head = memory.head("kestrel")
+        earlier = memory.replay("kestrel", to_seq=head - 1)
+        assert (earlier["pinned_to"], earlier["mutations_replayed"]) == (head - 1, head - 1)
+        assert memory.search("LEADS", what="facts", groups=["kestrel"]) == []
+        with pytest.raises(ToolError) as pinned:
+            memory.add_entity("Grace", group="kestrel")
+        assert (pinned.value.kind, pinned.value.field) == ("conflict", "group_id")
+        back = memory.replay("kestrel")
+        assert (back["pinned_to"], back["mutations_replayed"]) == (None, head)
+        (fact,) = memory.search("LEADS", what="facts", groups=["kestrel"])
+        assert isinstance(fact, Fact)
+        assert fact.fact == "Maria Chen LEADS Kestrel"
+
+
+def test_derive_waits_for_its_receipt_and_recall_returns_the_context_block(tmp_path: Path) -> None:
+    with Memory.open(tmp_path, session="agents", agent_id="planner") as memory:
+        written = memory.derive("The job queue lives in Redis", "Kestrel schedules the jobs")
+        assert written["agent_id"] == "planner"
+        assert written["outcome"]["state"] == "applied"
+        assert written["outcome"]["created_count"] == 2
+        acked = memory.derive("Redis runs on port 6379", wait_ms=0)
+        assert "outcome" not in acked
+        recalled = memory.recall("where is the job queue?", top_k=2)
+        assert recalled.context.startswith("The job queue lives in Redis [Logic]")
+        assert recalled.hits[0]["content"] == "The job queue lives in Redis"
+        assert len(recalled.hits) <= 2
+        assert memory.call("lambo_stats", agent_id="planner")["structuredContent"]["session"] == (
+            "agents"
+        )
+
+
+def test_search_types_and_a_bad_session_or_no_service_raise_tool_error(tmp_path: Path) -> None:
+    with Memory.open(tmp_path) as memory:
+        _write(memory)
+        (passage,) = memory.search("Redis", groups=["kestrel"])
+        assert isinstance(passage, Passage)
+        entities = memory.search("Maria Chen", what="entities", limit=1)
+        assert len(entities) == 1
+        assert isinstance(entities[0], Entity)
+        with pytest.raises(ToolError) as floor:
+            memory.search("Redis", what="facts", min_score=0.2)  # type: ignore[call-overload]
+        assert (floor.value.kind, floor.value.field) == ("invalid_params", "min_score")
+        strict = memory.search("the weather in Lisbon", min_score=1.0)
+        assert strict == []
+    with pytest.raises(ToolError) as bad:
+        Memory.open(tmp_path, session="has spaces")
+    assert (bad.value.tool, bad.value.kind, bad.value.field) == (
+        "open",
+        "invalid_params",
+        "session",
+    )
+    with pytest.raises(ToolError) as none:
+        Memory.connect(workspace=tmp_path)
+    assert none.value.kind == "unavailable"
+    assert "start one with `lcg serve`" in none.value.message
+
+
+def test_a_closed_memory_releases_the_workspace(tmp_path: Path) -> None:
+    first = Memory.open(tmp_path)
+    first.add("a", "first note")
+    first.close()
+    with Memory.open(tmp_path) as second:  # the one-writer lease was released
+        assert second.via == "process"
+        assert second.call("knowledge_get_episodes", group_id="liminis")["count"] == 1
