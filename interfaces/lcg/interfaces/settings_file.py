@@ -11,6 +11,7 @@ variable and what was given.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from lcg.domain import rules
 from lcg.domain.errors import DomainError, InvalidParams
 
 if TYPE_CHECKING:
@@ -155,7 +157,7 @@ KEYS: Final[tuple[Key, ...]] = (
         " answered 408"),
 )  # fmt: skip
 
-CREDENTIAL_KEYS: Final = ("name", "token", "token_file", "scopes")
+CREDENTIAL_KEYS: Final = ("name", "token", "token_file", "scopes", "sessions")
 CREDENTIAL_SCOPES: Final = ("read", "write", "admin", "cypher", "memory")
 
 
@@ -168,6 +170,7 @@ class CredentialEntry:
     token: str = field(default="", repr=False)
     token_file: str = ""
     scopes: tuple[str, ...] = ()
+    sessions: tuple[str, ...] | None = None  # the sessions it may address (None: all)
 
 
 # Every LAMBO_* variable seed 001 names, and the lcg variable it acts as (M-CFG-006, M-CFG-010).
@@ -370,7 +373,23 @@ def _credential(item: object, where: str) -> CredentialEntry:
     ):
         rule = "must be a non-empty list among " + ", ".join(CREDENTIAL_SCOPES)
         raise InvalidParams(f"{where} scopes", rule, f"got {scopes!r}")
-    return CredentialEntry(str(name).strip(), str(token), str(token_file), tuple(scopes))
+    sessions = _credential_sessions(item.get("sessions"), where)
+    return CredentialEntry(str(name).strip(), str(token), str(token_file), tuple(scopes), sessions)
+
+
+def _credential_sessions(raw: object, where: str) -> tuple[str, ...] | None:
+    """A credential's `sessions` (ADR 0067): absent, every session; else a non-empty list of
+    session names, each by the session-name rule."""
+    if raw is None:
+        return None
+    rule = "must be a non-empty list of session names"
+    if not isinstance(raw, list) or not raw:
+        raise InvalidParams(f"{where} sessions", rule, f"got {raw!r}")
+    for name in raw:
+        if not isinstance(name, str) or re.fullmatch(rules.GROUP_ID_PATTERN, name) is None:
+            session_rule = rules.PATTERN_RULES[rules.GROUP_ID_PATTERN]
+            raise InvalidParams(f"{where} sessions", f"{rule}: {session_rule}", f"got {name!r}")
+    return tuple(dict.fromkeys(raw))
 
 
 def _section_entries(section: str, table: Mapping[str, object]) -> list[tuple[Key, object]]:
