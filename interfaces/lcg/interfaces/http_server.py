@@ -58,6 +58,7 @@ from lcg.interfaces.http_auth import (
     request_costs,
     token_in_query,
 )
+from lcg.interfaces.http_connections import bounded_protocol
 from lcg.interfaces.mcp_server import LcgMcpServer
 from lcg.interfaces.memory_sessions import MAX_SESSIONS
 from lcg.interfaces.scopes import Visibility
@@ -82,6 +83,8 @@ class HttpOptions:
     rate: float
     burst: int
     body_timeout: float
+    header_timeout: float = 10.0
+    max_connections: int = 1024
 
 
 class _SessionBudget:
@@ -424,6 +427,7 @@ def serve_http(
         timeout_keep_alive=5,
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         server_header=False,
+        http=bounded_protocol(options.header_timeout, options.max_connections),
     )
     server = _Server(config)
     holder.append(server)

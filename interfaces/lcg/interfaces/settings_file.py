@@ -155,6 +155,13 @@ KEYS: Final[tuple[Key, ...]] = (
     Key("serve", "body_timeout_secs", float, 30.0, 1, 3_600,
         meaning="seconds an HTTP client has to send a whole request body; a slower one is"
         " answered 408"),
+    Key("serve", "header_timeout_secs", float, 10.0, 0.5, 3_600,
+        meaning="seconds an HTTP connection has to send a whole request head (request line"
+        " and headers), from when it opens or its last response ends; a slower one, or one"
+        " that sends nothing, is closed (ADR 0067)"),
+    Key("serve", "max_connections", int, 1024, 1, 1_000_000,
+        meaning="HTTP connections open at once; one more is closed as soon as it is accepted"
+        " (ADR 0067)"),
 )  # fmt: skip
 
 CREDENTIAL_KEYS: Final = ("name", "token", "token_file", "scopes", "sessions")
