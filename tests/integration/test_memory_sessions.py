@@ -122,3 +122,17 @@ def test_an_unknown_valid_session_is_a_new_empty_one(service: Service) -> None:
     stats = tool(service, "lambo_stats", "gamma")["structuredContent"]
     assert stats["session"] == "gamma"
     assert stats["node_count"] == 0
+
+
+def test_the_operator_canon_tools_reach_any_session_of_the_holder(service: Service) -> None:
+    """`lcg_canon_status {session}` through the holder answers for that session (it was
+    refused as "not the session this process serves" before one holder served them all)."""
+    receipt = derive(service, OTHER, "the canary deploy waits ten minutes")
+    assert settled(service, OTHER, receipt)["state"] == "applied"
+    named = service.call("lcg_canon_status", {"session": OTHER})
+    assert named["session"] == OTHER
+    assert named["concept_count"] == 1
+    own = service.call("lcg_canon_status", {})
+    assert own["session"] == OWN
+    with pytest.raises(RpcError, match=r"^session: "):
+        service.call("lcg_canon_status", {"session": "not a name"})
