@@ -56,6 +56,12 @@ def _still_open(conn: socket.socket) -> bool:
         conn.setblocking(True)
 
 
+def _lambo_serve(workspace: Path, **env: str) -> HttpServe:
+    """`lambo serve --session faults --transport http` with these settings."""
+    args = ("serve", "--session", SESSION, "--transport", "http")
+    return HttpServe(workspace, *args, command="lambo", env=env)
+
+
 def _recall_works(serve: HttpServe) -> None:
     async def main() -> None:
         async with http_client(serve.url) as client:
@@ -68,15 +74,10 @@ def _recall_works(serve: HttpServe) -> None:
 @pytest.fixture(scope="module")
 def tight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServe]:
     """A head deadline of two seconds and at most 20 open connections."""
-    serve = HttpServe(
+    serve = _lambo_serve(
         tmp_path_factory.mktemp("tight"),
-        "serve",
-        "--session",
-        SESSION,
-        "--transport",
-        "http",
-        command="lambo",
-        env={"LCG_SERVE_HEADER_TIMEOUT_SECS": "2", "LCG_SERVE_MAX_CONNECTIONS": "20"},
+        LCG_SERVE_HEADER_TIMEOUT_SECS="2",
+        LCG_SERVE_MAX_CONNECTIONS="20",
     )
     yield serve
     assert serve.stop() == 0, serve.log
@@ -126,16 +127,7 @@ def test_issue_27_connections_past_the_ceiling_are_closed_at_accept(tight: HttpS
 def roomy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServe]:
     """The default ceiling (1,024 connections) and a head deadline long enough to hold 1,000
     idle connections through a real client's calls."""
-    serve = HttpServe(
-        tmp_path_factory.mktemp("roomy"),
-        "serve",
-        "--session",
-        SESSION,
-        "--transport",
-        "http",
-        command="lambo",
-        env={"LCG_SERVE_HEADER_TIMEOUT_SECS": "600"},
-    )
+    serve = _lambo_serve(tmp_path_factory.mktemp("roomy"), LCG_SERVE_HEADER_TIMEOUT_SECS="600")
     yield serve
     assert serve.stop() == 0, serve.log
 
@@ -214,19 +206,7 @@ def test_issue_27_a_client_gone_mid_call_still_has_its_write_applied_once(
     workspace.mkdir()
     contents = [f"fact number {n} survives a vanished client" for n in range(12)]
 
-    def start() -> HttpServe:
-        return HttpServe(
-            workspace,
-            "serve",
-            "--session",
-            SESSION,
-            "--transport",
-            "http",
-            command="lambo",
-            env={},
-        )
-
-    serve = start()
+    serve = _lambo_serve(workspace)
     try:
         session = _session(serve)
         for n, content in enumerate(contents):
@@ -249,7 +229,7 @@ def test_issue_27_a_client_gone_mid_call_still_has_its_write_applied_once(
         found, states = _rows(workspace, content)
         assert found == 1
     assert states == ["applied"] * len(contents)
-    again = start()
+    again = _lambo_serve(workspace)
     try:
         _recall_works(again)
     finally:
