@@ -1,6 +1,7 @@
-"""MCP over Streamable HTTP vs stdio, and 8 HTTP clients sharing one serve (issue 27, ADR 0064).
+"""MCP over Streamable HTTP vs stdio, 8 HTTP clients sharing one serve, and the serve under
+1,000 idle connections (issue 27, ADR 0064, ADR 0071).
 
-    .venv/bin/python -m bench.bench_http [--facts 200] [--calls 300] [--seconds 30]
+    .venv/bin/python -m bench.bench_http [--facts 200] [--calls 300] [--seconds 60] [--idle 1000]
 
 1. Latency: two workspaces seeded with the same facts, one served by `lcg serve --mcp-stdio`,
    the other by `lcg serve --http`, both alive at once; the same `lambo_recall` calls go to
@@ -11,6 +12,10 @@
    (`knowledge_search_passages`). Errors are counted (an exception or an isError result);
    afterwards every acked write's receipt must be `applied` and a sample of them must be
    found by recall. p95 of the 8 beside the one client's.
+3. Idle connections: a third serve (head deadline raised to 600 s so that nothing is cut
+   meanwhile), seeded the same; its RSS (/proc) and the p50 of 100 recalls of one client,
+   then again with `--idle` raw TCP connections open that never send a byte; the RSS grown
+   per connection and the recall p50 ratio, in the same run.
 The rate limit is raised for this run (`LCG_SERVE_PER_SESSION_RPS`): it measures the
 transport, not the limiter. Progress goes to stderr; the markdown table to stdout.
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import random
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -50,6 +56,10 @@ from bench.socket_service import LCG
 AGENTS = 8
 SAMPLE = 40  # acked writes looked up by recall afterwards
 LISTENING = re.compile(r"serving MCP over HTTP at (http://\S+/mcp)")
+PIDS: dict[str, int] = {}  # a running bench serve's /mcp URL -> its pid
+RECALLS = 100  # timed recalls without and with the idle connections, each
+ROUNDS = 5  # alternations of the two
+SETTLE_SECONDS = 3.0  # after opening or closing the idle connections, before timing
 
 
 def log(message: str) -> None:
@@ -58,10 +68,12 @@ def log(message: str) -> None:
 
 
 @asynccontextmanager
-async def http_serve(workspace: Path) -> AsyncIterator[str]:
-    """`lcg serve --http --port 0` in a child; yields its /mcp URL once /healthz answers."""
+async def http_serve(workspace: Path, **extra: str) -> AsyncIterator[str]:
+    """`lcg serve --http --port 0` in a child; yields its /mcp URL once /healthz answers
+    (the child's pid is `PIDS[url]`)."""
     log_path = workspace.parent / f"{workspace.name}-http.log"
     env = clean_env() | {"LCG_SERVE_PER_SESSION_RPS": "100000", "LCG_SERVE_BURST": "100000"}
+    env |= extra
     with log_path.open("wb") as sink:
         proc = subprocess.Popen(
             [str(LCG), "serve", "--http", "--port", "0", "--workspace", str(workspace)],
@@ -85,6 +97,7 @@ async def http_serve(workspace: Path) -> AsyncIterator[str]:
                         break
                 except httpx2.TransportError:
                     await anyio.sleep(0.05)
+        PIDS[url] = proc.pid
         yield url
     finally:
         proc.terminate()
@@ -221,6 +234,75 @@ async def shared(workdir: Path, facts: list[str], seconds: float) -> dict[str, A
     }
 
 
+def rss_kib(pid: int) -> int:
+    """The process's resident set (VmRSS, KiB)."""
+    status = Path(f"/proc/{pid}/status").read_text(encoding="utf-8")
+    found = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
+    if found is None:
+        raise RuntimeError(f"no VmRSS for pid {pid}")
+    return int(found.group(1))
+
+
+async def recalls(call: AsyncCall, queries: list[str], count: int) -> list[float]:
+    ms = []
+    for n in range(count):
+        start = time.perf_counter()
+        await call("lambo_recall", {"agent_id": "bench", "query": queries[n % len(queries)]})
+        ms.append((time.perf_counter() - start) * 1000)
+    return ms
+
+
+async def idle(workdir: Path, facts: list[str], count: int) -> dict[str, Any]:
+    """RSS and recall latency of one serve, alone and under `count` idle connections, in
+    alternating rounds (the box's noise hits both)."""
+    queries = [" ".join(text.split()[:3]) for text in facts]
+    held = {"LCG_SERVE_HEADER_TIMEOUT_SECS": "600"}
+    alone: list[float] = []
+    crowded: list[float] = []
+    idle_kib = 0
+    alive = 0
+    async with http_serve(workdir / "idle", **held) as url, over_http(url) as client:
+        pid = PIDS[url]
+        await seed(client, facts)
+        await recalls(client, queries, RECALLS)  # warm-up
+        before_kib = rss_kib(pid)
+        host, port = url.removeprefix("http://").removesuffix("/mcp").rsplit(":", 1)
+        for round_ in range(ROUNDS):
+            alone += await recalls(client, queries, RECALLS // ROUNDS)
+            log(f"round {round_ + 1}: opening {count} idle connections")
+            sockets = [
+                socket.create_connection((host, int(port)), timeout=60) for _ in range(count)
+            ]
+            try:
+                await anyio.sleep(SETTLE_SECONDS)  # every one accepted and set up
+                idle_kib = max(idle_kib, rss_kib(pid))
+                crowded += await recalls(client, queries, RECALLS // ROUNDS)
+                idle_kib = max(idle_kib, rss_kib(pid))
+                alive = min(alive or count, sum(_open(conn) for conn in sockets))
+            finally:
+                for conn in sockets:
+                    conn.close()
+            await anyio.sleep(SETTLE_SECONDS)  # the closes reach the serve
+    return {
+        "count": count,
+        "alive": alive,
+        "before_kib": before_kib,
+        "idle_kib": idle_kib,
+        "alone": alone,
+        "crowded": crowded,
+    }
+
+
+def _open(conn: socket.socket) -> bool:
+    conn.setblocking(False)
+    try:
+        return conn.recv(1, socket.MSG_PEEK) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
 def report(times: dict[str, list[float]], run: dict[str, Any], args: argparse.Namespace) -> str:
     p50 = {label: percentile(ms, 50) for label, ms in times.items()}
     p95 = {label: percentile(ms, 95) for label, ms in times.items()}
@@ -250,21 +332,47 @@ def report(times: dict[str, list[float]], run: dict[str, Any], args: argparse.Na
     return "\n".join(lines)
 
 
+def idle_report(run: dict[str, Any]) -> str:
+    grown = run["idle_kib"] - run["before_kib"]
+    alone, crowded = percentile(run["alone"], 50), percentile(run["crowded"], 50)
+    return "\n".join(
+        [
+            "| one HTTP serve | serve RSS MiB | lambo_recall p50 ms | p95 ms |",
+            "|---|---:|---:|---:|",
+            f"| no idle connection | {run['before_kib'] / 1024:.1f} | {alone:.1f} | "
+            f"{percentile(run['alone'], 95):.1f} |",
+            f"| {run['count']:,} idle connections ({run['alive']:,} still open after) | "
+            f"{run['idle_kib'] / 1024:.1f} | {crowded:.1f} | "
+            f"{percentile(run['crowded'], 95):.1f} |",
+            f"| **grown / ratio** | **+{grown / 1024:.1f} MiB** "
+            f"({grown / max(run['count'], 1):.1f} KiB a connection) | "
+            f"**{crowded / alone:.2f}x** | |",
+        ]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--facts", type=int, default=200)
     parser.add_argument("--calls", type=int, default=300)
-    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--idle", type=int, default=1000)
+    parser.add_argument("--only-idle", action="store_true", help="phase 3 alone")
     args = parser.parse_args()
     rng = random.Random(7)
     facts = [fact(rng, n) for n in range(args.facts)]
     with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
         workdir = Path(tmp)
-        for name in ("stdio", "http", "shared"):
+        for name in ("stdio", "http", "shared", "idle"):
             (workdir / name).mkdir()
-        times = anyio.run(latency, workdir, facts, args.calls)
-        run = anyio.run(shared, workdir, facts, args.seconds)
-    print(report(times, run, args))
+        if not args.only_idle:
+            times = anyio.run(latency, workdir, facts, args.calls)
+            run = anyio.run(shared, workdir, facts, args.seconds)
+        crowd = anyio.run(idle, workdir, facts, args.idle)
+    if not args.only_idle:
+        print(report(times, run, args))
+        print()
+    print(idle_report(crowd))
 
 
 if __name__ == "__main__":

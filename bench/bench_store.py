@@ -12,7 +12,7 @@ group rows) on the same table. A last line has `--writers` threads appending at 
 with its own PostgresLog, with and without the lock. Replay reads every page of a group of
 `--replay` events, decoded and checked against their sums, as a catch-up does. The server
 is `--server` (default LCG_BENCH_POSTGRES, else the trust-auth server on 127.0.0.1); the
-bench makes its own database and drops it. ADR 0067 quotes the results.
+bench makes its own database and drops it. ADR 0071 quotes the results.
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ def test_m_trn_018_m_cfg_020_a_credential_entry_is_read_and_checked(tmp_path: Pa
     assert credential == CredentialEntry("ci", TOKEN, "", ("read", "memory"))
     assert TOKEN not in repr(credential)
     refusals = {
-        "unknown key": entry + 'sessions = ["demo"]\n',
+        "unknown key": entry + 'agents = ["demo"]\n',
         "exactly one of token and token_file": entry.replace("scopes", 'token_file = "t"\nscopes'),
         "must be a non-empty list among read, write, admin, cypher, memory": entry.replace(
             '"memory"]', '"everything"]'
@@ -186,3 +186,21 @@ def test_the_listening_socket_names_tcp_so_asyncio_sets_nodelay() -> None:
         assert sock.getsockname()[1] != 0
     finally:
         sock.close()
+
+
+def test_m_trn_023_a_credential_names_the_sessions_it_may_address(tmp_path: Path) -> None:
+    """`sessions` (ADR 0071): absent, every session; a list, those only; each name by the
+    session-name rule, refused naming the entry and the rule."""
+    head = f'[[serve.credential]]\nname = "ci"\ntoken = "{TOKEN}"\nscopes = ["memory"]\n'
+    (entry,) = _settings(tmp_path, head + 'sessions = ["beta", "beta", "g:1"]\n').tuning.credentials
+    assert entry.sessions == ("beta", "g:1")
+    (credential,) = credentials_of([entry], None, {}, tmp_path)
+    assert credential.may_address("beta")
+    assert not credential.may_address("alpha")
+    (everyone,) = credentials_of(
+        [CredentialEntry("all", TOKEN, "", ("memory",))], None, {}, tmp_path
+    )
+    assert everyone.may_address("alpha")
+    for bad in ("[]", '["no spaces"]', '"beta"', "[1]"):
+        with pytest.raises(InvalidParams, match=r"#1 sessions: must be a non-empty list"):
+            _settings(tmp_path, head + f"sessions = {bad}\n")

@@ -42,9 +42,17 @@ def test_issue_10_mcp_client_configs_name_the_workspace_not_a_cwd() -> None:
 def test_m_trn_010_the_http_config_is_a_url_entry_without_a_command() -> None:
     """The URL form of the HTTP transport (ADR 0064): no command beside the url (a client
     refuses a layer holding both), the default address, the bearer header."""
-    (server,) = [server for server in _configs() if "url" in server]
-    assert "command" not in server
-    assert "args" not in server
-    assert server["type"] == "http"
-    assert server["url"] == "http://127.0.0.1:7700/mcp"
-    assert server["headers"]["Authorization"] == "Bearer ${LAMBO_AUTH_TOKEN}"
+    servers = [server for server in _configs() if "url" in server]
+    for server in servers:
+        assert "command" not in server
+        assert "args" not in server
+        assert server["type"] == "http"
+    (default,) = [server for server in servers if server["url"].endswith("/mcp")]
+    assert default["url"] == "http://127.0.0.1:7700/mcp"
+    assert default["headers"]["Authorization"] == "Bearer ${LAMBO_AUTH_TOKEN}"
+
+
+def test_m_trn_023_the_readme_shows_session_urls() -> None:
+    """Several sessions in one serve (ADR 0071): each entry's URL is `/mcp/s/<session>`."""
+    urls = [server["url"] for server in _configs() if "/mcp/s/" in server.get("url", "")]
+    assert urls == ["http://127.0.0.1:7700/mcp/s/ops", "http://127.0.0.1:7700/mcp/s/docs"]

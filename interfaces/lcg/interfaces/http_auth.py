@@ -38,11 +38,16 @@ WRITE_TOOLS: Final = frozenset(op.name for op in OPERATIONS if not op.read_only)
 
 @dataclass(frozen=True, slots=True)
 class Credential:
-    """One bearer token and the scopes it reaches (None: every scope the serve shows)."""
+    """One bearer token, the scopes it reaches (None: every scope the serve shows) and the
+    sessions it may address (None: every session, ADR 0071)."""
 
     name: str
     token: str = field(repr=False)
     scopes: frozenset[Scope] | None = None
+    sessions: frozenset[str] | None = None
+
+    def may_address(self, session: str) -> bool:
+        return self.sessions is None or session in self.sessions
 
 
 def credentials_of(
@@ -68,7 +73,8 @@ def credentials_of(
             )
         token = entry.token or _token_file(workspace, entry.token_file, where)
         scopes = frozenset(Scope(scope) for scope in entry.scopes)
-        found.append(Credential(entry.name, _checked_token(token, where), scopes))
+        sessions = None if entry.sessions is None else frozenset(entry.sessions)
+        found.append(Credential(entry.name, _checked_token(token, where), scopes, sessions))
     tokens = [credential.token for credential in found]
     if len(set(tokens)) != len(tokens):
         raise InvalidParams("[[serve.credential]] token", "must differ from every other token")

@@ -1,15 +1,19 @@
 """MCP over Streamable HTTP: the SDK's session manager in Starlette, served by uvicorn (ADR 0064).
 
-One serve holds one workspace session. `/mcp` is the MCP endpoint, `/healthz` answers
-{"ok", "state"} without a token. Every request to `/mcp` passes, in order: a credential in the
-query string (refused, 401), the bearer token (401 with nothing else when a credential is
-configured), the body deadline (408), the 4 MiB body limit (413, the SDK's middleware, before
-any parsing), the credential's token buckets (429 with Retry-After), then the SDK: Host and
-Origin against DNS rebinding (421/403), the session ceiling (503) and the protocol.
+One serve holds its workspace and serves every memory session of it (ADR 0071): `/mcp` the
+serve's own (`--session`), `/mcp/s/<session>` any other; `/healthz` answers {"ok", "state"}
+without a token. Every request to an MCP path passes, in order: a credential in the query
+string (refused, 401), the bearer token (401 with nothing else when a credential is
+configured), the session name (400 naming the rule), the credential's `sessions` (404, as if
+there were no such session), the body deadline (408), the 4 MiB body limit (413, the SDK's
+middleware, before any parsing), the credential's token buckets (429 with Retry-After), then
+the SDK: Host and Origin against DNS rebinding (421/403), the session ceiling (503) and the
+protocol.
 
-Each credential gets its own `LcgMcpServer`, whose tools are the serve's scopes cut to the
-credential's: a tool outside them is not listed and is answered "Unknown tool" as over stdio
-(P-011). A session opened under one credential answers 404 to every other.
+Each credential gets its own `LcgMcpServer` per memory session, whose tools are the serve's
+scopes cut to the credential's: a tool outside them is not listed and is answered "Unknown
+tool" as over stdio (P-011). An MCP session opened under one credential, or at one session's
+path, answers 404 to every other.
 Imported only when HTTP is served (ADR 0053).
 """
 
@@ -28,6 +32,7 @@ from typing import Any, Final
 
 import anyio
 import uvicorn
+from anyio.abc import TaskGroup, TaskStatus
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -43,7 +48,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
+from lcg.domain.errors import InvalidParams
 from lcg.interfaces.backends import LocalBackend
+from lcg.interfaces.config import session_name
 from lcg.interfaces.http_auth import (
     Credential,
     RateLimiter,
@@ -51,7 +58,9 @@ from lcg.interfaces.http_auth import (
     request_costs,
     token_in_query,
 )
+from lcg.interfaces.http_connections import bounded_protocol
 from lcg.interfaces.mcp_server import LcgMcpServer
+from lcg.interfaces.memory_sessions import MAX_SESSIONS
 from lcg.interfaces.scopes import Visibility
 from lcg.interfaces.service import Service
 
@@ -74,6 +83,8 @@ class HttpOptions:
     rate: float
     burst: int
     body_timeout: float
+    header_timeout: float = 10.0
+    max_connections: int = 1024
 
 
 class _SessionBudget:
@@ -114,12 +125,80 @@ class _SlowBody(Exception):
     """The client did not send its whole body within the deadline."""
 
 
-class _Gateway:
-    """The ASGI app at `/mcp`: the checks before the SDK (see the module docstring)."""
+class _Managers:
+    """One session manager per (credential, memory session), each with its own server whose
+    instructions name the session; the serve's own session's are made at start, another
+    session's at its first request, and all run in the serve's task group (ADR 0071)."""
 
     def __init__(
         self,
-        managers: dict[str, _BudgetedManager],
+        service: Service,
+        default: str,
+        scopes: Sequence[tuple[str, frozenset[Any]]],
+        budget: _SessionBudget,
+        security: TransportSecuritySettings,
+    ) -> None:
+        self.service = service
+        self.default = default
+        self.scopes = dict(scopes)
+        self.budget = budget
+        self.security = security
+        self._managers: dict[tuple[str, str], _BudgetedManager] = {}
+        self._tasks: TaskGroup | None = None
+        self._lock = anyio.Lock()
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            for key in self.scopes:
+                await self.get(key, self.default)
+            try:
+                yield
+            finally:
+                self._tasks = None
+                tasks.cancel_scope.cancel()
+
+    def sessions(self) -> set[str]:
+        return {session for _, session in self._managers}
+
+    async def get(self, key: str, session: str) -> _BudgetedManager | None:
+        """The manager, made and started if need be; None past MAX_SESSIONS sessions."""
+        found = self._managers.get((key, session))
+        if found is not None:
+            return found
+        async with self._lock:
+            found = self._managers.get((key, session))
+            if found is not None:
+                return found
+            if session not in self.sessions() and len(self.sessions()) >= MAX_SESSIONS:
+                return None
+            backend = LocalBackend(self.service, None if session == self.default else session)
+            server = LcgMcpServer(
+                backend, Visibility(self.scopes[key]), exit_on_close=False, session=session
+            ).server
+            manager = _BudgetedManager(self.budget, server, self.security)
+            assert self._tasks is not None, "the serve is not running"
+            await self._tasks.start(_run_manager, manager)
+            self._managers[(key, session)] = manager
+            return manager
+
+
+async def _run_manager(
+    manager: _BudgetedManager, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    async with manager.run():
+        task_status.started()
+        await anyio.sleep_forever()
+
+
+class _Gateway:
+    """The ASGI app at `/mcp` and `/mcp/s/<session>`: the checks before the SDK (see the
+    module docstring)."""
+
+    def __init__(
+        self,
+        managers: _Managers,
         credentials: Sequence[Credential],
         limiter: RateLimiter,
         body_timeout: float,
@@ -134,6 +213,7 @@ class _Gateway:
             await _bare(401)(scope, receive, send)
             return
         key = OPEN
+        credential: Credential | None = None
         if self.credentials:
             credential = bearer_credential(
                 Headers(scope=scope).get("authorization"), self.credentials
@@ -142,6 +222,20 @@ class _Gateway:
                 await _bare(401)(scope, receive, send)
                 return
             key = credential.name
+        session = scope.get("path_params", {}).get("session", self.managers.default)
+        try:
+            session_name(session, "session")
+        except InvalidParams as error:  # the rule, nothing private
+            await JSONResponse({"error": str(error)}, status_code=400)(scope, receive, send)
+            return
+        if credential is not None and not credential.may_address(session):
+            await _bare(404)(scope, receive, send)  # as a session that is not there
+            return
+        manager = await self.managers.get(key, session)
+        if manager is None:
+            refusal = {"error": f"session: one serve serves at most {MAX_SESSIONS} sessions"}
+            await JSONResponse(refusal, status_code=503)(scope, receive, send)
+            return
         started = False
 
         async def watched(message: Message) -> None:
@@ -149,7 +243,7 @@ class _Gateway:
             started = started or message["type"] == "http.response.start"
             await send(message)
 
-        limited = RequestBodyLimitMiddleware(partial(self._admitted, key), MAX_BODY)
+        limited = RequestBodyLimitMiddleware(partial(self._admitted, key, manager), MAX_BODY)
         try:
             await limited(scope, _deadline(receive, self.body_timeout), watched)
         except _SlowBody:
@@ -157,7 +251,9 @@ class _Gateway:
             if not started:
                 await _bare(408)(scope, receive, send)
 
-    async def _admitted(self, key: str, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _admitted(
+        self, key: str, manager: _BudgetedManager, scope: Scope, receive: Receive, send: Send
+    ) -> None:
         """The body is whole here (the limit middleware read it); draw on the buckets."""
         first = await receive()
         body = first.get("body", b"") if first["type"] == "http.request" else b""
@@ -181,7 +277,7 @@ class _Gateway:
                 return first
             return await receive()
 
-        await self.managers[key].handle_request(scope, replay, send)
+        await manager.handle_request(scope, replay, send)
 
 
 def _deadline(receive: Receive, seconds: float) -> Receive:
@@ -231,16 +327,11 @@ def build_app(
     port: int,
     on_close: Callable[[], None],
 ) -> Starlette:
-    """The Starlette app of one serve: `/mcp` and `/healthz`."""
+    """The Starlette app of one serve: `/mcp`, `/mcp/s/<session>` and `/healthz`."""
     budget = _SessionBudget(options.max_sessions)
     security = security_settings(options.bind, port)
-    backend = LocalBackend(service)
-    managers: dict[str, _BudgetedManager] = {}
-    for key, scopes in _scopes_by_key(visibility, options.credentials):
-        server = LcgMcpServer(
-            backend, Visibility(scopes), exit_on_close=False, session=session
-        ).server
-        managers[key] = _BudgetedManager(budget, server, security)
+    scopes = _scopes_by_key(visibility, options.credentials)
+    managers = _Managers(service, session, scopes, budget, security)
     gateway = _Gateway(
         managers,
         options.credentials,
@@ -254,16 +345,17 @@ def build_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with contextlib.AsyncExitStack() as stack:
-            for manager in managers.values():
-                await stack.enter_async_context(manager.run())
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(_stop_when_closed, service, on_close)
-                yield
-                tasks.cancel_scope.cancel()
+        async with managers.running(), anyio.create_task_group() as tasks:
+            tasks.start_soon(_stop_when_closed, service, on_close)
+            yield
+            tasks.cancel_scope.cancel()
 
     return Starlette(
-        routes=[Route("/healthz", healthz, methods=["GET"]), Route("/mcp", gateway)],
+        routes=[
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/mcp", gateway),
+            Route("/mcp/s/{session}", gateway),
+        ],
         lifespan=lifespan,
     )
 
@@ -335,6 +427,7 @@ def serve_http(
         timeout_keep_alive=5,
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         server_header=False,
+        http=bounded_protocol(options.header_timeout, options.max_connections),
     )
     server = _Server(config)
     holder.append(server)

@@ -290,6 +290,8 @@ def _serve_http(
         rate=tuning.get_float("serve", "per_session_rps"),
         burst=tuning.get_int("serve", "burst"),
         body_timeout=tuning.get_float("serve", "body_timeout_secs"),
+        header_timeout=tuning.get_float("serve", "header_timeout_secs"),
+        max_connections=tuning.get_int("serve", "max_connections"),
     )
     refuse_open_bind(options.bind, options.credentials)
     _refuse_foreign_workspace(settings)

@@ -11,6 +11,7 @@ variable and what was given.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from lcg.domain import rules
 from lcg.domain.errors import DomainError, InvalidParams
 
 if TYPE_CHECKING:
@@ -158,7 +160,7 @@ KEYS: Final[tuple[Key, ...]] = (
     Key("store", "url", str, "",
         meaning="where the event log lives: empty, the workspace's .lcg/wal.sqlite; a"
         " postgresql:// URL names a PostgreSQL log, which is not wired into the workspace"
-        " yet and is refused (ADR 0067)"),
+        " yet and is refused (ADR 0071)"),
     Key("serve", "bind", str, "127.0.0.1",
         meaning="the address `lcg serve --http` and `lambo serve --transport http` listen on"
         " (--bind wins); anything but loopback needs a credential (ADR 0064)"),
@@ -173,9 +175,16 @@ KEYS: Final[tuple[Key, ...]] = (
     Key("serve", "body_timeout_secs", float, 30.0, 1, 3_600,
         meaning="seconds an HTTP client has to send a whole request body; a slower one is"
         " answered 408"),
+    Key("serve", "header_timeout_secs", float, 10.0, 0.5, 3_600,
+        meaning="seconds an HTTP connection has to send a whole request head (request line"
+        " and headers), from when it opens or its last response ends; a slower one, or one"
+        " that sends nothing, is closed (ADR 0071)"),
+    Key("serve", "max_connections", int, 1024, 1, 1_000_000,
+        meaning="HTTP connections open at once; one more is closed as soon as it is accepted"
+        " (ADR 0071)"),
 )  # fmt: skip
 
-CREDENTIAL_KEYS: Final = ("name", "token", "token_file", "scopes")
+CREDENTIAL_KEYS: Final = ("name", "token", "token_file", "scopes", "sessions")
 CREDENTIAL_SCOPES: Final = ("read", "write", "admin", "cypher", "memory")
 
 
@@ -188,6 +197,7 @@ class CredentialEntry:
     token: str = field(default="", repr=False)
     token_file: str = ""
     scopes: tuple[str, ...] = ()
+    sessions: tuple[str, ...] | None = None  # the sessions it may address (None: all)
 
 
 # Every LAMBO_* variable seed 001 names, and the lcg variable it acts as (M-CFG-006, M-CFG-010).
@@ -402,7 +412,23 @@ def _credential(item: object, where: str) -> CredentialEntry:
     ):
         rule = "must be a non-empty list among " + ", ".join(CREDENTIAL_SCOPES)
         raise InvalidParams(f"{where} scopes", rule, f"got {scopes!r}")
-    return CredentialEntry(str(name).strip(), str(token), str(token_file), tuple(scopes))
+    sessions = _credential_sessions(item.get("sessions"), where)
+    return CredentialEntry(str(name).strip(), str(token), str(token_file), tuple(scopes), sessions)
+
+
+def _credential_sessions(raw: object, where: str) -> tuple[str, ...] | None:
+    """A credential's `sessions` (ADR 0071): absent, every session; else a non-empty list of
+    session names, each by the session-name rule."""
+    if raw is None:
+        return None
+    rule = "must be a non-empty list of session names"
+    if not isinstance(raw, list) or not raw:
+        raise InvalidParams(f"{where} sessions", rule, f"got {raw!r}")
+    for name in raw:
+        if not isinstance(name, str) or re.fullmatch(rules.GROUP_ID_PATTERN, name) is None:
+            session_rule = rules.PATTERN_RULES[rules.GROUP_ID_PATTERN]
+            raise InvalidParams(f"{where} sessions", f"{rule}: {session_rule}", f"got {name!r}")
+    return tuple(dict.fromkeys(raw))
 
 
 def _section_entries(section: str, table: Mapping[str, object]) -> list[tuple[Key, object]]:

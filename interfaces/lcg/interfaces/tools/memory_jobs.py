@@ -11,7 +11,6 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from lcg.commands.memory_admission import MemoryService
-from lcg.domain.errors import InvalidParams
 from lcg.domain.memory.gc import Trigger
 from lcg.interfaces.app import App
 from lcg.interfaces.params import Params
@@ -19,7 +18,8 @@ from lcg.projections.canonization import state as canon
 from lcg.projections.memory import state
 
 SessionArg = Annotated[
-    str | None, Field(default=None, description="The session; must be the one served.")
+    str | None,
+    Field(default=None, description="The session (default: the one the call is for)."),
 ]
 
 
@@ -41,14 +41,9 @@ class GcParams(Params):
 
 
 def _service(app: App, session: str | None) -> MemoryService:
-    service = app.memory
-    if session is not None and session != service.session:
-        raise InvalidParams(
-            "session",
-            f"must be the session this process serves ({service.session!r})",
-            f"got {session!r}; start the service with --session {session}",
-        )
-    return service
+    """The named session's service (None: the call's): the process holding the workspace
+    serves every session of it (ADR 0071)."""
+    return app.for_session(session).memory
 
 
 def canon_status(app: App, q: CanonParams) -> dict[str, Any]:
