@@ -51,7 +51,7 @@ class AttachedUnavailable(Exception):
     """No service answers at the socket path (attached start-up fails, P-013)."""
 
 
-class _StreamConnection:
+class StreamConnection:
     def __init__(self, stream: ByteStream) -> None:
         self._stream = stream
 
@@ -70,7 +70,7 @@ class _StreamConnection:
 
 def unix_dialer(path: Path) -> Dial:
     async def dial() -> Connection:
-        return _StreamConnection(await anyio.connect_unix(str(path)))
+        return StreamConnection(await anyio.connect_unix(str(path)))
 
     return dial
 

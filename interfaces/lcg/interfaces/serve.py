@@ -242,28 +242,34 @@ def _refuse_foreign_workspace(settings: Settings) -> None:
 
 
 def _serve_standalone(visibility: Visibility, settings: Settings, held_as: str = "") -> None:
-    """Open the workspace the socket service's way, then serve MCP (K-DBM-002/003). Stdout is
-    claimed first, so nothing printed while opening (a model loading) reaches the protocol."""
+    """Hold the workspace and publish it, or forward every call to the serve that holds it
+    (ADR 0066), then serve MCP (K-DBM-002/003). Stdout is claimed first, so nothing printed
+    while opening (a model loading) reaches the protocol."""
     import anyio
 
-    from lcg.interfaces.backends import LocalBackend
+    from lcg.interfaces.forwarding import Forwarder
     from lcg.interfaces.service import Service
     from lcg.interfaces.stdio_pipe import claimed_stdio
 
     _refuse_foreign_workspace(settings)
-    with claimed_stdio() as (wire_in, wire_out):
-        service = Service(settings, command=f"lcg serve --mcp-stdio{held_as}")
-        if service.start() != "healthy":
+    service = Service(settings, command=f"lcg serve --mcp-stdio{held_as}")
+    backend = Forwarder(service, dict(os.environ))
+
+    async def main(wire_in: int, wire_out: int) -> None:
+        await backend.start()
+        if not backend.holds and service.state == "degraded" and not service.held:
             log.warning("every call will fail until restarted: %s", service.reason)
-        else:
-            log.info("workspace %s: healthy; serving MCP over stdio", settings.workspace)
         try:
-            server = _mcp_server(
-                LocalBackend(service), visibility, exit_on_close=True, session=settings.session
-            )
-            anyio.run(server.serve_stdio, wire_in, wire_out)
+            server = _mcp_server(backend, visibility, exit_on_close=True, session=settings.session)
+            await server.serve_stdio(wire_in, wire_out)
         finally:
             log.info("shutting down")
+            await backend.aclose()
+
+    with claimed_stdio() as (wire_in, wire_out):
+        try:
+            anyio.run(main, wire_in, wire_out)
+        finally:
             service.close()
 
 

@@ -87,7 +87,10 @@ class Service:
             self.reason = HELD_ELSEWHERE if self.held else str(error)
             self.recovery = recovery_for(self.settings, error)
             self.state = "degraded"
-            log.warning("workspace did not open; serving in degraded mode: %s", error)
+            if self.held:  # a stdio serve then forwards to the holder (ADR 0066)
+                log.info("the workspace is held by another process: %s", self.holder)
+            else:
+                log.warning("workspace did not open; serving in degraded mode: %s", error)
             return self.state
         self._workspace = workspace
         self._app = App(workspace)

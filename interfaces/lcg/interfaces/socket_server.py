@@ -148,13 +148,29 @@ class SocketService:
             for signum in self._signals:
                 loop.remove_signal_handler(signum)
 
-    async def _shut_down(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Let calls in flight finish (bounded), drop idle connections, release the workspace."""
+    async def accept(self, sock: socket.socket) -> asyncio.Server:
+        """Serve connections on a bound socket for a service already started by its owner
+        (a stdio serve holding the workspace publishes this way, ADR 0066)."""
+        return await asyncio.start_unix_server(self._serve_connection, sock=sock)
+
+    async def stop_accepting(self, servers: list[asyncio.Server]) -> None:
+        """Stop the servers `accept` made: calls in flight finish (bounded), idle connections
+        are dropped; the service stays its owner's to close."""
+        for server in servers:
+            server.close()
+        await self._drain()
+        self._executor.shutdown(wait=False)
+
+    async def _drain(self) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._idle.wait(), SHUTDOWN_GRACE_SECONDS)
         for task in self._connections:
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
+
+    async def _shut_down(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Let calls in flight finish (bounded), drop idle connections, release the workspace."""
+        await self._drain()
         try:
             await loop.run_in_executor(self._executor, self.service.close)
         except Exception:

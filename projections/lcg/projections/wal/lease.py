@@ -119,3 +119,31 @@ def _describe(text: str) -> str:
         ).describe()
     except (ValueError, KeyError, TypeError):
         return "a process that has not written its name yet"
+
+
+def read_record(path: Path) -> dict[str, object] | None:
+    """The lease record as its holder last wrote it, read without taking the lock: None when
+    there is none, or while it is being written (the reader asks again)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def annotate(path: Path, fields: dict[str, object]) -> None:
+    """Add `fields` to the record of a lease this process holds (where its holder publishes,
+    ADR 0066). The flock is held on another descriptor of this process; the lock is advisory,
+    so this one may write. A record naming another process is left alone."""
+    record = read_record(path)
+    if record is None or record.get("pid") != os.getpid():
+        raise ValueError(f"{path}: this process does not hold the lease")
+    text = json.dumps({**record, **fields})
+    fd = open_own(path, os.O_WRONLY, "publish in the writer lease")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.truncate()
