@@ -37,6 +37,7 @@ from lcg.projections.wal.lease import read_record
 FORWARD_IDLE_MS = 60_000  # a line from the holder within this; above lambo_stats' 34 s wait
 PUBLISH_WAIT_SECONDS = 5.0  # how long a new holder may take to say where it publishes
 POLL_SECONDS = 0.05
+REACHABLE_SECONDS = 5.0  # how long a holder a call lost touch with has to answer a new one
 GONE = (
     "memory is unavailable: the serve holding session '{session}' stopped answering, so "
     "nothing was read or written for this call; memory returns once a `lambo serve` holds "
@@ -116,11 +117,16 @@ class _Remote:
         return link
 
     async def reachable(self) -> bool:
+        """Whether the holder answers a health_check on a new connection: a holder being
+        killed may still accept one while its other connections are already closed."""
+        link = _Link(self.path)
         try:
-            stream = await anyio.connect_unix(str(self.path))
-        except OSError:
+            with anyio.fail_after(REACHABLE_SECONDS):
+                await link.client.start()
+        except (AttachedUnavailable, TimeoutError):
             return False
-        await stream.aclose()
+        finally:
+            await link.client.aclose()
         return True
 
     async def aclose(self) -> None:
