@@ -417,13 +417,18 @@ class MemoryService:
             return
         self._scheduler = memory_schedule.start_jobs(self.jobs, self.session, tick)
 
-    def close(self) -> None:
-        """Stop the jobs (a running one finishes: each appends all of its events or none),
-        then the processor; writes still pending stay durable intents for the next start.
-        Access counts waiting are appended first (a failure to is logged: they are counts)."""
+    def stop_jobs(self) -> None:
+        """Stop the scheduled jobs (a running one finishes: each appends all of its events or
+        none); idempotent."""
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=True)
             self._scheduler = None
+
+    def close(self) -> None:
+        """Stop the jobs, then the processor (shared by a process's sessions: stopping it again
+        is harmless); writes still pending stay durable intents for the next start.
+        Access counts waiting are appended first (a failure to is logged: they are counts)."""
+        self.stop_jobs()
         self.processor.stop()
         try:
             self.flush_accesses(min_age=0.0)

@@ -37,6 +37,7 @@ class App:
     new_id: NewId = uuid4_text
     progress: Progress | None = None
     operator: bool = False
+    session: str | None = None  # the memory session the call is for (None: the process's own)
 
     @property
     def reads(self) -> Reads:
@@ -54,14 +55,14 @@ class App:
     def memory_writes(self) -> MemoryWrites:
         """The one handle the memory write tools use: what they may ask to be written, the
         receipts they may look up (ADR 0059)."""
-        return self.workspace.memory
+        return self.memory
 
     @property
     def memory(self) -> MemoryService:
-        """The session's memory application service, for the tools that are not writes: the
+        """The call's session's memory application service, for the tools that are not writes: the
         read tools count accesses and hand back settled receipts through it, the operator's
-        canon and gc tools run its jobs."""
-        return self.workspace.memory
+        canon and gc tools run its jobs. The call's session's (ADR 0067), made on first use."""
+        return self.workspace.memory_sessions.get(self.session)
 
     def now(self) -> datetime:
         """The workspace clock's reading: the one source of `now` for commands."""
@@ -69,3 +70,7 @@ class App:
 
     def with_progress(self, progress: Progress | None) -> App:
         return self if progress is None else replace(self, progress=progress)
+
+    def for_session(self, session: str | None) -> App:
+        """The same services, the memory tools answering for `session` (None: the default)."""
+        return self if session is None else replace(self, session=session)

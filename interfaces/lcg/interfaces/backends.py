@@ -28,8 +28,9 @@ class Backend(Protocol):
 class LocalBackend:
     """Standalone mode: the blocking dispatch runs in a worker thread, off the event loop."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Service, session: str | None = None) -> None:
         self.service = service
+        self.session = session  # the memory session the calls are for (None: the serve's)
 
     async def call(
         self, method: str, params: JsonObject, on_progress: ProgressSink | None = None
@@ -47,4 +48,6 @@ class LocalBackend:
                     log.debug("progress notification not delivered", exc_info=True)
 
             progress = report
-        return await anyio.to_thread.run_sync(self.service.call, method, params, progress)
+        return await anyio.to_thread.run_sync(
+            self.service.call, method, params, progress, self.session
+        )

@@ -18,7 +18,7 @@ from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
-from lcg.interfaces.config import Settings
+from lcg.interfaces.config import Settings, session_name
 from lcg.interfaces.jsonrpc import (
     HELD_ELSEWHERE,
     JsonObject,
@@ -129,9 +129,20 @@ class Service:
         }
 
     def call(
-        self, method: str, params: dict[str, Any] | None, progress: Progress | None = None
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        progress: Progress | None = None,
+        session: str | None = None,
     ) -> JsonObject:
-        """Run one method; every failure is raised as an RpcError (P-002, P-003)."""
+        """Run one method; every failure is raised as an RpcError (P-002, P-003). The memory
+        tools answer for `session` (None: the serve's own; any valid name: that session of
+        the workspace, new and empty if it holds nothing yet, ADR 0067)."""
+        if session is not None:
+            try:
+                session_name(session, "session")
+            except Exception as error:
+                raise error_from_exception(error) from error
         if method == HEALTH_CHECK:
             return self.health()
         if method in (RECOVER, RECOVER_FULL):  # in every state: they close and reopen
@@ -140,7 +151,7 @@ class Service:
         if self.state != "healthy" or app is None:
             return self._call_unready(method, params)
         try:
-            result = operations.dispatch(app, method, params, progress)
+            result = operations.dispatch(app.for_session(session), method, params, progress)
         except DamagedFile as error:
             self._repair(error)
             raise error_from_exception(error) from error

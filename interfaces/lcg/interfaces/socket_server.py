@@ -236,23 +236,29 @@ class SocketService:
             return encode(error_frame(echoed, RpcError(INVALID_REQUEST, problem)))
         answer_id: RequestId = request.get("id")
         try:
-            result = await self._call(request["method"], request.get("params"), writer)
+            result = await self._call(
+                request["method"], request.get("params"), writer, request.get("session")
+            )
             response = encode(result_frame(answer_id, result))
         except Exception as error:  # noqa: BLE001 (every failure is answered, never raised)
             response = encode(error_frame(answer_id, error_from_exception(error)))
         return response if "id" in request else None
 
-    async def _call(self, method: str, params: Any, writer: asyncio.StreamWriter) -> JsonObject:
+    async def _call(
+        self, method: str, params: Any, writer: asyncio.StreamWriter, session: Any = None
+    ) -> JsonObject:
         if params is None:
             params = {}  # P-001: a missing params is {}
         if not isinstance(params, dict):
             raise InvalidParams("params", "must be a JSON object")
+        if session is not None and not isinstance(session, str):  # ADR 0067
+            raise InvalidParams("session", "must be a session name (a string) when given")
         progress = None
         if params.get("_progress_token") is not None:  # P-006
             progress = self._progress_writer(writer, method)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._executor, self.service.call, method, params, progress
+            self._executor, self.service.call, method, params, progress, session
         )
 
     def _progress_writer(self, writer: asyncio.StreamWriter, method: str) -> Progress:

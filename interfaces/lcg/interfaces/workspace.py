@@ -17,15 +17,13 @@ from typing import Self
 
 from lcg.commands.graph_file import check_the_log, open_graph, refuse_if_the_log_is_lost
 from lcg.commands.memory_admission import MemoryService
-from lcg.commands.memory_jobs import MemoryJobs
-from lcg.commands.memory_processor import IntentProcessor
 from lcg.commands.rebuild_jobs import RebuildJobs
 from lcg.commands.writer import CommitListener, Writer
 from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
-from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
 from lcg.interfaces.config import Settings
 from lcg.interfaces.legacy import migrate_legacy_state_dir
+from lcg.interfaces.memory_sessions import MemorySessions, open_memory_sessions
 from lcg.projections import damage
 from lcg.projections.cypher.follower import CypherFollower
 from lcg.projections.cypher.store import CypherGraph
@@ -46,8 +44,7 @@ from lcg.projections.private_files import DIR_MODE, make_private
 from lcg.projections.runner import ProjectionRunner
 from lcg.projections.text.scorer import TextScorer
 from lcg.projections.text.tables import TEXT_TABLES, TOKENIZER
-from lcg.projections.vectors import catalog
-from lcg.projections.vectors.follower import CONCEPTS, VectorFollower
+from lcg.projections.vectors.follower import VectorFollower
 from lcg.projections.vectors.follower import lanes as vector_lanes
 from lcg.projections.vectors.index import VectorIndex
 from lcg.projections.wal.lease import WriterLease
@@ -130,7 +127,7 @@ class Workspace:
         self._cypher_lock = threading.Lock()  # the first Cypher query opens it, once
         self._pool: ThreadPoolExecutor | None = None
         self._follower: VectorFollower | None = None
-        self._memory: MemoryService | None = None
+        self._memory: MemorySessions | None = None
         # A workspace created by this open: its first files are made private once more at the
         # end of the open. Later files are checksummed (0600) or SQLite sidecars (the mode of
         # their database); anything else sits in a 0700 directory and is tightened next open.
@@ -307,66 +304,29 @@ class Workspace:
             return follower
 
     def _open_memory(self, cache: EmbeddingCache, vectors: VectorIndex) -> None:
-        """The session's memory service and its intent processor (ADR 0026), stopped first at
-        close so that no write is applied while the rest shuts down."""
-        graph_path = str(self.settings.graph_path)
-
-        def search(session: GroupId, vector: Vectors, k: int) -> list[tuple[str, float]]:
-            hits = vectors.search("concept", [session], vector, k)
-            described = catalog.describe(self.reader(), [hit.vec_id for hit in hits])
-            return [
-                (described[hit.vec_id].owner_uuid, hit.score)
-                for hit in hits
-                if hit.vec_id in described
-            ]
-
-        processor = IntentProcessor(
-            self.writer,
-            lambda: schema.connect(graph_path, read_only=True),
-            cache.embed,
-            search,
-            lambda session, timeout, conn: (
-                self.settle_vectors([session], CONCEPTS, timeout, conn) == 0
-            ),
-            self.clock,
-            self.memory_ids,
-            MINILM_MERGE_THRESHOLD,
-        )
-        tuning = self.settings.tuning
-        jobs = MemoryJobs(
-            self.writer,
-            lambda: schema.connect(graph_path, read_only=True),
-            GroupId(self.settings.session),
-            tuning.knobs(),
-            tuning.gc_knobs(),
-            self.clock,
-            graph_path,
-        )
-        self._memory = MemoryService(
-            GroupId(self.settings.session),
-            lambda: self.writer,
-            self.reader,
-            processor,
-            self.clock,
-            self.settings.promotion_policy,
-            jobs,
-            lambda: self.embedder.contract,
-        )
+        """The sessions' memory services and their one intent processor (ADR 0026, ADR 0067),
+        stopped first at close so that no write is applied while the rest shuts down."""
+        self._memory = open_memory_sessions(self, cache, vectors)
         self._stack.callback(self._release, "_memory", self._memory.close)
-        processor.start()
+        self._memory.processor.start()
 
     def start_memory_jobs(self) -> None:
-        """Run the session's canonization cycle and daemon tick on a schedule (serving
-        processes; one-shot commands and tests run the jobs when they choose). Stopped first
-        at close, with the memory service."""
-        self.memory.schedule(self.settings.tuning.tick_interval)
+        """Run each session's canonization cycle and daemon tick on a schedule (serving
+        processes; one-shot commands and tests run the jobs when they choose), a session
+        first served later too. Stopped first at close, with the memory services."""
+        self.memory_sessions.schedule()
 
     @property
-    def memory(self) -> MemoryService:
-        """The agent-memory service of the session this process serves."""
+    def memory_sessions(self) -> MemorySessions:
+        """Every session's memory service of this holder (made on first use)."""
         if self._memory is None:
             raise WorkspaceClosed("agent memory needs the workspace open for writing")
         return self._memory
+
+    @property
+    def memory(self) -> MemoryService:
+        """The agent-memory service of the session this process serves (`settings.session`)."""
+        return self.memory_sessions.get()
 
     def embed_texts(self, texts: Sequence[str]) -> Vectors:
         """Stored texts' vectors through the persistent embedding cache (the model runs only
