@@ -4,17 +4,21 @@ than one client on one machine"; ADR 0066). Real processes, the SDK's stdio clie
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client
 
+from lcg.interfaces.forward_place import socket_name
 from tests.helpers.forwarding import (
     SESSION,
     bare_holder,
@@ -34,7 +38,7 @@ pytestmark = pytest.mark.slow
 SERVE = ("serve", "--session", SESSION)
 
 
-def lambo(env: dict[str, str], *args: str) -> object:
+def lambo(env: dict[str, str], *args: str) -> AbstractAsyncContextManager[Client]:
     """An SDK client of `lambo serve --session demo ARGS` (a context manager)."""
     return mcp_client(*SERVE, *args, command="lambo", env=env)
 
@@ -311,19 +315,26 @@ def test_m_trn_041_042_048_049_without_xdg_the_holder_publishes_in_tmp_lambo_uid
         anyio.run(main, runtime)
 
 
-def test_m_trn_049_a_serve_of_another_session_on_a_held_store_answers_a_clear_error(
+def test_m_trn_004_049_a_serve_of_another_session_forwards_to_the_holder_of_its_store(
     tmp_path: Path,
 ) -> None:
+    """The store's holder serves every session of it (ADR 0067): a serve of session "other"
+    on a store held by a serve of "demo" forwards its calls naming "other"; each session
+    sees its own writes only."""
+
     async def main(runtime: Path) -> None:
         env = serve_env(tmp_path, runtime)
-        with bare_holder(tmp_path, env, tmp_path / "holder.log"):
-            other = mcp_client("serve", "--session", "other", command="lambo", env=env)
-            async with other as client:
-                refused = await client.call_tool("lambo_recall", {"agent_id": "b", "query": "x"})
-                assert refused.is_error
-                assert "another session's serve holds this store (session 'demo'" in text_of(
-                    refused
-                )
+        async with (
+            lambo(env) as demo,
+            mcp_client("serve", "--session", "other", command="lambo", env=env) as other,
+        ):
+            assert lease_record(tmp_path)["session"] == SESSION
+            assert "session 'other'" in (other.instructions or "")
+            receipt = await derive(other, "b", "only in other")
+            assert (await settled(other, "b", receipt))["receipt"]["state"] == "applied"
+            assert (await stats(other, "b"))["session"] == "other"
+            assert "only in other" in await recall(other, "b", "only in other")
+            assert "only in other" not in await recall(demo, "a", "only in other")
 
     with runtime_dir() as runtime:
         anyio.run(main, runtime)
@@ -369,3 +380,29 @@ def test_m_trn_068_the_forwarding_endpoint_refuses_a_request_over_4_mib_and_goes
                 assert b"-32600" in refused
                 assert b"request too large" in refused
                 assert b'"healthy":true' in lines.readline()
+
+
+def test_m_trn_049_a_serve_refuses_to_forward_to_a_socket_named_for_another_store(
+    tmp_path: Path,
+) -> None:
+    """A lease record naming a socket whose name is not this store's (for the holder's
+    session): the serve forwards nothing there and its calls say why."""
+    workspace = tmp_path / "ws"
+
+    async def main(runtime: Path) -> None:
+        async with lambo(serve_env(workspace, runtime)) as client:
+            refused = await client.call_tool("lambo_recall", {"agent_id": "b", "query": "x"})
+            assert refused.is_error
+            assert "so it serves another store" in text_of(refused)
+
+    with runtime_dir() as runtime:
+        directory = runtime / "lambo"
+        directory.mkdir(mode=0o700)
+        elsewhere = directory / socket_name(tmp_path / "another-store", SESSION)
+        (workspace / ".lcg").mkdir(parents=True, mode=0o700)
+        with (workspace / ".lcg" / "writer.lock").open("w", encoding="utf-8") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            record = {"pid": os.getpid(), "host": "h", "command": "pytest", "since": "now"}
+            lock.write(json.dumps({**record, "session": SESSION, "forward": str(elsewhere)}))
+            lock.flush()
+            anyio.run(main, runtime)

@@ -59,10 +59,10 @@ class _Link:
     """One connection to the holder: an AttachedClient that keeps its raw socket, so an idle
     link the holder closed is seen before a call is written to it."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, session: str) -> None:
         self.path = path
         self._raw: socket.socket | None = None
-        self.client = AttachedClient(path, FORWARD_IDLE_MS, dial=self._dial)
+        self.client = AttachedClient(path, FORWARD_IDLE_MS, dial=self._dial, session=session)
 
     async def _dial(self) -> Connection:
         stream = await anyio.connect_unix(str(self.path))
@@ -84,8 +84,9 @@ class _Link:
 class _Remote:
     """The holder's socket, with a connection per call in flight (idle ones reused)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, session: str) -> None:
         self.path = path
+        self.session = session  # every call names it: the holder serves each session
         self._idle: list[_Link] = []
 
     async def call(
@@ -109,7 +110,7 @@ class _Remote:
             if not link.closed_by_holder():
                 return link
             await link.client.aclose()
-        link = _Link(self.path)
+        link = _Link(self.path, self.session)
         try:
             await link.client.start()
         except AttachedUnavailable as error:
@@ -119,7 +120,7 @@ class _Remote:
     async def reachable(self) -> bool:
         """Whether the holder answers a health_check on a new connection: a holder being
         killed may still accept one while its other connections are already closed."""
-        link = _Link(self.path)
+        link = _Link(self.path, self.session)
         try:
             with anyio.fail_after(REACHABLE_SECONDS):
                 await link.client.start()
@@ -215,7 +216,7 @@ class Forwarder:
                 return self._local
             path = await self._holder_socket()
             log.info("the store is held elsewhere; forwarding every call to %s", path)
-            self._remote = _Remote(path)
+            self._remote = _Remote(path, self.service.settings.session)
             return self._remote
 
     async def _holder_socket(self) -> Path:
@@ -241,11 +242,11 @@ class Forwarder:
                 "socket serve); this serve looks again on the next call"
             )
         path = Path(str(record[FORWARD]))
-        if path.name != socket_name(settings.workspace, settings.session):
+        if path.name != socket_name(settings.workspace, str(record.get(SESSION))):
             raise _unavailable(
-                f"memory is unavailable: another session's serve holds this store (session "
-                f"{record.get(SESSION)!r}, {holder}), and a store has one writer; start this "
-                f"session's serve first, or serve session {settings.session!r} from that one"
+                f"memory is unavailable: refusing to forward to {path}: its name is not the one "
+                f"this store gets ({settings.workspace.resolve()}, session "
+                f"{record.get(SESSION)!r}), so it serves another store"
             )
         try:
             check_private(path.parent, os.geteuid())
