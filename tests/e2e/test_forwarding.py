@@ -31,7 +31,7 @@ from tests.helpers.forwarding import (
     settled,
 )
 from tests.helpers.mcp_session import CONSOLE_SCRIPTS, mcp_client, structured, text_of
-from tests.helpers.service_process import DEADLINE, wait_until
+from tests.helpers.service_process import DEADLINE, ServiceProcess, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -406,3 +406,29 @@ def test_m_trn_049_a_serve_refuses_to_forward_to_a_socket_named_for_another_stor
             lock.write(json.dumps({**record, "session": SESSION, "forward": str(elsewhere)}))
             lock.flush()
             anyio.run(main, runtime)
+
+
+def test_m_trn_032_a_lambo_serve_beside_the_socket_service_forwards_to_it(
+    tmp_path: Path,
+) -> None:
+    """`lcg serve` (the socket service) holding the store publishes the forwarding socket
+    too, so a stdio serve started beside it forwards instead of failing every call."""
+    workspace = tmp_path / "ws"
+
+    async def main(runtime: Path) -> None:
+        async with lambo(serve_env(workspace, runtime)) as client:
+            receipt = await derive(client, "b", "beside the socket service")
+            assert (await settled(client, "b", receipt))["receipt"]["state"] == "applied"
+
+    with runtime_dir() as runtime:
+        service = ServiceProcess(
+            workspace, env={"XDG_RUNTIME_DIR": str(runtime)}, args=("--session", SESSION)
+        )
+        try:
+            service.wait_ready()
+            forward = Path(published(workspace, service.proc.pid)["forward"])
+            assert forward.parent == runtime / "lambo"
+            anyio.run(main, runtime)
+        finally:
+            assert service.stop() == 0, service.own_log
+        assert not forward.exists()

@@ -213,6 +213,7 @@ def _refuse_mcp_only_flags(connect: Path | None, allow_remote_close: bool) -> No
 
 
 def _serve_socket(settings: Settings, path: Path, held_as: str = "") -> None:
+    from lcg.interfaces.forward_holder import Publication
     from lcg.interfaces.legacy import migrate_legacy_state_dir
     from lcg.interfaces.service import Service
     from lcg.interfaces.socket_server import SocketInUse, serve_socket
@@ -223,8 +224,10 @@ def _serve_socket(settings: Settings, path: Path, held_as: str = "") -> None:
         _fail(str(error), EXIT_STORAGE)
     _refuse_foreign_workspace(settings)
     service = Service(settings, command=f"lcg serve (socket {path}){held_as}")
+    # the socket service holds the workspace too: a stdio serve beside it forwards (ADR 0066)
+    publication = Publication(service, dict(os.environ), service_socket=False)
     try:
-        serve_socket(service, path)
+        serve_socket(service, path, publication)
     except SocketInUse as error:
         _fail(f"{error}; attach with `lcg serve --mcp-stdio --connect {path}`", EXIT_BUSY)
     except OSError as error:  # a read-only or full disk: the socket is a file that cannot be made

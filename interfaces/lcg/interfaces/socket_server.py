@@ -17,7 +17,7 @@ import socket
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -45,6 +45,13 @@ SHUTDOWN_GRACE_SECONDS = 30.0  # how long calls in flight may finish after knowl
 WORKERS = 16
 
 log = logging.getLogger("lcg.socket")
+
+
+class Publishing(Protocol):
+    """More sockets on the same service, opened once it is healthy (forward_holder)."""
+
+    async def open(self) -> None: ...
+    async def aclose(self) -> None: ...
 
 
 class SocketInUse(Exception):
@@ -123,7 +130,9 @@ class SocketService:
         """Shut down as knowledge_close would (call from the service's event loop)."""
         self._stop.set()
 
-    async def run(self) -> None:
+    async def run(self, publication: Publishing | None = None) -> None:
+        """Serve until stopped; a healthy service is then also `publication`'s (the
+        forwarding socket of ADR 0066), withdrawn before the workspace is released."""
         loop = asyncio.get_running_loop()
         sock = bind_unix_socket(self.path)
         log.info("listening on %s (opening the workspace)", self.path)
@@ -140,10 +149,14 @@ class SocketService:
                 state if state == "healthy" else f"{state} ({self.service.reason})",
             )
             await server.start_serving()
+            if publication is not None and state == "healthy":
+                await publication.open()
             await self._stop.wait()
             log.info("shutting down")
         finally:
             server.close()
+            if publication is not None:
+                await publication.aclose()
             await self._shut_down(loop)
             for signum in self._signals:
                 loop.remove_signal_handler(signum)
@@ -283,6 +296,6 @@ async def _send(writer: asyncio.StreamWriter, frame: JsonObject) -> None:
     await writer.drain()
 
 
-def serve_socket(service: Service, path: Path) -> None:
+def serve_socket(service: Service, path: Path, publication: Publishing | None = None) -> None:
     """Run the socket service in this thread until it shuts down."""
-    asyncio.run(SocketService(service, path).run())
+    asyncio.run(SocketService(service, path).run(publication))
