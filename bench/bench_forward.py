@@ -1,0 +1,135 @@
+"""A call through a forwarding stdio serve vs the same call on the holder (ADR 0066).
+
+Two `lambo serve --session bench` processes on one workspace, each driven by the SDK's stdio
+client: the first holds the store, the second forwards every call to it over the holder's
+socket. The same tools are timed through both in one run, interleaved call by call, so the
+box's load moves both sides alike: `lambo_recall` (a distinct query each call, so the
+holder's per-process query cache never answers one side from the other's call) and
+`lambo_derive` (a distinct fact each call). The difference of the medians is the hop.
+
+    .venv/bin/python -m bench.bench_forward [--calls 300] [--seed-facts 200]
+        [--embedder hashing|minilm] [--out bench/results/forward.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sys
+import tempfile
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client as McpClient
+from mcp import StdioServerParameters
+
+from bench.memory_transports import (
+    AsyncCall,
+    clean_env,
+    derive_params,
+    fact,
+    percentile,
+    structured_calls,
+)
+from bench.socket_service import LCG
+
+SESSION = "bench"
+LAMBO = LCG.parent / "lambo"
+
+
+async def _serve(stack: AsyncExitStack, env: dict[str, str]) -> AsyncCall:
+    params = StdioServerParameters(
+        command=str(LAMBO), args=["serve", "--session", SESSION], env=env
+    )
+    client = await stack.enter_async_context(McpClient(params, read_timeout_seconds=120))
+    return structured_calls(client)
+
+
+async def _timed(call: AsyncCall, name: str, params: dict[str, Any]) -> float:
+    start = time.perf_counter()
+    await call(name, params)
+    return (time.perf_counter() - start) * 1000
+
+
+async def run(calls: int, seed_facts: int, embedder: str) -> dict[str, dict[str, list[float]]]:
+    rng = random.Random(7)
+    workspace = Path(tempfile.mkdtemp(prefix="bench-forward-"))
+    runtime = Path(tempfile.mkdtemp(prefix="lr"))
+    env = {
+        **clean_env(),
+        "LCG_WORKSPACE": str(workspace),
+        "LCG_EMBEDDER": embedder,
+        "XDG_RUNTIME_DIR": str(runtime),
+    }
+    samples: dict[str, dict[str, list[float]]] = {
+        side: {"lambo_recall": [], "lambo_derive": []} for side in ("holder", "forwarder")
+    }
+    try:
+        async with AsyncExitStack() as stack:
+            holder = await _serve(stack, env)
+            forwarder = await _serve(stack, env)
+            sides = {"holder": holder, "forwarder": forwarder}
+            receipt = ""
+            for n in range(seed_facts):
+                ack = await holder("lambo_derive", derive_params("seed", fact(rng, n)))
+                receipt = str(ack["receipt"])
+            await holder("lambo_stats", {"agent_id": "seed", "receipt": receipt, "wait_ms": 34_000})
+            for warm in sides.values():  # warm both paths (connections, first embeddings)
+                await warm("lambo_recall", {"agent_id": "warm", "query": "warm up the pool"})
+            for i in range(calls):
+                order = ["holder", "forwarder"] if i % 2 == 0 else ["forwarder", "holder"]
+                for side in order:
+                    query = f"{fact(rng, 10_000 + 2 * i).split(',')[0]}?"
+                    recall = {"agent_id": side, "query": query}
+                    samples[side]["lambo_recall"].append(
+                        await _timed(sides[side], "lambo_recall", recall)
+                    )
+                    derive = derive_params(side, fact(rng, 50_000 + 2 * i))
+                    samples[side]["lambo_derive"].append(
+                        await _timed(sides[side], "lambo_derive", derive)
+                    )
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+        shutil.rmtree(runtime, ignore_errors=True)
+    return samples
+
+
+def report(samples: dict[str, dict[str, list[float]]], args: argparse.Namespace) -> str:
+    lines = [
+        f"calls per side and tool: {args.calls}; seeded facts: {args.seed_facts}; "
+        f"embedder: {args.embedder}",
+        "",
+        "| tool | holder p50 ms | forwarder p50 ms | **hop p50 ms** | holder p95 ms | "
+        "forwarder p95 ms | forwarder/holder p50 |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for tool in ("lambo_recall", "lambo_derive"):
+        held, hop = samples["holder"][tool], samples["forwarder"][tool]
+        p50h, p50f = percentile(held, 50), percentile(hop, 50)
+        lines.append(
+            f"| {tool} | {p50h:.2f} | {p50f:.2f} | **{p50f - p50h:.2f}** | "
+            f"{percentile(held, 95):.2f} | {percentile(hop, 95):.2f} | {p50f / p50h:.2f}x |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--seed-facts", type=int, default=200)
+    parser.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    samples = anyio.run(run, args.calls, args.seed_facts, args.embedder)
+    table = report(samples, args)
+    sys.stdout.write(table)
+    if args.out is not None:
+        args.out.write_text(table, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
