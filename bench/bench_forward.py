@@ -5,7 +5,9 @@ client: the first holds the store, the second forwards every call to it over the
 socket. The same tools are timed through both in one run, interleaved call by call, so the
 box's load moves both sides alike: `lambo_recall` (a distinct query each call, so the
 holder's per-process query cache never answers one side from the other's call) and
-`lambo_derive` (a distinct fact each call). The difference of the medians is the hop.
+`lambo_derive` (a distinct fact each call), and `lambo_stats` without a receipt (the least
+work a call can do, so its hop is nearly all transport). The difference of the medians is
+the hop.
 
     .venv/bin/python -m bench.bench_forward [--calls 300] [--seed-facts 200]
         [--embedder hashing|minilm] [--out bench/results/forward.md]
@@ -38,6 +40,7 @@ from bench.memory_transports import (
 from bench.socket_service import LCG
 
 SESSION = "bench"
+TOOLS = ("lambo_recall", "lambo_derive", "lambo_stats")
 LAMBO = LCG.parent / "lambo"
 
 
@@ -66,7 +69,7 @@ async def run(calls: int, seed_facts: int, embedder: str) -> dict[str, dict[str,
         "XDG_RUNTIME_DIR": str(runtime),
     }
     samples: dict[str, dict[str, list[float]]] = {
-        side: {"lambo_recall": [], "lambo_derive": []} for side in ("holder", "forwarder")
+        side: {tool: [] for tool in TOOLS} for side in ("holder", "forwarder")
     }
     try:
         async with AsyncExitStack() as stack:
@@ -92,6 +95,10 @@ async def run(calls: int, seed_facts: int, embedder: str) -> dict[str, dict[str,
                     samples[side]["lambo_derive"].append(
                         await _timed(sides[side], "lambo_derive", derive)
                     )
+                    stats = {"agent_id": side}
+                    samples[side]["lambo_stats"].append(
+                        await _timed(sides[side], "lambo_stats", stats)
+                    )
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
         shutil.rmtree(runtime, ignore_errors=True)
@@ -107,7 +114,7 @@ def report(samples: dict[str, dict[str, list[float]]], args: argparse.Namespace)
         "forwarder p95 ms | forwarder/holder p50 |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for tool in ("lambo_recall", "lambo_derive"):
+    for tool in TOOLS:
         held, hop = samples["holder"][tool], samples["forwarder"][tool]
         p50h, p50f = percentile(held, 50), percentile(hop, 50)
         lines.append(

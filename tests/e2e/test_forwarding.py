@@ -173,7 +173,7 @@ def test_m_trn_031_two_serves_racing_to_hold_exactly_one_holds(tmp_path: Path) -
                 assert proc.wait(DEADLINE) == 0
 
 
-def test_m_trn_038_lcg_canon_run_goes_through_a_lambo_serve_holding_the_store(
+def test_lcg_canon_run_goes_through_a_lambo_serve_holding_the_store(
     tmp_path: Path,
 ) -> None:
     """The operator's CLI beside a stdio holder: `lcg canon run` (and a write by `lcg call`)
@@ -315,7 +315,7 @@ def test_m_trn_041_042_048_049_without_xdg_the_holder_publishes_in_tmp_lambo_uid
         anyio.run(main, runtime)
 
 
-def test_m_trn_004_049_a_serve_of_another_session_forwards_to_the_holder_of_its_store(
+def test_a_serve_of_another_session_forwards_to_the_holder_of_its_store(
     tmp_path: Path,
 ) -> None:
     """The store's holder serves every session of it (ADR 0067): a serve of session "other"
