@@ -32,7 +32,7 @@ from lcg.interfaces.forward_holder import FORWARD, FORWARD_OFF, SESSION, Publica
 from lcg.interfaces.forward_place import ForwardingOff, check_private, fits, socket_name
 from lcg.interfaces.jsonrpc import SERVER_ERROR, UNAVAILABLE, JsonObject, RpcError
 from lcg.interfaces.service import CLOSE, Service
-from lcg.projections.wal.lease import read_record
+from lcg.projections.wal.lease import PUBLISHES, read_record
 
 FORWARD_IDLE_MS = 60_000  # a line from the holder within this; above lambo_stats' 34 s wait
 PUBLISH_WAIT_SECONDS = 5.0  # how long a new holder may take to say where it publishes
@@ -215,32 +215,37 @@ class Forwarder:
                 self._local = LocalBackend(self.service)
                 return self._local
             path = await self._holder_socket()
+            if path is None:  # a holder that publishes nothing: the degraded answers, this call
+                return LocalBackend(self.service)
             log.info("the store is held elsewhere; forwarding every call to %s", path)
             self._remote = _Remote(path, self.service.settings.session)
             return self._remote
 
-    async def _holder_socket(self) -> Path:
+    async def _holder_socket(self) -> Path | None:
         """Where the holder published, as its lease record says (M-TRN-048), once checked:
-        the same name as ours (M-TRN-049), a private directory (M-TRN-045), a path that fits."""
+        the name of this store (M-TRN-049), a private directory (M-TRN-045), a path that
+        fits; None for a holder that publishes nothing (a CLI command, an HTTP serve). The
+        holder itself (pid, command) is the operator's business, logged, never told to the
+        model (M-ERR-002)."""
         settings = self.service.settings
-        holder = self.service.holder or "another process"
-        with anyio.move_on_after(PUBLISH_WAIT_SECONDS):
-            while True:
-                record = read_record(settings.lease_path) or {}
-                if FORWARD in record or FORWARD_OFF in record:
-                    break
-                await anyio.sleep(POLL_SECONDS)
+        record = read_record(settings.lease_path) or {}
+        if record.get(PUBLISHES):  # a serve: it says where once it has opened the store
+            with anyio.move_on_after(PUBLISH_WAIT_SECONDS):
+                while FORWARD not in record and FORWARD_OFF not in record:
+                    await anyio.sleep(POLL_SECONDS)
+                    record = read_record(settings.lease_path) or {}
         if FORWARD_OFF in record:
             raise _unavailable(
-                f"memory is unavailable: the serve holding this store ({holder}) forwards no "
-                f"calls: {record[FORWARD_OFF]}"
+                "memory is unavailable: the serve holding this store forwards no calls: "
+                f"{record[FORWARD_OFF]}"
             )
         if FORWARD not in record:
-            raise _unavailable(
-                f"memory is unavailable: the store is held by {holder}, which has not published "
-                "a forwarding socket (it is still opening the store, or it is not a stdio or "
-                "socket serve); this serve looks again on the next call"
-            )
+            if record.get(PUBLISHES):
+                raise _unavailable(
+                    "memory is unavailable: the serve holding this store is still opening it; "
+                    "this serve looks again on the next call"
+                )
+            return None
         path = Path(str(record[FORWARD]))
         if path.name != socket_name(settings.workspace, str(record.get(SESSION))):
             raise _unavailable(

@@ -223,7 +223,7 @@ def _serve_socket(settings: Settings, path: Path, held_as: str = "") -> None:
     except OSError as error:
         _fail(str(error), EXIT_STORAGE)
     _refuse_foreign_workspace(settings)
-    service = Service(settings, command=f"lcg serve (socket {path}){held_as}")
+    service = Service(settings, command=f"lcg serve (socket {path}){held_as}", publishes=True)
     # the socket service holds the workspace too: a stdio serve beside it forwards (ADR 0066)
     publication = Publication(service, dict(os.environ), service_socket=False)
     try:
@@ -255,7 +255,7 @@ def _serve_standalone(visibility: Visibility, settings: Settings, held_as: str =
     from lcg.interfaces.stdio_pipe import claimed_stdio
 
     _refuse_foreign_workspace(settings)
-    service = Service(settings, command=f"lcg serve --mcp-stdio{held_as}")
+    service = Service(settings, command=f"lcg serve --mcp-stdio{held_as}", publishes=True)
     backend = Forwarder(service, dict(os.environ))
 
     async def main(wire_in: int, wire_out: int) -> None:

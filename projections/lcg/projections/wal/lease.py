@@ -21,6 +21,9 @@ from lcg.projections.faults import StorageFailure
 from lcg.projections.own_files import open_own
 
 
+PUBLISHES = "publishes"  # the record's key: its holder will publish a forwarding socket
+
+
 class WorkspaceBusy(Exception):
     """Another process holds the workspace's writer lease."""
 
@@ -51,11 +54,19 @@ class WriterLease:
     """Held for as long as a process may append to the workspace's WAL."""
 
     def __init__(
-        self, path: Path, command: str, now: datetime, busy_alternative: str | None = None
+        self,
+        path: Path,
+        command: str,
+        now: datetime,
+        busy_alternative: str | None = None,
+        *,
+        publishes: bool = False,
     ) -> None:
         self.path = path
         self._busy_alternative = busy_alternative  # what to do instead, for WorkspaceBusy
         self._holder = Holder(os.getpid(), socket.gethostname(), command, now.isoformat())
+        # a serve that will say in this record where it publishes, once open (ADR 0066)
+        self._publishes = publishes
         self._file: IO[str] | None = None
 
     def acquire(self) -> None:
@@ -72,7 +83,10 @@ class WriterLease:
         try:
             handle.seek(0)
             handle.truncate()
-            handle.write(json.dumps(_as_dict(self._holder)))
+            record = _as_dict(self._holder)
+            if self._publishes:
+                record[PUBLISHES] = True
+            handle.write(json.dumps(record))
             handle.flush()
         except OSError as error:  # a full disk: the lock is let go, the file named (exit 7)
             with contextlib.suppress(OSError):  # closing flushes again and fails again
