@@ -173,25 +173,33 @@ def test_m_trn_031_two_serves_racing_to_hold_exactly_one_holds(tmp_path: Path) -
                 assert proc.wait(DEADLINE) == 0
 
 
-def test_lcg_canon_run_goes_through_a_lambo_serve_holding_the_store(
+def test_lcg_canon_run_and_the_other_commands_go_through_a_lambo_serve_holding_the_store(
     tmp_path: Path,
 ) -> None:
-    """The operator's CLI beside a stdio holder: `lcg canon run` (and a write by `lcg call`)
-    goes through the holder's `.lcg/service.sock` instead of being refused."""
+    """The operator's CLI beside a stdio holder (issue 27 item 1): `lcg canon run`, `lcg gc
+    run`, `lcg replay` and a write by `lcg call` go through the holder's `.lcg/service.sock`
+    instead of being refused."""
+    commands = [
+        ("canon", "run", "--session", SESSION, "--json"),
+        ("gc", "run", "--session", SESSION, "--dry-run", "--json"),
+        ("call", "knowledge_add_episode", '{"name": "n", "episode_body": "b", "group_id": "g"}'),
+        ("replay", "--group", "g", "--force-clear", "--json"),
+    ]
     with runtime_dir() as runtime:
         env = serve_env(tmp_path, runtime)
         with bare_holder(tmp_path, env, tmp_path / "holder.log"):
-            done = subprocess.run(
-                [str(CONSOLE_SCRIPTS / "lcg"), "canon", "run", "--session", SESSION, "--json"],
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=DEADLINE,
-                check=False,
-            )
-            assert done.returncode == 0, done.stderr
-            assert "goes through" in done.stderr
-            assert '"transitions"' in done.stdout
+            for command in commands:
+                done = subprocess.run(
+                    [str(CONSOLE_SCRIPTS / "lcg"), *command],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    timeout=DEADLINE,
+                    check=False,
+                )
+                assert done.returncode == 0, (command, done.stderr)
+                assert "goes through" in done.stderr, (command, done.stderr)
+                assert done.stdout.startswith("{"), (command, done.stdout)
 
 
 def test_m_trn_043_044_a_socket_directory_not_0700_is_refused_and_the_holder_serves_on(
