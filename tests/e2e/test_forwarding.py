@@ -55,6 +55,19 @@ async def stats(client: Client, agent_id: str) -> dict[str, object]:
     return structured(answer)
 
 
+async def off_yet_serving(env: dict[str, str], reason: str) -> None:
+    """With forwarding off for `reason`, the first serve still serves its own client (and
+    its lease record says why), while a later serve's calls are refused saying it."""
+    async with lambo(env) as first:
+        assert reason in lease_record(Path(env["LCG_WORKSPACE"]))["forward_off"]
+        receipt = await derive(first, "a", "own client")
+        assert (await settled(first, "a", receipt))["receipt"]["state"] == "applied"
+        async with lambo(env) as second:
+            refused = await second.call_tool("lambo_recall", {"agent_id": "b", "query": "x"})
+            assert refused.is_error
+            assert reason in text_of(refused)
+
+
 def test_m_trn_030_031_032_033_034_035_036_three_serves_of_one_session_share_one_memory(
     tmp_path: Path,
 ) -> None:
@@ -209,23 +222,11 @@ def test_m_trn_043_044_a_socket_directory_not_0700_is_refused_and_the_holder_ser
     lease record and log) yet serves its own client; a later serve's calls are refused
     naming the mode. A missing directory is created 0700."""
 
-    async def main(runtime: Path) -> None:
-        env = serve_env(tmp_path, runtime)
-        async with lambo(env) as first:
-            record = lease_record(tmp_path)
-            assert "has mode 755, not 700" in record["forward_off"]
-            assert not list((runtime / "lambo").iterdir())
-            receipt = await derive(first, "a", "own client")
-            assert (await settled(first, "a", receipt))["receipt"]["state"] == "applied"
-            async with lambo(env) as second:
-                refused = await second.call_tool("lambo_recall", {"agent_id": "b", "query": "x"})
-                assert refused.is_error
-                assert "has mode 755, not 700" in text_of(refused)
-
     with runtime_dir() as runtime:
         (runtime / "lambo").mkdir(mode=0o755)
         os.chmod(runtime / "lambo", 0o755)  # noqa: S103 (the mode refused)
-        anyio.run(main, runtime)
+        anyio.run(off_yet_serving, serve_env(tmp_path, runtime), "has mode 755, not 700")
+        assert not list((runtime / "lambo").iterdir())
     with (
         runtime_dir() as runtime,
         bare_holder(tmp_path, serve_env(tmp_path, runtime), tmp_path / "h.log"),
@@ -284,21 +285,10 @@ def test_m_trn_051_a_stale_socket_file_is_cleared_by_the_next_holder(tmp_path: P
 
 
 def test_m_trn_046_a_socket_path_over_104_bytes_turns_forwarding_off_only(tmp_path: Path) -> None:
-    async def main(runtime: Path) -> None:
-        env = serve_env(tmp_path, runtime)
-        async with lambo(env) as first:
-            assert "over the 104-byte limit" in lease_record(tmp_path)["forward_off"]
-            receipt = await derive(first, "a", "own client")
-            assert (await settled(first, "a", receipt))["receipt"]["state"] == "applied"
-            async with lambo(env) as second:
-                refused = await second.call_tool("lambo_recall", {"agent_id": "b", "query": "x"})
-                assert refused.is_error
-                assert "104-byte limit" in text_of(refused)
-
     with runtime_dir() as base:
         runtime = base / ("r" * (104 - len(str(base))))
         runtime.mkdir()
-        anyio.run(main, runtime)
+        anyio.run(off_yet_serving, serve_env(tmp_path, runtime), "over the 104-byte limit")
 
 
 def test_m_trn_041_042_048_049_without_xdg_the_holder_publishes_in_tmp_lambo_uid_and_is_found(
