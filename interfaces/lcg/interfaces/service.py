@@ -91,7 +91,7 @@ class Service:
             self.recovery = recovery_for(self.settings, error)
             self.state = "degraded"
             if self.held:  # a stdio serve then forwards to the holder (ADR 0066)
-                log.info("the workspace is held by another process: %s", self.holder)
+                log.info("the workspace did not open: %s", error)
             else:
                 log.warning("workspace did not open; serving in degraded mode: %s", error)
             return self.state
