@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import orjson
 from mcp import Client as McpClient
 from mcp import StdioServerParameters
 
@@ -38,6 +40,9 @@ from bench.memory_transports import (
     structured_calls,
 )
 from bench.socket_service import LCG
+from lcg.interfaces.forwarding import HolderClient
+from lcg.interfaces.jsonrpc import request_frame
+from lcg.projections.wal.lease import read_record
 
 SESSION = "bench"
 TOOLS = ("lambo_recall", "lambo_derive", "lambo_stats")
@@ -83,6 +88,7 @@ async def run(calls: int, seed_facts: int, embedder: str) -> dict[str, dict[str,
             await holder("lambo_stats", {"agent_id": "seed", "receipt": receipt, "wait_ms": 34_000})
             for warm in sides.values():  # warm both paths (connections, first embeddings)
                 await warm("lambo_recall", {"agent_id": "warm", "query": "warm up the pool"})
+            samples["socket"] = await _socket_round_trips(workspace, calls)
             for i in range(calls):
                 order = ["holder", "forwarder"] if i % 2 == 0 else ["forwarder", "holder"]
                 for side in order:
@@ -105,6 +111,41 @@ async def run(calls: int, seed_facts: int, embedder: str) -> dict[str, dict[str,
     return samples
 
 
+async def _socket_round_trips(workspace: Path, calls: int) -> dict[str, list[float]]:
+    """From this process, `lambo_stats` to the holder's socket: the forwarder's own client
+    (`forwarding.HolderClient`) vs a blocking socket writing the same line (the least a hop can
+    cost): their difference is the forwarding code, free of the other processes' wake-ups."""
+    record = read_record(workspace / ".lcg" / "writer.lock") or {}
+    path = Path(str(record["forward"]))
+    remote = HolderClient(path, SESSION)
+    raw = socket.socket(socket.AF_UNIX)
+    raw.connect(str(path))
+    lines = raw.makefile("rwb")
+    times: dict[str, list[float]] = {"raw socket": [], "forwarding client": []}
+    try:
+        for i in range(calls):
+            start = time.perf_counter()
+            lines.write(orjson.dumps(request_frame(i, "lambo_stats", {"agent_id": "s"})) + b"\n")
+            lines.flush()
+            lines.readline()
+            times["raw socket"].append((time.perf_counter() - start) * 1000)
+            times["forwarding client"].append(
+                await _timed(remote_call(remote), "lambo_stats", {"agent_id": "s"})
+            )
+    finally:
+        await remote.aclose()
+        lines.close()
+        raw.close()
+    return times
+
+
+def remote_call(remote: HolderClient) -> AsyncCall:
+    async def call(name: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await remote.call(name, params, None)
+
+    return call
+
+
 def report(samples: dict[str, dict[str, list[float]]], args: argparse.Namespace) -> str:
     lines = [
         f"calls per side and tool: {args.calls}; seeded facts: {args.seed_facts}; "
@@ -121,6 +162,16 @@ def report(samples: dict[str, dict[str, list[float]]], args: argparse.Namespace)
             f"| {tool} | {p50h:.2f} | {p50f:.2f} | **{p50f - p50h:.2f}** | "
             f"{percentile(held, 95):.2f} | {percentile(hop, 95):.2f} | {p50f / p50h:.2f}x |"
         )
+    raw, client = samples["socket"]["raw socket"], samples["socket"]["forwarding client"]
+    lines += [
+        "",
+        "| lambo_stats from this process to the holder's socket | p50 ms | p95 ms |",
+        "|---|---:|---:|",
+        f"| a raw blocking socket, one line | {percentile(raw, 50):.3f} | "
+        f"{percentile(raw, 95):.3f} |",
+        f"| the forwarder's client (`HolderClient`) | {percentile(client, 50):.3f} | "
+        f"{percentile(client, 95):.3f} |",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -81,7 +81,7 @@ class _Link:
             return True
 
 
-class _Remote:
+class HolderClient:
     """The holder's socket, with a connection per call in flight (idle ones reused)."""
 
     def __init__(self, path: Path, session: str) -> None:
@@ -143,7 +143,7 @@ class Forwarder:
         self.service = service
         self._environ = environ
         self._local: LocalBackend | None = None
-        self._remote: _Remote | None = None
+        self._remote: HolderClient | None = None
         self._publication: Publication | None = None
         self._lock = anyio.Lock()
 
@@ -196,11 +196,11 @@ class Forwarder:
             await self._remote.aclose()
             self._remote = None
 
-    def _forget(self, remote: _Remote) -> None:
+    def _forget(self, remote: HolderClient) -> None:
         if self._remote is remote:
             self._remote = None
 
-    async def _route(self) -> LocalBackend | _Remote:
+    async def _route(self) -> LocalBackend | HolderClient:
         async with self._lock:  # one attempt to hold (or find the holder) at a time
             if self._local is not None:
                 return self._local
@@ -218,7 +218,7 @@ class Forwarder:
             if path is None:  # a holder that publishes nothing: the degraded answers, this call
                 return LocalBackend(self.service)
             log.info("the store is held elsewhere; forwarding every call to %s", path)
-            self._remote = _Remote(path, self.service.settings.session)
+            self._remote = HolderClient(path, self.service.settings.session)
             return self._remote
 
     async def _holder_socket(self) -> Path | None:

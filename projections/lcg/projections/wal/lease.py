@@ -20,7 +20,6 @@ from typing import IO, Self
 from lcg.projections.faults import StorageFailure
 from lcg.projections.own_files import open_own
 
-
 PUBLISHES = "publishes"  # the record's key: its holder will publish a forwarding socket
 
 
