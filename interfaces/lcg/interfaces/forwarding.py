@@ -177,13 +177,13 @@ class Forwarder:
                 return await route.call(method, params, on_progress)
             except _NotSent as error:
                 log.info("the holder at %s is gone (%s); looking again", route.path, error)
-                self._forget(route)
+                await self._forget(route)
             except RpcError as error:
                 if (error.data or {}).get("kind") != "attached_connection":
                     raise
                 if await route.reachable():
                     raise  # the holder is there: a timeout, told as the attached client does
-                self._forget(route)
+                await self._forget(route)
                 log.warning("the holder at %s went away mid-call", route.path)
                 raise _unavailable(GONE.format(session=self.service.settings.session)) from None
         raise _unavailable(GONE.format(session=self.service.settings.session))
@@ -196,9 +196,12 @@ class Forwarder:
             await self._remote.aclose()
             self._remote = None
 
-    def _forget(self, remote: HolderClient) -> None:
+    async def _forget(self, remote: HolderClient) -> None:
+        """Look for the holder again on the next call; the idle connections to this one
+        are closed (its process is gone, or unreachable)."""
         if self._remote is remote:
             self._remote = None
+        await remote.aclose()
 
     async def _route(self) -> LocalBackend | HolderClient:
         async with self._lock:  # one attempt to hold (or find the holder) at a time
