@@ -51,7 +51,7 @@ class AttachedUnavailable(Exception):
     """No service answers at the socket path (attached start-up fails, P-013)."""
 
 
-class _StreamConnection:
+class StreamConnection:
     def __init__(self, stream: ByteStream) -> None:
         self._stream = stream
 
@@ -70,7 +70,7 @@ class _StreamConnection:
 
 def unix_dialer(path: Path) -> Dial:
     async def dial() -> Connection:
-        return _StreamConnection(await anyio.connect_unix(str(path)))
+        return StreamConnection(await anyio.connect_unix(str(path)))
 
     return dial
 
@@ -106,9 +106,12 @@ def _lost(message: str) -> RpcError:
 class AttachedClient:
     """Forwards calls to the socket service at `path`; never opens the workspace."""
 
-    def __init__(self, path: Path, timeout_ms: int, dial: Dial | None = None) -> None:
+    def __init__(
+        self, path: Path, timeout_ms: int, dial: Dial | None = None, session: str | None = None
+    ) -> None:
         self.path = path
         self.timeout_ms = timeout_ms
+        self.session = session  # the memory session each call names (None: the service's)
         self._dial = dial or unix_dialer(path)
         self._lines: _Lines | None = None
         self._lock = anyio.Lock()
@@ -142,7 +145,10 @@ class AttachedClient:
             request_id = self._last_id
             if on_progress is not None:
                 params = {**params, "_progress_token": True}  # P-008
-            lines = await self._send(encode(request_frame(request_id, method, params)))
+            frame = request_frame(request_id, method, params)
+            if self.session is not None:  # a top-level member beside method (ADR 0071)
+                frame["session"] = self.session
+            lines = await self._send(encode(frame))
             return await self._receive(lines, request_id, on_progress)
 
     async def _send(self, data: bytes) -> _Lines:

@@ -213,6 +213,7 @@ def _refuse_mcp_only_flags(connect: Path | None, allow_remote_close: bool) -> No
 
 
 def _serve_socket(settings: Settings, path: Path, held_as: str = "") -> None:
+    from lcg.interfaces.forward_holder import Publication
     from lcg.interfaces.legacy import migrate_legacy_state_dir
     from lcg.interfaces.service import Service
     from lcg.interfaces.socket_server import SocketInUse, serve_socket
@@ -222,9 +223,11 @@ def _serve_socket(settings: Settings, path: Path, held_as: str = "") -> None:
     except OSError as error:
         _fail(str(error), EXIT_STORAGE)
     _refuse_foreign_workspace(settings)
-    service = Service(settings, command=f"lcg serve (socket {path}){held_as}")
+    service = Service(settings, command=f"lcg serve (socket {path}){held_as}", publishes=True)
+    # the socket service holds the workspace too: a stdio serve beside it forwards (ADR 0066)
+    publication = Publication(service, dict(os.environ), service_socket=False)
     try:
-        serve_socket(service, path)
+        serve_socket(service, path, publication)
     except SocketInUse as error:
         _fail(f"{error}; attach with `lcg serve --mcp-stdio --connect {path}`", EXIT_BUSY)
     except OSError as error:  # a read-only or full disk: the socket is a file that cannot be made
@@ -242,28 +245,34 @@ def _refuse_foreign_workspace(settings: Settings) -> None:
 
 
 def _serve_standalone(visibility: Visibility, settings: Settings, held_as: str = "") -> None:
-    """Open the workspace the socket service's way, then serve MCP (K-DBM-002/003). Stdout is
-    claimed first, so nothing printed while opening (a model loading) reaches the protocol."""
+    """Hold the workspace and publish it, or forward every call to the serve that holds it
+    (ADR 0066), then serve MCP (K-DBM-002/003). Stdout is claimed first, so nothing printed
+    while opening (a model loading) reaches the protocol."""
     import anyio
 
-    from lcg.interfaces.backends import LocalBackend
+    from lcg.interfaces.forwarding import Forwarder
     from lcg.interfaces.service import Service
     from lcg.interfaces.stdio_pipe import claimed_stdio
 
     _refuse_foreign_workspace(settings)
-    with claimed_stdio() as (wire_in, wire_out):
-        service = Service(settings, command=f"lcg serve --mcp-stdio{held_as}")
-        if service.start() != "healthy":
+    service = Service(settings, command=f"lcg serve --mcp-stdio{held_as}", publishes=True)
+    backend = Forwarder(service, dict(os.environ))
+
+    async def main(wire_in: int, wire_out: int) -> None:
+        await backend.start()
+        if not backend.holds and service.state == "degraded" and not service.held:
             log.warning("every call will fail until restarted: %s", service.reason)
-        else:
-            log.info("workspace %s: healthy; serving MCP over stdio", settings.workspace)
         try:
-            server = _mcp_server(
-                LocalBackend(service), visibility, exit_on_close=True, session=settings.session
-            )
-            anyio.run(server.serve_stdio, wire_in, wire_out)
+            server = _mcp_server(backend, visibility, exit_on_close=True, session=settings.session)
+            await server.serve_stdio(wire_in, wire_out)
         finally:
             log.info("shutting down")
+            await backend.aclose()
+
+    with claimed_stdio() as (wire_in, wire_out):
+        try:
+            anyio.run(main, wire_in, wire_out)
+        finally:
             service.close()
 
 

@@ -56,9 +56,10 @@ log = logging.getLogger("lcg.service")
 class Service:
     """Opens the workspace once; answers every method of the table plus health_check."""
 
-    def __init__(self, settings: Settings, *, command: str) -> None:
+    def __init__(self, settings: Settings, *, command: str, publishes: bool = False) -> None:
         self.settings = settings
         self.command = command
+        self.publishes = publishes  # it will publish a forwarding socket once open (ADR 0066)
         self.state: State = "initializing"
         self.reason: str | None = None
         self.closing = threading.Event()  # set once knowledge_close has been answered
@@ -77,7 +78,9 @@ class Service:
     def start(self) -> State:
         """Open the workspace (lease, WAL, projections, catch-up); degraded if that fails."""
         try:
-            workspace = Workspace(self.settings, command=self.command).open()
+            workspace = Workspace(
+                self.settings, command=self.command, publishes=self.publishes
+            ).open()
             workspace.start_memory_jobs()  # the session's canonization cycle and daemon tick
         except Exception as error:  # noqa: BLE001 (any failure to open is the degraded state)
             # the holder of the lease is the operator's business (logged below), and a held
@@ -87,7 +90,10 @@ class Service:
             self.reason = HELD_ELSEWHERE if self.held else str(error)
             self.recovery = recovery_for(self.settings, error)
             self.state = "degraded"
-            log.warning("workspace did not open; serving in degraded mode: %s", error)
+            if self.held:  # a stdio serve then forwards to the holder (ADR 0066)
+                log.info("the workspace did not open: %s", error)
+            else:
+                log.warning("workspace did not open; serving in degraded mode: %s", error)
             return self.state
         self._workspace = workspace
         self._app = App(workspace)

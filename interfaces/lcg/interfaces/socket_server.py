@@ -17,7 +17,7 @@ import socket
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -45,6 +45,13 @@ SHUTDOWN_GRACE_SECONDS = 30.0  # how long calls in flight may finish after knowl
 WORKERS = 16
 
 log = logging.getLogger("lcg.socket")
+
+
+class Publishing(Protocol):
+    """More sockets on the same service, opened once it is healthy (forward_holder)."""
+
+    async def open(self) -> None: ...
+    async def aclose(self) -> None: ...
 
 
 class SocketInUse(Exception):
@@ -123,7 +130,9 @@ class SocketService:
         """Shut down as knowledge_close would (call from the service's event loop)."""
         self._stop.set()
 
-    async def run(self) -> None:
+    async def run(self, publication: Publishing | None = None) -> None:
+        """Serve until stopped; a healthy service is then also `publication`'s (the
+        forwarding socket of ADR 0066), withdrawn before the workspace is released."""
         loop = asyncio.get_running_loop()
         sock = bind_unix_socket(self.path)
         log.info("listening on %s (opening the workspace)", self.path)
@@ -140,21 +149,41 @@ class SocketService:
                 state if state == "healthy" else f"{state} ({self.service.reason})",
             )
             await server.start_serving()
+            if publication is not None and state == "healthy":
+                await publication.open()
             await self._stop.wait()
             log.info("shutting down")
         finally:
             server.close()
+            if publication is not None:
+                await publication.aclose()
             await self._shut_down(loop)
             for signum in self._signals:
                 loop.remove_signal_handler(signum)
 
-    async def _shut_down(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Let calls in flight finish (bounded), drop idle connections, release the workspace."""
+    async def accept(self, sock: socket.socket) -> asyncio.Server:
+        """Serve connections on a bound socket for a service already started by its owner
+        (a stdio serve holding the workspace publishes this way, ADR 0066)."""
+        return await asyncio.start_unix_server(self._serve_connection, sock=sock)
+
+    async def stop_accepting(self, servers: list[asyncio.Server]) -> None:
+        """Stop the servers `accept` made: calls in flight finish (bounded), idle connections
+        are dropped; the service stays its owner's to close."""
+        for server in servers:
+            server.close()
+        await self._drain()
+        self._executor.shutdown(wait=False)
+
+    async def _drain(self) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._idle.wait(), SHUTDOWN_GRACE_SECONDS)
         for task in self._connections:
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
+
+    async def _shut_down(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Let calls in flight finish (bounded), drop idle connections, release the workspace."""
+        await self._drain()
         try:
             await loop.run_in_executor(self._executor, self.service.close)
         except Exception:
@@ -267,6 +296,6 @@ async def _send(writer: asyncio.StreamWriter, frame: JsonObject) -> None:
     await writer.drain()
 
 
-def serve_socket(service: Service, path: Path) -> None:
+def serve_socket(service: Service, path: Path, publication: Publishing | None = None) -> None:
     """Run the socket service in this thread until it shuts down."""
-    asyncio.run(SocketService(service, path).run())
+    asyncio.run(SocketService(service, path).run(publication))

@@ -98,8 +98,10 @@ class Workspace:
         memory_ids: Callable[[], str] | None = None,
         embedder: Embedder | None = None,
         extractor: Extractor | None = None,
+        publishes: bool = False,
     ) -> None:
         self.settings = settings
+        self.publishes = publishes  # said in the lease record: a serve that publishes (0066)
         # knowledge_process_chunk's extractor (issue 14): spaCy's rules unless one is given
         self.extractor: Extractor = extractor or configured_extractor(settings)
         # the reprocess tools' classifier: the LLM extractor's endpoint, or none (ADR 0042)
@@ -185,6 +187,7 @@ class Workspace:
                 self._command,
                 self.clock(),
                 attach_hint(self.settings),
+                publishes=self.publishes,
             )
             lease.acquire()
             self._lease = lease

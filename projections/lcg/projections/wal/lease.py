@@ -20,6 +20,8 @@ from typing import IO, Self
 from lcg.projections.faults import StorageFailure
 from lcg.projections.own_files import open_own
 
+PUBLISHES = "publishes"  # the record's key: its holder will publish a forwarding socket
+
 
 class WorkspaceBusy(Exception):
     """Another process holds the workspace's writer lease."""
@@ -51,11 +53,19 @@ class WriterLease:
     """Held for as long as a process may append to the workspace's WAL."""
 
     def __init__(
-        self, path: Path, command: str, now: datetime, busy_alternative: str | None = None
+        self,
+        path: Path,
+        command: str,
+        now: datetime,
+        busy_alternative: str | None = None,
+        *,
+        publishes: bool = False,
     ) -> None:
         self.path = path
         self._busy_alternative = busy_alternative  # what to do instead, for WorkspaceBusy
         self._holder = Holder(os.getpid(), socket.gethostname(), command, now.isoformat())
+        # a serve that will say in this record where it publishes, once open (ADR 0066)
+        self._publishes = publishes
         self._file: IO[str] | None = None
 
     def acquire(self) -> None:
@@ -72,7 +82,10 @@ class WriterLease:
         try:
             handle.seek(0)
             handle.truncate()
-            handle.write(json.dumps(_as_dict(self._holder)))
+            record = _as_dict(self._holder)
+            if self._publishes:
+                record[PUBLISHES] = True
+            handle.write(json.dumps(record))
             handle.flush()
         except OSError as error:  # a full disk: the lock is let go, the file named (exit 7)
             with contextlib.suppress(OSError):  # closing flushes again and fails again
@@ -119,3 +132,31 @@ def _describe(text: str) -> str:
         ).describe()
     except (ValueError, KeyError, TypeError):
         return "a process that has not written its name yet"
+
+
+def read_record(path: Path) -> dict[str, object] | None:
+    """The lease record as its holder last wrote it, read without taking the lock: None when
+    there is none, or while it is being written (the reader asks again)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def annotate(path: Path, fields: dict[str, object]) -> None:
+    """Add `fields` to the record of a lease this process holds (where its holder publishes,
+    ADR 0066). The flock is held on another descriptor of this process; the lock is advisory,
+    so this one may write. A record naming another process is left alone."""
+    record = read_record(path)
+    if record is None or record.get("pid") != os.getpid():
+        raise ValueError(f"{path}: this process does not hold the lease")
+    text = json.dumps({**record, **fields})
+    fd = open_own(path, os.O_WRONLY, "publish in the writer lease")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.truncate()
