@@ -30,15 +30,11 @@ from lcg.interfaces import (
     cli_recovery,
     log_setup,
     serve,
-    tool_catalogue,
 )
 from lcg.interfaces.cli import print_version
+from lcg.interfaces.cli_call import checked_request
 from lcg.interfaces.cli_common import (
-    GroupOpt,
-    JsonOpt,
-    WorkspaceOpt,
     errors,
-    json_arg,
     json_object_flag,
     load_settings,
     out,
@@ -47,7 +43,7 @@ from lcg.interfaces.cli_common import (
     show,
     workspace_caller,
 )
-from lcg.interfaces.log_setup import LogFileOpt, LogLevelOpt
+from lcg.interfaces.cli_options import GroupOpt, JsonOpt, LogFileOpt, LogLevelOpt, WorkspaceOpt
 from lcg.projections.private_files import PRIVATE_UMASK
 
 cli = typer.Typer(
@@ -306,14 +302,7 @@ def call(
 ) -> None:
     """Call any operation of the table with JSON parameters; prints the JSON result."""
     with errors():
-        operation = tool_catalogue.by_name().get(method)
-        if operation is None:  # refused before a workspace is opened (or created)
-            from lcg.interfaces.operations import UnknownMethod
-
-            raise UnknownMethod(method)
-        raw = json_arg("params", params)
-        if not isinstance(raw, dict):
-            raise InvalidParams("params", "must be a JSON object")
+        operation, raw = checked_request(method, params)
     with workspace_caller(workspace, f"lcg call {method}", reads=operation.read_only) as app:
         print_json(app.call(method, raw))
 

@@ -11,10 +11,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import typer
 from rich.console import Console
 from rich.text import Text
 
@@ -38,17 +37,6 @@ if TYPE_CHECKING:
 # Messages and stored names are printed as plain text, never as Rich markup, and unwrapped.
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
-
-WorkspaceOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--workspace",
-        "-w",
-        help="Directory holding .lcg/ (default: LCG_WORKSPACE or the current directory).",
-    ),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
-GroupOpt = Annotated[str, typer.Option("--group", "-g", help="Group id.")]
 
 
 def load_settings(workspace: Path | None, session: str | None = None) -> Settings:
@@ -117,19 +105,19 @@ def fail(error: Exception, flags: dict[str, str] | None) -> None:
 
     if isinstance(error, WorkspaceBusy | WorkspaceClosed):  # closed: read-only beside a holder
         complain("error", str(error))
-        raise typer.Exit(EXIT_BUSY) from None
+        raise SystemExit(EXIT_BUSY) from None
     if isinstance(error, InvalidParams):
         complain("error", _as_typed(error.message, error.field, flags))
-        raise typer.Exit(EXIT_INVALID) from None
+        raise SystemExit(EXIT_INVALID) from None
     if isinstance(error, DomainError):
         complain("refused", error.message)
-        raise typer.Exit(EXIT_REFUSED) from None
+        raise SystemExit(EXIT_REFUSED) from None
     if isinstance(error, ProjectionError):
         complain("projection error", str(error))
-        raise typer.Exit(EXIT_PROJECTION) from None
+        raise SystemExit(EXIT_PROJECTION) from None
     if isinstance(error, (*FAULTS, ForeignProjections, DamagedFile)):
         complain("storage error", str(error))
-        raise typer.Exit(EXIT_STORAGE) from None
+        raise SystemExit(EXIT_STORAGE) from None
     if isinstance(error, ServiceError):
         kind, code = SERVICE_ERRORS.get(error.kind, ("error", EXIT_FAILURE))
         if error.error.code == STORAGE_ERROR:
@@ -139,7 +127,7 @@ def fail(error: Exception, flags: dict[str, str] | None) -> None:
         data = error.error.data
         field = data.get("field") if isinstance(data, dict) else None
         complain(kind, _as_typed(error.error.message, field, flags))
-        raise typer.Exit(code) from None
+        raise SystemExit(code) from None
 
 
 def _as_typed(message: str, field: str | None, flags: dict[str, str] | None) -> str:

@@ -13,15 +13,8 @@ from rich.text import Text
 from lcg.domain.errors import NotFound
 from lcg.domain.ids import GroupId
 from lcg.interfaces import schema_text, tool_catalogue
-from lcg.interfaces.cli_common import (
-    JsonOpt,
-    WorkspaceOpt,
-    errors,
-    load_settings,
-    out,
-    print_json,
-    unknown_group,
-)
+from lcg.interfaces.cli_common import errors, load_settings, out, print_json, unknown_group
+from lcg.interfaces.cli_options import JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
     from lcg.domain.events import DomainEvent

@@ -11,8 +11,6 @@ import typer
 from rich.text import Text
 
 from lcg.interfaces.cli_common import (
-    JsonOpt,
-    WorkspaceOpt,
     complain,
     err,
     errors,
@@ -23,6 +21,7 @@ from lcg.interfaces.cli_common import (
     unknown_group,
     workspace_caller,
 )
+from lcg.interfaces.cli_options import JsonOpt, WorkspaceOpt
 from lcg.interfaces.exit_codes import EXIT_REFUSED
 
 if TYPE_CHECKING:

@@ -18,9 +18,8 @@ import typer
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces import log_setup
 from lcg.interfaces import serve as lcg_serve
-from lcg.interfaces.cli_common import WorkspaceOpt
+from lcg.interfaces.cli_options import LogFileOpt, LogLevelOpt, WorkspaceOpt
 from lcg.interfaces.exit_codes import EXIT_INVALID
-from lcg.interfaces.log_setup import LogFileOpt, LogLevelOpt
 from lcg.projections.private_files import PRIVATE_UMASK
 
 TRANSPORTS = ("stdio", "http")
