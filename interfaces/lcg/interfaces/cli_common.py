@@ -61,6 +61,7 @@ def workspace_caller(
     """The workspace, here or through the socket service that holds it (cli_caller).
 
     A command that only `reads` never creates a workspace: where there is none it says so.
+    A command that creates one says so, in one line (issue 26 item 6: never silently).
     `session` (the memory commands' --session) is the session a workspace opened here serves.
     """
     from lcg.interfaces.cli_caller import open_caller
@@ -68,7 +69,8 @@ def workspace_caller(
     say = partial(complain, "note")
     with errors(flags):
         settings = load_settings(workspace, session)
-        if reads and not settings.state_dir.exists():
+        existed = settings.state_dir.exists()
+        if reads and not existed:
             raise NotFound(
                 f"workspace: there is no workspace at {settings.workspace} (no .lcg/); pass "
                 "--workspace DIR (or set LCG_WORKSPACE), or write to create one here",
@@ -76,6 +78,8 @@ def workspace_caller(
                 rule="must name an existing workspace for a read",
             )
         with open_caller(settings, command, read_only=read_only, say=say, reads=reads) as caller:
+            if not existed and settings.state_dir.exists():
+                say(f"created a new workspace at {settings.workspace}")
             yield caller
 
 

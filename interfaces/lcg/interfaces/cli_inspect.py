@@ -18,6 +18,7 @@ from lcg.interfaces.cli_options import JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
     from lcg.domain.events import DomainEvent
+    from lcg.projections.wal.store import RecordedEvent
 
 UUID_FIELD_WIDTH = len("entity_uuid=") + 36
 
@@ -69,21 +70,44 @@ def log_(
             }
         )
         return
-    from rich.table import Table
+    _print_events(rows)
+    shown = f"{rows[0].seq}-{rows[-1].seq}" if rows else "none"
+    out.print(Text(f"group {group!r}: seqs {shown} of {head}"))
 
-    table = Table("seq", "type", "time")
-    # wide enough for `entity_uuid=<36 characters>`: a uuid is never cut (issue 10)
-    table.add_column("summary", min_width=UUID_FIELD_WIDTH, overflow="fold")
+
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+WIDE = 100  # narrower, the time is left out (--json has it) for the summary's sake
+
+
+def _print_events(rows: list[RecordedEvent]) -> None:
+    """One line per event in the terminal's width: the summary keeps the fields that fit
+    whole, at least `entity_uuid=<36 characters>` (issue 10: an id is never cut)."""
+    from rich.table import Column
+
+    from lcg.interfaces.cli_listing import SEPARATOR, plain_table
+
+    with_time = out.width >= WIDE
+    seq_width = max([len("seq"), *(len(str(r.seq)) for r in rows)])
+    type_width = max([len("type"), *(len(r.event.wire_name) for r in rows)])
+    used = seq_width + type_width + (len("2026-12-05 01:02:03") if with_time else 0)
+    summary_width = max(
+        out.width - used - SEPARATOR * (3 if with_time else 2), UUID_FIELD_WIDTH + len(" ...")
+    )
+    table = plain_table(
+        Column("seq", no_wrap=True),
+        Column("type", no_wrap=True),
+        *([Column("time", no_wrap=True)] if with_time else []),
+        Column("summary", no_wrap=True, min_width=UUID_FIELD_WIDTH),
+    )
     for recorded in rows:
+        time = [recorded.event.occurred_at.strftime(TIME_FORMAT)] if with_time else []
         table.add_row(
             str(recorded.seq),
             recorded.event.wire_name,
-            recorded.event.occurred_at.strftime("%Y-%m-%d %H:%M:%S"),
-            Text(_event_summary(recorded.event)),
+            *time,
+            Text(_event_summary(recorded.event, summary_width)),
         )
     out.print(table)
-    shown = f"{rows[0].seq}-{rows[-1].seq}" if rows else "none"
-    out.print(Text(f"group {group!r}: seqs {shown} of {head}"))
 
 
 def _event_summary(event: DomainEvent, width: int = 200) -> str:

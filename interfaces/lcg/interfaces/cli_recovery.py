@@ -56,9 +56,9 @@ def status(
         f"entities {result['entity_count']}  relationships "
         f"{result['relationship_count']}  episodes {result['episode_count']}"
     )
-    from rich.table import Table
+    from lcg.interfaces.cli_listing import plain_table
 
-    table = Table("group", "max_seq", "applied_seq", "hydration", "pinned_to")
+    table = plain_table("group", "max_seq", "applied_seq", "hydration", "pinned_to")
     for name, wal in groups.items():
         table.add_row(
             Text(name),

@@ -74,6 +74,7 @@ class HttpOptions:
     rate: float
     burst: int
     body_timeout: float
+    server_name: str | None = None  # serverInfo's name; None: lcg's (`lambo serve`: lambo)
 
 
 class _SessionBudget:
@@ -238,7 +239,11 @@ def build_app(
     managers: dict[str, _BudgetedManager] = {}
     for key, scopes in _scopes_by_key(visibility, options.credentials):
         server = LcgMcpServer(
-            backend, Visibility(scopes), exit_on_close=False, session=session
+            backend,
+            Visibility(scopes),
+            exit_on_close=False,
+            session=session,
+            name=options.server_name,
         ).server
         managers[key] = _BudgetedManager(budget, server, security)
     gateway = _Gateway(

@@ -23,6 +23,7 @@ from lcg.interfaces.exit_codes import EXIT_INVALID
 from lcg.projections.private_files import PRIVATE_UMASK
 
 TRANSPORTS = ("stdio", "http")
+SERVER_NAME = "lambo"  # serverInfo's name: seed 001's server is `lambo serve`, not lcg's
 
 lambo = typer.Typer(
     help="lambo (lcg's seed 001 compatibility): agentic graph memory over MCP.",
@@ -84,6 +85,7 @@ def serve(
         bind=bind,
         auth_token=auth_token,
         agent=agent,
+        server_name=SERVER_NAME,
     )
 
 

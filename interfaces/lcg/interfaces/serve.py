@@ -140,6 +140,14 @@ def serve(
             "process it refuses; never applied to tool calls, which each name their agent_id.",
         ),
     ] = None,
+    server_name: Annotated[
+        str | None,
+        typer.Option(
+            "--server-name",
+            hidden=True,  # `lambo serve` passes the name seed 001's server goes by
+            help="MCP: the name in serverInfo (default liminis-context-graph).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the operations: JSON-RPC on a Unix socket, MCP over stdio (--mcp-stdio) or MCP
     over Streamable HTTP (--http).
@@ -154,14 +162,14 @@ def serve(
         if http:
             visibility = _visibility(scope, attached=False, allow_close=False)
             settings = _settings(workspace, session)
-            _serve_http(visibility, settings, port, bind, auth_token, held_as)
+            _serve_http(visibility, settings, port, bind, auth_token, held_as, server_name)
         elif mcp_stdio and connect is not None:
             visibility = _visibility(scope, attached=True, allow_close=allow_remote_close)
             attached_session = session or os.environ.get("LCG_SESSION", "").strip()
             _serve_attached(visibility, connect, session_name(attached_session or DEFAULT_GROUP))
         elif mcp_stdio:
             visibility = _visibility(scope, attached=False, allow_close=False)
-            _serve_standalone(visibility, _settings(workspace, session), held_as)
+            _serve_standalone(visibility, _settings(workspace, session), held_as, server_name)
         else:
             _refuse_mcp_only_flags(connect, allow_remote_close)
             settings = _settings(workspace, session)
@@ -241,7 +249,9 @@ def _refuse_foreign_workspace(settings: Settings) -> None:
         _fail(str(error), EXIT_STORAGE)
 
 
-def _serve_standalone(visibility: Visibility, settings: Settings, held_as: str = "") -> None:
+def _serve_standalone(
+    visibility: Visibility, settings: Settings, held_as: str = "", server_name: str | None = None
+) -> None:
     """Open the workspace the socket service's way, then serve MCP (K-DBM-002/003). Stdout is
     claimed first, so nothing printed while opening (a model loading) reaches the protocol."""
     import anyio
@@ -259,7 +269,11 @@ def _serve_standalone(visibility: Visibility, settings: Settings, held_as: str =
             log.info("workspace %s: healthy; serving MCP over stdio", settings.workspace)
         try:
             server = _mcp_server(
-                LocalBackend(service), visibility, exit_on_close=True, session=settings.session
+                LocalBackend(service),
+                visibility,
+                exit_on_close=True,
+                session=settings.session,
+                name=server_name,
             )
             anyio.run(server.serve_stdio, wire_in, wire_out)
         finally:
@@ -274,6 +288,7 @@ def _serve_http(
     bind: str | None,
     auth_token: str | None,
     held_as: str = "",
+    server_name: str | None = None,
 ) -> None:
     """Check the credentials and the bind rule, open the workspace (a held one refuses to
     start, naming the holder: M-TRN-039), then serve MCP over HTTP until stopped."""
@@ -290,6 +305,7 @@ def _serve_http(
         rate=tuning.get_float("serve", "per_session_rps"),
         burst=tuning.get_int("serve", "burst"),
         body_timeout=tuning.get_float("serve", "body_timeout_secs"),
+        server_name=server_name,
     )
     refuse_open_bind(options.bind, options.credentials)
     _refuse_foreign_workspace(settings)
@@ -339,11 +355,18 @@ def _serve_attached(visibility: Visibility, path: Path, session: str) -> None:
 
 
 def _mcp_server(
-    backend: Backend, visibility: Visibility, *, exit_on_close: bool, session: str
+    backend: Backend,
+    visibility: Visibility,
+    *,
+    exit_on_close: bool,
+    session: str,
+    name: str | None = None,
 ) -> LcgMcpServer:
     from lcg.interfaces.mcp_server import LcgMcpServer
 
-    return LcgMcpServer(backend, visibility, exit_on_close=exit_on_close, session=session)
+    return LcgMcpServer(
+        backend, visibility, exit_on_close=exit_on_close, session=session, name=name
+    )
 
 
 def _visibility(scope: str, *, attached: bool, allow_close: bool) -> Visibility:
