@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
+import textwrap
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
@@ -157,22 +159,41 @@ def describe(
     if as_json:
         print_json({"name": name, "description": operation.description, "inputSchema": schema})
         return
-    out.print(Text(f"{name}  (scope: {operation.scope})"))
-    out.print(Text(operation.description))
-    from rich.table import Table
+    width = max(out.width, 40)
+    lines = [f"{name}  (scope: {operation.scope})", *textwrap.wrap(operation.description, width)]
+    fields = schema_text.fields(schema, operation.example)
+    lines += ["", "parameters:" if fields else "no parameters"]
+    for index, field in enumerate(fields):
+        has_fields = index + 1 < len(fields) and fields[index + 1].depth > field.depth
+        lines += _field_lines(field, width, with_example=not has_fields)
+    lines += ["", "example:" if operation.example is not None else "call:"]
+    params = "{...}" if operation.example is None else json.dumps(operation.example)
+    lines.append(f"  lcg call {name} {shlex.quote(params)}")
+    out.print(Text("\n".join(lines)))
 
-    table = Table("parameter", "type", "required", "default", "rules")
-    required = set(schema.get("required", []))
-    for field, spec in schema.get("properties", {}).items():
-        table.add_row(
-            Text(field),
-            Text(schema_text.type_text(spec)),
-            "yes" if field in required else "",
-            Text("" if "default" not in spec else json.dumps(spec["default"])),
-            Text(_rules_of(spec)),
-        )
-    out.print(table)
-    out.print(Text(f"lcg call {name} '{{...}}'  (JSON object of these parameters)"))
+
+def _field_lines(field: schema_text.Field, width: int, *, with_example: bool) -> list[str]:
+    """A parameter (or a field of the object it takes) as a definition: its name, type and
+    rules on one line, then its description and an example, indented under it."""
+    indent = "  " * (field.depth + 1)
+    facts = [field.type, "required" if field.required else "optional"]
+    facts += [f"default {field.default}"] if field.default else []
+    facts += [field.bounds] if field.bounds else []
+    head = textwrap.wrap(
+        f"{field.name}: {', '.join(facts)}",
+        width,
+        initial_indent=indent,
+        subsequent_indent=indent + "    ",
+        break_on_hyphens=False,
+    )
+    body = [field.description] if field.description else []
+    body += [f"e.g. {field.example}"] if with_example and field.example else []
+    more = indent + "    "
+    return head + [
+        line
+        for text in body
+        for line in textwrap.wrap(text, width, initial_indent=more, subsequent_indent=more)
+    ]
 
 
 def _unknown_method(name: str) -> Exception:
@@ -181,8 +202,3 @@ def _unknown_method(name: str) -> Exception:
     from lcg.interfaces.operations import UnknownMethod
 
     return UnknownMethod(name)
-
-
-def _rules_of(spec: dict[str, Any]) -> str:
-    parts = [schema_text.bounds_text(spec), str(spec.get("description", ""))]
-    return "; ".join(part for part in parts if part)
