@@ -6,25 +6,16 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 from pathlib import Path
 
 from lcg.interfaces import tool_catalogue
-from tests.helpers.console_script import LCG
+from tests.helpers.console_script import LCG, run
 from tests.helpers.service_process import clean_env
 
 
 def describe(tmp_path: Path, name: str) -> str:
-    done = subprocess.run(
-        [str(LCG), "describe", name],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env=clean_env(COLUMNS="80"),
-        cwd=tmp_path,
-        timeout=60.0,
-        check=True,
-    )
+    done = run([str(LCG), "describe", name], env=clean_env(COLUMNS="80"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
     return done.stdout
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.console_script import run
 from tests.helpers.service_process import ServiceProcess, clean_env
 
 HEAVY = ("numpy", "faiss", "onnxruntime", "spacy", "sqlite_utils", "uvicorn", "starlette")
@@ -148,16 +149,7 @@ sys.stderr.write("CALLED " + json.dumps({"code": code, "loaded": loaded}) + "\\n
 
 def called(cwd: Path, *args: str) -> tuple[str, str, int, dict[str, bool]]:
     """`lcg ARGS` in a fresh interpreter: stdout, stderr, exit code and the modules loaded."""
-    done = subprocess.run(
-        [sys.executable, "-c", CALLED, json.dumps(args)],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env=clean_env(),
-        cwd=cwd,
-        timeout=60.0,
-        check=False,
-    )
+    done = run([sys.executable, "-c", CALLED, json.dumps(args)], cwd=cwd)
     stderr, _, audit = done.stderr.rpartition("CALLED ")
     report = json.loads(audit)
     return done.stdout, stderr, report["code"], report["loaded"]

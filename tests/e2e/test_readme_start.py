@@ -7,10 +7,9 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import subprocess
 from pathlib import Path
 
-from tests.helpers.console_script import LCG
+from tests.helpers.console_script import LCG, run
 from tests.helpers.service_process import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,16 +25,7 @@ def test_the_three_calls_remember_recall_and_inspect_as_written(tmp_path: Path) 
     three = START.split("### 2. Three calls", 1)[1]
     (script,) = _sh_blocks(three)
     env = clean_env(HOME=str(tmp_path), PATH=f"{LCG.parent}{os.pathsep}{os.environ['PATH']}")
-    done = subprocess.run(
-        ["bash", "-euc", script],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env=env,
-        cwd=tmp_path,
-        timeout=120.0,
-        check=False,
-    )
+    done = run(["bash", "-euc", script], env=env, cwd=tmp_path, timeout=120.0)
     assert done.returncode == 0, done.stderr
     assert f"note: created a new workspace at {tmp_path / 'notes'}" in done.stderr
     assert "receipt lwr1." in done.stdout
