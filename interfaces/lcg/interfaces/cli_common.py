@@ -1,5 +1,6 @@
-"""What every `lcg` command shares: the consoles, common options, how a command reaches the
-workspace, and how failures become one line on stderr and an exit code (exit_codes)."""
+"""What every `lcg` command shares: the consoles, how a command reaches the workspace, and how
+failures become one line on stderr and an exit code (exit_codes). No typer here (its options
+are in cli_options): the launcher answers `lcg call` with this module before typer loads."""
 
 from __future__ import annotations
 
