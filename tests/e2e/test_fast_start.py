@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.console_script import run
 from tests.helpers.service_process import ServiceProcess, clean_env
 
 HEAVY = ("numpy", "faiss", "onnxruntime", "spacy", "sqlite_utils", "uvicorn", "starlette")
@@ -126,3 +127,76 @@ except SystemExit:
 watched = ("typer", "lcg.interfaces.cli_app")
 print("MODULES " + json.dumps({name: name in sys.modules for name in watched}))
 """
+
+
+# The console script's body, then on stderr the exit code and whether typer, the typer app and
+# the operation table were loaded.
+CALLED = """
+import json, sys
+from lcg.interfaces.cli import main
+sys.argv = ["lcg", *json.loads(sys.argv[1])]
+code = 0
+try:
+    main()
+except SystemExit as exit:
+    code = exit.code
+sys.stdout.flush()
+watched = ("typer", "lcg.interfaces.cli_app", "lcg.interfaces.operations")
+loaded = {name: name in sys.modules for name in watched}
+sys.stderr.write("CALLED " + json.dumps({"code": code, "loaded": loaded}) + "\\n")
+"""
+
+
+def called(cwd: Path, *args: str) -> tuple[str, str, int, dict[str, bool]]:
+    """`lcg ARGS` in a fresh interpreter: stdout, stderr, exit code and the modules loaded."""
+    done = run([sys.executable, "-c", CALLED, json.dumps(args)], cwd=cwd)
+    stderr, _, audit = done.stderr.rpartition("CALLED ")
+    report = json.loads(audit)
+    return done.stdout, stderr, report["code"], report["loaded"]
+
+
+CALLS_THROUGH_THE_SERVICE = [
+    (("call", "knowledge_status"), 0),
+    (("call", "knowledge_list_entities", '{"group_ids": ["g"]}'), 0),
+    (("call", "knowledge_wal_mark_delete", '{"name": "nope"}'), 3),
+    (("call", "knowledge_list_entities", '{"num_results": -1}'), 2),
+    (("call", "knowledge_status", "[1]"), 2),
+    (("call", "knowledge_statu"), 2),
+]
+
+
+@pytest.mark.slow
+def test_a_call_through_a_running_socket_service_loads_no_typer_and_answers_as_typer_does(
+    tmp_path: Path,
+) -> None:
+    """`lcg call` beside a healthy service is answered by the launcher (issue 25 item 4, ADR
+    0072): the same output, note, errors and exit codes as the typer command (`--log-level`
+    sends a line through typer), with neither typer nor the operation table loaded."""
+    workspace = tmp_path / "ws"
+    service = ServiceProcess(workspace)
+    try:
+        assert service.wait_ready()["healthy"] is True, service.log
+        for args, code in CALLS_THROUGH_THE_SERVICE:
+            where = ("--workspace", str(workspace))
+            fast = called(tmp_path, *args, *where)
+            typer_path = called(tmp_path, "--log-level", "warning", *args, *where)
+            assert fast[:3] == typer_path[:3], args
+            assert fast[2] == code, (args, fast)
+            assert "goes through" in fast[1] or code == 2, (args, fast)
+            assert fast[3]["typer"] is False, args
+            assert fast[3]["lcg.interfaces.cli_app"] is False, args
+            assert fast[3]["lcg.interfaces.operations"] is (args[1] == "knowledge_statu"), args
+            assert typer_path[3]["typer"] is True, args
+        stdout, stderr, code, loaded = called(
+            tmp_path,
+            "call",
+            "knowledge_add_episode",
+            "-w",
+            str(workspace),
+            '{"name": "n", "episode_body": "Maria leads Kestrel.", "group_id": "g"}',
+        )
+        assert code == 0, stderr
+        assert json.loads(stdout)["episode_uuid"]
+        assert loaded["typer"] is False
+    finally:
+        service.stop()

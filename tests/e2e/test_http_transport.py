@@ -116,6 +116,8 @@ def test_m_trn_010_m_trn_017_m_trn_025_m_cfg_006_lambo_serves_memory_over_http_w
 
     async def main() -> None:
         async with http_client(serve.url, token) as client:
+            assert client.server_info is not None
+            assert client.server_info.name == "lambo"  # seed 001's server, not lcg's name
             instructions = client.instructions or ""
             assert instructions.startswith("Lambo agentic graph memory for session 'demo'.")
             assert "It is\ncaller-asserted and unverified." in instructions

@@ -31,14 +31,26 @@ Rows = list[tuple[Any, ...]]
 
 def lcg(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run `lcg ARGS --workspace WORKSPACE` with stdin not a TTY and no LCG_* variables."""
-    env = clean_env()
+    return run([str(LCG), *args, "--workspace", str(workspace)])
+
+
+def run(
+    argv: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = TIMEOUT,
+) -> subprocess.CompletedProcess[str]:
+    """Run `argv` with stdin not a TTY, capturing its text output; `env`: by default the
+    test's without LCG_* variables (clean_env)."""
     return subprocess.run(
-        [str(LCG), *args, "--workspace", str(workspace)],
+        argv,
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
-        env=env,
-        timeout=TIMEOUT,
+        env=clean_env() if env is None else env,
+        cwd=cwd,
+        timeout=timeout,
         check=False,
     )
 

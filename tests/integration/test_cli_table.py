@@ -254,7 +254,7 @@ def test_issue_10_log_never_cuts_a_uuid_even_in_a_narrow_terminal(tmp_path: Path
     ada = json.loads(
         runner.invoke(
             cli, ["assert-entity", "Ada", "--summary", "x" * 90, "--json", *workspace]
-        ).output
+        ).stdout  # stderr says the workspace was created
     )["entity_uuid"]
     edge = json.loads(
         runner.invoke(

@@ -29,14 +29,16 @@ def test_issue_10_the_readme_explains_the_words_it_uses_before_using_them() -> N
 
 
 def test_issue_10_mcp_client_configs_name_the_workspace_not_a_cwd() -> None:
+    """The five-minute start's `lambo serve` and `lcg serve --mcp-stdio` entries (issue 26
+    item 1) and the seed's `liminis-context-graph` ones, standalone and attached."""
     servers = [server for server in _configs() if "url" not in server]
-    assert len(servers) == 2
+    commands = sorted(Path(server["command"]).name for server in servers)
+    assert commands == ["lambo", "lcg", "liminis-context-graph", "liminis-context-graph"]
     for server in servers:
         assert "cwd" not in server
         args = server["args"]
         assert "--workspace" in args or "--connect" in args, args
         assert with_serve_default(args)[0] == "serve"
-        assert server["command"] == "liminis-context-graph"
 
 
 def test_m_trn_010_the_http_config_is_a_url_entry_without_a_command() -> None:

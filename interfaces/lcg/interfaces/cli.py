@@ -1,11 +1,14 @@
-"""The `lcg` and `liminis-context-graph` console scripts: answer `--version` and `tools`
-without loading typer, hand every other command line to the typer app (`cli_app`).
+"""The `lcg` and `liminis-context-graph` console scripts: answer `--version`, `tools` and a
+`call` through a running socket service without loading typer, hand every other command line
+to the typer app (`cli_app`).
 
-Fast start (ADR 0053): a typer app with one command already costs 2.3x `import typer`, so the
-two commands a user runs to check an install answer before it loads. Each prints what the
-typer command prints (tests/e2e/test_fast_start.py compares them); any other argument, a
-log option included, goes through typer, and so does every command line while an LCG_LOG_*
-variable is set (typer's path checks its value: a bad one is refused, exit 2).
+Fast start (ADR 0053, 0065, 0072): a typer app with one command already costs 2.3x `import
+typer`, so the two commands a user runs to check an install, and a script's call to a running
+service, answer before it loads. Each prints what the typer command prints, with its errors and
+exit codes (tests/e2e/test_fast_start.py compares them); any other argument, a log option
+included, goes through typer, and so does every command line while an LCG_LOG_* variable is
+set (typer's path checks its value: a bad one is refused, exit 2). A `call` no service answers
+goes through typer too, which opens the workspace in this process (cli_call).
 """
 
 from __future__ import annotations
@@ -33,12 +36,17 @@ def main() -> None:
 
 
 def _answered_here(args: list[str]) -> bool:
-    """Answer `--version` and `tools` without typer; False: typer runs the command line."""
+    """Answer `--version`, `tools` and a `call` through a socket service without typer;
+    False: typer runs the command line."""
     if any(name.startswith("LCG_LOG_") for name in os.environ):
         return False  # typer's path checks the logging variables' values
     if args == ["--version"]:
         print_version()
         return True
+    if args[:1] == ["call"]:
+        from lcg.interfaces.cli_call import answer_through_service
+
+        return answer_through_service(args[1:])
     if args == ["tools"]:
         from rich.console import Console
 

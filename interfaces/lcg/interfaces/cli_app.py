@@ -31,25 +31,28 @@ from lcg.interfaces import (
     cli_verbs,
     log_setup,
     serve,
-    tool_catalogue,
 )
 from lcg.interfaces.cli import print_version
+from lcg.interfaces.cli_call import checked_request
 from lcg.interfaces.cli_common import (
-    GroupOpt,
-    JsonOpt,
-    PlainFlagsGroup,
-    WorkspaceOpt,
     errors,
-    json_arg,
     json_object_flag,
     load_settings,
     out,
     print_json,
     read_file,
     show,
+    unknown_group,
     workspace_caller,
 )
-from lcg.interfaces.log_setup import LogFileOpt, LogLevelOpt
+from lcg.interfaces.cli_options import (
+    GroupOpt,
+    JsonOpt,
+    LogFileOpt,
+    LogLevelOpt,
+    PlainFlagsGroup,
+    WorkspaceOpt,
+)
 from lcg.projections.private_files import PRIVATE_UMASK
 
 cli = typer.Typer(
@@ -274,30 +277,59 @@ def list_entities(
     """List entities (knowledge_list_entities)."""
     flags = {"num_results": "--limit", "group_ids": "--group"}
     with workspace_caller(workspace, "lcg list-entities", reads=True, flags=flags) as app:
+        if group:  # refused as `lcg status -g` refuses it, not answered with an empty table
+            known = app.call("knowledge_status", {})["wal_groups"]
+            for name in group:
+                if name not in known:
+                    raise unknown_group(name, known)
         result = app.call("knowledge_list_entities", {"group_ids": group, "num_results": limit})
     if as_json:
         print_json(result)
         return
-    from rich.table import Table
+    _print_entities(result["nodes"])
 
-    table = Table("group")
-    table.add_column("name", no_wrap=True)
-    table.add_column("labels")
-    table.add_column("summary", overflow="ellipsis", no_wrap=True, max_width=40)
-    table.add_column("uuid", no_wrap=True, min_width=36)  # never cut: it is what you copy
-    for node in result["nodes"]:
-        table.add_row(
-            *(
-                Text(cell)
-                for cell in (
-                    node["group_id"],
-                    node["name"],
-                    ",".join(node["labels"]),
-                    node["summary"][:60],
-                    node["uuid"],
-                )
-            )
+
+UUID_LENGTH = 36
+SUMMARY_WIDTH = 40  # at most
+SUMMARY_SHORTEST = 16  # a summary narrower than this is left out
+
+
+def _print_entities(nodes: list[dict[str, Any]]) -> None:
+    """One line per entity in the terminal's width: the uuid is never cut (it is what you
+    copy) and the name gives way last; the summary is left out when too little of it would
+    show (`--json` or `lcg call` has it whole)."""
+    from rich.table import Column
+
+    from lcg.interfaces.cli_listing import SEPARATOR, fitted, plain_table
+
+    headers = ("group", "name", "labels", "summary")
+    rows = [
+        (
+            node["group_id"],
+            node["name"],
+            ",".join(node["labels"]),
+            " ".join(node["summary"].split()),
         )
+        for node in nodes
+    ]
+    natural = [
+        max([len(header), *(len(row[i]) for row in rows)]) for i, header in enumerate(headers)
+    ]
+    natural[3] = min(natural[3], SUMMARY_WIDTH)
+    room = out.width - UUID_LENGTH - SEPARATOR
+    widths = fitted(natural, room, last=1)  # the name gives way last
+    shown = len(headers)
+    if widths[3] < SUMMARY_SHORTEST:
+        shown, widths = 3, fitted(natural[:3], room, last=1)
+    table = plain_table(
+        *(
+            Column(header, width=width, no_wrap=True, overflow="ellipsis")
+            for header, width in zip(headers[:shown], widths, strict=True)
+        ),
+        Column("uuid", no_wrap=True, min_width=UUID_LENGTH),
+    )
+    for node, row in zip(nodes, rows, strict=True):
+        table.add_row(*(Text(cell) for cell in row[:shown]), Text(node["uuid"]))
     out.print(table)
 
 
@@ -309,14 +341,7 @@ def call(
 ) -> None:
     """Call any operation of the table with JSON parameters; prints the JSON result."""
     with errors():
-        operation = tool_catalogue.by_name().get(method)
-        if operation is None:  # refused before a workspace is opened (or created)
-            from lcg.interfaces.operations import UnknownMethod
-
-            raise UnknownMethod(method)
-        raw = json_arg("params", params)
-        if not isinstance(raw, dict):
-            raise InvalidParams("params", "must be a JSON object")
+        operation, raw = checked_request(method, params)
     with workspace_caller(workspace, f"lcg call {method}", reads=operation.read_only) as app:
         print_json(app.call(method, raw))
 

@@ -112,9 +112,19 @@ class SocketCaller:
         self._sock.close()
 
 
-def _healthy_service(path: Path) -> SocketCaller | None:
+def healthy_service(path: Path) -> SocketCaller | None:
     """A connection to the socket service at `path` if one answers healthy, else None."""
     return service_at(path, healthy_only=True)
+
+
+@contextmanager
+def going_through(remote: SocketCaller, say: Callable[[str], None]) -> Iterator[SocketCaller]:
+    """The service's connection for one command, which says that it goes through it."""
+    say(f"the workspace is held by its socket service; this command goes through {remote.path}")
+    try:
+        yield remote
+    finally:
+        remote.close()
 
 
 def service_at(
@@ -157,7 +167,7 @@ def open_caller(
     A healthy service holds the workspace's lease, so a command that would take the lease
     asks the service first: then it never loads the workspace's code (fast start, ADR 0053).
     A read-only command reads the files beside the service, as before."""
-    remote = None if read_only else _healthy_service(settings.socket_path)
+    remote = None if read_only else healthy_service(settings.socket_path)
     if remote is None:
         from lcg.interfaces.app import App
         from lcg.interfaces.workspace import Workspace
@@ -172,16 +182,10 @@ def open_caller(
             finally:
                 workspace.close()
             return
-        remote = _healthy_service(settings.socket_path)
+        remote = healthy_service(settings.socket_path)
     if remote is not None:
-        say(
-            f"the workspace is held by its socket service; this command goes through "
-            f"{settings.socket_path}"
-        )
-        try:
-            yield remote
-        finally:
-            remote.close()
+        with going_through(remote, say) as service:
+            yield service
     elif reads:
         say(
             "the workspace is held by another process that serves no socket; reading it "

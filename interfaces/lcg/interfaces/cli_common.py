@@ -1,5 +1,6 @@
-"""What every `lcg` command shares: the consoles, common options, how a command reaches the
-workspace, and how failures become one line on stderr and an exit code (exit_codes)."""
+"""What every `lcg` command shares: the consoles, how a command reaches the workspace, and how
+failures become one line on stderr and an exit code (exit_codes). No typer here (its options
+are in cli_options): the launcher answers `lcg call` with this module before typer loads."""
 
 from __future__ import annotations
 
@@ -11,14 +12,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import typer
 from rich.console import Console
 from rich.text import Text
-from typer import _click as click  # the click typer vendors (typer 0.29)
-from typer.core import TyperGroup, TyperOption
 
 from lcg.domain.errors import DomainError, InvalidParams, NotFound
 from lcg.interfaces.exit_codes import (
@@ -40,53 +38,6 @@ if TYPE_CHECKING:
 # Messages and stored names are printed as plain text, never as Rich markup, and unwrapped.
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
-
-
-class PlainFlagsGroup(TyperGroup):
-    """A command group whose help shows a flag as a plain flag: `--json  Print ...`, not
-    `--json <bool>` (typer's help gives every option a type, a flag's too). A command's
-    parameters are plain when the group hands the command out, for help as for a run;
-    sub-groups' commands with them."""
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        command = super().get_command(ctx, cmd_name)
-        if command is not None:
-            plain_flags(command, ctx)
-        return command
-
-    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
-        params = super().get_params(ctx)
-        _no_flag_metavar(params)
-        return params
-
-
-def plain_flags(command: click.Command, ctx: click.Context) -> None:
-    """Give `command`'s flags (its --help included) and, for a group, its commands' flags an
-    empty metavar, which typer's help prints in place of `<bool>`."""
-    _no_flag_metavar(command.get_params(ctx))
-    if isinstance(command, TyperGroup):
-        for name in command.list_commands(ctx):
-            sub = command.commands.get(name)
-            if sub is not None:
-                plain_flags(sub, ctx)
-
-
-def _no_flag_metavar(params: Iterable[click.Parameter]) -> None:
-    for param in params:
-        if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
-            param.metavar = ""
-
-
-WorkspaceOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--workspace",
-        "-w",
-        help="Directory holding .lcg/ (default: LCG_WORKSPACE or the current directory).",
-    ),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
-GroupOpt = Annotated[str, typer.Option("--group", "-g", help="Group id.")]
 
 
 def load_settings(workspace: Path | None, session: str | None = None) -> Settings:
@@ -111,6 +62,7 @@ def workspace_caller(
     """The workspace, here or through the socket service that holds it (cli_caller).
 
     A command that only `reads` never creates a workspace: where there is none it says so.
+    A command that creates one says so, in one line (issue 26 item 6: never silently).
     `session` (the memory commands' --session) is the session a workspace opened here serves.
     """
     from lcg.interfaces.cli_caller import open_caller
@@ -118,7 +70,8 @@ def workspace_caller(
     say = partial(complain, "note")
     with errors(flags):
         settings = load_settings(workspace, session)
-        if reads and not settings.state_dir.exists():
+        existed = settings.state_dir.exists()
+        if reads and not existed:
             raise NotFound(
                 f"workspace: there is no workspace at {settings.workspace} (no .lcg/); pass "
                 "--workspace DIR (or set LCG_WORKSPACE), or write to create one here",
@@ -126,6 +79,8 @@ def workspace_caller(
                 rule="must name an existing workspace for a read",
             )
         with open_caller(settings, command, read_only=read_only, say=say, reads=reads) as caller:
+            if not existed and settings.state_dir.exists():
+                say(f"created a new workspace at {settings.workspace}")
             yield caller
 
 
@@ -155,19 +110,19 @@ def fail(error: Exception, flags: dict[str, str] | None) -> None:
 
     if isinstance(error, WorkspaceBusy | WorkspaceClosed):  # closed: read-only beside a holder
         complain("error", str(error))
-        raise typer.Exit(EXIT_BUSY) from None
+        raise SystemExit(EXIT_BUSY) from None
     if isinstance(error, InvalidParams):
         complain("error", _as_typed(error.message, error.field, flags))
-        raise typer.Exit(EXIT_INVALID) from None
+        raise SystemExit(EXIT_INVALID) from None
     if isinstance(error, DomainError):
         complain("refused", error.message)
-        raise typer.Exit(EXIT_REFUSED) from None
+        raise SystemExit(EXIT_REFUSED) from None
     if isinstance(error, ProjectionError):
         complain("projection error", str(error))
-        raise typer.Exit(EXIT_PROJECTION) from None
+        raise SystemExit(EXIT_PROJECTION) from None
     if isinstance(error, (*FAULTS, ForeignProjections, DamagedFile)):
         complain("storage error", str(error))
-        raise typer.Exit(EXIT_STORAGE) from None
+        raise SystemExit(EXIT_STORAGE) from None
     if isinstance(error, ServiceError):
         kind, code = SERVICE_ERRORS.get(error.kind, ("error", EXIT_FAILURE))
         if error.error.code == STORAGE_ERROR:
@@ -177,7 +132,7 @@ def fail(error: Exception, flags: dict[str, str] | None) -> None:
         data = error.error.data
         field = data.get("field") if isinstance(data, dict) else None
         complain(kind, _as_typed(error.error.message, field, flags))
-        raise typer.Exit(code) from None
+        raise SystemExit(code) from None
 
 
 def _as_typed(message: str, field: str | None, flags: dict[str, str] | None) -> str:

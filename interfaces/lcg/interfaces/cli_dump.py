@@ -10,16 +10,8 @@ import typer
 from rich.text import Text
 
 from lcg.domain.errors import NotFound
-from lcg.interfaces.cli_common import (
-    JsonOpt,
-    WorkspaceOpt,
-    errors,
-    load_settings,
-    out,
-    print_json,
-    show,
-    workspace_caller,
-)
+from lcg.interfaces.cli_common import errors, load_settings, out, print_json, show, workspace_caller
+from lcg.interfaces.cli_options import JsonOpt, WorkspaceOpt
 from lcg.interfaces.cli_recovery import progress_bar
 
 if TYPE_CHECKING:

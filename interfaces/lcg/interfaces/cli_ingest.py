@@ -22,16 +22,9 @@ import typer
 
 from lcg.domain import rules
 from lcg.domain.errors import InvalidParams
-from lcg.interfaces.cli_common import (
-    GroupOpt,
-    JsonOpt,
-    WorkspaceOpt,
-    err,
-    errors,
-    print_json,
-    workspace_caller,
-)
+from lcg.interfaces.cli_common import err, errors, print_json, workspace_caller
 from lcg.interfaces.cli_common import out as console
+from lcg.interfaces.cli_options import GroupOpt, JsonOpt, WorkspaceOpt
 
 DEFAULT_CHUNK_CHARS = 2_000
 MARKDOWN = frozenset({".md", ".markdown"})

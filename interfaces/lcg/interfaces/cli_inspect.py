@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
+import textwrap
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
@@ -13,18 +15,12 @@ from rich.text import Text
 from lcg.domain.errors import NotFound
 from lcg.domain.ids import GroupId
 from lcg.interfaces import schema_text, tool_catalogue
-from lcg.interfaces.cli_common import (
-    JsonOpt,
-    WorkspaceOpt,
-    errors,
-    load_settings,
-    out,
-    print_json,
-    unknown_group,
-)
+from lcg.interfaces.cli_common import errors, load_settings, out, print_json, unknown_group
+from lcg.interfaces.cli_options import JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
     from lcg.domain.events import DomainEvent
+    from lcg.projections.wal.store import RecordedEvent
 
 UUID_FIELD_WIDTH = len("entity_uuid=") + 36
 
@@ -76,21 +72,44 @@ def log_(
             }
         )
         return
-    from rich.table import Table
+    _print_events(rows)
+    shown = f"{rows[0].seq}-{rows[-1].seq}" if rows else "none"
+    out.print(Text(f"group {group!r}: seqs {shown} of {head}"))
 
-    table = Table("seq", "type", "time")
-    # wide enough for `entity_uuid=<36 characters>`: a uuid is never cut (issue 10)
-    table.add_column("summary", min_width=UUID_FIELD_WIDTH, overflow="fold")
+
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+WIDE = 100  # narrower, the time is left out (--json has it) for the summary's sake
+
+
+def _print_events(rows: list[RecordedEvent]) -> None:
+    """One line per event in the terminal's width: the summary keeps the fields that fit
+    whole, at least `entity_uuid=<36 characters>` (issue 10: an id is never cut)."""
+    from rich.table import Column
+
+    from lcg.interfaces.cli_listing import SEPARATOR, plain_table
+
+    with_time = out.width >= WIDE
+    seq_width = max([len("seq"), *(len(str(r.seq)) for r in rows)])
+    type_width = max([len("type"), *(len(r.event.wire_name) for r in rows)])
+    used = seq_width + type_width + (len("2026-12-05 01:02:03") if with_time else 0)
+    summary_width = max(
+        out.width - used - SEPARATOR * (3 if with_time else 2), UUID_FIELD_WIDTH + len(" ...")
+    )
+    table = plain_table(
+        Column("seq", no_wrap=True),
+        Column("type", no_wrap=True),
+        *([Column("time", no_wrap=True)] if with_time else []),
+        Column("summary", no_wrap=True, min_width=UUID_FIELD_WIDTH),
+    )
     for recorded in rows:
+        time = [recorded.event.occurred_at.strftime(TIME_FORMAT)] if with_time else []
         table.add_row(
             str(recorded.seq),
             recorded.event.wire_name,
-            recorded.event.occurred_at.strftime("%Y-%m-%d %H:%M:%S"),
-            Text(_event_summary(recorded.event)),
+            *time,
+            Text(_event_summary(recorded.event, summary_width)),
         )
     out.print(table)
-    shown = f"{rows[0].seq}-{rows[-1].seq}" if rows else "none"
-    out.print(Text(f"group {group!r}: seqs {shown} of {head}"))
 
 
 def _event_summary(event: DomainEvent, width: int = 200) -> str:
@@ -140,22 +159,41 @@ def describe(
     if as_json:
         print_json({"name": name, "description": operation.description, "inputSchema": schema})
         return
-    out.print(Text(f"{name}  (scope: {operation.scope})"))
-    out.print(Text(operation.description))
-    from rich.table import Table
+    width = max(out.width, 40)
+    lines = [f"{name}  (scope: {operation.scope})", *textwrap.wrap(operation.description, width)]
+    fields = schema_text.fields(schema, operation.example)
+    lines += ["", "parameters:" if fields else "no parameters"]
+    for index, field in enumerate(fields):
+        has_fields = index + 1 < len(fields) and fields[index + 1].depth > field.depth
+        lines += _field_lines(field, width, with_example=not has_fields)
+    lines += ["", "example:" if operation.example is not None else "call:"]
+    params = "{...}" if operation.example is None else json.dumps(operation.example)
+    lines.append(f"  lcg call {name} {shlex.quote(params)}")
+    out.print(Text("\n".join(lines)))
 
-    table = Table("parameter", "type", "required", "default", "rules")
-    required = set(schema.get("required", []))
-    for field, spec in schema.get("properties", {}).items():
-        table.add_row(
-            Text(field),
-            Text(schema_text.type_text(spec)),
-            "yes" if field in required else "",
-            Text("" if "default" not in spec else json.dumps(spec["default"])),
-            Text(_rules_of(spec)),
-        )
-    out.print(table)
-    out.print(Text(f"lcg call {name} '{{...}}'  (JSON object of these parameters)"))
+
+def _field_lines(field: schema_text.Field, width: int, *, with_example: bool) -> list[str]:
+    """A parameter (or a field of the object it takes) as a definition: its name, type and
+    rules on one line, then its description and an example, indented under it."""
+    indent = "  " * (field.depth + 1)
+    facts = [field.type, "required" if field.required else "optional"]
+    facts += [f"default {field.default}"] if field.default else []
+    facts += [field.bounds] if field.bounds else []
+    head = textwrap.wrap(
+        f"{field.name}: {', '.join(facts)}",
+        width,
+        initial_indent=indent,
+        subsequent_indent=indent + "    ",
+        break_on_hyphens=False,
+    )
+    body = [field.description] if field.description else []
+    body += [f"e.g. {field.example}"] if with_example and field.example else []
+    more = indent + "    "
+    return head + [
+        line
+        for text in body
+        for line in textwrap.wrap(text, width, initial_indent=more, subsequent_indent=more)
+    ]
 
 
 def _unknown_method(name: str) -> Exception:
@@ -164,8 +202,3 @@ def _unknown_method(name: str) -> Exception:
     from lcg.interfaces.operations import UnknownMethod
 
     return UnknownMethod(name)
-
-
-def _rules_of(spec: dict[str, Any]) -> str:
-    parts = [schema_text.bounds_text(spec), str(spec.get("description", ""))]
-    return "; ".join(part for part in parts if part)

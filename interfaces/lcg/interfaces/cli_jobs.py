@@ -10,9 +10,10 @@ from typing import Annotated, Any
 
 import typer
 
-from lcg.interfaces.cli_common import JsonOpt, WorkspaceOpt, print_json, workspace_caller
 from lcg.interfaces.cli_common import out as console
+from lcg.interfaces.cli_common import print_json, workspace_caller
 from lcg.interfaces.cli_memory import SessionOpt
+from lcg.interfaces.cli_options import JsonOpt, WorkspaceOpt
 
 canon = typer.Typer(help="Canonization: status, one cycle now, history.", no_args_is_help=True)
 gc = typer.Typer(help="Garbage collection of the session's memory.", no_args_is_help=True)

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from lcg.interfaces.cli_common import JsonOpt, WorkspaceOpt, print_json, workspace_caller
 from lcg.interfaces.cli_common import out as console
+from lcg.interfaces.cli_common import print_json, workspace_caller
+from lcg.interfaces.cli_options import JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
     from lcg.interfaces.cli_caller import Caller

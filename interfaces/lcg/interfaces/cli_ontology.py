@@ -15,8 +15,9 @@ import typer
 from lcg.domain import ontology
 from lcg.domain.ids import DEFAULT_GROUP
 from lcg.domain.ontology import OntologyInvalid, Problem
-from lcg.interfaces.cli_common import JsonOpt, WorkspaceOpt, complain, load_settings, print_json
+from lcg.interfaces.cli_common import complain, load_settings, print_json
 from lcg.interfaces.cli_common import out as console
+from lcg.interfaces.cli_options import JsonOpt, WorkspaceOpt
 from lcg.interfaces.exit_codes import EXIT_INVALID
 
 app = typer.Typer(

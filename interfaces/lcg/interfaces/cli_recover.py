@@ -11,7 +11,8 @@ import typer
 
 from lcg.domain.errors import InvalidParams
 from lcg.domain.rules import RecoveryStrategy
-from lcg.interfaces.cli_common import JsonOpt, WorkspaceOpt, complain, errors, load_settings, show
+from lcg.interfaces.cli_common import complain, errors, load_settings, show
+from lcg.interfaces.cli_options import JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
     from lcg.interfaces.config import Settings

@@ -11,8 +11,6 @@ import typer
 from rich.text import Text
 
 from lcg.interfaces.cli_common import (
-    JsonOpt,
-    WorkspaceOpt,
     complain,
     err,
     errors,
@@ -23,6 +21,7 @@ from lcg.interfaces.cli_common import (
     unknown_group,
     workspace_caller,
 )
+from lcg.interfaces.cli_options import JsonOpt, WorkspaceOpt
 from lcg.interfaces.exit_codes import EXIT_REFUSED
 
 if TYPE_CHECKING:
@@ -57,9 +56,9 @@ def status(
         f"entities {result['entity_count']}  relationships "
         f"{result['relationship_count']}  episodes {result['episode_count']}"
     )
-    from rich.table import Table
+    from lcg.interfaces.cli_listing import plain_table
 
-    table = Table("group", "max_seq", "applied_seq", "hydration", "pinned_to")
+    table = plain_table("group", "max_seq", "applied_seq", "hydration", "pinned_to")
     for name, wal in groups.items():
         table.add_row(
             Text(name),

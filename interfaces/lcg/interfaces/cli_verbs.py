@@ -17,18 +17,10 @@ import typer
 from rich.text import Text
 
 from lcg.domain.errors import InvalidParams
-from lcg.interfaces.cli_common import (
-    GroupOpt,
-    JsonOpt,
-    PlainFlagsGroup,
-    WorkspaceOpt,
-    errors,
-    out,
-    print_json,
-    workspace_caller,
-)
+from lcg.interfaces.cli_common import errors, out, print_json, workspace_caller
 from lcg.interfaces.cli_memory import FLAGS as MEMORY_FLAGS
 from lcg.interfaces.cli_memory import AgentOpt, SessionOpt, agent_id, scope_of
+from lcg.interfaces.cli_options import GroupOpt, JsonOpt, PlainFlagsGroup, WorkspaceOpt
 
 SNIPPET = 160  # characters of a passage, summary or fact shown on a text line
 

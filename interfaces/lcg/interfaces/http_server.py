@@ -85,6 +85,7 @@ class HttpOptions:
     body_timeout: float
     header_timeout: float = 10.0
     max_connections: int = 1024
+    server_name: str | None = None  # serverInfo's name; None: lcg's (`lambo serve`: lambo)
 
 
 class _SessionBudget:
@@ -137,8 +138,10 @@ class _Managers:
         scopes: Sequence[tuple[str, frozenset[Any]]],
         budget: _SessionBudget,
         security: TransportSecuritySettings,
+        server_name: str | None = None,
     ) -> None:
         self.service = service
+        self.server_name = server_name  # serverInfo's name; None: lcg's (`lambo serve`: lambo)
         self.default = default
         self.scopes = dict(scopes)
         self.budget = budget
@@ -175,7 +178,11 @@ class _Managers:
                 return None
             backend = LocalBackend(self.service, None if session == self.default else session)
             server = LcgMcpServer(
-                backend, Visibility(self.scopes[key]), exit_on_close=False, session=session
+                backend,
+                Visibility(self.scopes[key]),
+                exit_on_close=False,
+                session=session,
+                name=self.server_name,
             ).server
             manager = _BudgetedManager(self.budget, server, self.security)
             assert self._tasks is not None, "the serve is not running"
@@ -331,7 +338,7 @@ def build_app(
     budget = _SessionBudget(options.max_sessions)
     security = security_settings(options.bind, port)
     scopes = _scopes_by_key(visibility, options.credentials)
-    managers = _Managers(service, session, scopes, budget, security)
+    managers = _Managers(service, session, scopes, budget, security, options.server_name)
     gateway = _Gateway(
         managers,
         options.credentials,

@@ -18,12 +18,12 @@ import typer
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces import log_setup
 from lcg.interfaces import serve as lcg_serve
-from lcg.interfaces.cli_common import PlainFlagsGroup, WorkspaceOpt
+from lcg.interfaces.cli_options import LogFileOpt, LogLevelOpt, PlainFlagsGroup, WorkspaceOpt
 from lcg.interfaces.exit_codes import EXIT_INVALID
-from lcg.interfaces.log_setup import LogFileOpt, LogLevelOpt
 from lcg.projections.private_files import PRIVATE_UMASK
 
 TRANSPORTS = ("stdio", "http")
+SERVER_NAME = "lambo"  # serverInfo's name: seed 001's server is `lambo serve`, not lcg's
 
 lambo = typer.Typer(
     cls=PlainFlagsGroup,
@@ -86,6 +86,7 @@ def serve(
         bind=bind,
         auth_token=auth_token,
         agent=agent,
+        server_name=SERVER_NAME,
     )
 
 

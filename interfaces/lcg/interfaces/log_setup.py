@@ -16,9 +16,6 @@ import sys
 from collections.abc import Mapping
 from io import TextIOWrapper
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.exit_codes import EXIT_INVALID
@@ -37,24 +34,6 @@ SERVE_FORMAT = "lcg serve: %(message)s"  # what an operator (and the tests) read
 FILE_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # The options, and their values, that may come before a command (`lcg --log-level debug serve`).
 LOG_OPTIONS = frozenset({"--log-level", "--log-file"})
-
-LogLevelOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--log-level",
-        help=f"How much to log: {', '.join(LEVELS)} (default: {LOG_LEVEL_ENV}, else info "
-        "when serving and warning otherwise). Libraries log warnings only, unless debug.",
-        show_default=False,
-    ),
-]
-LogFileOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--log-file",
-        help="Append the log to this file (created 0600) instead of stderr.",
-        show_default=False,
-    ),
-]
 
 
 class OneLine(logging.Formatter):
@@ -151,7 +130,7 @@ def set_up(
         configure(choose_level(log_level, environ, serving=serving), log_file, serving=serving)
     except InvalidParams as error:
         sys.stderr.write(f"error: {error.message}\n")
-        raise typer.Exit(EXIT_INVALID) from None
+        raise SystemExit(EXIT_INVALID) from None
 
 
 def split_log_options(args: list[str]) -> tuple[list[str], list[str]]:

@@ -169,6 +169,7 @@ class LcgMcpServer:
         *,
         exit_on_close: bool = False,
         session: str = DEFAULT_GROUP,
+        name: str | None = None,
     ) -> None:
         self.backend = backend
         self.visibility = visibility
@@ -181,7 +182,7 @@ class LcgMcpServer:
             tool.name: list(tool.input_schema.get("required", [])) for tool in self._tools
         }
         self.server: Server[Any] = Server(
-            NAME,
+            name or NAME,  # serverInfo's name: lcg's, or the one `lambo serve` goes by
             version=_version(),
             instructions=instructions_for(visibility, session),
             on_list_tools=self._list_tools,

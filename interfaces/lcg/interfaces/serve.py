@@ -140,6 +140,14 @@ def serve(
             "process it refuses; never applied to tool calls, which each name their agent_id.",
         ),
     ] = None,
+    server_name: Annotated[
+        str | None,
+        typer.Option(
+            "--server-name",
+            hidden=True,  # `lambo serve` passes the name seed 001's server goes by
+            help="MCP: the name in serverInfo (default liminis-context-graph).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the operations: JSON-RPC on a Unix socket, MCP over stdio (--mcp-stdio) or MCP
     over Streamable HTTP (--http).
@@ -154,14 +162,14 @@ def serve(
         if http:
             visibility = _visibility(scope, attached=False, allow_close=False)
             settings = _settings(workspace, session)
-            _serve_http(visibility, settings, port, bind, auth_token, held_as)
+            _serve_http(visibility, settings, port, bind, auth_token, held_as, server_name)
         elif mcp_stdio and connect is not None:
             visibility = _visibility(scope, attached=True, allow_close=allow_remote_close)
             attached_session = session or os.environ.get("LCG_SESSION", "").strip()
             _serve_attached(visibility, connect, session_name(attached_session or DEFAULT_GROUP))
         elif mcp_stdio:
             visibility = _visibility(scope, attached=False, allow_close=False)
-            _serve_standalone(visibility, _settings(workspace, session), held_as)
+            _serve_standalone(visibility, _settings(workspace, session), held_as, server_name)
         else:
             _refuse_mcp_only_flags(connect, allow_remote_close)
             settings = _settings(workspace, session)
@@ -244,7 +252,9 @@ def _refuse_foreign_workspace(settings: Settings) -> None:
         _fail(str(error), EXIT_STORAGE)
 
 
-def _serve_standalone(visibility: Visibility, settings: Settings, held_as: str = "") -> None:
+def _serve_standalone(
+    visibility: Visibility, settings: Settings, held_as: str = "", server_name: str | None = None
+) -> None:
     """Hold the workspace and publish it, or forward every call to the serve that holds it
     (ADR 0066), then serve MCP (K-DBM-002/003). Stdout is claimed first, so nothing printed
     while opening (a model loading) reaches the protocol."""
@@ -263,7 +273,13 @@ def _serve_standalone(visibility: Visibility, settings: Settings, held_as: str =
         if not backend.holds and service.state == "degraded" and not service.held:
             log.warning("every call will fail until restarted: %s", service.reason)
         try:
-            server = _mcp_server(backend, visibility, exit_on_close=True, session=settings.session)
+            server = _mcp_server(
+                backend,
+                visibility,
+                exit_on_close=True,
+                session=settings.session,
+                name=server_name,
+            )
             await server.serve_stdio(wire_in, wire_out)
         finally:
             log.info("shutting down")
@@ -283,6 +299,7 @@ def _serve_http(
     bind: str | None,
     auth_token: str | None,
     held_as: str = "",
+    server_name: str | None = None,
 ) -> None:
     """Check the credentials and the bind rule, open the workspace (a held one refuses to
     start, naming the holder: M-TRN-039), then serve MCP over HTTP until stopped."""
@@ -301,6 +318,7 @@ def _serve_http(
         body_timeout=tuning.get_float("serve", "body_timeout_secs"),
         header_timeout=tuning.get_float("serve", "header_timeout_secs"),
         max_connections=tuning.get_int("serve", "max_connections"),
+        server_name=server_name,
     )
     refuse_open_bind(options.bind, options.credentials)
     _refuse_foreign_workspace(settings)
@@ -350,11 +368,18 @@ def _serve_attached(visibility: Visibility, path: Path, session: str) -> None:
 
 
 def _mcp_server(
-    backend: Backend, visibility: Visibility, *, exit_on_close: bool, session: str
+    backend: Backend,
+    visibility: Visibility,
+    *,
+    exit_on_close: bool,
+    session: str,
+    name: str | None = None,
 ) -> LcgMcpServer:
     from lcg.interfaces.mcp_server import LcgMcpServer
 
-    return LcgMcpServer(backend, visibility, exit_on_close=exit_on_close, session=session)
+    return LcgMcpServer(
+        backend, visibility, exit_on_close=exit_on_close, session=session, name=name
+    )
 
 
 def _visibility(scope: str, *, attached: bool, allow_close: bool) -> Visibility:

@@ -1,7 +1,8 @@
 """What the operation table says about each tool, read without importing the table.
 
 `lcg tools`, `lcg describe` and `lcg call`'s check of a name read tool_catalogue.json beside
-this module: each operation's name, scope, description, read-only flag and input schema. The
+this module: each operation's name, scope, description, read-only flag, input schema and the
+parameters of the tool pages' example call. The
 table itself imports every tool module and through them every layer, numpy, faiss and the
 model runtime: a second of start-up these commands do not need (ADR 0053). The file is
 generated from the table: `python -m lcg.interfaces.tool_catalogue` rewrites it, `--check`
@@ -32,6 +33,7 @@ class Tool:
     read_only: bool
     input_schema: dict[str, Any]
     advertised: bool  # a tool of the table; False: an operator's operation (`lcg canon ...`)
+    example: dict[str, Any] | None  # the tool pages' example call's parameters, if it has one
 
 
 @cache
@@ -48,6 +50,7 @@ def by_name() -> dict[str, Tool]:
 def render() -> str:
     """The catalogue the operation table describes, as the file's text."""
     from lcg.interfaces import operations
+    from lcg.interfaces.tool_docs import EXAMPLES
 
     advertised = {op.name for op in operations.OPERATIONS}
     rows = [
@@ -58,6 +61,7 @@ def render() -> str:
             "read_only": op.read_only,
             "input_schema": op.input_schema(),
             "advertised": op.name in advertised,
+            "example": EXAMPLES.get(op.name),
         }
         for op in operations.BY_NAME.values()
     ]

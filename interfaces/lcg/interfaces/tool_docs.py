@@ -525,24 +525,13 @@ def _page(family: str, tools: Sequence[AnyOperation], results: Sequence[Params])
 def _tool_section(tool: AnyOperation, result: Params) -> list[str]:
     schema = tool.input_schema()
     lines = [f"## {tool.name}", "", f"Scope: `{tool.scope.value}`. {tool.description}", ""]
-    properties: dict[str, dict[str, Any]] = schema.get("properties", {})
-    if properties:
-        required = set(schema.get("required", []))
+    fields = schema_text.fields(schema, EXAMPLES[tool.name])
+    if fields:
         lines += [
-            "| parameter | type | required | default | bounds | description |",
-            "|---|---|---|---|---|---|",
+            "| parameter | type | required | default | bounds | description | example |",
+            "|---|---|---|---|---|---|---|",
         ]
-        lines += [
-            _row(
-                name,
-                schema_text.type_text(spec),
-                "yes" if name in required else "",
-                json.dumps(spec["default"]) if "default" in spec else "",
-                schema_text.bounds_text(spec),
-                str(spec.get("description", "")),
-            )
-            for name, spec in properties.items()
-        ]
+        lines += [_row(field) for field in fields]
     else:
         lines.append("No parameters.")
     call = {"method": tool.name, "params": EXAMPLES[tool.name]}
@@ -554,8 +543,17 @@ def _tool_section(tool: AnyOperation, result: Params) -> list[str]:
     return lines
 
 
-def _row(name: str, kind: str, required: str, default: str, bounds: str, text: str) -> str:
-    cells = [f"`{name}`", kind, required, f"`{default}`" if default else "", bounds, text]
+def _row(field: schema_text.Field) -> str:
+    """A parameter's row; a field of the object it takes (`concepts[].content`) follows it."""
+    cells = [
+        f"`{field.name}`",
+        field.type,
+        "yes" if field.required else "",
+        f"`{field.default}`" if field.default else "",
+        field.bounds,
+        field.description,
+        f"`{field.example}`" if field.example else "",
+    ]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
