@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -164,6 +165,7 @@ class Mixed:
         self.ms: list[float] = []
         self.errors = 0
         self.acked: list[tuple[str, str, str]] = []  # (agent, receipt, content)
+        self.dropped = 0  # derives refused for backpressure: acks saying nothing was written
 
     async def run(self, call: AsyncCall, until: float, counter: list[int]) -> None:
         step = 0
@@ -182,8 +184,11 @@ class Mixed:
         if kind == "derive":
             counter[0] += 1
             content = fact(self.rng, 50_000 + counter[0])
-            receipt = (await call("lambo_derive", derive_params(self.name, content)))["receipt"]
-            self.acked.append((self.name, receipt, content))
+            ack = await call("lambo_derive", derive_params(self.name, content))
+            if ack["receipt_state"] == "dropped":  # M-DER-094: not written, and it says so
+                self.dropped += 1
+            else:
+                self.acked.append((self.name, ack["receipt"], content))
         elif kind == "recall":
             query = " ".join(fact(self.rng, 0).split()[:3])
             await call("lambo_recall", {"agent_id": self.name, "query": query})
@@ -229,6 +234,8 @@ async def shared(workdir: Path, facts: list[str], seconds: float) -> dict[str, A
         "errors": sum(mix.errors for mix in mixes) + alone.errors,
         "acked": len(acked),
         "applied": sum(state == "applied" for state in states),
+        "dropped": sum(mix.dropped for mix in [alone, *mixes]),
+        "states": dict(Counter(states)),
         "found": found,
         "sample": len(sample),
     }
@@ -326,8 +333,10 @@ def report(times: dict[str, list[float]], run: dict[str, Any], args: argparse.Na
         f"| {AGENTS} clients, {args.seconds:g} s | {run['calls']} | {run['rate']:.1f} | "
         f"{percentile(eight, 50):.1f} | {percentile(eight, 95):.1f} |",
         "",
-        f"errors: {run['errors']}; acked writes: {run['acked']}, applied: {run['applied']}; "
-        f"found by recall: {run['found']} of a sample of {run['sample']}",
+        f"errors: {run['errors']}; acked writes: {run['acked']}, applied: {run['applied']} "
+        f"(receipt states {run['states']}); derives dropped for backpressure (their ack says "
+        f"nothing was written): {run['dropped']}; found by recall: {run['found']} of a sample "
+        f"of {run['sample']} acked",
     ]
     return "\n".join(lines)
 
