@@ -13,10 +13,12 @@ The commands run as the console script runs them, in this process (typer's CliRu
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import subprocess
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +27,8 @@ from typer.testing import CliRunner
 
 from lcg.interfaces import log_setup
 from lcg.interfaces.cli_app import cli
+from lcg.interfaces.config import Settings
+from lcg.interfaces.http_auth import credentials_of, refuse_open_bind
 from lcg.interfaces.serve import with_serve_default
 from tests.conftest import EMBEDDER
 
@@ -335,3 +339,70 @@ def test_the_demo_the_first_command_runs_writes_its_workspace(
     result = CliRunner().invoke(cli, ["demo"])
     assert result.exit_code == 0, result.stderr
     assert (tmp_path / "lcg-demo" / ".lcg" / "wal.sqlite").is_file()
+
+
+# docs/*.md: their examples are files (lcg.toml, the corrections file, the ontology file) and
+# tool calls; docs/tools/*.md's example calls are run by `python -m lcg.interfaces.tool_docs`
+# itself, which writes the result each returns (tests/integration/test_tool_docs.py fails when
+# a page is out of date); docs/python-api.md's blocks run in tests/integration/
+# test_python_api_docs.py; docs/ontology.md's file is the `what-works-now` scenario's above.
+SETTINGS_DOC = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+CORRECTIONS_DOC = (ROOT / "docs" / "corrections.md").read_text(encoding="utf-8")
+
+
+def _toml_labels(text: str) -> set[str]:
+    labels: set[str] = set()
+    for key, value in tomllib.loads(text).items():
+        if not isinstance(value, dict):
+            labels.add(key)
+            continue
+        labels.update(f"[{key}] {name}" for name in value if name != "credential")
+    return labels
+
+
+def test_every_lcg_toml_example_of_the_settings_page_is_read_as_written(tmp_path: Path) -> None:
+    blocks = re.findall(r"^```toml\n(.*?)^```", SETTINGS_DOC, flags=re.M | re.S)
+    assert len(blocks) == 4
+    credentials_seen = 0
+    for number, block in enumerate(blocks):
+        workspace = tmp_path / str(number)
+        (workspace / "secrets").mkdir(parents=True)
+        (workspace / "secrets" / "editor.token").write_text("e" * 32, encoding="utf-8")
+        (workspace / "lcg.toml").write_text(block, encoding="utf-8")
+        settings = Settings.load({}, workspace)
+        assert dict(settings.tuning.source) == dict.fromkeys(_toml_labels(block), "file")
+        credentials = credentials_of(settings.tuning.credentials, None, {}, workspace)
+        refuse_open_bind(str(settings.tuning.get("serve", "bind")), credentials)
+        credentials_seen += len(credentials)
+    assert credentials_seen == 2  # the two [[serve.credential]] of the HTTP example
+
+
+def test_the_corrections_file_of_its_page_validates_and_applies(tmp_path: Path) -> None:
+    """docs/corrections.md's file, against a graph holding what it names; the two uuids the
+    page elides (`0b6c...`, `5f1e...`) are first reported as such, then filled in with an
+    entity to merge and an edge the corrections before `drop-one` leave alone."""
+    names = ("Ada Lovelace", "Countess of Lovelace", "Engine", "Augusta Ada King", "Babbage")
+    for name in names:
+        assert _run(tmp_path, f'lcg assert-entity "{name}"').returncode == 0
+    edges = [
+        _run(tmp_path, f"lcg assert-relationship {triple} --json")
+        for triple in ('"Ada Lovelace" MET Engine', "Babbage DESIGNED Engine")
+    ]
+    assert all(edge.returncode == 0 for edge in edges)
+    text = _yaml_block(CORRECTIONS_DOC)
+    corrections = tmp_path / "notes" / "knowledge-corrections.yaml"
+    corrections.write_text(text, encoding="utf-8")
+    shown = json.loads(_run(tmp_path, "lcg call knowledge_validate_corrections").stdout)
+    assert [issue["message"] for issue in shown["issues"]] == [
+        "no entity 0b6c... in group 'liminis'",
+        "no active edge 5f1e... in group 'liminis'",
+    ]
+    nodes = json.loads(_run(tmp_path, 'lcg call knowledge_get_nodes_by_group "{}"').stdout)
+    king = next(node["uuid"] for node in nodes["nodes"] if node["name"] == "Augusta Ada King")
+    edge = json.loads(edges[1].stdout)["edge_uuid"]
+    corrections.write_text(text.replace("0b6c...", king).replace("5f1e...", edge), "utf-8")
+    valid = json.loads(_run(tmp_path, "lcg call knowledge_validate_corrections").stdout)
+    assert valid["valid"] is True, valid["issues"]
+    applied = _run(tmp_path, "lcg call knowledge_apply_corrections '{}'")
+    assert applied.returncode == 0, applied.stderr
+    assert json.loads(applied.stdout)["applied"] == 6
