@@ -21,10 +21,12 @@ import subprocess
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from lcg.client import Memory
 from lcg.interfaces import log_setup
 from lcg.interfaces.cli_app import cli
 from lcg.interfaces.config import Settings
@@ -314,7 +316,6 @@ def test_a_synopsis_is_told_from_a_command() -> None:
     assert not SYNOPSIS.search("lcg rebind --source-group people")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 def test_the_readme_examples_run_as_written(scenario: Scenario, tmp_path: Path) -> None:
     for name, text in scenario.files.items():
@@ -331,7 +332,6 @@ def test_the_readme_examples_run_as_written(scenario: Scenario, tmp_path: Path) 
             assert text in output, (run.line, text, output)
 
 
-@pytest.mark.slow
 def test_the_demo_the_first_command_runs_writes_its_workspace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -406,3 +406,17 @@ def test_the_corrections_file_of_its_page_validates_and_applies(tmp_path: Path) 
     applied = _run(tmp_path, "lcg call knowledge_apply_corrections '{}'")
     assert applied.returncode == 0, applied.stderr
     assert json.loads(applied.stdout)["applied"] == 6
+
+
+def test_the_fixtures_readme_example_writes_the_corpus_through_the_call_it_is_given(
+    tmp_path: Path,
+) -> None:
+    """fixtures/README.md's Python block, with `call` the Python API's (docs/python-api.md)."""
+    page = (ROOT / "fixtures" / "README.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"^```python\n(.*?)^```", page, flags=re.M | re.S)
+    with Memory.open(tmp_path) as memory:
+        names: dict[str, Any] = {"call": memory.call}
+        exec(compile(block, "fixtures/README.md", "exec"), names)  # noqa: S102 (its own example)
+        assert names["written"].entities["Kestrel Scheduler"]
+        assert memory.call("knowledge_status")["entity_count"] == len(names["project"].entities)
+        assert names["session"].session == "kestrel-issue-412"
