@@ -34,6 +34,9 @@ from lcg.interfaces.config import Settings
 from lcg.interfaces.http_auth import credentials_of, refuse_open_bind
 from lcg.interfaces.serve import with_serve_default
 from tests.conftest import EMBEDDER
+from tests.helpers.console_script import LCG
+from tests.helpers.console_script import run as run_process
+from tests.helpers.service_process import clean_env, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -84,7 +87,8 @@ ALLOWED: dict[str, str] = {
         "an MCP server for a client with sampling: tests/e2e/test_extractor_sampling.py"
     ),
     "serve-and-socket-script": (
-        "starts `lcg serve` in the background: tests/e2e/test_socket_service.py speaks to it"
+        "a server in the background: run by test_the_socket_service_example_answers_health_"
+        "then_status below, in a shell, as written"
     ),
     "lcg call": "a mention of the command inside a sentence, not an example",
     "lcg serve --session S": "a server, and S is a placeholder (tests/e2e/test_mcp_stdio.py)",
@@ -465,3 +469,44 @@ def test_the_fixtures_readme_example_writes_the_corpus_through_the_call_it_is_gi
         assert names["written"].entities["Kestrel Scheduler"]
         assert memory.call("knowledge_status")["entity_count"] == len(names["project"].entities)
         assert names["session"].session == "kestrel-issue-412"
+
+
+def _socket_block() -> str:
+    (block,) = [
+        body
+        for lang, body in re.findall(r"^```(\w*)\n(.*?)^```", README, flags=re.M | re.S)
+        if lang == "sh" and "<<" in body
+    ]
+    return str(block)
+
+
+@pytest.mark.slow
+def test_the_socket_service_example_answers_health_then_status(tmp_path: Path) -> None:
+    """The README's socket-service block as a shell runs it: its first line in the background,
+    the rest once `~/notes/.lcg/service.sock` exists, as its comment says."""
+    serve_line, script = _socket_block().split("\n", 1)
+    serve = serve_line.split("&", 1)[0].strip()
+    assert serve == "lcg serve --workspace ~/notes"
+    env = clean_env(HOME=str(tmp_path), PATH=f"{LCG.parent}{os.pathsep}{os.environ['PATH']}")
+    with (tmp_path / "serve.log").open("wb") as log:
+        server = subprocess.Popen(
+            ["bash", "-c", f"exec {serve}"],
+            env=env,
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
+    try:
+        socket_file = tmp_path / "notes" / ".lcg" / "service.sock"
+        wait_until(socket_file.exists, "the service's socket")
+        done = run_process(["bash", "-euc", script], env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        health, status = (json.loads(line) for line in done.stdout.splitlines())
+        assert health["id"] == 1
+        assert health["result"]["state"] == "healthy"
+        assert status["id"] == 2
+        assert status["result"]["entity_count"] == 0
+    finally:
+        server.terminate()  # "stops on knowledge_close or SIGTERM"
+        assert server.wait(timeout=60) == 0, (tmp_path / "serve.log").read_text()
