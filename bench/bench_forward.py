@@ -46,6 +46,8 @@ from lcg.projections.wal.lease import read_record
 
 SESSION = "bench"
 TOOLS = ("lambo_recall", "lambo_derive", "lambo_stats")
+ALONE = "lambo_stats, alone"  # its own loop: no derive of the same side just before it
+ROWS = (*TOOLS, ALONE)
 LAMBO = LCG.parent / "lambo"
 
 
@@ -74,7 +76,7 @@ async def run(calls: int, seed_facts: int, embedder: str) -> dict[str, dict[str,
         "XDG_RUNTIME_DIR": str(runtime),
     }
     samples: dict[str, dict[str, list[float]]] = {
-        side: {tool: [] for tool in TOOLS} for side in ("holder", "forwarder")
+        side: {tool: [] for tool in ROWS} for side in ("holder", "forwarder")
     }
     try:
         async with AsyncExitStack() as stack:
@@ -104,6 +106,13 @@ async def run(calls: int, seed_facts: int, embedder: str) -> dict[str, dict[str,
                     stats = {"agent_id": side}
                     samples[side]["lambo_stats"].append(
                         await _timed(sides[side], "lambo_stats", stats)
+                    )
+            # In the loop above a stats call follows its side's derive, whose apply then runs
+            # in the holder; here none does, so this row is the hop of the call alone.
+            for i in range(calls):
+                for side in ["holder", "forwarder"] if i % 2 == 0 else ["forwarder", "holder"]:
+                    samples[side][ALONE].append(
+                        await _timed(sides[side], "lambo_stats", {"agent_id": side})
                     )
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
@@ -155,7 +164,7 @@ def report(samples: dict[str, dict[str, list[float]]], args: argparse.Namespace)
         "forwarder p95 ms | forwarder/holder p50 |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for tool in TOOLS:
+    for tool in ROWS:
         held, hop = samples["holder"][tool], samples["forwarder"][tool]
         p50h, p50f = percentile(held, 50), percentile(hop, 50)
         lines.append(

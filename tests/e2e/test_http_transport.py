@@ -7,8 +7,11 @@ token bucket one test drains is never another's."""
 
 from __future__ import annotations
 
+import json
 import secrets
+import shutil
 import socket
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -341,3 +344,46 @@ def test_a_body_sent_too_slowly_is_answered_408(open_loopback: HttpServe) -> Non
         answer = conn.recv(4096)
     assert answer.startswith(b"HTTP/1.1 408"), answer
     assert open_loopback.post(INITIALIZE).status_code == 200
+
+
+def _curl(*args: str) -> tuple[int, bytes]:
+    """curl as a user would run it: the status code on the last line of its output."""
+    curl = shutil.which("curl")
+    if curl is None:
+        pytest.skip("curl is not installed")
+    done = subprocess.run(
+        [curl, "-sS", "-o", "-", "-w", "\n%{http_code}", "--max-time", "60", *args],
+        capture_output=True,
+        timeout=DEADLINE,
+        check=True,
+    )
+    body, _, status = done.stdout.rpartition(b"\n")
+    return int(status), body
+
+
+def test_m_trn_019_m_trn_069_curl_sees_the_refusals_and_the_token_opens(
+    guarded: HttpServe, tmp_path: Path
+) -> None:
+    """The raw HTTP cases with curl: no token, a wrong one and the token in the query string
+    are a bare 401; a body over 4 MiB is 413; /healthz needs no token; the token opens."""
+    good = TOKENS["cli"]
+    accept = ["-H", "content-type: application/json"]
+    accept += ["-H", "accept: application/json, text/event-stream"]
+    initialize = ["--data-binary", json.dumps(INITIALIZE)]
+    assert _curl(*accept, *initialize, guarded.url) == (401, b"")
+    wrong = ["-H", f"authorization: Bearer {secrets.token_hex(16)}"]
+    assert _curl(*accept, *wrong, *initialize, guarded.url) == (401, b"")
+    assert _curl(*accept, *initialize, f"{guarded.url}?access_token={good}") == (401, b"")
+    big = tmp_path / "big.json"
+    big.write_bytes(
+        b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":"' + b"x" * (4 << 20) + b'"}}'
+    )
+    bearer = ["-H", f"authorization: Bearer {good}"]
+    status, _ = _curl(*accept, *bearer, "--data-binary", f"@{big}", guarded.url)
+    assert status == 413
+    status, health = _curl(f"{guarded.base}/healthz")
+    assert status == 200
+    assert json.loads(health) == {"ok": True, "state": "healthy"}
+    status, opened = _curl(*accept, *bearer, *initialize, guarded.url)
+    assert status == 200
+    assert b"serverInfo" in opened
