@@ -17,15 +17,7 @@ from lcg.projections.memory import state
 from lcg.projections.vectors import catalog
 from lcg.queries.fusion import Fused, Fusion, best_per_key, fuse, fused_order
 from lcg.queries.search import GRAPH_DECAY, SearchContext, text_leg, vector_leg
-from lcg.queries.stages import (
-    OFF,
-    day_of,
-    diversify,
-    in_range,
-    query_span,
-    score_sessions,
-    session_of,
-)
+from lcg.queries.stages import OFF, run_stages
 
 RECENT_SCORE = 0.25  # the recent leg's fixed score: below a real match by meaning (ADR 0027)
 RECENT_INTERACTIONS = 5  # how many of the session's last writes the recent leg reads
@@ -77,18 +69,11 @@ def recall_concepts(
 def _staged(
     ctx: SearchContext, session: str, query: str, fused: list[Fused[str]], top_k: int
 ) -> list[Fused[str]]:
-    """The stages ctx.stages turns on (ADR 0068), a concept's day being its `about_time`'s:
-    time, session scoring, diversity (the entity hop is passage search's only)."""
-    stages = ctx.stages
-    about = {
-        u: n.about_time for u, n in state.nodes_by_uuid(ctx.conn, [e.key for e in fused]).items()
-    }
-    if stages.time_filter and about:
-        days = {key: day_of(when) for key, when in about.items()}
-        fused = in_range(fused, days, query_span(query, max(days.values())))
-    sessions = {key: session_of(session, when) for key, when in about.items()}
-    fused = score_sessions(fused, sessions, stages.session_weight)
-    return diversify(fused, sessions, stages.per_session, top_k)
+    """The stages ctx.stages turns on (ADR 0068), a concept placed in its session at its
+    `about_time` (the entity hop is passage search's only)."""
+    nodes = state.nodes_by_uuid(ctx.conn, [e.key for e in fused])
+    placed = {uuid: (session, node.about_time) for uuid, node in nodes.items()}
+    return run_stages(ctx.stages, query, fused, placed, top_k)
 
 
 def _expand(

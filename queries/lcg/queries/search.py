@@ -28,14 +28,9 @@ from lcg.queries.stages import (
     ENTITY_FROM,
     OFF,
     Stages,
-    day_of,
-    diversify,
-    in_range,
     mentioned_names,
-    query_span,
+    run_stages,
     scaled_vectors,
-    score_sessions,
-    session_of,
 )
 
 GRAPH_DECAY = 0.5  # a neighbour found through a hit scores half of that hit, per hop
@@ -439,18 +434,14 @@ def _entity_hop(
 def _staged(
     ctx: SearchContext, query: str, fused: list[Fused[tuple[str, int]]], num_results: int
 ) -> list[Fused[tuple[str, int]]]:
-    """The stages ctx.stages turns on, in order: time, session scoring, diversity."""
-    stages = ctx.stages
+    """The stages ctx.stages turns on, a passage placed by its episode's group and time."""
     infos = reader.episode_infos(ctx.conn, list({e.key[0] for e in fused}))
-    known = [e.key for e in fused if e.key[0] in infos]
-    if stages.time_filter and known:
-        days = {key: day_of(infos[key[0]]["valid_at"]) for key in known}
-        fused = in_range(fused, days, query_span(query, max(days.values())))
-    sessions = {
-        key: session_of(infos[key[0]]["group_id"], infos[key[0]]["valid_at"]) for key in known
+    placed = {
+        e.key: (infos[e.key[0]]["group_id"], infos[e.key[0]]["valid_at"])
+        for e in fused
+        if e.key[0] in infos
     }
-    fused = score_sessions(fused, sessions, stages.session_weight)
-    return diversify(fused, sessions, stages.per_session, num_results)
+    return run_stages(ctx.stages, query, fused, placed, num_results)
 
 
 def _score(entry: Fused[K]) -> float:

@@ -74,6 +74,24 @@ def scaled_vectors(hits: Sequence[tuple[K, float]], weight: float) -> list[tuple
     return [(key, weight * score / best) for key, score in hits]
 
 
+def run_stages(
+    stages: Stages,
+    query: str,
+    fused: list[Fused[K]],
+    placed: Mapping[K, tuple[str, str]],
+    top: int,
+) -> list[Fused[K]]:
+    """The stages `stages` turns on, in order: time, session scoring, diversity. `placed`
+    gives each known candidate's group and reference time (an episode's `valid_at`, a
+    concept's `about_time`); a candidate it does not name keeps its place."""
+    if stages.time_filter and placed:
+        days = {key: day_of(when) for key, (_, when) in placed.items()}
+        fused = in_range(fused, days, query_span(query, max(days.values())))
+    sessions = {key: session_of(group, when) for key, (group, when) in placed.items()}
+    fused = score_sessions(fused, sessions, stages.session_weight)
+    return diversify(fused, sessions, stages.per_session, top)
+
+
 def session_of(group_id: str, reference_time: str) -> Session:
     """A passage's session: its group and the UTC day its episode happened."""
     return group_id, reference_time[:10]
