@@ -694,3 +694,22 @@ def test_m_arg_040_identity_lookups_read_the_key_and_content_indexes(
     ]
     assert "memory_nodes_content (group_id=? AND content=?)" in plans[0], plans[0]
     assert "memory_nodes_key (group_id=? AND canonical_key=?)" in plans[1], plans[1]
+
+
+def test_m_sta_081_a_settled_receipt_is_already_counted_by_the_queue_figures(
+    app: App, workspace: Workspace
+) -> None:
+    """A caller who finds its receipt settled (a wait may find it so on its first look, without
+    waking) and then asks for the stats sees that write counted: the processor counts a write
+    before its receipt settles, so `write_queue_applied` and the apply samples never lag it."""
+    processor = workspace.memory.processor
+    seen: list[tuple[int, int]] = []
+
+    def at_settle(receipt: str, outcome_state: str, outcome: object) -> None:
+        seen.append((processor.counters.applied, len(processor.counters.apply_ms)))
+
+    processor.listeners.insert(0, at_settle)
+    settled(app, derive(app, concept("user schema", "entity")))
+    assert seen == [(1, 1)]
+    stats = call(app, "lambo_stats", agent_id=AGENT)["structuredContent"]
+    assert (stats["write_queue_applied"], stats["write_queue_apply_samples"]) == (1, 1)

@@ -279,8 +279,8 @@ class IntentProcessor:
     def _settled(
         self, row: WriteRow, outcome_state: str, outcome: WriteOutcome | str, *, own: bool
     ) -> None:
-        for listener in self.listeners:  # receipts settle before any waiter wakes
-            listener(row.receipt, outcome_state, outcome)
+        # The counters first, then the receipt: a caller that sees its receipt settled (a
+        # wait may find it so without waking, on its first look) sees the counters count it.
         with self._lock:
             acked = self._own.pop(row.receipt, None)
             if own:
@@ -300,6 +300,9 @@ class IntentProcessor:
                 self.counters.failed += 1
             if acked is not None and outcome_state == "applied":
                 self.counters.apply_ms.append((time.monotonic() - acked) * 1000)
+        for listener in self.listeners:  # receipts settle before any waiter wakes
+            listener(row.receipt, outcome_state, outcome)
+        with self._lock:
             self._settles += 1
             self._lock.notify_all()
 

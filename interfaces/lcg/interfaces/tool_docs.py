@@ -13,6 +13,7 @@ come out the same on every run. Nothing imports this module; it is not on any co
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import re
 import sys
@@ -575,6 +576,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         stale = stale_pages(pages, directory)
         for name in stale:
             sys.stderr.write(f"{directory / name} differs from the table; regenerate it\n")
+            was = (_read(directory / name) or "").splitlines(keepends=True)
+            diff = difflib.unified_diff(was, pages[name].splitlines(keepends=True), n=1)
+            sys.stderr.writelines(list(diff)[:40])  # what differs, when a run cannot say why
         return 1 if stale else 0
     write_pages(pages, directory)
     return 0
