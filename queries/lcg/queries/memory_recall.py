@@ -22,6 +22,7 @@ from lcg.domain.memory import context, evidence, markers, questions, redundancy
 from lcg.domain.memory.context import AlsoItem, HitView, RestsOn
 from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
 from lcg.domain.memory.questions import NameCandidate
+from lcg.domain.memory.repo_paths import repo_of_key
 from lcg.domain.memory.text import ConceptType
 from lcg.projections.canonization import state as canon
 from lcg.projections.memory import evidence as memory_evidence
@@ -68,6 +69,7 @@ class RecalledHit:
     skipped_redundant: tuple[redundancy.Skipped, ...] = ()
     possibly_superseded_by: str | None = None  # #198: a newer concept may replace it
     truncated_in_context: bool = False  # its block is the one cut at max_tokens
+    repo_scope: str | None = None  # the repository of a scoped path (M-RSC-060)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +137,17 @@ def _traversal(reads: ReadHandle, anchor: questions.Anchor, request: RecallReque
         key=lambda node: (-radii[node.uuid], node.uuid),
     )[: request.top_k]
     views = _canonized(
-        conn, [HitView(n.uuid, n.content, display_type(n.concept_type), 1.0) for n in ordered]
+        conn,
+        [
+            HitView(
+                n.uuid,
+                n.content,
+                display_type(n.concept_type),
+                1.0,
+                repo_scope=repo_of_key(n.canonical_key),
+            )
+            for n in ordered
+        ],
     )
     header = context.traversal_line(subject.text, subject.node_id, len(dependents))
     rendered = context.render_context(views, request.max_tokens, header=header)
@@ -238,6 +250,7 @@ def _ordinary(
                 score,
                 warning_lines=block,
                 also=tuple(AlsoItem(item.node_id) for item in repeats),
+                repo_scope=repo_of_key(node.canonical_key),
             )
         )
         shown[node.uuid] = _Shown(ranks, tuple(added.get(node.uuid, ())), repeats)
@@ -474,6 +487,7 @@ def _recalled(
                 () if extra is None else extra.skipped,
                 None if extra is None else extra.possibly_superseded_by,
                 rendered.truncated == view.node_id,
+                view.repo_scope,
             )
         )
     return Recalled(rendered.text, tuple(hits), tuple(warnings))

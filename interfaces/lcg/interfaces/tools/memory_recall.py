@@ -139,4 +139,6 @@ def _hit(hit: RecalledHit) -> dict[str, Any]:
         shown["possibly_superseded_by"] = hit.possibly_superseded_by
     if hit.truncated_in_context:
         shown["truncated_in_context"] = True
+    if hit.repo_scope is not None:
+        shown["repo_scope"] = hit.repo_scope  # a scoped path's repository (M-RSC-060)
     return shown
