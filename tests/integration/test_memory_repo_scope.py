@@ -13,11 +13,15 @@ from typing import Any
 import pytest
 
 from lcg.domain.errors import DomainError
+from lcg.domain.memory import arguments
 from lcg.domain.memory.identity import canonical_key
 from lcg.domain.memory.repo_paths import path_key
 from lcg.interfaces.app import App
+from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.embedding.port import Embedder
 from lcg.projections.memory import state
+from tests.conftest import make_workspace
 from tests.integration.test_memory_writes import AGENT, SESSION, call, concept, head, settled
 
 ACME = "github.com/acme/widgets"
@@ -327,3 +331,81 @@ def test_m_rsc_062_065_inspect_labels_and_refuses_an_ambiguous_focus(
     assert "matches several concepts" in message
     assert f'{first} "README.md" (repo "{ACME}")' in message
     assert f'{second} "README.md" (repo "{OTHER}")' in message
+
+
+def test_m_rsc_066_m_rec_103_104_a_dependency_question_across_repositories(
+    app: App, workspace: Workspace
+) -> None:
+    act(app, "built the widgets docs", depends_on=["README.md"], repo_scope=ACME)
+    act(app, "built the gadgets docs", depends_on=["README.md"], repo_scope=OTHER)
+    ids = {
+        repo: next(
+            n.uuid
+            for n in concepts_named(workspace, "README.md")
+            if repo in (n.canonical_key or "")
+        )
+        for repo in (ACME, OTHER)
+    }
+    found = recall_hits(app, "what depends on README.md")
+    assert found["hits"] == []
+    (warning,) = found["warnings"]
+    assert warning.startswith('recall: "README.md" names 2 concepts in different repositories: ')
+    assert f'{ids[ACME][:8]} README.md (repo "{ACME}")' in warning
+    assert f'{ids[OTHER][:8]} README.md (repo "{OTHER}")' in warning
+    assert warning.endswith("; name the repository in the question to ask about one.")
+    named = recall_hits(app, f"what depends on README.md in {OTHER}?")
+    assert [h["content"] for h in named["hits"]] == ["built the gadgets docs"]
+
+
+# -- 6.7 across restarts ---------------------------------------------------------------------
+
+
+def test_m_rsc_070_a_pending_scoped_write_is_replayed_under_its_scope(
+    settings: Settings, embedder: Embedder
+) -> None:
+    with make_workspace(settings, embedder) as ws:
+        app = App(ws)
+        with ws.memory.processor.paused():
+            ack = call(
+                app,
+                "lambo_record_action",
+                agent_id=AGENT,
+                action="edited the notes",
+                modifies=["README.md"],
+                repo_scope=ACME,
+            )
+            ws.memory.close()  # a clean shutdown with the write still pending
+    with make_workspace(settings, embedder) as ws:
+        app = App(ws)
+        body = settled(app, ack["structuredContent"]["receipt"])
+        assert body["state"] == "applied_after_restart"
+        (readme,) = concepts_named(ws, "README.md")
+        assert readme.canonical_key == path_key(ACME, "README.md")
+        # rebuilt from the log: the identity is in the events, not in memory
+        call(
+            App(ws, operator=True), "knowledge_rebuild_from_wal", group_id=SESSION, force_clear=True
+        )
+        (rebuilt,) = concepts_named(ws, "README.md")
+        assert (rebuilt.uuid, rebuilt.canonical_key) == (readme.uuid, readme.canonical_key)
+
+
+@pytest.mark.parametrize(("stored", "state_"), [("", "failed"), ("acme widgets", "applied")])
+def test_m_rsc_072_073_at_replay_a_stored_scope_is_only_checked_to_be_nonempty(
+    app: App, workspace: Workspace, monkeypatch: pytest.MonkeyPatch, stored: str, state_: str
+) -> None:
+    """A stored scope the argument rules would refuse (whitespace inside) replays; an empty
+    one settles failed with the reason on its receipt."""
+    monkeypatch.setattr(arguments, "check_repo_scope", lambda _sent: stored)
+    ack = call(
+        app,
+        "lambo_record_action",
+        agent_id=AGENT,
+        action="edited",
+        modifies=["README.md"],
+        repo_scope=ACME,
+    )
+    body = settled(app, ack["structuredContent"]["receipt"])
+    assert body["state"] == state_
+    if state_ == "failed":
+        assert "repo_scope is empty" in body["detail"]
+        assert concepts_named(workspace, "README.md") == []

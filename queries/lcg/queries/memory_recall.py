@@ -22,7 +22,7 @@ from lcg.domain.memory import context, evidence, markers, questions, redundancy
 from lcg.domain.memory.context import AlsoItem, HitView, RestsOn
 from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
 from lcg.domain.memory.questions import NameCandidate
-from lcg.domain.memory.repo_paths import repo_of_key
+from lcg.domain.memory.repo_paths import repo_of_key, repository_subject
 from lcg.domain.memory.text import ConceptType
 from lcg.projections.canonization import state as canon
 from lcg.projections.memory import evidence as memory_evidence
@@ -123,6 +123,15 @@ def _traversal(reads: ReadHandle, anchor: questions.Anchor, request: RecallReque
     """X's direct dependents, best connected first; the context says where it came from."""
     conn = reads.reader()
     subject = anchor.concept
+    same = state.nodes_by_uuid(conn, [c.node_id for c in anchor.concepts])
+    chosen, ambiguous = repository_subject(
+        request.query,
+        subject.text,
+        [(c.node_id, repo_of_key(same[c.node_id].canonical_key)) for c in anchor.concepts],
+    )
+    if ambiguous is not None:  # a path of several repositories: answered for none
+        return Recalled(ambiguous, (), (ambiguous,))
+    subject = next(c for c in anchor.concepts if c.node_id == chosen)
     edges = state.edges_of(conn, request.session, subject.node_id)
     dependents = list(
         dict.fromkeys(

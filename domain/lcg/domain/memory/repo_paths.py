@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from typing import Final
 
 from lcg.domain.memory import limits
@@ -204,3 +205,34 @@ def directory_of(parent: str, child: str) -> bool:
     """Whether `parent` names a directory holding `child` (`src` over `src/main.rs`)."""
     up, down = normalised(parent), normalised(child)
     return bool(up) and (down.startswith((up + "/", up + "\\")))
+
+
+# -- dependency questions ---------------------------------------------------------------------
+
+
+def _names_repository(query: str, repo: str) -> bool:
+    return re.search(r"(?<!\S)" + re.escape(repo) + r"(?![^\s?!.,;:)])", query) is not None
+
+
+def repository_subject(
+    query: str, subject: str, candidates: Sequence[tuple[str, str | None]]
+) -> tuple[str | None, str | None]:
+    """Which of a dependency question's same-named subjects `(node id, repository)` it asks
+    about (M-REC-103/104): (the node, None) when one is meant, the first when no repository
+    tells them apart; (None, the warning) when the subject is a path of several repositories
+    and the question names none of them."""
+    if len(candidates) < 2 or all(repo is None for _, repo in candidates):
+        return candidates[0][0], None
+    named = [
+        node for node, repo in candidates if repo is not None and _names_repository(query, repo)
+    ]
+    if len(named) == 1:
+        return named[0], None
+    listing = "; ".join(
+        f"{node[:8]} {subject}" + ("" if repo is None else f' (repo "{repo}")')
+        for node, repo in candidates
+    )
+    return None, (
+        f'recall: "{subject}" names {len(candidates)} concepts in different repositories: '
+        f"{listing}; name the repository in the question to ask about one."
+    )
