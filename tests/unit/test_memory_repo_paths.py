@@ -122,8 +122,8 @@ def test_m_rsc_048_071_an_unscoped_intent_is_written_as_before_a_scoped_one_at_v
     assert codec.decode("memory_write_accepted", dict(scoped)) == _intent(ACME)
     assert codec.decode("memory_write_accepted", dict(unscoped)) == _intent(None)
     older = EventCodec(types=(_OlderBuildsIntent,), upcasters={})
-    assert (
-        older.decode("memory_write_accepted", codec.encode(_intent(None))).request.scope() is None
-    )
+    decoded = older.decode("memory_write_accepted", codec.encode(_intent(None)))
+    assert isinstance(decoded, MemoryWriteAccepted)
+    assert decoded.request.scope() is None
     with pytest.raises(UnknownEventType, match="newer than this build"):
         older.decode("memory_write_accepted", codec.encode(_intent(ACME)))
