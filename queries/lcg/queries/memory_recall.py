@@ -267,11 +267,30 @@ def _ordinary(
     # is shown only under a contract whose trigger precision was measured (BGE-M3); the bundled
     # MiniLM's was not, so the pair is only in the field (M-REC-190..).
     replaced = state.possibly_superseded_by(conn, session, [v.node_id for v in views])
+    if replaced and reads.settings.tuning.supersession_line == "on":  # M-CFG-027
+        views = _with_supersession_lines(conn, views, replaced)
     views, marked = _marked(conn, _canonized(conn, views), reads.clock(), request.agent_id)
     rendered = context.render_context(views, request.max_tokens)
     for older, newer in replaced.items():
         shown[older] = replace(shown[older], possibly_superseded_by=newer)
     return _recalled(views, rendered, [*marked, *warnings, *late], shown)
+
+
+def _with_supersession_lines(
+    conn: sqlite3.Connection, views: list[HitView], replaced: dict[str, str]
+) -> list[HitView]:
+    """[embedder] suspected_supersession_line = "on": the possibly-superseded line on each
+    older hit's block, after its other lines (M-REC-211)."""
+    newer = state.nodes_by_uuid(conn, list(replaced.values()))
+    out: list[HitView] = []
+    for view in views:
+        by = replaced.get(view.node_id)
+        if by is None or by not in newer:
+            out.append(view)
+            continue
+        line = context.possibly_superseded_line(newer[by].content, by)
+        out.append(replace(view, warning_lines=(*view.warning_lines, line)))
+    return out
 
 
 def _marked(
