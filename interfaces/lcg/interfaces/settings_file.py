@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Final
 
 from lcg.domain import rules
 from lcg.domain.errors import DomainError, InvalidParams
+from lcg.interfaces.settings_names import SEED_NAMES, closest, settings_path
 
 if TYPE_CHECKING:
     from lcg.domain.memory.canonization import Knobs, Policy
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 # a command that only reads its settings (a CLI call through the socket) never loads them.
 
 SETTINGS_FILE: Final = "lcg.toml"
-LAMBO_FILE: Final = "lambo.toml"  # the reference's name for the same file (seed 001)
 TOP: Final = ""  # the section of top-level keys
 
 
@@ -208,13 +208,6 @@ KEYS: Final[tuple[Key, ...]] = (
         " canonical is refused by this server"),
 )  # fmt: skip
 
-# The reference's names for keys of the table, accepted at the top level of the file (seed 001
-# names them without a section): the name -> the key it sets.
-SEED_NAMES: Final[Mapping[str, tuple[str, str]]] = {
-    "canonization_edge_min_age": ("canonization", "edge_min_age_secs"),
-    "canonization_supersede": ("canonization", "supersede"),
-}
-
 CREDENTIAL_KEYS: Final = ("name", "token", "token_file", "scopes", "sessions")
 CREDENTIAL_SCOPES: Final = ("read", "write", "admin", "cypher", "memory")
 
@@ -373,19 +366,6 @@ def _lookup(section: str, name: str) -> Key | None:
     return next((k for k in KEYS if k.section == section and k.name == name), None)
 
 
-def settings_path(workspace: Path) -> Path | None:
-    """The workspace's settings file: `lcg.toml`, or the reference's `lambo.toml`; both at
-    once is refused (which one wins would be a guess)."""
-    found = [workspace / name for name in (SETTINGS_FILE, LAMBO_FILE)]
-    present = [path for path in found if path.exists()]
-    if len(present) > 1:
-        raise InvalidParams(
-            f"{SETTINGS_FILE} and {LAMBO_FILE}",
-            "only one settings file may be in the workspace; merge them into one",
-        )
-    return present[0] if present else None
-
-
 def load_tuning(workspace: Path, env: Mapping[str, str]) -> Tuning:
     """The settings file (`lcg.toml` or `lambo.toml`, if there is one), then the
     environment."""
@@ -425,7 +405,7 @@ def _file_entries(path: Path) -> tuple[list[tuple[Key, object]], tuple[Credentia
                 raise InvalidParams(
                     f"{file} [{name}]",
                     "unknown section"
-                    + _closest(name, sections, "[{}]")
+                    + closest(name, sections, "[{}]")
                     + "; known: "
                     + ", ".join(f"[{s}]" for s in sections),
                 )
@@ -442,12 +422,6 @@ def _file_entries(path: Path) -> tuple[list[tuple[Key, object]], tuple[Credentia
         if labels.count(label) > 1:
             raise InvalidParams(f"{file} {label}", "is set twice (once under the reference's name)")
     return entries, credentials
-
-
-def _closest(name: str, known: list[str], form: str = "{}") -> str:
-    """`; did you mean X?` for the known name closest to a misspelt one, or nothing."""
-    found = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    return f"; did you mean {form.format(found[0])}?" if found else ""
 
 
 def _credentials(raw: object, file: str = SETTINGS_FILE) -> tuple[CredentialEntry, ...]:
@@ -468,7 +442,7 @@ def _credential(item: object, where: str) -> CredentialEntry:
         raise InvalidParams(where, "must be a table with name, token or token_file, scopes")
     for key in item:
         if key not in CREDENTIAL_KEYS:
-            close = _closest(key, list(CREDENTIAL_KEYS))
+            close = closest(key, list(CREDENTIAL_KEYS))
             known = f"unknown key{close}; known: " + ", ".join(CREDENTIAL_KEYS)
             raise InvalidParams(f"{where} {key}", known)
     name, token, token_file = (item.get(key, "") for key in ("name", "token", "token_file"))
@@ -515,7 +489,7 @@ def _known(section: str, name: str, file: str = SETTINGS_FILE) -> Key:
         here += list(SEED_NAMES)
     where = "top level" if section == TOP else f"[{section}]"
     label = name if section == TOP else f"[{section}] {name}"
-    close = _closest(name, here)
+    close = closest(name, here)
     if not close:  # a key of another section, or one written under the wrong one
         labels = {key.label: key.label for key in KEYS} | {key.name: key.label for key in KEYS}
         found_label = difflib.get_close_matches(name, list(labels), n=1, cutoff=0.6)
