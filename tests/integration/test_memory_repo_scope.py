@@ -409,3 +409,28 @@ def test_m_rsc_072_073_at_replay_a_stored_scope_is_only_checked_to_be_nonempty(
     if state_ == "failed":
         assert "repo_scope is empty" in body["detail"]
         assert concepts_named(workspace, "README.md") == []
+
+
+def test_m_rsc_003_010_036_scope_chooses_the_session_repo_scope_grants_nothing(
+    app: App, workspace: Workspace
+) -> None:
+    error = refused(
+        app,
+        workspace,
+        "lambo_derive",
+        concepts=[concept("README.md", "resource")],
+        scope="another-session",
+        repo_scope=ACME,
+    )
+    assert error.field == "scope"  # M-RSC-003: repo_scope names no session
+    derive(app, concept("README.md", "resource"), repo_scope=ACME)
+    hits = recall_hits(app, "README.md")["hits"]  # M-RSC-010: read without any scope
+    assert [h["repo_scope"] for h in hits if h["content"] == "README.md"] == [ACME]
+    error = refused(  # M-RSC-036: a citation never creates a scoped path
+        app,
+        workspace,
+        "lambo_derive",
+        concepts=[concept("the changelog is generated", against=["CHANGELOG.md"])],
+        repo_scope=ACME,
+    )
+    assert "matches nothing" in error.message
