@@ -301,7 +301,7 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
         {"agent_id": AGENT, "action": "ran it", "against": ["no such concept"]},
         'reference refused: against[0] "no such concept" matches nothing',
     ),
-    ("lambo_record_action", {"agent_id": AGENT, "action": "x", "repo_scope": "r"}, "repo_scope"),
+    ("lambo_record_action", {"agent_id": AGENT, "action": "x", "repo_scope": " "}, "repo_scope"),
     ("lambo_reserve", {"agent_id": AGENT, "node_id": "0badc0de"}, "node_id: 0badc0de names no"),
     (
         "lambo_reserve",

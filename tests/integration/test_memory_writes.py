@@ -363,7 +363,7 @@ def test_m_act_031_032_035_action_refusals(app: App, workspace: Workspace) -> No
         ({"agent_id": AGENT, "concepts": [concept("x" * 8190)]}, "concepts[0]"),
         ({"agent_id": AGENT, "concepts": [concept("x")] * 65}, "concepts"),
         ({"agent_id": AGENT, "concepts": [concept("x")], "scope": "other"}, "scope"),
-        ({"agent_id": AGENT, "concepts": [concept("x")], "repo_scope": "g/a/b"}, "repo_scope"),
+        ({"agent_id": AGENT, "concepts": [concept("x")], "repo_scope": "g/a b"}, "repo_scope"),
         ({"agent_id": "a" * 257, "concepts": [concept("x")]}, "agent_id"),  # M-ARG-053
         ({"agent_id": AGENT, "concepts": [concept("é" * 8193)]}, "concepts[0].content"),
         ({"agent_id": AGENT, "concepts": [concept("x", depends_on=["r"] * 9)]}, "concepts"),

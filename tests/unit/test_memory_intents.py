@@ -186,7 +186,7 @@ def test_the_argument_rules_read_the_clock_once_and_only_when_they_hold() -> Non
     with pytest.raises(DomainError):
         check_derive(DeriveArgs("agent-a", (ConceptIn("x", "nonsense"),)), SESSION, clock)
     with pytest.raises(DomainError):
-        check_action(ActionArgs("agent-a", "x", repo_scope="src"), SESSION, clock)
+        check_action(ActionArgs("agent-a", "x", repo_scope="a b"), SESSION, clock)
     assert readings == []
     call = check_derive(DeriveArgs("agent-a", (ConceptIn("x", "logic"),)), SESSION, clock)
     assert call.concepts == (ConceptIn("x", "logic"),)

@@ -25,7 +25,14 @@ from lcg.domain.memory.identity import (
     matches_by_key,
     one_value_differs,
 )
-from lcg.domain.memory.intents import CAUSAL, END_TYPE, TARGET_TYPE, reaches
+from lcg.domain.memory.intents import (
+    CAUSAL,
+    END_TYPE,
+    TARGET_TYPE,
+    call_paths,
+    reaches,
+    scoped_path,
+)
 from lcg.domain.memory.records import (
     ActionRequest,
     Candidate,
@@ -46,6 +53,8 @@ from lcg.domain.memory.references import (
     Resolved,
     still_names,
 )
+from lcg.domain.memory.repo_paths import is_path, is_scoped_key, path_key
+from lcg.domain.memory.scoped_refs import end_is_path
 from lcg.domain.memory.text import call_text
 from lcg.domain.memory.text import embedding_text as framed
 from lcg.projections.memory import state
@@ -135,6 +144,7 @@ class _Outcome:
                 and stored.node_kind == "concept"
                 and stored.concept_type == concept_type
                 and stored.uuid not in against
+                and not is_scoped_key(stored.canonical_key)  # nothing merges into it (0082)
                 and not digit_words_differ(content, stored.content)  # ADR 0025's guard
             ):
                 self.semantic_merged += 1
@@ -150,6 +160,27 @@ class _Outcome:
             self.embedded += 1
         if key:
             self.by_key[key] = uuid
+        self.created.append(uuid)
+        return uuid, "created"
+
+    def scoped(self, text: str, scope: str, prepared: Prepared) -> tuple[str, str]:
+        """(node, how) of a repository-scoped path (ADR 0082): matched by its scoped key, or
+        created; never merged by similarity. Its content keeps its first spelling."""
+        key = path_key(scope, text)
+        if key in self.by_key:
+            return self.by_key[key], "key"
+        found = state.concepts_with_key(self.ctx.conn, self.session, key)
+        if found:
+            self.by_key[key] = found[0].uuid
+            self._reinforce(found[0].uuid)
+            self.matched.append(found[0].uuid)
+            return found[0].uuid, "key"
+        uuid = self.new_id()
+        embedding_text = prepared.embedding_texts.get(text)
+        self.nodes.append(OutcomeNode(uuid, "concept", text, TARGET_TYPE, key, embedding_text))
+        if embedding_text:
+            self.embedded += 1
+        self.by_key[key] = uuid
         self.created.append(uuid)
         return uuid, "created"
 
@@ -222,9 +253,15 @@ def _decide(
     now: datetime,
 ) -> WriteOutcome:
     session = GroupId(row.group_id)
+    request = row.request
+    scope = request.scope()
+    if scope is not None and not scope.strip():
+        raise ApplyRefused(
+            "store error: the stored write's repo_scope is empty, so its paths cannot be"
+            " replayed under a repository; nothing was written"
+        )
     out = _Outcome(ctx, row, new_id)
     interaction = new_id()
-    request = row.request
     if isinstance(request, DeriveRequest):
         text = call_text([c.content for c in request.concepts])
     else:
@@ -396,7 +433,7 @@ def _apply_derive(
         for j, ref in enumerate(against):
             _check_fixed(lookup, f"concepts[{i}].against[{j}]", ref)
         against_nodes = {a.node for a in against if a.node}
-        uuid, how = out.resolve(concept.content, concept.concept_type, prepared, against_nodes)
+        uuid, how = _concept_node(out, request.repo_scope, concept, prepared, against_nodes)
         out.edge("semantic" if how == "semantic" else "derives", interaction, uuid)
         if how != "key" and concept.concept_type in REPLACEABLE:
             refs = {r.node for r in (*cited, *against) if r.node}
@@ -420,14 +457,48 @@ def _apply_derive(
             out.edge("contradicts", uuid, ref.node)
             contradictions += 1
     extra: dict[str, set[str]] = {}
+    scope = request.repo_scope
+    paths = call_paths(scope, [(c.content, c.concept_type) for c in request.concepts])
     for pair in request.parent_of:
-        parent = out.node(pair.parent, END_TYPE, prepared, set())
-        child = out.node(pair.child, END_TYPE, prepared, set())
+        parent = _end(out, lookup, prepared, scope, pair.parent, pair.child, paths, up=True)
+        child = _end(out, lookup, prepared, scope, pair.child, pair.parent, paths, up=False)
         if parent == child or reaches(lookup, extra, child, parent, ("parent_of",)):
             raise CycleRefused(HIERARCHY_CYCLE, field="parent_of", rule="must stay acyclic")
         extra.setdefault(parent, set()).add(child)
         out.edge("parent_of", parent, child)
     return citations, contradictions
+
+
+def _concept_node(
+    out: _Outcome,
+    scope: str | None,
+    concept: DerivedConcept,
+    prepared: Prepared,
+    against: set[str],
+) -> tuple[str, str]:
+    """(node, how) of a derived concept: a scoped path under repo_scope (ADR 0082), else
+    matched by key, merged by similarity or created."""
+    if scope is not None and scoped_path(scope, concept.content, concept.concept_type):
+        return out.scoped(concept.content, scope, prepared)
+    return out.resolve(concept.content, concept.concept_type, prepared, against)
+
+
+def _end(
+    out: _Outcome,
+    lookup: SessionLookup,
+    prepared: Prepared,
+    scope: str | None,
+    end: str,
+    other: str,
+    paths: list[str],
+    *,
+    up: bool,
+) -> str:
+    """A parent_of end's node: a scoped path under repo_scope when it names one (ADR 0082),
+    else matched or created as an entity."""
+    if scope is not None and end_is_path(lookup, scope, end, other, paths, parent=up):
+        return out.scoped(end, scope, prepared)[0]
+    return out.node(end, END_TYPE, prepared, set())
 
 
 def _apply_action(
@@ -437,7 +508,11 @@ def _apply_action(
     conn, session = out.ctx.conn, out.session
     lookup = SessionLookup(conn, session)
     citations = contradictions = 0
-    action_node = out.node(request.action, TARGET_TYPE, prepared, set())
+    scope = request.repo_scope
+    if scope is not None and is_path(request.action):
+        action_node = out.scoped(request.action, scope, prepared)[0]
+    else:
+        action_node = out.node(request.action, TARGET_TYPE, prepared, set())
     out.edge("derives", interaction, action_node)
     for kind, refs in (
         ("produces", request.produces),
@@ -446,7 +521,12 @@ def _apply_action(
     ):
         for j, ref in enumerate(refs):
             _check_fixed(lookup, f"{kind}[{j}]", ref)
-            target = ref.node or out.node(ref.ref, TARGET_TYPE, prepared, set())
+            if ref.node is not None:
+                target = ref.node
+            elif ref.by == "path" and scope is not None:
+                target = out.scoped(ref.ref, scope, prepared)[0]
+            else:
+                target = out.node(ref.ref, TARGET_TYPE, prepared, set())
             if target == action_node or reaches(lookup, {}, target, action_node, CAUSAL):
                 raise CycleRefused(ACTION_CYCLE, field=kind, rule="must stay acyclic")
             out.edge(kind, action_node, target)

@@ -34,6 +34,11 @@ class DomainEvent:
 
     occurred_at: datetime
 
+    def wire_version(self) -> int:
+        """The version this event is written at: `version`, unless the event says it can be
+        written at an older one (a payload an older build still reads, ADR 0082)."""
+        return self.version
+
 
 @dataclass(frozen=True, slots=True)
 class EntityCreated(DomainEvent):
@@ -139,12 +144,19 @@ class MemoryWriteAccepted(DomainEvent):
     graph changes yet; the intent processor appends the outcome."""
 
     wire_name: ClassVar[str] = "memory_write_accepted"
+    # 2: the request may carry `repo_scope` (ADR 0082). An unscoped intent is still written
+    # at version 1, byte for byte as before; a scoped one at 2, which an older build refuses
+    # to read rather than replay as unscoped paths.
+    version: ClassVar[int] = 2
 
     receipt: str
     agent_id: str
     tool: str  # lambo_derive | lambo_record_action
     request: MemoryRequest  # the call as validated, references fixed to node ids
     event_time: datetime | None
+
+    def wire_version(self) -> int:
+        return 1 if self.request.scope() is None else 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,7 +454,10 @@ EVENT_FAMILIES: tuple[EventFamily, ...] = (
 
 Upcaster: TypeAlias = Callable[[JsonDict], JsonDict]
 # (wire_name, from_version) -> function turning a v`from_version` payload into the next one.
-UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+UPCASTERS: dict[tuple[str, int], Upcaster] = {
+    # A version-1 intent is an unscoped one: its payload reads as version 2 unchanged.
+    ("memory_write_accepted", 1): lambda payload: payload,
+}
 
 
 class UnknownEventType(Exception):
@@ -504,7 +519,7 @@ class EventCodec:
 
     def encode(self, event: DomainEvent) -> JsonDict:
         """The event's fields as JSON-ready values, plus `_v`, its version."""
-        payload: JsonDict = {"_v": event.version}
+        payload: JsonDict = {"_v": event.wire_version()}
         for name, kind, _ in self._kinds[type(event)]:
             value = getattr(event, name)
             if kind == _TUPLE:

@@ -11,6 +11,7 @@ variable and what was given.
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Final
 
 from lcg.domain import rules
 from lcg.domain.errors import DomainError, InvalidParams
+from lcg.interfaces.settings_names import SEED_NAMES, closest, settings_path
 
 if TYPE_CHECKING:
     from lcg.domain.memory.canonization import Knobs, Policy
@@ -45,6 +47,7 @@ class Key:
     choices: tuple[str, ...] = ()
     meaning: str = ""
     aliases: tuple[str, ...] = ()  # the reference's names for it, read after `env`
+    refused: tuple[tuple[object, str], ...] = ()  # (value, why): a value this build refuses
 
     @property
     def label(self) -> str:
@@ -182,6 +185,27 @@ KEYS: Final[tuple[Key, ...]] = (
     Key("serve", "max_connections", int, 1024, 1, 1_000_000,
         meaning="HTTP connections open at once; one more is closed as soon as it is accepted"
         " (ADR 0071)"),
+    # The reference's lambo.toml knobs (seed 001, checklist section 18; ADR 0082).
+    Key("recall", "top_k", int, 5, 1, 100,
+        meaning="lambo_recall's top_k when a call does not send one"),
+    Key("recall", "max_tokens", int, 500, 1, 100_000,
+        meaning="lambo_recall's max_tokens when a call does not send one"),
+    Key("recall", "traversal_depth", int, 2, 0, 5,
+        meaning="lambo_recall's traversal_depth when a call does not send one"),
+    Key("embedder", "suspected_supersession_line", str, "auto", choices=("auto", "on", "off"),
+        meaning="the possibly-superseded line on a recall hit: on, for every embedding"
+        " contract; off, for none; auto (unset), only under a contract whose trigger"
+        " precision was measured at 0.90 or more, which the bundled MiniLM's was not (the"
+        " pair is then only in the hit's possibly_superseded_by)"),
+    Key("embedder", "accept_client_vectors", bool, False,
+        refused=((True, "client vectors (lambo_derive_image's vector, lambo_recall's"
+                  " query_vector) are not supported by this server yet"),),
+        meaning="client vectors; only false is accepted: this server embeds every text itself"),
+    Key(TOP, "match_strategy", str, "hybrid", choices=("hybrid", "canonical"),
+        refused=(("canonical", "keyword-only concepts (canonical) are not supported by this"
+                  " server yet: every concept is stored with its embedding"),),
+        meaning="how concepts are matched: hybrid (each concept stored with its embedding);"
+        " canonical is refused by this server"),
 )  # fmt: skip
 
 CREDENTIAL_KEYS: Final = ("name", "token", "token_file", "scopes", "sessions")
@@ -267,6 +291,19 @@ class Tuning:
             entity_hop=self._float("retrieval", "entity_hop"),
         )
 
+    @property
+    def recall_defaults(self) -> tuple[int, int, int]:
+        """[recall]: lambo_recall's top_k, max_tokens and traversal_depth when not sent."""
+        return (
+            self._int("recall", "top_k"),
+            self._int("recall", "max_tokens"),
+            self._int("recall", "traversal_depth"),
+        )
+
+    @property
+    def supersession_line(self) -> str:
+        return str(self.get("embedder", "suspected_supersession_line"))
+
     def text(self, section: str, name: str) -> str:
         return str(self.get(section, name))
 
@@ -330,15 +367,16 @@ def _lookup(section: str, name: str) -> Key | None:
 
 
 def load_tuning(workspace: Path, env: Mapping[str, str]) -> Tuning:
-    """The file `workspace/lcg.toml` (if there is one), then the environment."""
-    path = workspace / SETTINGS_FILE
+    """The settings file (`lcg.toml` or `lambo.toml`, if there is one), then the
+    environment."""
+    path = settings_path(workspace)
     values: dict[str, object] = {key.label: key.default for key in KEYS}
     source: dict[str, str] = {}
     credentials: tuple[CredentialEntry, ...] = ()
-    if path.exists():
+    if path is not None:
         entries, credentials = _file_entries(path)
         for key, raw in entries:
-            values[key.label] = _checked(key, raw, f"{SETTINGS_FILE} {key.label}")
+            values[key.label] = _checked(key, raw, f"{path.name} {key.label}")
             source[key.label] = "file"
     for key in KEYS:
         for variable in key.variables:  # the first one set wins: LCG_*, then LAMBO_*
@@ -351,12 +389,13 @@ def load_tuning(workspace: Path, env: Mapping[str, str]) -> Tuning:
 
 
 def _file_entries(path: Path) -> tuple[list[tuple[Key, object]], tuple[CredentialEntry, ...]]:
+    file = path.name
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
-        raise InvalidParams(SETTINGS_FILE, "must be a readable UTF-8 file", str(error)) from None
+        raise InvalidParams(file, "must be a readable UTF-8 file", str(error)) from None
     except tomllib.TOMLDecodeError as error:
-        raise InvalidParams(SETTINGS_FILE, "must be valid TOML", str(error)) from None
+        raise InvalidParams(file, "must be valid TOML", str(error)) from None
     sections = sorted({key.section for key in KEYS} - {TOP})
     entries: list[tuple[Key, object]] = []
     credentials: tuple[CredentialEntry, ...] = ()
@@ -364,21 +403,30 @@ def _file_entries(path: Path) -> tuple[list[tuple[Key, object]], tuple[Credentia
         if isinstance(value, dict):
             if name not in sections:
                 raise InvalidParams(
-                    f"{SETTINGS_FILE} [{name}]",
-                    "unknown section; known: " + ", ".join(f"[{s}]" for s in sections),
+                    f"{file} [{name}]",
+                    "unknown section"
+                    + closest(name, sections, "[{}]")
+                    + "; known: "
+                    + ", ".join(f"[{s}]" for s in sections),
                 )
             table = dict(value)
             if name == "serve" and "credential" in table:
-                credentials = _credentials(table.pop("credential"))
-            entries.extend(_section_entries(name, table))
+                credentials = _credentials(table.pop("credential"), file)
+            entries.extend((_known(name, key, file), v) for key, v in table.items())
+        elif name in SEED_NAMES:
+            entries.append((_key(*SEED_NAMES[name]), value))
         else:
-            entries.append((_known(TOP, name), value))
+            entries.append((_known(TOP, name, file), value))
+    labels = [key.label for key, _ in entries]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise InvalidParams(f"{file} {label}", "is set twice (once under the reference's name)")
     return entries, credentials
 
 
-def _credentials(raw: object) -> tuple[CredentialEntry, ...]:
+def _credentials(raw: object, file: str = SETTINGS_FILE) -> tuple[CredentialEntry, ...]:
     """The `[[serve.credential]]` entries, each checked as a key is: unknown keys refused."""
-    where = f"{SETTINGS_FILE} [[serve.credential]]"
+    where = f"{file} [[serve.credential]]"
     if not isinstance(raw, list):
         raise InvalidParams(where, "must be an array of tables ([[serve.credential]])")
     entries = [_credential(item, f"{where} #{n}") for n, item in enumerate(raw, 1)]
@@ -394,7 +442,8 @@ def _credential(item: object, where: str) -> CredentialEntry:
         raise InvalidParams(where, "must be a table with name, token or token_file, scopes")
     for key in item:
         if key not in CREDENTIAL_KEYS:
-            known = "unknown key; known: " + ", ".join(CREDENTIAL_KEYS)
+            close = closest(key, list(CREDENTIAL_KEYS))
+            known = f"unknown key{close}; known: " + ", ".join(CREDENTIAL_KEYS)
             raise InvalidParams(f"{where} {key}", known)
     name, token, token_file = (item.get(key, "") for key in ("name", "token", "token_file"))
     scopes = item.get("scopes")
@@ -431,18 +480,23 @@ def _credential_sessions(raw: object, where: str) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(raw))
 
 
-def _section_entries(section: str, table: Mapping[str, object]) -> list[tuple[Key, object]]:
-    return [(_known(section, name), value) for name, value in table.items()]
-
-
-def _known(section: str, name: str) -> Key:
+def _known(section: str, name: str, file: str = SETTINGS_FILE) -> Key:
     found = _lookup(section, name)
     if found is not None:
         return found
-    names = ", ".join(key.name for key in KEYS if key.section == section)
+    here = [key.name for key in KEYS if key.section == section]
+    if section == TOP:
+        here += list(SEED_NAMES)
     where = "top level" if section == TOP else f"[{section}]"
     label = name if section == TOP else f"[{section}] {name}"
-    raise InvalidParams(f"{SETTINGS_FILE} {label}", f"unknown key; known at {where}: {names}")
+    close = closest(name, here)
+    if not close:  # a key of another section, or one written under the wrong one
+        labels = {key.label: key.label for key in KEYS} | {key.name: key.label for key in KEYS}
+        found_label = difflib.get_close_matches(name, list(labels), n=1, cutoff=0.6)
+        close = f"; did you mean {labels[found_label[0]]}?" if found_label else ""
+    raise InvalidParams(
+        f"{file} {label}", f"unknown key{close}; known at {where}: {', '.join(here)}"
+    )
 
 
 _TRUTH: Final = {"1": True, "true": True, "yes": True, "on": True} | {
@@ -466,6 +520,14 @@ def _from_env(key: Key, text: str) -> object:
 def _checked(key: Key, value: object, where: str) -> object:
     """`value` as the key's type, or InvalidParams naming `where`, the rule and the value."""
     bad = InvalidParams(where, key.rule, f"got {value!r}")
+    checked = _typed(key, value, where, bad)
+    for refused, why in key.refused:
+        if checked == refused:
+            raise InvalidParams(where, why, f"got {value!r}")
+    return checked
+
+
+def _typed(key: Key, value: object, where: str, bad: InvalidParams) -> object:
     if key.kind is bool:
         if not isinstance(value, bool):
             raise bad

@@ -20,6 +20,7 @@ from lcg.domain.memory.canonization import Admission, evaluate_over
 from lcg.domain.memory.context import quote
 from lcg.domain.memory.evidence import ConceptId
 from lcg.domain.memory.identity import is_node_uuid, is_short_id
+from lcg.domain.memory.repo_paths import repo_of_key
 from lcg.projections.canonization import measure
 from lcg.projections.memory import state
 from lcg.projections.memory.state import Node
@@ -91,6 +92,7 @@ class Inspected:
     edges: tuple[NeighbourEdge, ...]
     neighbours_truncated: bool
     admission: Admission
+    repo_scope: str | None = None  # the repository of a scoped path (M-RSC-062)
 
 
 def inspect_memory(
@@ -140,6 +142,7 @@ def inspect_memory(
         ),
         truncated,
         _admission(reads, jobs(), session, node.uuid),
+        repo_of_key(node.canonical_key),
     )
 
 
@@ -154,7 +157,13 @@ def _contradictor(uuid: str, other: Node | None) -> Contradictor:
 
 def _listing(nodes: list[Node]) -> str:
     shown = nodes[: limits.MAX_FOCUS_CANDIDATES]
-    return "; ".join(f'{n.uuid} "{quote(n.content)}"' for n in shown)
+    return "; ".join(f'{n.uuid} "{quote(n.content)}"{_repo(n)}' for n in shown)
+
+
+def _repo(node: Node) -> str:
+    """A scoped path's repository, as a focus listing names it (M-RSC-065)."""
+    repo = repo_of_key(node.canonical_key)
+    return "" if repo is None else f' (repo "{repo}")'
 
 
 def _resolve(reads: ReadHandle, session: str, focus: str) -> tuple[Node, str | None]:

@@ -22,6 +22,7 @@ from lcg.domain.memory import context, evidence, markers, questions, redundancy
 from lcg.domain.memory.context import AlsoItem, HitView, RestsOn
 from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
 from lcg.domain.memory.questions import NameCandidate
+from lcg.domain.memory.repo_paths import repo_of_key, repository_subject
 from lcg.domain.memory.text import ConceptType
 from lcg.projections.canonization import state as canon
 from lcg.projections.memory import evidence as memory_evidence
@@ -68,6 +69,7 @@ class RecalledHit:
     skipped_redundant: tuple[redundancy.Skipped, ...] = ()
     possibly_superseded_by: str | None = None  # #198: a newer concept may replace it
     truncated_in_context: bool = False  # its block is the one cut at max_tokens
+    repo_scope: str | None = None  # the repository of a scoped path (M-RSC-060)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +123,15 @@ def _traversal(reads: ReadHandle, anchor: questions.Anchor, request: RecallReque
     """X's direct dependents, best connected first; the context says where it came from."""
     conn = reads.reader()
     subject = anchor.concept
+    same = state.nodes_by_uuid(conn, [c.node_id for c in anchor.concepts])
+    chosen, ambiguous = repository_subject(
+        request.query,
+        subject.text,
+        [(c.node_id, repo_of_key(same[c.node_id].canonical_key)) for c in anchor.concepts],
+    )
+    if ambiguous is not None:  # a path of several repositories: answered for none
+        return Recalled(ambiguous, (), (ambiguous,))
+    subject = next(c for c in anchor.concepts if c.node_id == chosen)
     edges = state.edges_of(conn, request.session, subject.node_id)
     dependents = list(
         dict.fromkeys(
@@ -135,7 +146,17 @@ def _traversal(reads: ReadHandle, anchor: questions.Anchor, request: RecallReque
         key=lambda node: (-radii[node.uuid], node.uuid),
     )[: request.top_k]
     views = _canonized(
-        conn, [HitView(n.uuid, n.content, display_type(n.concept_type), 1.0) for n in ordered]
+        conn,
+        [
+            HitView(
+                n.uuid,
+                n.content,
+                display_type(n.concept_type),
+                1.0,
+                repo_scope=repo_of_key(n.canonical_key),
+            )
+            for n in ordered
+        ],
     )
     header = context.traversal_line(subject.text, subject.node_id, len(dependents))
     rendered = context.render_context(views, request.max_tokens, header=header)
@@ -238,6 +259,7 @@ def _ordinary(
                 score,
                 warning_lines=block,
                 also=tuple(AlsoItem(item.node_id) for item in repeats),
+                repo_scope=repo_of_key(node.canonical_key),
             )
         )
         shown[node.uuid] = _Shown(ranks, tuple(added.get(node.uuid, ())), repeats)
@@ -245,11 +267,30 @@ def _ordinary(
     # is shown only under a contract whose trigger precision was measured (BGE-M3); the bundled
     # MiniLM's was not, so the pair is only in the field (M-REC-190..).
     replaced = state.possibly_superseded_by(conn, session, [v.node_id for v in views])
+    if replaced and reads.settings.tuning.supersession_line == "on":  # M-CFG-027
+        views = _with_supersession_lines(conn, views, replaced)
     views, marked = _marked(conn, _canonized(conn, views), reads.clock(), request.agent_id)
     rendered = context.render_context(views, request.max_tokens)
     for older, newer in replaced.items():
         shown[older] = replace(shown[older], possibly_superseded_by=newer)
     return _recalled(views, rendered, [*marked, *warnings, *late], shown)
+
+
+def _with_supersession_lines(
+    conn: sqlite3.Connection, views: list[HitView], replaced: dict[str, str]
+) -> list[HitView]:
+    """[embedder] suspected_supersession_line = "on": the possibly-superseded line on each
+    older hit's block, after its other lines (M-REC-211)."""
+    newer = state.nodes_by_uuid(conn, list(replaced.values()))
+    out: list[HitView] = []
+    for view in views:
+        by = replaced.get(view.node_id)
+        if by is None or by not in newer:
+            out.append(view)
+            continue
+        line = context.possibly_superseded_line(newer[by].content, by)
+        out.append(replace(view, warning_lines=(*view.warning_lines, line)))
+    return out
 
 
 def _marked(
@@ -474,6 +515,7 @@ def _recalled(
                 () if extra is None else extra.skipped,
                 None if extra is None else extra.possibly_superseded_by,
                 rendered.truncated == view.node_id,
+                view.repo_scope,
             )
         )
     return Recalled(rendered.text, tuple(hits), tuple(warnings))

@@ -39,6 +39,16 @@ class SelectionSettings(Protocol):
         """[retrieval]: passage search's and recall's stages after fusion (ADR 0068)."""
         ...
 
+    @property
+    def recall_defaults(self) -> tuple[int, int, int]:
+        """[recall]: lambo_recall's top_k, max_tokens and traversal_depth when not sent."""
+        ...
+
+    @property
+    def supersession_line(self) -> str:
+        """[embedder] suspected_supersession_line: auto | on | off."""
+        ...
+
 
 class ReadSettings(Protocol):
     """The settings a read depends on, read when the query needs them."""

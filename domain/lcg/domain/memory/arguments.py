@@ -17,6 +17,7 @@ from datetime import datetime
 from lcg.domain.ids import GroupId
 from lcg.domain.memory import limits, text
 from lcg.domain.memory.calls import ConceptIn, Derive, RecordAction
+from lcg.domain.memory.repo_paths import check_repo_scope
 from lcg.domain.memory.text import MemoryArgumentError
 
 
@@ -58,16 +59,6 @@ def check_caller(session: str, agent_id: str, scope: str | None) -> None:
         )
 
 
-def refuse_repo_scope(repo_scope: str | None) -> None:
-    if repo_scope is not None:
-        raise MemoryArgumentError(
-            "repo_scope: repository-scoped paths are not supported by this server yet; send "
-            "the call without repo_scope (paths are then plain text); nothing was written",
-            field="repo_scope",
-            rule="not supported",
-        )
-
-
 def _refs(field: str, refs: tuple[str, ...]) -> tuple[str, ...]:
     for j, ref in enumerate(refs):
         text.check_text(f"{field}[{j}]", ref)
@@ -82,7 +73,7 @@ def check_derive(args: DeriveArgs, session: GroupId, clock: Callable[[], datetim
     """lambo_derive's rules (M-DER, M-ARG); the command has no receipt yet, and its `now` is
     read from `clock` once every rule holds."""
     check_caller(session, args.agent_id, args.scope)
-    refuse_repo_scope(args.repo_scope)
+    repo_scope = check_repo_scope(args.repo_scope)
     concepts: list[ConceptIn] = []
     cited = contradicted = 0
     for i, concept in enumerate(args.concepts):
@@ -129,13 +120,14 @@ def check_derive(args: DeriveArgs, session: GroupId, clock: Callable[[], datetim
         _event_time(args.event_time),
         receipt="",
         now=clock(),
+        repo_scope=repo_scope,
     )
 
 
 def check_action(args: ActionArgs, session: GroupId, clock: Callable[[], datetime]) -> RecordAction:
     """lambo_record_action's rules (M-ACT, M-ARG); as check_derive."""
     check_caller(session, args.agent_id, args.scope)
-    refuse_repo_scope(args.repo_scope)
+    repo_scope = check_repo_scope(args.repo_scope)
     text.check_text("action", args.action)
     text.check_no_image_suffix("action", args.action)
     produces = _refs("produces", args.produces)
@@ -161,6 +153,7 @@ def check_action(args: ActionArgs, session: GroupId, clock: Callable[[], datetim
         _event_time(args.event_time),
         receipt="",
         now=clock(),
+        repo_scope=repo_scope,
     )
 
 

@@ -32,6 +32,7 @@ class Derive:
     event_time: datetime | None
     receipt: str
     now: datetime
+    repo_scope: str | None = None  # trimmed, NFC (lcg.domain.memory.repo_paths)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,3 +49,4 @@ class RecordAction:
     event_time: datetime | None
     receipt: str
     now: datetime
+    repo_scope: str | None = None  # trimmed, NFC (lcg.domain.memory.repo_paths)

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from lcg.domain.events import MemoryWriteAccepted
+from lcg.domain.memory import scoped_refs
 from lcg.domain.memory.calls import DERIVE, RECORD_ACTION, Derive, RecordAction
 from lcg.domain.memory.identity import canonical_key, matches_by_key
 from lcg.domain.memory.records import ActionRequest, DerivedConcept, DeriveRequest, ParentOf
@@ -29,6 +30,7 @@ from lcg.domain.memory.references import (
     by_text,
     resolve,
 )
+from lcg.domain.memory.repo_paths import is_path, path_key
 
 CAUSAL = ("produces", "modifies", "depends_on")  # edges an action's cycle check follows
 END_TYPE = "entity"  # the type of a parent_of end a derive creates (ADR 0026)
@@ -71,22 +73,50 @@ def reaches(
     return False
 
 
-def _existing(lookup: Lookup, content: str, concept_type: str) -> list[str]:
+def _existing(
+    lookup: Lookup, content: str, concept_type: str, scope: str | None = None
+) -> list[str]:
     """The node a concept of this content and type would be matched to by key (if any)."""
     if not matches_by_key(concept_type):
         return []
+    if scoped_path(scope, content, concept_type):
+        assert scope is not None
+        return [n.uuid for n in scoped_refs.scoped_nodes(lookup, scope, content)]
     return [n.uuid for n in by_text(content.strip(), lookup)]
+
+
+def scoped_path(scope: str | None, content: str, concept_type: str) -> bool:
+    """Whether a concept of the call is a repository-scoped path (ADR 0082): a path-like
+    resource under repo_scope."""
+    return scope is not None and concept_type == TARGET_TYPE and is_path(content)
+
+
+def _cited(field: str, ref: str, graph: SessionGraph, scope: str | None) -> Resolved:
+    """A citation or contradiction (never creates), under the call's scope if any."""
+    if scope is None:
+        return resolve(field, ref, graph, create=False)
+    return scoped_refs.resolve_inferred(field, ref, graph, scope, create=False)
+
+
+def _target(name: str, field: str, ref: str, graph: SessionGraph, scope: str | None) -> Resolved:
+    """An action's produces, modifies or depends_on entry, under the call's scope if any."""
+    if scope is None:
+        return resolve(field, ref, graph, create=True)
+    if name == "depends_on":
+        return scoped_refs.resolve_inferred(field, ref, graph, scope, create=True)
+    return scoped_refs.resolve_named(field, ref, graph, scope)
 
 
 def decide_derive(call: Derive, graph: SessionGraph) -> MemoryWriteAccepted:
     """The intent of a lambo_derive, references fixed to node ids; refusals write nothing."""
+    scope = call.repo_scope
     concepts: list[DerivedConcept] = []
     for i, concept in enumerate(call.concepts):
-        itself = set(_existing(graph, concept.content, concept.concept_type))
+        itself = set(_existing(graph, concept.content, concept.concept_type, scope))
         cited: list[Resolved] = []
         for j, ref in enumerate(concept.depends_on):
             where = f"concepts[{i}].depends_on[{j}]"
-            found = resolve(where, ref, graph, create=False)
+            found = _cited(where, ref, graph, scope)
             if found.node in itself:
                 raise ReferenceRefused(where, ref, "names the concept itself")
             if any(graph.reaches(found.node or "", me, ("depends_on",)) for me in itself):
@@ -95,7 +125,7 @@ def decide_derive(call: Derive, graph: SessionGraph) -> MemoryWriteAccepted:
         contradicted: list[Resolved] = []
         for j, ref in enumerate(concept.against):
             where = f"concepts[{i}].against[{j}]"
-            found = resolve(where, ref, graph, create=False)
+            found = _cited(where, ref, graph, scope)
             if found.node in itself:
                 raise ReferenceRefused(where, ref, "names the concept itself")
             if found.node in {c.node for c in cited}:
@@ -107,25 +137,50 @@ def decide_derive(call: Derive, graph: SessionGraph) -> MemoryWriteAccepted:
             DerivedConcept(concept.content, concept.concept_type, tuple(cited), tuple(contradicted))
         )
     pairs = tuple(ParentOf(p, c) for p, c in call.parent_of)
-    _refuse_hierarchy_cycle(graph, call.parent_of)
-    request = DeriveRequest(tuple(concepts), pairs)
+    paths = call_paths(call.repo_scope, [(c.content, c.concept_type) for c in call.concepts])
+    if scope is not None:
+        for j, (parent, child) in enumerate(call.parent_of):
+            scoped_refs.check_end(f"parent_of[{j}].parent", graph, scope, parent, paths)
+            scoped_refs.check_end(f"parent_of[{j}].child", graph, scope, child, paths)
+    _refuse_hierarchy_cycle(graph, call.parent_of, scope, paths)
+    request = DeriveRequest(tuple(concepts), pairs, scope)
     return MemoryWriteAccepted(
         call.now, call.receipt, call.agent_id, DERIVE, request, call.event_time
     )
 
 
-def _token(lookup: Lookup, text: str) -> str:
-    """A parent_of end's identity: its node when it exists, else its canonical key."""
-    found = by_text(text.strip(), lookup)
-    return found[0].uuid if len(found) == 1 else "key:" + (canonical_key(text) or text.strip())
+def call_paths(scope: str | None, concepts: Sequence[tuple[str, str]]) -> list[str]:
+    """The contents of a derive's concepts that are scoped paths."""
+    return [content for content, kind in concepts if scoped_path(scope, content, kind)]
 
 
-def _refuse_hierarchy_cycle(graph: SessionGraph, pairs: Sequence[tuple[str, str]]) -> None:
+def end_tokens(
+    lookup: Lookup, scope: str | None, parent: str, child: str, paths: Sequence[str]
+) -> tuple[str, str]:
+    """A parent_of pair's identities (node, else key), scoped ends by their scoped key."""
+    if scope is None:
+        return scoped_refs.token(lookup, None, parent, False), scoped_refs.token(
+            lookup, None, child, False
+        )
+    up = scoped_refs.end_is_path(lookup, scope, parent, child, paths, parent=True)
+    down = scoped_refs.end_is_path(lookup, scope, child, parent, paths, parent=False)
+    return scoped_refs.token(lookup, scope, parent, up), scoped_refs.token(
+        lookup, scope, child, down
+    )
+
+
+def _refuse_hierarchy_cycle(
+    graph: SessionGraph,
+    pairs: Sequence[tuple[str, str]],
+    scope: str | None = None,
+    paths: Sequence[str] = (),
+) -> None:
     """M-DER-074/075: a pair whose child is already an ancestor of its parent, or pairs of the
     call that loop, refuse the call."""
     edges: dict[str, set[str]] = {}
     for parent, child in pairs:
-        edges.setdefault(_token(graph, parent), set()).add(_token(graph, child))
+        up, down = end_tokens(graph, scope, parent, child, paths)
+        edges.setdefault(up, set()).add(down)
     for parent, children in edges.items():
         for child in children:
             if reaches(graph, edges, child, parent, ("parent_of",)):
@@ -134,7 +189,8 @@ def _refuse_hierarchy_cycle(graph: SessionGraph, pairs: Sequence[tuple[str, str]
 
 def decide_action(call: RecordAction, graph: SessionGraph) -> MemoryWriteAccepted:
     """The intent of a lambo_record_action; refusals write nothing."""
-    itself = set(_existing(graph, call.action, TARGET_TYPE))
+    scope = call.repo_scope
+    itself = set(_existing(graph, call.action, TARGET_TYPE, scope))
     entries: dict[str, tuple[Resolved, ...]] = {}
     for name, values in (
         ("produces", call.produces),
@@ -142,11 +198,15 @@ def decide_action(call: RecordAction, graph: SessionGraph) -> MemoryWriteAccepte
         ("depends_on", call.depends_on),
     ):
         resolved = tuple(
-            resolve(f"{name}[{j}]", ref, graph, create=True) for j, ref in enumerate(values)
+            _target(name, f"{name}[{j}]", ref, graph, scope) for j, ref in enumerate(values)
         )
         entries[name] = resolved
         for r in resolved:
-            target = r.node or ("key:" + (canonical_key(r.ref) or r.ref.strip()))
+            target = r.node or (
+                "key:" + path_key(scope, r.ref)
+                if r.by == "path" and scope is not None
+                else "key:" + (canonical_key(r.ref) or r.ref.strip())
+            )
             closes = target in itself or any(
                 reaches(graph, {}, target, me, CAUSAL) for me in itself
             )
@@ -156,7 +216,7 @@ def decide_action(call: RecordAction, graph: SessionGraph) -> MemoryWriteAccepte
     against: list[Resolved] = []
     for j, ref in enumerate(call.against):
         where = f"against[{j}]"
-        found = resolve(where, ref, graph, create=False)
+        found = _cited(where, ref, graph, scope)
         if found.node in itself:
             raise ReferenceRefused(where, ref, "names the action itself")
         if found.node in cited:
@@ -170,6 +230,7 @@ def decide_action(call: RecordAction, graph: SessionGraph) -> MemoryWriteAccepte
         entries["modifies"],
         entries["depends_on"],
         tuple(against),
+        scope,
     )
     return MemoryWriteAccepted(
         call.now, call.receipt, call.agent_id, RECORD_ACTION, request, call.event_time

@@ -90,6 +90,10 @@ class MemoryRequest(Record):
     """An intent's call as validated: a `DeriveRequest` or an `ActionRequest` (the event's
     `tool` says which; the keys do too, which is how `from_wire` tells them apart)."""
 
+    def scope(self) -> str | None:
+        """The repository the call's paths belong to (ADR 0082), None when unscoped."""
+        return None
+
     @classmethod
     def from_wire(cls, data: Wire) -> Self:
         if cls is MemoryRequest:
@@ -102,18 +106,26 @@ class MemoryRequest(Record):
 class DeriveRequest(MemoryRequest):
     concepts: tuple[DerivedConcept, ...]
     parent_of: tuple[ParentOf, ...]
+    repo_scope: str | None = None  # written only when set (ADR 0082)
+
+    def scope(self) -> str | None:
+        return self.repo_scope
 
     def to_wire(self) -> Wire:
-        return {
+        wire: Wire = {
             "concepts": [c.to_wire() for c in self.concepts],
             "parent_of": [p.to_wire() for p in self.parent_of],
         }
+        if self.repo_scope is not None:
+            wire["repo_scope"] = self.repo_scope
+        return wire
 
     @classmethod
     def from_wire(cls, data: Wire) -> Self:
         return cls(
             tuple(DerivedConcept.from_wire(c) for c in data["concepts"]),
             tuple(ParentOf.from_wire(p) for p in data["parent_of"]),
+            data.get("repo_scope"),
         )
 
 
@@ -124,15 +136,22 @@ class ActionRequest(MemoryRequest):
     modifies: tuple[Resolved, ...]
     depends_on: tuple[Resolved, ...]
     against: tuple[Resolved, ...]
+    repo_scope: str | None = None  # written only when set (ADR 0082)
+
+    def scope(self) -> str | None:
+        return self.repo_scope
 
     def to_wire(self) -> Wire:
-        return {
+        wire: Wire = {
             "action": self.action,
             "produces": [r.to_json() for r in self.produces],
             "modifies": [r.to_json() for r in self.modifies],
             "depends_on": [r.to_json() for r in self.depends_on],
             "against": [r.to_json() for r in self.against],
         }
+        if self.repo_scope is not None:
+            wire["repo_scope"] = self.repo_scope
+        return wire
 
     @classmethod
     def from_wire(cls, data: Wire) -> Self:
@@ -142,6 +161,7 @@ class ActionRequest(MemoryRequest):
             _refs(data["modifies"]),
             _refs(data["depends_on"]),
             _refs(data["against"]),
+            data.get("repo_scope"),
         )
 
 

@@ -19,6 +19,7 @@ from typing import Literal, Protocol
 from lcg.domain.errors import DomainError
 from lcg.domain.memory.context import quote
 from lcg.domain.memory.identity import canonical_key, is_node_uuid, is_short_id, short_id
+from lcg.domain.memory.repo_paths import is_scoped_key
 
 
 class NodeView(Protocol):
@@ -65,8 +66,16 @@ ACTION_CYCLE = (
     "and depends_on must stay acyclic); nothing was written"
 )
 
-By = Literal["id", "short_id", "content", "text"]
-_BY: dict[str, By] = {"id": "id", "short_id": "short_id", "content": "content", "text": "text"}
+# `path`: a repository-scoped path (ADR 0082): its node when it exists, else matched or
+# created under the intent's repo_scope when the write is applied.
+By = Literal["id", "short_id", "content", "text", "path"]
+_BY: dict[str, By] = {
+    "id": "id",
+    "short_id": "short_id",
+    "content": "content",
+    "text": "text",
+    "path": "path",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +100,9 @@ def _quote(text: str) -> str:
     return '"' + quote(text).replace('"', '\\"') + '"'
 
 
+quoted = _quote
+
+
 def _listing(nodes: Sequence[NodeView]) -> str:
     shown = ", ".join(f"{short_id(n.uuid)} {_quote(n.content)}" for n in nodes[:10])
     more = f" and {len(nodes) - 10} more" if len(nodes) > 10 else ""
@@ -101,9 +113,16 @@ def _concepts(nodes: Sequence[NodeView]) -> list[NodeView]:
     return [n for n in nodes if n.node_kind == "concept"]
 
 
+def _unscoped(nodes: Sequence[NodeView]) -> list[NodeView]:
+    """Concepts but repository-scoped paths, which text never names without their scope
+    (ADR 0082, M-RSC-046)."""
+    return [n for n in _concepts(nodes) if not is_scoped_key(getattr(n, "canonical_key", None))]
+
+
 def by_text(text: str, lookup: Lookup) -> list[NodeView]:
-    """Concepts whose content is `text` exactly, else whose canonical key is the text's."""
-    exact = _concepts(lookup.with_content(text))
+    """Concepts whose content is `text` exactly, else whose canonical key is the text's
+    (never a repository-scoped path)."""
+    exact = _unscoped(lookup.with_content(text))
     if exact:
         return exact
     key = canonical_key(text)

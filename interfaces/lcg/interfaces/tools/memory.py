@@ -67,8 +67,10 @@ RepoScope = Annotated[
     str,
     Field(
         json_schema_extra=capped(limits.MAX_REPO_SCOPE_BYTES),
-        description="Repository-scoped paths are not supported by this server yet: a call "
-        "with repo_scope is refused (issue 11 notes).",
+        description="The repository this call's path-like resource concepts, action targets "
+        "and parent_of ends belong to, such as github.com/acme/widgets (no scheme, "
+        "credentials or .git): README.md in two repositories is then two concepts. At most "
+        "512 bytes, no whitespace, control or invisible character inside.",
     ),
 ]
 CONCEPT_TYPES = [kind.value for kind in ConceptType]

@@ -73,9 +73,10 @@ def lambo_inspect(app: App, params: InspectParams) -> MemoryResult:
 
 def _inspect_text(found: Inspected, depth: int) -> str:
     radius = found.blast_radius
-    lines = [
-        f"{found.content} [{found.concept_type}] (id {found.node_id[:8]}, blast radius {radius})"
-    ]
+    kind = found.concept_type
+    if found.repo_scope is not None:
+        kind += f', repo "{found.repo_scope}"'  # M-RSC-062
+    lines = [f"{found.content} [{kind}] (id {found.node_id[:8]}, blast radius {radius})"]
     lines.append(f"node {found.node_id}, written by {found.agent_id} at {found.created_at}")
     if found.resolved:
         lines.append(found.resolved)
@@ -134,6 +135,8 @@ def _inspected(found: Inspected) -> dict[str, Any]:
     }
     if found.resolved:
         content["resolved"] = found.resolved
+    if found.repo_scope is not None:
+        content["repo_scope"] = found.repo_scope
     return content
 
 

@@ -35,20 +35,22 @@ class RecallParams(MemoryParams):
         json_schema_extra=capped(limits.MAX_STRING_BYTES),
         description="What the task is about, in words (required unless image or query_vector).",
     )
-    top_k: int = Field(
-        limits.TOP_K_DEFAULT,
+    top_k: int | None = Field(
+        None,
         json_schema_extra=ranged(limits.TOP_K),
-        description="How many hits (1..100).",
+        description="How many hits (1..100); default 5 (the server's [recall] top_k).",
     )
-    max_tokens: int = Field(
-        limits.MAX_TOKENS_DEFAULT,
+    max_tokens: int | None = Field(
+        None,
         json_schema_extra=ranged(limits.MAX_TOKENS),
-        description="The context block's budget, in tokens of 3.5 bytes (1..100000).",
+        description="The context block's budget, in tokens of 3.5 bytes (1..100000); "
+        "default 500 (the server's [recall] max_tokens).",
     )
-    traversal_depth: int = Field(
-        limits.TRAVERSAL_DEPTH_DEFAULT,
+    traversal_depth: int | None = Field(
+        None,
         json_schema_extra=ranged(limits.TRAVERSAL_DEPTH),
-        description="Graph expansion hops from the strongest hits (0..5).",
+        description="Graph expansion hops from the strongest hits (0..5); default 2 (the "
+        "server's [recall] traversal_depth).",
     )
     image: dict[str, Any] | None = Field(
         None,
@@ -76,13 +78,14 @@ def lambo_recall(app: App, params: RecallParams) -> MemoryResult:
     if not query.strip():
         raise InvalidParams("query", "is required (blank text counts as none)")
     text.check_text("query", query)
+    top_k, max_tokens, traversal_depth = app.reads.settings.tuning.recall_defaults
     request = RecallRequest(
         service.session,
         params.agent_id,
         query,
-        params.top_k,
-        params.max_tokens,
-        params.traversal_depth,
+        top_k if params.top_k is None else params.top_k,
+        max_tokens if params.max_tokens is None else params.max_tokens,
+        traversal_depth if params.traversal_depth is None else params.traversal_depth,
     )
     recalled = recall_memory(app.reads, service.jobs, request)
     result = answer(
@@ -139,4 +142,6 @@ def _hit(hit: RecalledHit) -> dict[str, Any]:
         shown["possibly_superseded_by"] = hit.possibly_superseded_by
     if hit.truncated_in_context:
         shown["truncated_in_context"] = True
+    if hit.repo_scope is not None:
+        shown["repo_scope"] = hit.repo_scope  # a scoped path's repository (M-RSC-060)
     return shown

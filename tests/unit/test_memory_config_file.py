@@ -1,0 +1,111 @@
+"""The settings file under the reference's name, `lambo.toml`, and its knobs (issue 30 item 3,
+checklist section 18): read beside lcg.toml's keys; unknown keys refused naming the file, the
+key and the closest known one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lcg.domain.errors import InvalidParams
+from lcg.interfaces.config import Settings
+
+
+def _lambo(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "lambo.toml").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_m_cfg_lambo_toml_is_the_settings_file_when_there_is_no_lcg_toml(tmp_path: Path) -> None:
+    settings = Settings.load({}, _lambo(tmp_path, 'promotion_policy = "Solo"\n'))
+    assert settings.promotion_policy == "Solo"
+    assert settings.tuning.source == {"promotion_policy": "file"}
+
+
+def test_m_cfg_lcg_toml_and_lambo_toml_together_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "lcg.toml").write_text("", encoding="utf-8")
+    with pytest.raises(InvalidParams) as error:
+        Settings.load({}, _lambo(tmp_path, ""))
+    assert error.value.field == "lcg.toml and lambo.toml"
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "closest"),
+    [
+        ("[selction]\nskip_redundant = true\n", "lambo.toml [selction]", "[selection]"),
+        (
+            "[selection]\nskip_redundnat = true\n",
+            "lambo.toml [selection] skip_redundnat",
+            "skip_redundant",
+        ),
+        ("skip_redundant = true\n", "lambo.toml skip_redundant", "[selection] skip_redundant"),
+        (
+            "canonization_supersed = true\n",
+            "lambo.toml canonization_supersed",
+            "canonization_supersede",
+        ),
+        ("[recall]\ntopk = 3\n", "lambo.toml [recall] topk", "top_k"),
+    ],
+)
+def test_m_cfg_an_unknown_key_names_the_file_the_key_and_the_closest_known_one(
+    tmp_path: Path, text: str, field: str, closest: str
+) -> None:
+    with pytest.raises(InvalidParams) as error:
+        Settings.load({}, _lambo(tmp_path, text))
+    assert error.value.field == field
+    assert f"did you mean {closest}?" in error.value.message
+
+
+def test_m_cfg_029_030_the_references_names_set_the_canonization_knobs(tmp_path: Path) -> None:
+    settings = Settings.load(
+        {}, _lambo(tmp_path, "canonization_edge_min_age = 30\ncanonization_supersede = true\n")
+    )
+    knobs = settings.tuning.knobs()
+    assert knobs.edge_min_age.total_seconds() == 30
+    assert knobs.supersede is True
+
+
+def test_m_cfg_029_a_knob_set_under_both_names_is_refused(tmp_path: Path) -> None:
+    text = "canonization_edge_min_age = 30\n[canonization]\nedge_min_age_secs = 10\n"
+    with pytest.raises(InvalidParams) as error:
+        Settings.load({}, _lambo(tmp_path, text))
+    assert error.value.field == "lambo.toml [canonization] edge_min_age_secs"
+
+
+def test_m_cfg_024_025_033_defaults(tmp_path: Path) -> None:
+    tuning = Settings.load({}, tmp_path).tuning
+    assert tuning.recall_defaults == (5, 500, 2)
+    assert (tuning.skip_redundant, tuning.similar_signals) == (False, False)
+    assert tuning.supersession_line == "auto"
+    assert tuning.get("embedder", "accept_client_vectors") is False
+    assert tuning.get("", "match_strategy") == "hybrid"
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "field", "why"),
+    [
+        ("[embedder]\naccept_client_vectors = true\n", {}, "lambo.toml [embedder]"
+         " accept_client_vectors", "client vectors"),
+        ("", {"LCG_EMBEDDER_ACCEPT_CLIENT_VECTORS": "true"},
+         "LCG_EMBEDDER_ACCEPT_CLIENT_VECTORS", "client vectors"),
+        ('match_strategy = "canonical"\n', {}, "lambo.toml match_strategy", "keyword-only"),
+        ('match_strategy = "fuzzy"\n', {}, "lambo.toml match_strategy", "hybrid | canonical"),
+        ("[recall]\ntop_k = 0\n", {}, "lambo.toml [recall] top_k", "from 1 to 100"),
+        ('[embedder]\nsuspected_supersession_line = "maybe"\n', {},
+         "lambo.toml [embedder] suspected_supersession_line", "auto | on | off"),
+    ],
+)  # fmt: skip
+def test_m_cfg_026_027_028_033_values_this_server_refuses(
+    tmp_path: Path, text: str, env: dict[str, str], field: str, why: str
+) -> None:
+    with pytest.raises(InvalidParams) as error:
+        Settings.load(env, _lambo(tmp_path, text))
+    assert error.value.field == field
+    assert why in error.value.message
+
+
+def test_m_cfg_028_hybrid_and_false_are_accepted_as_written(tmp_path: Path) -> None:
+    text = 'match_strategy = "hybrid"\n[embedder]\naccept_client_vectors = false\n'
+    tuning = Settings.load({}, _lambo(tmp_path, text)).tuning
+    assert tuning.source == {"match_strategy": "file", "[embedder] accept_client_vectors": "file"}
