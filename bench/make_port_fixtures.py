@@ -1,11 +1,15 @@
 """Write the port fixtures with the real tools that own the formats (needs the network once).
 
     python bench/make_port_fixtures.py mcp-memory SERVER_DIR OUT.jsonl
+    python bench/make_port_fixtures.py basic-memory BASIC_MEMORY_BIN OUT_DIR
 
-runs the official MCP memory server (`npm install @modelcontextprotocol/server-memory` in
-SERVER_DIR first), drives it over stdio with the `mcp` client (create_entities,
+The first runs the official MCP memory server (`npm install @modelcontextprotocol/server-memory`
+in SERVER_DIR first), drives it over stdio with the `mcp` client (create_entities,
 create_relations, add_observations) and copies the JSONL file the server wrote to OUT. The
-committed result is fixtures/lcg/fixtures/data/port/mcp-memory-server.jsonl; the tests read it
+second runs `basic-memory mcp` (the `basic-memory` package from PyPI, which needs Python 3.12:
+install it in a venv of its own and pass its `basic-memory` script) with HOME in a temporary
+directory, writes notes with its write_note tool and copies the Markdown files it wrote to
+OUT_DIR. The committed results are under fixtures/lcg/fixtures/data/port/; the tests read them
 and never need the network.
 """
 
@@ -68,14 +72,60 @@ async def _drive(server_dir: Path, memory_file: Path) -> None:
                 raise SystemExit(f"{tool} failed: {result.content}")
 
 
+NOTES = [
+    (
+        "Coffee Brewing Methods",
+        "coffee",
+        "# Coffee Brewing Methods\n\nNotes on brewing.\n\n## Observations\n"
+        "- [method] Pour over gives more clarity #brewing\n"
+        "- [tip] Water just off the boil (about 96 C)\n\n## Relations\n"
+        "- relates_to [[Coffee Bean Origins]]\n- requires [[Burr Grinder]]\n",
+    ),
+    (
+        "Coffee Bean Origins",
+        "coffee",
+        "# Coffee Bean Origins\n\n## Observations\n"
+        "- [region] Ethiopian beans taste of berries\n- [region] Colombian beans are balanced\n",
+    ),
+    (
+        "Burr Grinder",
+        "equipment",
+        "# Burr Grinder\n\n## Observations\n- [fact] Grinds evenly (unlike a blade grinder)\n"
+        "\n## Relations\n- part_of [[Coffee Brewing Methods]]\n",
+    ),
+]
+
+
+async def _write_notes(program: Path, home: Path) -> None:
+    params = StdioServerParameters(
+        command=str(program), args=["mcp"], env={"HOME": str(home), "PATH": "/usr/bin:/bin"}
+    )
+    async with Client(params) as client:
+        for title, directory, content in NOTES:
+            result = await client.call_tool(
+                "write_note", {"title": title, "content": content, "directory": directory}
+            )
+            if result.is_error:
+                raise SystemExit(f"write_note {title!r} failed: {result.content}")
+
+
 def main(argv: list[str]) -> None:
-    if len(argv) != 4 or argv[1] != "mcp-memory":
+    if len(argv) != 4 or argv[1] not in ("mcp-memory", "basic-memory"):
         raise SystemExit(__doc__)
-    server_dir, out = Path(argv[2]), Path(argv[3])
+    tool, out = Path(argv[2]), Path(argv[3])
     with tempfile.TemporaryDirectory() as scratch:
-        memory_file = Path(scratch) / "memory.jsonl"
-        asyncio.run(_drive(server_dir, memory_file))
-        shutil.copyfile(memory_file, out)
+        if argv[1] == "mcp-memory":
+            memory_file = Path(scratch) / "memory.jsonl"
+            asyncio.run(_drive(tool, memory_file))
+            shutil.copyfile(memory_file, out)
+        else:
+            asyncio.run(_write_notes(tool, Path(scratch)))
+            notes = sorted(Path(scratch).rglob("*.md"))
+            root = Path(scratch) / "basic-memory"
+            for note in notes:
+                target = out / note.relative_to(root)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(note, target)
     sys.stdout.write(f"wrote {out}\n")
 
 

@@ -112,7 +112,9 @@ def import_(
         try:
             records = _reader(fmt, files)
         except PortError as error:
-            raise InvalidParams("FILE", "must be readable, inside the given folder", str(error))
+            raise InvalidParams(
+                "FILE", "must be readable, inside the given folder", str(error)
+            ) from None
         settings = load_settings(workspace)
         with _snapshot(settings, group_id, None) as snapshot:
             existing = importing.Existing.of(snapshot)
@@ -140,12 +142,12 @@ def import_(
     if not dry_run and plan.writes:
         with (
             workspace_caller(workspace, "lcg import", flags=flags) as caller,
-            _bar("importing", plan.writes, enabled=not as_json) as advance,
+            _Bar("importing", plan.writes, enabled=not as_json) as advance,
         ):
             now = dt.datetime.now(dt.UTC)
             mark = caller.call(
                 "knowledge_wal_mark_create",
-                {"name": importing.mark_name(now, "\n".join(map(str, files))), "group_id": group_id},
+                {"name": importing.mark_name(now, map(str, files)), "group_id": group_id},
             )
             report["mark"] = {"name": mark["name"], "seq": mark["seq"]}
             importing.write(records, skip, existing, caller, group_id, advance)
@@ -170,7 +172,7 @@ def _summary(report: dict[str, Any], writes: int) -> None:
     if mark is not None:
         lines.append(
             f"{verb} {writes} event(s) after mark {mark['name']} (seq {mark['seq']}); undo with "
-            f"`lcg replay --group {report['group_id']} --to-seq {mark['seq']}`"
+            f"`lcg replay --group {report['group_id']} --to-seq {mark['seq']} --force-clear`"
         )
     elif not writes:
         lines.append("nothing to write: the group already holds all of it")
@@ -260,7 +262,7 @@ def _snapshot(
         ) from None
 
 
-class _bar:
+class _Bar:
     """A bar on a terminal's stderr advanced once per write; a no-op elsewhere."""
 
     def __init__(self, label: str, total: int, *, enabled: bool) -> None:

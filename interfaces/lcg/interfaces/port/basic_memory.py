@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from lcg.domain.errors import InvalidParams
+from lcg.interfaces.markdown_chunks import front_matter
 from lcg.interfaces.port.records import Bad, Entity, Episode, PortError, Record, Relation
 from lcg.interfaces.port.snapshot import Snapshot
 
@@ -55,16 +58,24 @@ def notes(paths: Sequence[Path]) -> list[NoteFile | Bad]:
             here = Path(folder)
             for name in sorted(dirs):
                 if (here / name).is_symlink():
-                    found.append(Bad(str(here / name), "a symbolic link: refused (outside the "
-                                     "folder it may be), not followed"))
+                    found.append(
+                        Bad(
+                            str(here / name),
+                            "a symbolic link: refused (outside the folder it may be), not followed",
+                        )
+                    )
             dirs[:] = sorted(d for d in dirs if not (here / d).is_symlink() and d[0] != ".")
             for name in sorted(files):
                 path = here / name
                 if path.suffix.lower() not in NOTE_SUFFIXES:
                     continue
                 if path.is_symlink() or not path.resolve().is_relative_to(root):
-                    found.append(Bad(str(path), "a symbolic link: refused (outside the folder "
-                                     "it may be), not read"))
+                    found.append(
+                        Bad(
+                            str(path),
+                            "a symbolic link: refused (outside the folder it may be), not read",
+                        )
+                    )
                     continue
                 found.append(NoteFile(path, path.relative_to(given).as_posix()))
     return found
@@ -95,8 +106,6 @@ def read(files: Sequence[NoteFile | Bad]) -> Iterator[Record]:
 
 
 def _note(note: NoteFile, text: str) -> Iterator[Record]:
-    from lcg.interfaces.markdown_chunks import front_matter
-
     where = f"{note.path}:1"
     try:
         meta, body = front_matter(text, str(note.path))
@@ -168,14 +177,10 @@ def file_name(title: str, taken: set[str]) -> str:
 
 def write(snapshot: Snapshot, folder: Path) -> dict[str, int]:
     """One note per entity: front matter, observations, relations; returns the notes."""
-    import yaml
-
     names: dict[str, str] = {e.uuid: e.name for e in snapshot.entities()}
     outgoing: dict[str, list[tuple[str, str]]] = {}
     for edge in snapshot.edges():
-        outgoing.setdefault(edge.source_uuid, []).append(
-            (edge.predicate, names[edge.target_uuid])
-        )
+        outgoing.setdefault(edge.source_uuid, []).append((edge.predicate, names[edge.target_uuid]))
     taken: set[str] = set()
     count = 0
     for entity in snapshot.entities():
@@ -183,13 +188,21 @@ def write(snapshot: Snapshot, folder: Path) -> dict[str, int]:
         front = dict(meta) if isinstance(meta, dict) else {}
         front["title"] = entity.name
         front.setdefault("type", entity.labels[0] if entity.labels else "note")
-        lines = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip(),
-                 "---", "", f"# {entity.name}", "", "## Observations"]
+        lines = [
+            "---",
+            yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip(),
+            "---",
+            "",
+            f"# {entity.name}",
+            "",
+            "## Observations",
+        ]
         for category, text in _observations(entity.summary, entity.attributes):
             lines.append(f"- [{category}] {text}")
         lines += ["", "## Relations"]
-        lines += [f"- {predicate} [[{target}]]" for predicate, target in
-                  outgoing.get(entity.uuid, [])]
+        lines += [
+            f"- {predicate} [[{target}]]" for predicate, target in outgoing.get(entity.uuid, [])
+        ]
         path = folder / file_name(entity.name, taken)
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         count += 1

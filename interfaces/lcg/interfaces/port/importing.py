@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,8 +80,10 @@ def check(records: Records, existing: Existing) -> tuple[Plan, set[str]]:
             key = rules.name_key(record.name)
             if key in names:
                 plan.bad.append(
-                    Bad(record.where, f"duplicate entity name {record.name!r}: first at "
-                        f"{names[key]}")
+                    Bad(
+                        record.where,
+                        f"duplicate entity name {record.name!r}: first at {names[key]}",
+                    )
                 )
             else:
                 names[key] = record.where
@@ -214,7 +216,7 @@ def write(
     for record in records():
         if isinstance(record, Bad) or record.where in skip:
             continue
-        kind, state = _compare(record, existing, episodes)
+        _, state = _compare(record, existing, episodes)
         if state == "unchanged":
             continue
         if isinstance(record, Entity):
@@ -259,10 +261,11 @@ def write(
         advance()
 
 
-def mark_name(now: dt.datetime, key: str) -> str:
+def mark_name(now: dt.datetime, paths: Iterable[str]) -> str:
     """`import-20261205T211500Z-1a2b3c`: when, and a hash of the input's paths and the
     moment (two imports in one second get two names)."""
-    return f"import-{now.strftime('%Y%m%dT%H%M%SZ')}-{_digest(key + now.isoformat())[:6]}"
+    key = _digest("\n".join([*paths, now.isoformat()]))
+    return f"import-{now.strftime('%Y%m%dT%H%M%SZ')}-{key[:6]}"
 
 
 def _digest(text: str) -> str:

@@ -102,7 +102,7 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, str] | Bad]]:
 
 
 def _column(header: str) -> str:
-    name = header.split("(")[0]
+    name = header.split("(", maxsplit=1)[0]
     if name.startswith(":"):
         return name
     if name.endswith((":ID", ":LABEL", ":START_ID", ":END_ID", ":TYPE")):
@@ -137,8 +137,14 @@ def _csv_relationships(path: Path, ids: dict[str, str]) -> Iterator[Record]:
             continue
         properties = {k: v for k, v in row.items() if not k.startswith(":")}
         try:
-            yield _relation(row.get(":START_ID", ""), row.get(":END_ID", ""),
-                            row.get(":TYPE", ""), properties, ids, where)
+            yield _relation(
+                row.get(":START_ID", ""),
+                row.get(":END_ID", ""),
+                row.get(":TYPE", ""),
+                properties,
+                ids,
+                where,
+            )
         except BadField as bad:
             yield Bad(bad.where, bad.message)
 
@@ -148,11 +154,13 @@ def _entity(node_id: str, labels: tuple[str, ...], props: dict[str, Any], where:
     if not isinstance(name, str):
         raise BadField(where, "the name property must be a string")
     attributes = _attributes(props.get("attributes"), where)
-    attributes.update({k: v for k, v in props.items() if k not in NODE_FIELDS + ("uuid",)
-                       and k != "created_at"})
+    attributes.update(
+        {k: v for k, v in props.items() if k not in (*NODE_FIELDS, "uuid", "created_at")}
+    )
     summary = props.get("summary") or ""
-    return Entity(name=name, labels=labels, summary=str(summary), attributes=attributes,
-                  where=where)
+    return Entity(
+        name=name, labels=labels, summary=str(summary), attributes=attributes, where=where
+    )
 
 
 def _relation(
@@ -202,32 +210,48 @@ def _apoc(path: Path, ids: dict[str, str]) -> Iterator[Record]:
             yield item
             continue
         try:
-            if not isinstance(item, dict):
-                raise BadField(where, "must be a JSON object")
-            kind = item.get("type")
-            props = item.get("properties") or {}
-            if not isinstance(props, dict):
-                raise BadField(where, '"properties" must be an object')
-            if kind == "node":
-                labels = item.get("labels") or []
-                if not isinstance(labels, list):
-                    raise BadField(where, '"labels" must be a list')
-                entity = _entity(str(item.get("id", "")), tuple(map(str, labels)), props, where)
-                ids[str(item.get("id", ""))] = entity.name
-                yield entity
-            elif kind == "relationship":
-                relationships.append((where, item))  # after every node of the file
-            else:
-                raise BadField(where, f'unknown "type" {kind!r}: expected "node" or "relationship"')
+            entity = _apoc_node(item, where, ids)
         except BadField as bad:
             yield Bad(bad.where, bad.message)
+            continue
+        if entity is None:
+            relationships.append((where, item))  # after every node of the file
+        else:
+            yield entity
     for where, item in relationships:
+        start, end = item.get("start") or {}, item.get("end") or {}
+        props = item.get("properties") or {}
         try:
-            start, end = item.get("start") or {}, item.get("end") or {}
-            yield _relation(str(start.get("id", "")), str(end.get("id", "")),
-                            str(item.get("label") or ""), item.get("properties") or {}, ids, where)
+            yield _relation(
+                str(start.get("id", "")),
+                str(end.get("id", "")),
+                str(item.get("label") or ""),
+                props,
+                ids,
+                where,
+            )
         except BadField as bad:
             yield Bad(bad.where, bad.message)
+
+
+def _apoc_node(item: Any, where: str, ids: dict[str, str]) -> Entity | None:
+    """A node line as an entity (its id noted); None for a relationship line."""
+    if not isinstance(item, dict):
+        raise BadField(where, "must be a JSON object")
+    kind = item.get("type")
+    props = item.get("properties") or {}
+    if not isinstance(props, dict):
+        raise BadField(where, '"properties" must be an object')
+    if kind == "relationship":
+        return None
+    if kind != "node":
+        raise BadField(where, f'unknown "type" {kind!r}: expected "node" or "relationship"')
+    labels = item.get("labels") or []
+    if not isinstance(labels, list):
+        raise BadField(where, '"labels" must be a list')
+    entity = _entity(str(item.get("id", "")), tuple(map(str, labels)), props, where)
+    ids[str(item.get("id", ""))] = entity.name
+    return entity
 
 
 def write_csv(snapshot: Snapshot, folder: Path) -> dict[str, int]:
@@ -237,17 +261,46 @@ def write_csv(snapshot: Snapshot, folder: Path) -> dict[str, int]:
         nodes = csv.writer(handle)
         nodes.writerow(["uuid:ID", "name", "summary", "attributes", "created_at", ":LABEL"])
         for e in snapshot.entities():
-            nodes.writerow([e.uuid, e.name, e.summary, json.dumps(e.attributes),
-                            e.created_at, ";".join(e.labels)])
+            nodes.writerow(
+                [
+                    e.uuid,
+                    e.name,
+                    e.summary,
+                    json.dumps(e.attributes),
+                    e.created_at,
+                    ";".join(e.labels),
+                ]
+            )
             counts["nodes"] += 1
     with (folder / "relationships.csv").open("w", encoding="utf-8", newline="") as handle:
         edges = csv.writer(handle)
-        edges.writerow([":START_ID", ":END_ID", ":TYPE", "uuid", "fact", "relation_type",
-                        "valid_at", "attributes", "created_at"])
+        edges.writerow(
+            [
+                ":START_ID",
+                ":END_ID",
+                ":TYPE",
+                "uuid",
+                "fact",
+                "relation_type",
+                "valid_at",
+                "attributes",
+                "created_at",
+            ]
+        )
         for r in snapshot.edges():
-            edges.writerow([r.source_uuid, r.target_uuid, r.predicate, r.uuid, r.fact,
-                            r.relation_type or "", r.valid_at or "", json.dumps(r.attributes),
-                            r.created_at])
+            edges.writerow(
+                [
+                    r.source_uuid,
+                    r.target_uuid,
+                    r.predicate,
+                    r.uuid,
+                    r.fact,
+                    r.relation_type or "",
+                    r.valid_at or "",
+                    json.dumps(r.attributes),
+                    r.created_at,
+                ]
+            )
             counts["relationships"] += 1
     return counts
 
@@ -258,22 +311,33 @@ def write_apoc(snapshot: Snapshot, out: IO[bytes]) -> dict[str, int]:
     labels: dict[str, list[str]] = {}
     for e in snapshot.entities():
         labels[e.uuid] = list(e.labels)
-        properties = {"name": e.name, "summary": e.summary,
-                      "attributes": json.dumps(e.attributes), "created_at": e.created_at}
+        properties = {
+            "name": e.name,
+            "summary": e.summary,
+            "attributes": json.dumps(e.attributes),
+            "created_at": e.created_at,
+        }
         node = {"type": "node", "id": e.uuid, "labels": list(e.labels), "properties": properties}
         out.write(orjson.dumps(node) + b"\n")
         counts["nodes"] += 1
     for r in snapshot.edges():
-        properties = {"fact": r.fact, "attributes": json.dumps(r.attributes),
-                      "created_at": r.created_at}
+        properties = {
+            "fact": r.fact,
+            "attributes": json.dumps(r.attributes),
+            "created_at": r.created_at,
+        }
         if r.relation_type:
             properties["relation_type"] = r.relation_type
         if r.valid_at:
             properties["valid_at"] = r.valid_at
-        line = {"type": "relationship", "id": r.uuid, "label": r.predicate,
-                "properties": properties,
-                "start": {"id": r.source_uuid, "labels": labels[r.source_uuid]},
-                "end": {"id": r.target_uuid, "labels": labels[r.target_uuid]}}
+        line = {
+            "type": "relationship",
+            "id": r.uuid,
+            "label": r.predicate,
+            "properties": properties,
+            "start": {"id": r.source_uuid, "labels": labels[r.source_uuid]},
+            "end": {"id": r.target_uuid, "labels": labels[r.target_uuid]},
+        }
         out.write(orjson.dumps(line) + b"\n")
         counts["relationships"] += 1
     return counts

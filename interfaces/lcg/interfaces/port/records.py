@@ -88,15 +88,17 @@ def text_lines(path: Path) -> Iterator[tuple[str, str | Bad]]:
     with handle:
         for number, raw in enumerate(handle, start=1):
             where = f"{path}:{number}"
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
+            line = raw[3:] if number == 1 and raw.startswith(b"\xef\xbb\xbf") else raw
             try:
-                yield where, raw.decode("utf-8")
+                yield where, line.decode("utf-8")
             except UnicodeDecodeError as error:
-                yield where, Bad(
+                yield (
                     where,
-                    f"is not UTF-8 text (byte 0x{raw[error.start]:02x} at column "
-                    f"{error.start + 1}); convert the file to UTF-8",
+                    Bad(
+                        where,
+                        f"is not UTF-8 text (byte 0x{line[error.start]:02x} at column "
+                        f"{error.start + 1}); convert the file to UTF-8",
+                    ),
                 )
 
 
