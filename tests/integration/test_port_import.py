@@ -105,7 +105,8 @@ def test_issue_32_a_replay_to_the_import_mark_undoes_the_import(tmp_path: Path) 
         tmp_path, "import", str(SERVER_FILE), "-f", "mcp-memory", "-g", "mem", "--json"
     )
     mark = report["mark"]
-    assert mark["seq"] == 1 and mark["name"].startswith("import-")
+    assert mark["seq"] == 1
+    assert mark["name"].startswith("import-")
     logged = lcg_json(tmp_path, "log", "-g", "mem", "--json")["events"]
     assert [e["type"] for e in logged][1:] == ["entity_created"] * 4 + ["relationship_created"] * 4
     replayed = lcg(
