@@ -78,7 +78,7 @@ class ConceptRow:
 
 @dataclass(frozen=True, slots=True)
 class ConceptEdgeRow:
-    kind: str
+    type: str  # depends_on, contradicts, parent_of, ...
     source: str
     target: str
 
@@ -232,7 +232,7 @@ class Snapshot:
             " JOIN memory_nodes t ON t.uuid = e.target AND t.node_kind = 'concept'"
             " WHERE e.group_id=? ORDER BY e.seq"
         ):
-            yield ConceptEdgeRow(kind=row["kind"], source=row["source"], target=row["target"])
+            yield ConceptEdgeRow(type=row["kind"], source=row["source"], target=row["target"])
 
     def counts(self) -> dict[str, int]:
         def count(sql: str) -> int:
