@@ -28,12 +28,13 @@ from lcg.interfaces.cli_common import (
     workspace_caller,
 )
 from lcg.interfaces.cli_options import JsonOpt, WorkspaceOpt
+from lcg.interfaces.cli_recovery import progress_bar
 from lcg.interfaces.exit_codes import EXIT_INVALID
 
 if TYPE_CHECKING:
     from lcg.interfaces.config import Settings
     from lcg.interfaces.port.records import Record
-    from lcg.interfaces.port.snapshot import Snapshot
+    from lcg.interfaces.port.snapshot import Progress, Snapshot
 
 FormatOpt = Annotated[
     str,
@@ -116,7 +117,10 @@ def import_(
                 "FILE", "must be readable, inside the given folder", str(error)
             ) from None
         settings = load_settings(workspace)
-        with _snapshot(settings, group_id, None) as snapshot:
+        with (
+            progress_bar("reading the group", enabled=not as_json) as progress,
+            _snapshot(settings, group_id, None, progress=progress) as snapshot,
+        ):
             existing = importing.Existing.of(snapshot)
         plan, skip = importing.check(records, existing)
     report: dict[str, Any] = {
@@ -215,7 +219,10 @@ def export(
         fmt = _format(fmt)
         exporting.check_output(fmt, output)
         settings = load_settings(workspace)
-        with _snapshot(settings, group_id, as_of_seq, known=True) as snapshot:
+        with (
+            progress_bar("reading the group", enabled=not as_json) as progress,
+            _snapshot(settings, group_id, as_of_seq, known=True, progress=progress) as snapshot,
+        ):
             result = exporting.export(fmt, snapshot, output, dt.datetime.now(dt.UTC))
     if as_json:
         print_json(result)
@@ -232,7 +239,12 @@ def export(
 
 
 def _snapshot(
-    settings: Settings, group_id: str, as_of_seq: int | None, *, known: bool = False
+    settings: Settings,
+    group_id: str,
+    as_of_seq: int | None,
+    *,
+    known: bool = False,
+    progress: Progress | None = None,
 ) -> Snapshot:
     from lcg.domain.events import EventCodec
     from lcg.interfaces.port.snapshot import AsOfSeqTooHigh, Snapshot
@@ -255,7 +267,7 @@ def _snapshot(
         if group_id not in groups:
             raise unknown_group(group_id, groups)
     try:
-        return Snapshot(settings.wal_path, group_id, as_of_seq)
+        return Snapshot(settings.wal_path, group_id, as_of_seq, progress)
     except AsOfSeqTooHigh as error:
         raise InvalidParams(
             "--as-of-seq", f"must be at most the group's last seq {error.head}", f"got {error.seq}"
