@@ -17,6 +17,7 @@ import csv
 import io
 import json
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import IO, Any
 
@@ -55,15 +56,16 @@ def read(paths: Sequence[Path]) -> Iterator[Record]:
 
 
 def _csv_kind(path: Path) -> str:
-    for _, line in text_lines(path):
-        if isinstance(line, Bad):
-            return "unknown"
-        header = next(csv.reader([line]), [])
-        if any(h.split("(")[0].endswith(":START_ID") for h in header):
-            return "relationships"
-        if any(h.split("(")[0].endswith(":ID") for h in header):
-            return "nodes"
+    """nodes, relationships or unknown, by the file's header line."""
+    with closing(text_lines(path)) as lines:
+        first = next(lines, None)
+    if first is None or isinstance(first[1], Bad):
         return "unknown"
+    header = [h.split("(", maxsplit=1)[0] for h in next(csv.reader([first[1]]), [])]
+    if any(h.endswith(":START_ID") for h in header):
+        return "relationships"
+    if any(h.endswith(":ID") for h in header):
+        return "nodes"
     return "unknown"
 
 

@@ -9,7 +9,7 @@ cannot be read becomes a `Bad` record: the import decides whether it stops every
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -77,7 +77,7 @@ def json_lines(path: Path) -> Iterator[tuple[str, Any]]:
                 yield where, Bad(where, f"is not JSON: {error.msg} (column {error.colno})")
 
 
-def text_lines(path: Path) -> Iterator[tuple[str, str | Bad]]:
+def text_lines(path: Path) -> Generator[tuple[str, str | Bad], None, None]:
     """Each line of a text file decoded as UTF-8 (a leading BOM skipped), with its
     `file:line`; a line that is not UTF-8 is a Bad naming the byte, and the file's other
     lines still come (so --skip-bad can go on)."""
