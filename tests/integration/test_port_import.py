@@ -204,3 +204,23 @@ def test_issue_32_bad_options_are_refused_by_name(
     done = lcg(tmp_path, "import", str(SERVER_FILE), *args)
     assert done.returncode == 2
     assert message in " ".join(done.stderr.split())
+
+
+def test_issue_32_a_line_past_lcgs_limits_is_named_with_the_rule(tmp_path: Path) -> None:
+    header = {"format": "lcg-jsonl", "version": 1, "group_id": "g"}
+    path = write(
+        tmp_path / "limits.jsonl",
+        header,
+        {"kind": "entity", "name": "x" * 600},
+        {"kind": "entity", "name": "A"},
+        {"kind": "edge", "source": "A", "target": "A", "predicate": "is", "valid_at": "yesterday"},
+        {"kind": "episode", "name": "e", "content": "c", "source": "email"},
+        {"kind": "note", "name": "n"},
+    )
+    done = lcg(tmp_path, "import", str(path), "-f", "lcg-jsonl")
+    assert done.returncode == 2
+    said = " ".join(done.stderr.split())
+    assert f"{path}:2: name: must be at most 512 characters (got 600)" in said
+    assert f"{path}:4: valid_at: must be an RFC 3339 timestamp (got 'yesterday')" in said
+    assert f"{path}:5: source must be one of text, message, json" in said
+    assert f"{path}:6: unknown \"kind\" 'note'" in said
