@@ -137,7 +137,7 @@ def _note(note: NoteFile, text: str) -> Iterator[Record]:
     yield Episode(
         name=title,
         body=text,
-        where=where,
+        where=str(note.path),  # the whole file; its entity is `file:1`
         source_description=note.relative,
         reference_time=str(date) if isinstance(date, str) and date else None,
     )
