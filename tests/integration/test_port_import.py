@@ -224,3 +224,12 @@ def test_issue_32_a_line_past_lcgs_limits_is_named_with_the_rule(tmp_path: Path)
     assert f"{path}:4: valid_at: must be an RFC 3339 timestamp (got 'yesterday')" in said
     assert f"{path}:5: source must be one of text, message, json" in said
     assert f"{path}:6: unknown \"kind\" 'note'" in said
+
+
+def test_issue_32_a_relation_given_twice_is_written_once(tmp_path: Path) -> None:
+    entity = {"type": "entity", "name": "A", "entityType": "t", "observations": []}
+    relation = {"type": "relation", "from": "A", "to": "A", "relationType": "likes"}
+    path = write(tmp_path / "twice.jsonl", entity, relation, relation)
+    report = lcg_json(tmp_path, "import", str(path), "-f", "mcp-memory", "-g", "g", "--json")
+    assert report["relations"] == {"created": 1, "updated": 0, "unchanged": 1}
+    assert head(tmp_path, "g") == 2  # the entity and one relation

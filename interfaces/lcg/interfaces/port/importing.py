@@ -94,11 +94,15 @@ def check(records: Records, existing: Existing) -> tuple[Plan, set[str]]:
         if isinstance(record, Bad) or record.where in skip:
             continue
         problem = _limits(record)
+        repeated = isinstance(record, Relation) and _edge_key(record) in edges
         if problem is None and isinstance(record, Relation):
             problem = _ends(record, names, existing, edges)
         if problem is not None:
             plan.bad.append(Bad(record.where, problem))
             skip.add(record.where)
+            continue
+        if repeated:  # the same relation again: written once, by its first line
+            plan.counts["relations"]["unchanged"] += 1
             continue
         kind, state = _compare(record, existing, episodes)
         plan.counts[kind][state] += 1
