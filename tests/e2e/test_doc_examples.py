@@ -106,6 +106,8 @@ SYNOPSES = (
     "lcg assert-relationship SOURCE PREDICATE TARGET [--fact] [--relation-type] [--valid-at]",
     "lcg add-episode NAME (BODY | --file F) [--source text|message|json]",
     "lcg ingest FILE... [-g G]",
+    "lcg import FILE... --format F",
+    "lcg export --format F -o PATH",
     "lcg call knowledge_process_chunk '{...}'",
     "lcg forget --source notes.md [-g G]...",
     "lcg call knowledge_delete_chunk_episode '{...}'",
@@ -156,7 +158,9 @@ ALLOWED.update(
         SERVER,
     )
 )
-ALLOWED.update(dict.fromkeys(("lcg restore", "lcg dump", "lcg replay", "lcg ingest"), MENTION))
+ALLOWED.update(
+    dict.fromkeys(("lcg restore", "lcg dump", "lcg replay", "lcg ingest", "lcg log"), MENTION)
+)
 ALLOWED.update(
     {
         "lcg serve --mcp-stdio --connect": (
@@ -320,8 +324,20 @@ PROSE = (
     Run("lcg --version", says=("lcg ",)),
     Run("lcg demo", says=("lambo_stats",)),  # "the first command ... runs" it, in ./lcg-demo
 )
+PORT = (
+    Run(
+        "lcg export --format lcg-jsonl -o notes.jsonl",
+        says=("exported group 'liminis' as of seq 1",),
+    ),
+    Run(
+        "lcg import notes.jsonl --format lcg-jsonl -g copy --dry-run",
+        says=("entities: 1 new", "dry run: nothing written"),
+    ),
+    Run("lcg import notes.jsonl --format lcg-jsonl -g copy", says=("after mark import-",)),
+)
 SCENARIOS = (
     Scenario("prose", PROSE),
+    Scenario("port", PORT, setup=('lcg assert-entity "Ada Lovelace"',)),
     Scenario("everyday-commands", EVERYDAY),
     # the merge's two entities, and the ontology the typing rows read (docs/ontology.md's)
     Scenario(

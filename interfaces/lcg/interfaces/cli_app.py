@@ -26,6 +26,7 @@ from lcg.interfaces import (
     cli_jobs,
     cli_memory,
     cli_ontology,
+    cli_port,
     cli_recover,
     cli_recovery,
     cli_verbs,
@@ -367,6 +368,7 @@ cli_memory.register(cli)
 cli_jobs.register(cli)
 cli_ingest.register(cli)
 cli_ontology.register(cli)
+cli_port.register(cli)
 cli.command()(cli_verbs.search)
 cli.command()(cli_verbs.recall)
 cli.command()(cli_verbs.inspect)

@@ -1,0 +1,1 @@
+"""`lcg import` and `lcg export`: other tools' memory formats read into and written from lcg."""

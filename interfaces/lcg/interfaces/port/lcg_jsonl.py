@@ -1,0 +1,160 @@
+"""lcg-jsonl: lcg's own portable form of a group or session (docs/formats.md).
+
+The first line is the header `{"format": "lcg-jsonl", "version": 1, "group_id", "as_of_seq",
+"exported_at", "counts"}`; then one object per line, each with a `kind`: `entity`, `edge`
+(its ends by entity name), `episode`, `concept` (with its type and canonization status) and
+`concept_edge`. Import reads entities, edges and episodes; concepts and concept edges are
+listed in the export only (a concept's status is decided by canonization, not written).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from lcg.interfaces.port.records import (
+    Bad,
+    BadField,
+    Entity,
+    Episode,
+    Record,
+    Relation,
+    json_lines,
+    text_field,
+)
+from lcg.interfaces.port.snapshot import Snapshot
+
+FORMAT = "lcg-jsonl"
+VERSION = 1
+KINDS = ("entity", "edge", "episode", "concept", "concept_edge")
+EXPORT_ONLY = ("concept", "concept_edge")
+
+
+def read(paths: Sequence[Path]) -> Iterator[Record]:
+    for path in paths:
+        header_seen = False
+        for where, item in json_lines(path):
+            if isinstance(item, Bad):
+                yield item
+                continue
+            try:
+                if not header_seen:
+                    _header(item, where)
+                    header_seen = True
+                    continue
+                record = _record(item, where)
+            except BadField as bad:
+                yield Bad(bad.where, bad.message)
+                continue
+            if record is not None:
+                yield record
+
+
+def _header(item: Any, where: str) -> None:
+    if not isinstance(item, dict) or item.get("format") != FORMAT:
+        raise BadField(where, f'the first line must be the header {{"format": "{FORMAT}", ...}}')
+    if item.get("version") != VERSION:
+        raise BadField(
+            where, f"version {item.get('version')!r} is not one this lcg reads ({VERSION})"
+        )
+
+
+def _record(item: Any, where: str) -> Record | None:
+    if not isinstance(item, dict):
+        raise BadField(where, "must be a JSON object")
+    kind = item.get("kind")
+    if kind == "entity":
+        labels = item.get("labels") or []
+        if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+            raise BadField(where, '"labels" must be a list of strings')
+        return Entity(
+            name=text_field(item, "name", where),
+            labels=tuple(labels),
+            summary=text_field(item, "summary", where, required=False),
+            attributes=_object(item, where),
+            where=where,
+        )
+    if kind == "edge":
+        return Relation(
+            source=text_field(item, "source", where),
+            target=text_field(item, "target", where),
+            predicate=text_field(item, "predicate", where),
+            where=where,
+            fact=_optional(item, "fact", where),
+            relation_type=_optional(item, "relation_type", where),
+            valid_at=_optional(item, "valid_at", where),
+            attributes=_object(item, where),
+        )
+    if kind == "episode":
+        return Episode(
+            name=text_field(item, "name", where),
+            body=text_field(item, "content", where),
+            where=where,
+            source=text_field(item, "source", where),
+            source_description=text_field(item, "source_description", where, required=False),
+            reference_time=_optional(item, "reference_time", where),
+        )
+    if kind in EXPORT_ONLY:
+        return None
+    raise BadField(where, f'unknown "kind" {kind!r}: expected one of {", ".join(KINDS)}')
+
+
+def _optional(item: dict[str, Any], key: str, where: str) -> str | None:
+    value = item.get(key)
+    if value is not None and not isinstance(value, str):
+        raise BadField(where, f'"{key}" must be a string or null')
+    return value
+
+
+def _object(item: dict[str, Any], where: str) -> dict[str, Any]:
+    value = item.get("attributes") or {}
+    if not isinstance(value, dict):
+        raise BadField(where, '"attributes" must be a JSON object')
+    return value
+
+
+def write(snapshot: Snapshot, out: IO[bytes], now: dt.datetime) -> int:
+    """The header, then entities, edges, episodes, concepts and concept edges; returns lines."""
+    header = {
+        "format": FORMAT,
+        "version": VERSION,
+        "group_id": snapshot.group_id,
+        "as_of_seq": snapshot.seq,
+        "exported_at": now.isoformat(),
+        "counts": snapshot.counts(),
+    }
+    out.write(orjson.dumps(header) + b"\n")
+    names: dict[str, str] = {}
+    written = 1
+    for entity in snapshot.entities():
+        names[entity.uuid] = entity.name
+        _line(out, {"kind": "entity", **_fields(entity)})
+        written += 1
+    for edge in snapshot.edges():
+        fields = _fields(edge)
+        source, target = names[fields.pop("source_uuid")], names[fields.pop("target_uuid")]
+        _line(out, {"kind": "edge", "source": source, "target": target, **fields})
+        written += 1
+    for rows in (snapshot.episodes(), snapshot.concepts()):
+        for row in rows:
+            kind = "episode" if hasattr(row, "reference_time") else "concept"
+            _line(out, {"kind": kind, **_fields(row)})
+            written += 1
+    for concept_edge in snapshot.concept_edges():
+        _line(out, {"kind": "concept_edge", **_fields(concept_edge)})
+        written += 1
+    return written
+
+
+def _fields(row: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = dataclasses.asdict(row)
+    return fields
+
+
+def _line(out: IO[bytes], item: dict[str, Any]) -> None:
+    out.write(orjson.dumps(item) + b"\n")
