@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -66,6 +67,14 @@ def serve(
             "to tool calls, which each name their agent_id.",
         ),
     ] = None,
+    ledger: Annotated[
+        Path | None,
+        typer.Option(
+            "--ledger",
+            help="Append one JSON line per tool call to this file (created 0600); lines are "
+            "dropped and counted in lambo_stats, never waited for.",
+        ),
+    ] = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Serve the session's lambo_* tools over MCP stdio (the default) or Streamable HTTP."""
@@ -86,6 +95,7 @@ def serve(
         bind=bind,
         auth_token=auth_token,
         agent=agent,
+        ledger=ledger,
         server_name=SERVER_NAME,
     )
 

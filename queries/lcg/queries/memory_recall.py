@@ -33,6 +33,7 @@ from lcg.queries import recall
 from lcg.queries.memory_reads import SessionJobs, display_type
 from lcg.queries.reads import ReadHandle, search_context
 from lcg.queries.recall import RecallHit
+from lcg.queries.recall_annotations import Annotation, annotations_of
 from lcg.queries.redundancy import pair_facts
 from lcg.queries.search import vectors_pending
 
@@ -68,6 +69,8 @@ class RecalledHit:
     skipped_redundant: tuple[redundancy.Skipped, ...] = ()
     possibly_superseded_by: str | None = None  # #198: a newer concept may replace it
     truncated_in_context: bool = False  # its block is the one cut at max_tokens
+    fused: dict[str, float] | None = None  # both fused values of a leg hit (the ledger's)
+    annotations: tuple[Annotation, ...] = ()  # its lines as kinds (recall_annotations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +90,8 @@ class _Shown:
     companion_of: tuple[str, ...]
     skipped: tuple[redundancy.Skipped, ...]
     possibly_superseded_by: str | None = None
+    fused: dict[str, float] | None = None
+    annotations: tuple[Annotation, ...] = ()
 
 
 def recall_memory(reads: ReadHandle, jobs: SessionJobs | None, request: RecallRequest) -> Recalled:
@@ -212,6 +217,7 @@ def _ordinary(
     # "Contradicts" line either way.
     ranked = {hit.node_id for hit in found}
     order: list[tuple[Node, float, dict[str, int]]] = []
+    fusion = {hit.node_id: hit.fused for hit in every if hit.fused}
     added: dict[str, list[str]] = {}
     for hit in found:
         order.append((nodes[hit.node_id], hit.score, hit.ranks))
@@ -240,7 +246,9 @@ def _ordinary(
                 also=tuple(AlsoItem(item.node_id) for item in repeats),
             )
         )
-        shown[node.uuid] = _Shown(ranks, tuple(added.get(node.uuid, ())), repeats)
+        shown[node.uuid] = _Shown(
+            ranks, tuple(added.get(node.uuid, ())), repeats, fused=fusion.get(node.uuid)
+        )
     # Possibly superseded, not declared (#198): the structured field on the older hit. The line
     # is shown only under a contract whose trigger precision was measured (BGE-M3); the bundled
     # MiniLM's was not, so the pair is only in the field (M-REC-190..).
@@ -249,7 +257,40 @@ def _ordinary(
     rendered = context.render_context(views, request.max_tokens)
     for older, newer in replaced.items():
         shown[older] = replace(shown[older], possibly_superseded_by=newer)
+    shown = _annotated(
+        conn, shown, (contradicted, live), lines, companions, cited, skipped, replaced
+    )
     return _recalled(views, rendered, [*marked, *warnings, *late], shown)
+
+
+def _annotated(
+    conn: sqlite3.Connection,
+    shown: dict[str, _Shown],
+    rules: tuple[
+        dict[evidence.ConceptId, evidence.Contradiction],
+        dict[evidence.ConceptId, evidence.Contradiction],
+    ],
+    lines: dict[str, list[str]],
+    companions: dict[str, list[str]],
+    cited: dict[str, list[str]],
+    skipped: dict[str, tuple[redundancy.Skipped, ...]],
+    replaced: dict[str, str],
+) -> dict[str, _Shown]:
+    """Each hit with its annotations (lcg.queries.recall_annotations): the kinds of the
+    lines its block shows. `rules` as in _hit_lines."""
+    contradicted, live = rules
+    rests = {
+        uuid: [
+            (target, live[evidence.ConceptId(target)].source)
+            for target in cited.get(uuid, [])
+            if evidence.ConceptId(target) in live
+            and live[evidence.ConceptId(target)].source != uuid
+        ]
+        for uuid in shown
+    }
+    with_line = {k: v for k, v in contradicted.items() if k in lines}  # a ⚠ line each
+    notes = annotations_of(conn, list(shown), with_line, companions, rests, skipped, replaced)
+    return {uuid: replace(extra, annotations=notes[uuid]) for uuid, extra in shown.items()}
 
 
 def _marked(
@@ -474,6 +515,8 @@ def _recalled(
                 () if extra is None else extra.skipped,
                 None if extra is None else extra.possibly_superseded_by,
                 rendered.truncated == view.node_id,
+                None if extra is None else extra.fused,
+                () if extra is None else extra.annotations,
             )
         )
     return Recalled(rendered.text, tuple(hits), tuple(warnings))
