@@ -166,15 +166,16 @@ def test_m_cfg_008_every_call_writes_one_line_with_the_seeds_fields(tmp_path: Pa
     refused_derive = calls[4 + recalls]
     assert refused_derive["ok"] is False
     text = ledger.read_text()
-    assert image not in text and "secret" not in text
+    assert image not in text
+    assert "secret" not in text
     assert "x" * 100 not in text  # the refused concept's text is not repeated
 
     heartbeat = next(line for line in lines if line["kind"] == "heartbeat")
     assert heartbeat["session"] == SESSION
     assert heartbeat["promotion_policy"] == "Swarm"
-    assert LEDGER_KEYS <= set(heartbeat)
+    assert set(heartbeat) >= LEDGER_KEYS
 
-    assert LEDGER_KEYS <= set(stats)
+    assert set(stats) >= LEDGER_KEYS
     assert stats["ledger_path"] == str(ledger)
     assert stats["ledger_written_lines"] >= 9
     assert stats["ledger_dropped_lines"] == 0
