@@ -4,9 +4,10 @@ writer thread through a bounded queue, so that no tool call ever waits for the f
 A line is accepted onto the queue or dropped at once (`channel_full`: the writer fell behind);
 a batch whose open or write fails, a line still queued when the serve stops, and a line
 appended after it stopped are dropped as `write_failed`. `written + dropped + queued` is
-every line ever appended. The file is opened by the writer (created 0600 if missing), so a
-path whose open blocks, a FIFO without a reader, parks the writer and never a call; it is
-checked at start-up, so a path that cannot be opened refuses the serve naming `--ledger`.
+every line ever appended. The file is opened at start-up (created 0600 if missing), so a path
+that cannot be opened refuses the serve naming `--ledger`; a FIFO is opened by the writer
+before it takes any line, so one without a reader parks the writer, holding nothing, and never
+a call: the queue depth is then exactly the lines waiting.
 """
 
 from __future__ import annotations
@@ -126,13 +127,34 @@ class CallLedger:
             except queue.Empty:
                 break
             self._settle([session], ok=False)
+        if self._writer.is_alive():
+            self._unpark()
         if not self._writer.is_alive() and self._fd is not None:
             os.close(self._fd)
             self._fd = None
 
+    def _unpark(self) -> None:
+        """A writer parked in a FIFO's open is let go (a reader opens and closes it), so that
+        no thread outlives the serve; it finds the queue empty and ends."""
+        try:
+            if not stat.S_ISFIFO(self.path.stat().st_mode):
+                return
+            reader = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            return
+        try:
+            self._writer.join(_IDLE_POLL * 5)
+        finally:
+            os.close(reader)
+
     # -- the writer thread ------------------------------------------------------------------------
 
     def _run(self) -> None:
+        if self._fd is None:  # a FIFO: parks here, holding no line, until a reader opens it
+            try:
+                self._fd = _open(self.path)
+            except OSError as error:
+                self._warn(error)  # retried with each batch, which is dropped if it fails
         while True:
             try:
                 first = self._queue.get(timeout=_IDLE_POLL)
@@ -157,11 +179,14 @@ class CallLedger:
             while view:
                 view = view[os.write(self._fd, view) :]
         except OSError as error:
-            if not self._warned:
-                self._warned = True
-                log.warning("the call ledger %s: %s; lines are dropped", self.path, error)
+            self._warn(error)
             return False
         return True
+
+    def _warn(self, error: OSError) -> None:
+        if not self._warned:
+            self._warned = True
+            log.warning("the call ledger %s: %s; lines are dropped", self.path, error)
 
     def _settle(self, sessions: list[str | None], *, ok: bool) -> None:
         with self._lock:
