@@ -258,13 +258,14 @@ def _ordinary(
     for older, newer in replaced.items():
         shown[older] = replace(shown[older], possibly_superseded_by=newer)
     shown = _annotated(
-        conn, shown, (contradicted, live), lines, companions, cited, skipped, replaced
+        conn, session, shown, (contradicted, live), lines, companions, cited, skipped, replaced
     )
     return _recalled(views, rendered, [*marked, *warnings, *late], shown)
 
 
 def _annotated(
     conn: sqlite3.Connection,
+    session: str,
     shown: dict[str, _Shown],
     rules: tuple[
         dict[evidence.ConceptId, evidence.Contradiction],
@@ -289,7 +290,9 @@ def _annotated(
         for uuid in shown
     }
     with_line = {k: v for k, v in contradicted.items() if k in lines}  # a ⚠ line each
-    notes = annotations_of(conn, list(shown), with_line, companions, rests, skipped, replaced)
+    notes = annotations_of(
+        conn, session, list(shown), with_line, companions, rests, skipped, replaced
+    )
     return {uuid: replace(extra, annotations=notes[uuid]) for uuid, extra in shown.items()}
 
 

@@ -22,6 +22,7 @@ Annotation = dict[str, Any]
 
 def annotations_of(
     conn: sqlite3.Connection,
+    session: str,
     hits: Sequence[str],
     contradicted: Mapping[evidence.ConceptId, evidence.Contradiction],
     beside: Mapping[str, Sequence[str]],
@@ -33,6 +34,7 @@ def annotations_of(
     shown beside contradicted hits, and those hits; `rests_on`: a hit's (cited, contradicting)
     pairs; `skipped`: the repeats a hit replaced; `replaced`: older hit -> newer concept."""
     out: dict[str, tuple[Annotation, ...]] = {}
+    held_by = canon.node_states_of(conn, session, list(hits))  # one query
     for uuid in hits:
         found: list[Annotation] = []
         for of in beside.get(uuid, ()):
@@ -52,9 +54,10 @@ def annotations_of(
             )
         if uuid in replaced:
             found.append({"kind": "possibly_superseded", "by": replaced[uuid]})
-        held = canon.node_state(conn, uuid)
+        held = held_by.get(uuid)
         if (
-            held.status != "Canonical"
+            held is not None
+            and held.status != "Canonical"
             and held.demotion_cause == "supersession"
             and held.superseded_by is not None
         ):
