@@ -4,8 +4,9 @@ annotations and session_hits, completion lines with the receipt's counts, heartb
 refusals that never repeat their payload, and drops counted (never waited for) when the writer
 cannot keep up: a FIFO nobody reads parks it.
 
-Checklist: M-CFG-008, M-REC-028, M-REC-144, M-REC-145, M-REC-258, M-REC-282, M-IMG-058,
-M-STA-043, M-STA-084, M-STA-160..165.
+Checklist: M-CFG-008, M-REC-028, M-REC-144, M-REC-145, M-REC-282, M-IMG-058, M-STA-043,
+M-STA-084, M-STA-160..166. (M-REC-258: each hit names its session and the line counts
+session_hits, for the one session a recall reads here; layered recall is not built.)
 """
 
 from __future__ import annotations
