@@ -309,3 +309,23 @@ def test_forwarded_calls_are_written_by_the_holders_ledger(tmp_path: Path) -> No
     assert [line["tool"] for line in lines] == ["lambo_recall", "lambo_stats"]
     assert all(line["agent_id"] == OTHER for line in lines)
     assert stats["ledger_path"] == str(ledger)
+
+
+def test_serve_ledger_setting_names_the_file_under_the_workspace(tmp_path: Path) -> None:
+    """`[serve] ledger` (here LCG_SERVE_LEDGER) without the flag: a relative path is under the
+    workspace directory."""
+    workspace = tmp_path / "ws"
+
+    async def main() -> dict[str, Any]:
+        async with mcp_client(
+            "serve",
+            "--session",
+            SESSION,
+            command="lambo",
+            env={"LCG_WORKSPACE": str(workspace), "LCG_SERVE_LEDGER": "calls.jsonl"},
+        ) as client:
+            return structured(await client.call_tool("lambo_stats", {"agent_id": AGENT}))
+
+    stats = anyio.run(main)
+    assert stats["ledger_path"] == str(workspace / "calls.jsonl")
+    assert [line["tool"] for line in lines_of(workspace / "calls.jsonl")] == ["lambo_stats"]

@@ -214,6 +214,8 @@ def _ledger(flag: Path | None, settings: Settings) -> CallLedger | None:
         if not configured:
             return None
         path = settings.workspace / configured
+        if not Path(configured).is_absolute():  # the serve makes its workspace directory anyway
+            settings.workspace.mkdir(parents=True, exist_ok=True)
     return open_ledger(path, tuning.get_int("serve", "ledger_queue"))
 
 
