@@ -3,7 +3,8 @@ log, on a real workspace; the graph projection tampered with in SQLite (an edge 
 status flipped, an edge pointed at nothing) is named by kind and concept, and the command exits
 non-zero; a clean session exits 0. Annotation kinds are listed in the seed's words.
 
-Checklist: M-REC-176, M-REC-227, M-CFG-052.
+Checklist: M-REC-176, M-CFG-052. (M-REC-227's possibly_superseded kind is listed, but no test
+here makes a possibly-superseded pair.)
 """
 
 from __future__ import annotations
