@@ -139,6 +139,7 @@ SYNOPSES = (
     "lcg gc run [--dry-run]",
     "lcg replay --group G --to-seq SEQ --force-clear",
     "lcg replay --group G",
+    "lambo session verify --session S",  # run by tests/integration/test_session_verify.py
 )
 ALLOWED.update(dict.fromkeys(SYNOPSES, PLACEHOLDER))
 SERVER = "a server: tests/e2e/test_mcp_stdio.py, test_socket_service.py, test_http_transport.py"

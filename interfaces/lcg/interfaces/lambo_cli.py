@@ -3,7 +3,8 @@
 `lambo serve --session S` serves the session's memory tools (the `memory` scope) over MCP
 stdio, exactly as `lcg serve --mcp-stdio --scope memory --session S` does, on the workspace
 named by `--workspace`, LCG_WORKSPACE or the current directory; `--transport http` serves
-them over Streamable HTTP as `lcg serve --http --scope memory` does (ADR 0064). The
+them over Streamable HTTP as `lcg serve --http --scope memory` does (ADR 0064).
+`lambo session verify --session S` checks a session against its log (ADR 0079). The
 reference's other commands are not provided.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -19,6 +21,7 @@ from lcg.domain.errors import InvalidParams
 from lcg.interfaces import log_setup
 from lcg.interfaces import serve as lcg_serve
 from lcg.interfaces.cli_options import LogFileOpt, LogLevelOpt, PlainFlagsGroup, WorkspaceOpt
+from lcg.interfaces.cli_verify import session_app
 from lcg.interfaces.exit_codes import EXIT_INVALID
 from lcg.projections.private_files import PRIVATE_UMASK
 
@@ -66,6 +69,14 @@ def serve(
             "to tool calls, which each name their agent_id.",
         ),
     ] = None,
+    ledger: Annotated[
+        Path | None,
+        typer.Option(
+            "--ledger",
+            help="Append one JSON line per tool call to this file (created 0600); lines are "
+            "dropped and counted in lambo_stats, never waited for.",
+        ),
+    ] = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Serve the session's lambo_* tools over MCP stdio (the default) or Streamable HTTP."""
@@ -86,8 +97,12 @@ def serve(
         bind=bind,
         auth_token=auth_token,
         agent=agent,
+        ledger=ledger,
         server_name=SERVER_NAME,
     )
+
+
+lambo.add_typer(session_app, name="session")
 
 
 def main() -> None:

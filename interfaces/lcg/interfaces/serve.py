@@ -33,6 +33,7 @@ from lcg.projections.own_files import ForeignFile, refuse_foreign_tree
 if TYPE_CHECKING:
     from lcg.interfaces.backends import Backend
     from lcg.interfaces.config import Settings
+    from lcg.interfaces.ledger import CallLedger
     from lcg.interfaces.mcp_server import LcgMcpServer
     from lcg.interfaces.scopes import Visibility
 
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 # the seed's example client configs (K-EXC-001, K-EXC-004).
 SERVE_FLAGS = frozenset(
     {"--mcp-stdio", "--connect", "--scope", "--allow-remote-close", "--socket", "--session"}
-    | {"--http", "--port", "--bind", "--auth-token"}
+    | {"--http", "--port", "--bind", "--auth-token", "--ledger"}
 )
 
 log = logging.getLogger("lcg.serve")
@@ -140,6 +141,15 @@ def serve(
             "process it refuses; never applied to tool calls, which each name their agent_id.",
         ),
     ] = None,
+    ledger: Annotated[
+        Path | None,
+        typer.Option(
+            "--ledger",
+            help="Append one JSON line per tool call (and per settled write, and a heartbeat) "
+            "to this file, created 0600; lines are dropped and counted, never waited for "
+            "(default [serve] ledger: none).",
+        ),
+    ] = None,
     server_name: Annotated[
         str | None,
         typer.Option(
@@ -159,23 +169,54 @@ def serve(
     try:
         _refuse_http_only_flags(http, mcp_stdio, connect, port, bind, auth_token)
         held_as = _held_as(agent)
+        _refuse_attached_ledger(connect, ledger)
         if http:
             visibility = _visibility(scope, attached=False, allow_close=False)
             settings = _settings(workspace, session)
-            _serve_http(visibility, settings, port, bind, auth_token, held_as, server_name)
+            calls = _ledger(ledger, settings)
+            _serve_http(visibility, settings, port, bind, auth_token, held_as, server_name, calls)
         elif mcp_stdio and connect is not None:
             visibility = _visibility(scope, attached=True, allow_close=allow_remote_close)
             attached_session = session or os.environ.get("LCG_SESSION", "").strip()
             _serve_attached(visibility, connect, session_name(attached_session or DEFAULT_GROUP))
         elif mcp_stdio:
             visibility = _visibility(scope, attached=False, allow_close=False)
-            _serve_standalone(visibility, _settings(workspace, session), held_as, server_name)
+            settings = _settings(workspace, session)
+            calls = _ledger(ledger, settings)
+            _serve_standalone(visibility, settings, held_as, server_name, calls)
         else:
             _refuse_mcp_only_flags(connect, allow_remote_close)
             settings = _settings(workspace, session)
-            _serve_socket(settings, socket or settings.socket_path, held_as)
+            calls = _ledger(ledger, settings)
+            _serve_socket(settings, socket or settings.socket_path, held_as, calls)
     except InvalidParams as error:
         _fail(error.message, EXIT_INVALID)
+
+
+def _refuse_attached_ledger(connect: Path | None, ledger: Path | None) -> None:
+    if connect is not None and ledger is not None:
+        raise InvalidParams(
+            "--ledger",
+            "is written by the serve that runs the calls; give it to the service --connect "
+            "attaches to",
+        )
+
+
+def _ledger(flag: Path | None, settings: Settings) -> CallLedger | None:
+    """The call ledger --ledger or [serve] ledger names (a relative setting is under the
+    workspace), opened now so that a path that cannot be opened refuses the serve."""
+    from lcg.interfaces.ledger import open_ledger
+
+    tuning = settings.tuning
+    path = flag
+    if path is None:
+        configured = tuning.text("serve", "ledger").strip()
+        if not configured:
+            return None
+        path = settings.workspace / configured
+        if not Path(configured).is_absolute():  # the serve makes its workspace directory anyway
+            settings.workspace.mkdir(parents=True, exist_ok=True)
+    return open_ledger(path, tuning.get_int("serve", "ledger_queue"))
 
 
 def _refuse_http_only_flags(
@@ -220,7 +261,9 @@ def _refuse_mcp_only_flags(connect: Path | None, allow_remote_close: bool) -> No
         )
 
 
-def _serve_socket(settings: Settings, path: Path, held_as: str = "") -> None:
+def _serve_socket(
+    settings: Settings, path: Path, held_as: str = "", ledger: CallLedger | None = None
+) -> None:
     from lcg.interfaces.forward_holder import Publication
     from lcg.interfaces.legacy import migrate_legacy_state_dir
     from lcg.interfaces.service import Service
@@ -232,6 +275,7 @@ def _serve_socket(settings: Settings, path: Path, held_as: str = "") -> None:
         _fail(str(error), EXIT_STORAGE)
     _refuse_foreign_workspace(settings)
     service = Service(settings, command=f"lcg serve (socket {path}){held_as}", publishes=True)
+    service.ledger = ledger
     # the socket service holds the workspace too: a stdio serve beside it forwards (ADR 0066)
     publication = Publication(service, dict(os.environ), service_socket=False)
     try:
@@ -253,7 +297,11 @@ def _refuse_foreign_workspace(settings: Settings) -> None:
 
 
 def _serve_standalone(
-    visibility: Visibility, settings: Settings, held_as: str = "", server_name: str | None = None
+    visibility: Visibility,
+    settings: Settings,
+    held_as: str = "",
+    server_name: str | None = None,
+    ledger: CallLedger | None = None,
 ) -> None:
     """Hold the workspace and publish it, or forward every call to the serve that holds it
     (ADR 0066), then serve MCP (K-DBM-002/003). Stdout is claimed first, so nothing printed
@@ -266,12 +314,19 @@ def _serve_standalone(
 
     _refuse_foreign_workspace(settings)
     service = Service(settings, command=f"lcg serve --mcp-stdio{held_as}", publishes=True)
+    service.ledger = ledger
     backend = Forwarder(service, dict(os.environ))
 
     async def main(wire_in: int, wire_out: int) -> None:
         await backend.start()
         if not backend.holds and service.state == "degraded" and not service.held:
             log.warning("every call will fail until restarted: %s", service.reason)
+        if ledger is not None and not backend.holds:
+            log.warning(
+                "--ledger %s: this serve forwards its calls to the serve holding the "
+                "workspace, whose own ledger (if it has one) records them",
+                ledger.path,
+            )
         try:
             server = _mcp_server(
                 backend,
@@ -300,6 +355,7 @@ def _serve_http(
     auth_token: str | None,
     held_as: str = "",
     server_name: str | None = None,
+    ledger: CallLedger | None = None,
 ) -> None:
     """Check the credentials and the bind rule, open the workspace (a held one refuses to
     start, naming the holder: M-TRN-039), then serve MCP over HTTP until stopped."""
@@ -323,6 +379,7 @@ def _serve_http(
     refuse_open_bind(options.bind, options.credentials)
     _refuse_foreign_workspace(settings)
     service = Service(settings, command=f"lcg serve --http{held_as}")
+    service.ledger = ledger
     if service.start() != "healthy":
         if service.held:
             _fail(

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from lcg.commands import recovery, wal_admin
-from lcg.domain.errors import Conflict, NotFound
+from lcg.domain.errors import Conflict, InvalidParams, NotFound
 from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
+from lcg.domain.memory.receipts import ReceiptId
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings, session_name
@@ -26,6 +28,15 @@ from lcg.interfaces.jsonrpc import (
     error_from_exception,
     unavailable,
 )
+from lcg.interfaces.ledger import CallLedger
+from lcg.interfaces.ledger_lines import (
+    RECALL_DETAIL,
+    call_line,
+    completion_fields,
+    completion_line,
+    heartbeat_line,
+)
+from lcg.interfaces.memory_sessions import MemorySessions
 from lcg.interfaces.params import NoParams, parse
 from lcg.interfaces.tools.admin import (
     CloseResult,
@@ -47,6 +58,7 @@ RECOVER = "knowledge_recover"
 RECOVER_FULL = "knowledge_recover_full"
 MARK_LIST = "knowledge_wal_mark_list"
 MARK_DELETE = "knowledge_wal_mark_delete"
+STATS = "lambo_stats"
 
 State = Literal["initializing", "healthy", "degraded", "closing"]
 
@@ -69,6 +81,7 @@ class Service:
         self.recovery: list[str] = []  # what can be done while degraded (knowledge_status)
         self.held = False  # degraded because another process holds the writer lease
         self.holder: str | None = None  # then, who holds it (the lease's description)
+        self.ledger: CallLedger | None = None  # serve --ledger: a line per call (ADR 0079)
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -97,6 +110,8 @@ class Service:
             return self.state
         self._workspace = workspace
         self._app = App(workspace)
+        if self.ledger is not None:
+            self._attach_ledger(self.ledger, workspace)
         self.recovery = []
         self.held = False
         self.state = "healthy"
@@ -140,7 +155,68 @@ class Service:
     ) -> JsonObject:
         """Run one method; every failure is raised as an RpcError (P-002, P-003). The memory
         tools answer for `session` (None: the serve's own; any valid name: that session of
-        the workspace, new and empty if it holds nothing yet, ADR 0071)."""
+        the workspace, new and empty if it holds nothing yet, ADR 0071). With a ledger, the
+        call's line is queued after it ran (never waiting for the file)."""
+        ledger = self.ledger
+        if ledger is None or method == HEALTH_CHECK:
+            return self._call(method, params, progress, session)
+        detail: dict[str, Any] = {}
+        bound = RECALL_DETAIL.set(detail)
+        started = time.perf_counter()
+        addressed = session or self.settings.session
+        try:
+            result = self._call(method, params, progress, session)
+        except Exception as error:
+            refusal = error if isinstance(error, RpcError) else error_from_exception(error)
+            ms = (time.perf_counter() - started) * 1000
+            line = call_line(method, params, addressed, ms, None, refusal, None)
+            ledger.append(addressed, line)
+            raise
+        finally:
+            RECALL_DETAIL.reset(bound)
+        ms = (time.perf_counter() - started) * 1000
+        ledger.append(addressed, call_line(method, params, addressed, ms, result, None, detail))
+        content = result.get("structuredContent") if method == STATS else None
+        if isinstance(content, dict):  # lambo_stats's ledger keys (M-STA-160)
+            content.update(ledger.keys(addressed, self._one_session()))
+        return result
+
+    def _one_session(self) -> bool:
+        workspace = self._workspace
+        return workspace is None or len(workspace.memory_sessions.sessions()) <= 1
+
+    def _attach_ledger(self, ledger: CallLedger, workspace: Workspace) -> None:
+        """Completion lines as writes settle, heartbeat lines on the period (each session's
+        lambo_stats payload: ADR 0079)."""
+        sessions = workspace.memory_sessions
+
+        def settled(receipt: str, state: str, outcome: Any) -> None:
+            session = _session_of(sessions, receipt)
+            fields = None if isinstance(outcome, str) else completion_fields(outcome)
+            ledger.append(session, completion_line(session, receipt, state, fields))
+
+        sessions.processor.listeners.append(settled)
+
+        def beat() -> None:
+            workspace = self._workspace
+            if workspace is None or self.state != "healthy":
+                return
+            served = workspace.memory_sessions
+            names = served.sessions()
+            for name in names:
+                payload = served.get(name).stats_payload()
+                payload.update(ledger.keys(name, len(names) <= 1))
+                ledger.append(name, heartbeat_line(name, payload))
+
+        ledger.beat_every(self.settings.tuning.get_float("serve", "ledger_heartbeat_secs"), beat)
+
+    def _call(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        progress: Progress | None,
+        session: str | None,
+    ) -> JsonObject:
         if session is not None:
             try:
                 session_name(session, "session")
@@ -348,6 +424,20 @@ class Service:
             workspace.close()
         if self.state != "degraded":
             self.state = "closing"
+        if self.ledger is not None:  # after the workspace: the last completion lines too
+            self.ledger.close()
+
+
+def _session_of(sessions: MemorySessions, receipt: str) -> str | None:
+    """The session whose receipt book issued `receipt` (None: a previous process's)."""
+    try:
+        epoch = ReceiptId.parse(receipt).epoch
+    except InvalidParams:
+        return None
+    for name in sessions.sessions():
+        if sessions.get(name).book.epoch == epoch:
+            return name
+    return None
 
 
 def recovery_for(settings: Settings, error: BaseException) -> list[str]:

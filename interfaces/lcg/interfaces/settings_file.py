@@ -185,6 +185,16 @@ KEYS: Final[tuple[Key, ...]] = (
     Key("serve", "max_connections", int, 1024, 1, 1_000_000,
         meaning="HTTP connections open at once; one more is closed as soon as it is accepted"
         " (ADR 0071)"),
+    Key("serve", "ledger", str, "",
+        meaning="the call ledger file (--ledger wins): one JSON line per tool call, write"
+        " completion and heartbeat; a relative path is under the workspace directory; empty:"
+        " no ledger (ADR 0079)"),
+    Key("serve", "ledger_queue", int, 4096, 1, 1_000_000,
+        meaning="lines the ledger's writer may have queued; one more is dropped and counted"
+        " (ledger_dropped_channel_full), never waited for"),
+    Key("serve", "ledger_heartbeat_secs", float, 60.0, 0, 86_400,
+        meaning="seconds between the ledger's heartbeat lines (each session's lambo_stats"
+        " payload); 0: none"),
     # The reference's lambo.toml knobs (seed 001, checklist section 18; ADR 0082).
     Key("recall", "top_k", int, 5, 1, 100,
         meaning="lambo_recall's top_k when a call does not send one"),

@@ -34,6 +34,7 @@ from lcg.queries import recall
 from lcg.queries.memory_reads import SessionJobs, display_type
 from lcg.queries.reads import ReadHandle, search_context
 from lcg.queries.recall import RecallHit
+from lcg.queries.recall_annotations import Annotation, annotations_of
 from lcg.queries.redundancy import pair_facts
 from lcg.queries.search import vectors_pending
 
@@ -70,6 +71,8 @@ class RecalledHit:
     possibly_superseded_by: str | None = None  # #198: a newer concept may replace it
     truncated_in_context: bool = False  # its block is the one cut at max_tokens
     repo_scope: str | None = None  # the repository of a scoped path (M-RSC-060)
+    fused: dict[str, float] | None = None  # both fused values of a leg hit (the ledger's)
+    annotations: tuple[Annotation, ...] = ()  # its lines as kinds (recall_annotations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,8 @@ class _Shown:
     companion_of: tuple[str, ...]
     skipped: tuple[redundancy.Skipped, ...]
     possibly_superseded_by: str | None = None
+    fused: dict[str, float] | None = None
+    annotations: tuple[Annotation, ...] = ()
 
 
 def recall_memory(reads: ReadHandle, jobs: SessionJobs | None, request: RecallRequest) -> Recalled:
@@ -233,6 +238,7 @@ def _ordinary(
     # "Contradicts" line either way.
     ranked = {hit.node_id for hit in found}
     order: list[tuple[Node, float, dict[str, int]]] = []
+    fusion = {hit.node_id: hit.fused for hit in every if hit.fused}
     added: dict[str, list[str]] = {}
     for hit in found:
         order.append((nodes[hit.node_id], hit.score, hit.ranks))
@@ -262,7 +268,9 @@ def _ordinary(
                 repo_scope=repo_of_key(node.canonical_key),
             )
         )
-        shown[node.uuid] = _Shown(ranks, tuple(added.get(node.uuid, ())), repeats)
+        shown[node.uuid] = _Shown(
+            ranks, tuple(added.get(node.uuid, ())), repeats, fused=fusion.get(node.uuid)
+        )
     # Possibly superseded, not declared (#198): the structured field on the older hit. The line
     # is shown only under a contract whose trigger precision was measured (BGE-M3); the bundled
     # MiniLM's was not, so the pair is only in the field (M-REC-190..).
@@ -273,6 +281,9 @@ def _ordinary(
     rendered = context.render_context(views, request.max_tokens)
     for older, newer in replaced.items():
         shown[older] = replace(shown[older], possibly_superseded_by=newer)
+    shown = _annotated(
+        conn, session, shown, (contradicted, live), lines, companions, cited, skipped, replaced
+    )
     return _recalled(views, rendered, [*marked, *warnings, *late], shown)
 
 
@@ -291,6 +302,39 @@ def _with_supersession_lines(
         line = context.possibly_superseded_line(newer[by].content, by)
         out.append(replace(view, warning_lines=(*view.warning_lines, line)))
     return out
+
+
+def _annotated(
+    conn: sqlite3.Connection,
+    session: str,
+    shown: dict[str, _Shown],
+    rules: tuple[
+        dict[evidence.ConceptId, evidence.Contradiction],
+        dict[evidence.ConceptId, evidence.Contradiction],
+    ],
+    lines: dict[str, list[str]],
+    companions: dict[str, list[str]],
+    cited: dict[str, list[str]],
+    skipped: dict[str, tuple[redundancy.Skipped, ...]],
+    replaced: dict[str, str],
+) -> dict[str, _Shown]:
+    """Each hit with its annotations (lcg.queries.recall_annotations): the kinds of the
+    lines its block shows. `rules` as in _hit_lines."""
+    contradicted, live = rules
+    rests = {
+        uuid: [
+            (target, live[evidence.ConceptId(target)].source)
+            for target in cited.get(uuid, [])
+            if evidence.ConceptId(target) in live
+            and live[evidence.ConceptId(target)].source != uuid
+        ]
+        for uuid in shown
+    }
+    with_line = {k: v for k, v in contradicted.items() if k in lines}  # a ⚠ line each
+    notes = annotations_of(
+        conn, session, list(shown), with_line, companions, rests, skipped, replaced
+    )
+    return {uuid: replace(extra, annotations=notes[uuid]) for uuid, extra in shown.items()}
 
 
 def _marked(
@@ -516,6 +560,8 @@ def _recalled(
                 None if extra is None else extra.possibly_superseded_by,
                 rendered.truncated == view.node_id,
                 view.repo_scope,
+                None if extra is None else extra.fused,
+                () if extra is None else extra.annotations,
             )
         )
     return Recalled(rendered.text, tuple(hits), tuple(warnings))

@@ -31,6 +31,9 @@ class RecallHit:
     node_id: str
     score: float
     ranks: dict[str, int] = field(default_factory=dict)
+    # both fused values of a hit a query leg found, `max` and `rrf`, whichever ranked the
+    # recall (the --ledger recall line's `fusion`, M-REC-028); empty for a graph neighbour
+    fused: dict[str, float] = field(default_factory=dict)
 
 
 def recall_concepts(
@@ -59,11 +62,29 @@ def recall_concepts(
         recent = state.recent_concepts(ctx.conn, session, RECENT_INTERACTIONS)
         legs["recent"] = [(node, RECENT_SCORE) for node in recent]
     fused = fuse(legs, fusion, raw=fusion == "max")
+    values = _both_fused(legs, fused, fusion)
     if traversal_depth:
         fused = _expand(ctx, session, fused, traversal_depth)
     if ctx.stages != OFF:
         fused = _staged(ctx, session, query, fused, top_k)
-    return [RecallHit(e.key, e.score, e.ranks) for e in fused[: take or top_k]]
+    return [
+        RecallHit(e.key, e.score, e.ranks, values.get(e.key, {})) for e in fused[: take or top_k]
+    ]
+
+
+def _both_fused(
+    legs: dict[str, list[tuple[str, float]]], fused: list[Fused[str]], fusion: Fusion
+) -> dict[str, dict[str, float]]:
+    """Each leg hit's `max` and `rrf` values: the one that ranked, and the other fusion of
+    the same legs (one more pass over the candidates)."""
+    other: Fusion = "rrf" if fusion == "max" else "max"
+    scores = {e.key: e.score for e in fuse(legs, other, raw=other == "max")}
+    both: dict[str, dict[str, float]] = {}
+    for e in fused:
+        if e.key in scores:
+            mine = {fusion: round(e.score, 6), other: round(scores[e.key], 6)}
+            both[e.key] = {"max": mine["max"], "rrf": mine["rrf"]}
+    return both
 
 
 def _staged(

@@ -15,6 +15,7 @@ from lcg.domain.errors import InvalidParams
 from lcg.domain.memory import limits, text
 from lcg.domain.memory.text import MemoryArgumentError
 from lcg.interfaces.app import App
+from lcg.interfaces.ledger_lines import RECALL_DETAIL, fusion_of, recall_detail
 from lcg.interfaces.tools.memory import (
     AgentId,
     MemoryParams,
@@ -99,7 +100,30 @@ def lambo_recall(app: App, params: RecallParams) -> MemoryResult:
         },
     )
     service.note_access([hit.node_id for hit in recalled.hits])
+    detail = RECALL_DETAIL.get()
+    if detail is not None:  # a serve with --ledger: the recall line's hits
+        hits = [_ledger_hit(hit, service.session) for hit in recalled.hits]
+        detail.update(recall_detail(service.session, hits))
     return result
+
+
+def _ledger_hit(hit: RecalledHit, session: str) -> dict[str, Any]:
+    """A hit on the --ledger recall line: its session, fusion (a leg found it) and
+    annotations, with the keys structuredContent carries beside them."""
+    line: dict[str, Any] = {"node_id": hit.node_id, "session": session, "score": hit.score}
+    fusion = fusion_of(hit.ranks, hit.fused)
+    if fusion:
+        line["fusion"] = fusion
+    line["annotations"] = [dict(note) for note in hit.annotations]
+    if hit.companion_of:
+        line["companion_of"] = list(hit.companion_of)
+    if hit.skipped_redundant:
+        line["skipped_redundant"] = [
+            {"node_id": item.node_id, "signal": item.signal} for item in hit.skipped_redundant
+        ]
+    if hit.possibly_superseded_by is not None:
+        line["possibly_superseded_by"] = hit.possibly_superseded_by
+    return line
 
 
 def _refuse_unconfigured(params: RecallParams) -> None:
