@@ -33,6 +33,7 @@ from lcg.interfaces import (
     serve,
 )
 from lcg.interfaces.cli import print_version
+from lcg.interfaces.portal import serve as portal_serve
 from lcg.interfaces.cli_call import checked_request
 from lcg.interfaces.cli_common import (
     errors,
@@ -363,6 +364,7 @@ cli.command("log")(cli_inspect.log_)
 cli.command()(cli_inspect.tools)
 cli.command()(cli_inspect.describe)
 cli.command()(serve.serve)
+cli.command()(portal_serve.portal)
 cli_memory.register(cli)
 cli_jobs.register(cli)
 cli_ingest.register(cli)

@@ -32,6 +32,7 @@ from lcg.projections.vectors.follower import CONCEPTS
 from lcg.queries import recall
 from lcg.queries.memory_reads import SessionJobs, display_type
 from lcg.queries.reads import ReadHandle, search_context
+from lcg.queries.recall_annotations import Annotation, annotate
 from lcg.queries.recall import RecallHit
 from lcg.queries.redundancy import pair_facts
 from lcg.queries.search import vectors_pending
@@ -68,6 +69,8 @@ class RecalledHit:
     skipped_redundant: tuple[redundancy.Skipped, ...] = ()
     possibly_superseded_by: str | None = None  # #198: a newer concept may replace it
     truncated_in_context: bool = False  # its block is the one cut at max_tokens
+    # the portal REST API's `hits[].annotations` (seed 001): never in structuredContent
+    annotations: tuple[Annotation, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +90,7 @@ class _Shown:
     companion_of: tuple[str, ...]
     skipped: tuple[redundancy.Skipped, ...]
     possibly_superseded_by: str | None = None
+    annotations: tuple[Annotation, ...] = ()
 
 
 def recall_memory(reads: ReadHandle, jobs: SessionJobs | None, request: RecallRequest) -> Recalled:
@@ -249,6 +253,9 @@ def _ordinary(
     rendered = context.render_context(views, request.max_tokens)
     for older, newer in replaced.items():
         shown[older] = replace(shown[older], possibly_superseded_by=newer)
+    notes = annotate(conn, views, contradicted, companions, cited, live, replaced)
+    for uuid, found_notes in notes.items():
+        shown[uuid] = replace(shown[uuid], annotations=found_notes)
     return _recalled(views, rendered, [*marked, *warnings, *late], shown)
 
 
@@ -474,6 +481,7 @@ def _recalled(
                 () if extra is None else extra.skipped,
                 None if extra is None else extra.possibly_superseded_by,
                 rendered.truncated == view.node_id,
+                () if extra is None else extra.annotations,
             )
         )
     return Recalled(rendered.text, tuple(hits), tuple(warnings))

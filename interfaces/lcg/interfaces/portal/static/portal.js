@@ -1,0 +1,77 @@
+// The portal's graph page: fetch /api/graph and draw it with the vendored cytoscape.js.
+// Pan and zoom are cytoscape's; a click opens the concept's page; the check boxes filter by
+// type and status. Every text is set as text (never as HTML).
+(function () {
+  "use strict";
+  var box = document.getElementById("graph");
+  if (!box) { return; }
+  var statusColour = { Canonical: "#c9a227", Venerable: "#5b4a9e", Candidate: "#2e7d32" };
+  function checkboxes(holder, values, onChange) {
+    values.forEach(function (value) {
+      var label = document.createElement("label");
+      var input = document.createElement("input");
+      input.type = "checkbox"; input.checked = true; input.value = value;
+      input.className = "filter"; input.addEventListener("change", onChange);
+      label.appendChild(input); label.appendChild(document.createTextNode(" " + value));
+      holder.appendChild(label);
+    });
+  }
+  fetch(box.dataset.api, { credentials: "same-origin" })
+    .then(function (r) { if (!r.ok) { throw new Error("graph: HTTP " + r.status); } return r.json(); })
+    .then(function (data) {
+      var big = data.nodes.length > 800;
+      var elements = data.nodes.map(function (n) {
+        return { group: "nodes", data: { id: n.id, label: n.content.slice(0, 40),
+          type: n.concept_type, status: n.status } };
+      }).concat(data.edges.map(function (e, i) {
+        return { group: "edges", data: { id: "e" + i, source: e.source, target: e.target,
+          kind: e.kind } };
+      }));
+      var started = performance.now();
+      var cy = cytoscape({
+        container: box, elements: elements,
+        layout: big ? { name: "grid" } : { name: "cose", animate: false },
+        textureOnViewport: big, hideEdgesOnViewport: big, pixelRatio: 1,
+        style: [
+          { selector: "node", style: { "background-color": function (n) {
+              return statusColour[n.data("status")] || "#4a78b5"; },
+            "label": big ? "" : "data(label)", "font-size": 8, "width": 12, "height": 12 } },
+          { selector: "edge", style: { "width": 1, "line-color": "#bbb",
+            "target-arrow-shape": "triangle", "target-arrow-color": "#bbb",
+            "curve-style": big ? "haystack" : "bezier" } }
+        ]
+      });
+      cy.on("tap", "node", function (ev) {
+        location.href = box.dataset.concept + (box.dataset.concept.indexOf("?") < 0 ? "?" : "&") +
+          "focus=" + encodeURIComponent(ev.target.id());
+      });
+      function distinct(key) {
+        var seen = {};
+        data.nodes.forEach(function (n) { seen[n[key]] = true; });
+        return Object.keys(seen).sort();
+      }
+      function refilter() {
+        var on = {};
+        document.querySelectorAll("input.filter").forEach(function (c) { on[c.value] = c.checked; });
+        cy.batch(function () {
+          cy.nodes().forEach(function (n) {
+            n.style("display", on[n.data("type")] !== false && on[n.data("status")] !== false ?
+              "element" : "none");
+          });
+        });
+      }
+      checkboxes(document.getElementById("type-filters"), distinct("concept_type"), refilter);
+      checkboxes(document.getElementById("status-filters"), distinct("status"), refilter);
+      document.getElementById("graph-count").textContent = data.nodes.length + " of " +
+        data.total_nodes + " nodes, " + data.edges.length + " edges";
+      cy.one("render", function () {
+        window.lcgGraphDrawnMs = performance.now() - started;
+        box.dataset.drawn = String(cy.nodes().length);
+      });
+      window.lcgGraph = cy;
+    })
+    .catch(function (error) {
+      var p = document.createElement("p"); p.className = "error"; p.textContent = String(error);
+      box.appendChild(p);
+    });
+})();
