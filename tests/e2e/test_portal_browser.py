@@ -69,7 +69,8 @@ def page(portal: Portal) -> Iterator[Any]:
 def visit(page: Any, portal: Portal, path: str) -> None:
     page.console_errors.clear()
     response = page.goto(portal.base + path)
-    assert response is not None and response.status == 200, path
+    assert response is not None, path
+    assert response.status == 200, path
     page.wait_for_load_state("networkidle")
     assert page.console_errors == [], (path, page.console_errors)
 
@@ -95,7 +96,8 @@ def test_portal_graph_draws_the_sessions_nodes(page: Any, portal: Portal, artifa
     page.wait_for_selector("#graph[data-drawn]")
     assert page.get_attribute("#graph", "data-drawn") == "4"
     labels = page.evaluate("window.lcgGraph.nodes().map(n => n.data('label'))")
-    assert RULING in labels and CITING in labels
+    assert RULING in labels
+    assert CITING in labels
     assert any(label.startswith("<script>") for label in labels)  # drawn as text
     # filter by type: hiding observations hides two nodes
     page.uncheck("#type-filters input[value=observation]")
@@ -114,14 +116,17 @@ def test_portal_recall_form_shows_the_hit_and_its_badge(
     assert page.console_errors == []
     row = page.locator("tr", has_text=RULING).first
     assert row.locator(".badge-contradiction").count() == 1
-    assert page.locator("tr", has_text=CITING).first.locator(
-        ".badge-rests_on_contradicted"
-    ).count() == 1
+    assert (
+        page.locator("tr", has_text=CITING).first.locator(".badge-rests_on_contradicted").count()
+        == 1
+    )
     assert SCRIPT in page.inner_text("#context")  # escaped: shown as text, never run
     page.screenshot(path=str(artifacts / "portal-recall-form.png"), full_page=True)
 
 
-def test_portal_as_of_seq_shows_the_older_memory(page: Any, portal: Portal, artifacts: Path) -> None:
+def test_portal_as_of_seq_shows_the_older_memory(
+    page: Any, portal: Portal, artifacts: Path
+) -> None:
     visit(page, portal, "/portal/recall?query=users+table")
     assert page.locator(".badge-contradiction").count() == 1
     visit(page, portal, "/portal/recall?query=users+table&as_of_seq=2")

@@ -33,7 +33,7 @@ def spec(portal: Portal) -> dict[str, Any]:
     return found
 
 
-def get(portal: Portal, spec: dict[str, Any], path: str, **params: object) -> dict[str, Any]:
+def get(portal: Portal, spec: dict[str, Any], path: str, **params: str | int) -> dict[str, Any]:
     """GET an endpoint; its 200 answer must match the document's schema for it."""
     answer = httpx.get(f"{portal.base}{path}", params=params, timeout=60)
     assert answer.status_code == 200, answer.text
@@ -45,7 +45,8 @@ def get(portal: Portal, spec: dict[str, Any], path: str, **params: object) -> di
 
 def by_content(body: dict[str, Any], content: str) -> dict[str, Any]:
     (hit,) = [h for h in body["hits"] if h["content"] == content]
-    return hit
+    found: dict[str, Any] = hit
+    return found
 
 
 def test_portal_api_every_endpoint_answers_as_its_openapi_document_says(
@@ -105,9 +106,9 @@ def test_m_cfg_053_m_rec_144_176_recall_hits_carry_their_annotations_by_kind(
     } in citing["annotations"]
     assert by_content(body, SCRIPT)["annotations"] == []
     # the MCP tool's hits carry none (M-REC-143)
-    tool = portal.service.call(
-        "lambo_recall", {"agent_id": "agent-a", "query": "users table"}
-    )["structuredContent"]
+    tool = portal.service.call("lambo_recall", {"agent_id": "agent-a", "query": "users table"})[
+        "structuredContent"
+    ]
     assert all("annotations" not in hit for hit in tool["hits"])
     assert tool["context"] == body["context"]
 
@@ -170,7 +171,7 @@ def test_portal_api_as_of_seq_shows_the_memory_as_it_stood(
     ],
 )
 def test_portal_api_bad_input_is_refused_naming_the_field(
-    portal: Portal, path: str, params: dict[str, object], status: int, named: str
+    portal: Portal, path: str, params: dict[str, str | int], status: int, named: str
 ) -> None:
     answer = httpx.get(f"{portal.base}{path}", params=params, timeout=60)
     assert answer.status_code == status
@@ -203,7 +204,7 @@ def test_portal_pages_escape_html_in_concept_text(portal: Portal) -> None:
 
 
 def test_portal_with_a_credential_answers_401_without_the_token(tmp_path: Path) -> None:
-    token = "portal-test-token-0123456789abcdef"
+    token = "portal-test-token-0123456789abcdef"  # noqa: S105 (a test token)
     with serving(tmp_path, (Credential("ops", token),), story=False) as running:
         for path in ("/api/stats", "/api/openapi.json", "/portal"):
             assert httpx.get(f"{running.base}{path}").status_code == 401

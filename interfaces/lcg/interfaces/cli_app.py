@@ -33,7 +33,6 @@ from lcg.interfaces import (
     serve,
 )
 from lcg.interfaces.cli import print_version
-from lcg.interfaces.portal import serve as portal_serve
 from lcg.interfaces.cli_call import checked_request
 from lcg.interfaces.cli_common import (
     errors,
@@ -54,6 +53,7 @@ from lcg.interfaces.cli_options import (
     PlainFlagsGroup,
     WorkspaceOpt,
 )
+from lcg.interfaces.portal import serve as portal_serve
 from lcg.projections.private_files import PRIVATE_UMASK
 
 cli = typer.Typer(

@@ -61,9 +61,9 @@ from lcg.interfaces.http_auth import (
 )
 from lcg.interfaces.http_connections import bounded_protocol
 from lcg.interfaces.mcp_server import LcgMcpServer
+from lcg.interfaces.memory_sessions import MAX_SESSIONS
 from lcg.interfaces.portal.reads import PortalReads
 from lcg.interfaces.portal.web import routes as portal_routes
-from lcg.interfaces.memory_sessions import MAX_SESSIONS
 from lcg.interfaces.scopes import Visibility
 from lcg.interfaces.service import Service
 

@@ -32,8 +32,8 @@ from lcg.projections.vectors.follower import CONCEPTS
 from lcg.queries import recall
 from lcg.queries.memory_reads import SessionJobs, display_type
 from lcg.queries.reads import ReadHandle, search_context
-from lcg.queries.recall_annotations import Annotation, annotate
 from lcg.queries.recall import RecallHit
+from lcg.queries.recall_annotations import Annotation, annotate
 from lcg.queries.redundancy import pair_facts
 from lcg.queries.search import vectors_pending
 

@@ -1,4 +1,4 @@
-""""As of seq N" (issue 29): the memory of one session as it stood at seq N, read-only, never
+""" "As of seq N" (issue 29): the memory of one session as it stood at seq N, read-only, never
 touching the live group (ADR 0077).
 
 A snapshot is a workspace of its own in a temporary directory: a WAL holding the session's
@@ -22,7 +22,6 @@ from typing import Final
 
 from lcg.domain.ids import GroupId
 from lcg.interfaces.app import App
-from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.wal.store import EventLog
 
@@ -85,11 +84,13 @@ def _copy_sqlite(source: Path, target: Path) -> None:
     nothing when there is none."""
     if not source.exists():
         return
-    with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as reading:
-        with sqlite3.connect(target) as writing:
-            reading.backup(writing)
-    reading.close()
-    writing.close()
+    reading = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    writing = sqlite3.connect(target)
+    try:
+        reading.backup(writing)
+    finally:
+        reading.close()
+        writing.close()
 
 
 def _discard(workspace: Workspace, where: Path) -> None:

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from lcg.domain.errors import DomainError
+from lcg.interfaces.portal.args import Args
 from lcg.interfaces.portal.reads import PortalError, PortalReads
 
 Page = Callable[[PortalReads, Any], str]
@@ -203,7 +204,13 @@ def concept_page(reads: PortalReads, args: Any) -> str:
     history = table(
         ["seq", "from", "to", "cause (reason)", "at"],
         [
-            [e(h["seq"]), e(h["from_status"]), e(h["to_status"]), e(h["cause"]), e(h["occurred_at"])]
+            [
+                e(h["seq"]),
+                e(h["from_status"]),
+                e(h["to_status"]),
+                e(h["cause"]),
+                e(h["occurred_at"]),
+            ]
             for h in found["canonization_history"]
         ],
     )
@@ -224,15 +231,20 @@ def concept_page(reads: PortalReads, args: Any) -> str:
     )
     dependents = table(
         ["concept", "edge"],
-        [[concept_link(args, d["node_id"], d["label"]), e(d["edge_type"])] for d in found["dependents"]],
+        [
+            [concept_link(args, d["node_id"], d["label"]), e(d["edge_type"])]
+            for d in found["dependents"]
+        ],
     )
-    graph = link("/portal/graph", session=where.session, focus=node, as_of_seq=args.text("as_of_seq"))
+    graph = link(
+        "/portal/graph", session=where.session, focus=node, as_of_seq=args.text("as_of_seq")
+    )
     return layout(
         "Concept",
         f'<p class="content" id="concept-content">{e(found["content"])}</p>'
         f"<p>[{e(found['concept_type'])}] id {e(node)} · status {e(admission['status'])} · blast "
         f"radius {e(found['blast_radius'])} · written by {e(found['agent_id'])} at "
-        f"{e(found['created_at'])} · <a href=\"{e(graph)}\">neighbourhood graph</a></p>"
+        f'{e(found["created_at"])} · <a href="{e(graph)}">neighbourhood graph</a></p>'
         + as_of_form("/portal/concept", args, focus=focus)
         + f"<h2>Neighbours in</h2>{edge_rows(incoming, 'source')}"
         f"<h2>Neighbours out</h2>{edge_rows(outgoing, 'target')}"
@@ -308,8 +320,12 @@ def canon_page(reads: PortalReads, args: Any) -> str:
     saints = table(
         ["concept", "type", "blast radius", "accesses"],
         [
-            [concept_link(args, s["node_id"], s["content"]), e(s["concept_type"]),
-             e(s["blast_radius"]), e(s["access_count"])]
+            [
+                concept_link(args, s["node_id"], s["content"]),
+                e(s["concept_type"]),
+                e(s["blast_radius"]),
+                e(s["access_count"]),
+            ]
             for s in found["saints"]
         ],
     )
@@ -366,14 +382,14 @@ PAGES: Final[dict[str, Page]] = {
 
 
 def handler(reads: PortalReads, page: Page) -> Callable[[Request], Awaitable[Response]]:
-    from lcg.interfaces.portal.web import Args  # the one argument parser
-
     async def handle(request: Request) -> Response:
         args = Args(request)
         try:
             body = await anyio.to_thread.run_sync(page, reads, args)
         except PortalError as error:
-            return HTMLResponse(layout("Error", f'<p class="error">{e(error.message)}</p>'), error.status)
+            return HTMLResponse(
+                layout("Error", f'<p class="error">{e(error.message)}</p>'), error.status
+            )
         except DomainError as error:
             return HTMLResponse(layout("Error", f'<p class="error">{e(error.message)}</p>'), 400)
         return HTMLResponse(body)

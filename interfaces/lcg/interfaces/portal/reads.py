@@ -131,9 +131,7 @@ class PortalReads:
         pending, follow_error = workspace.vector_follow_state
         jobs = []
         for session in sessions:
-            canon = operations.dispatch(
-                app, "lcg_canon_status", {"session": session["session"]}
-            )
+            canon = operations.dispatch(app, "lcg_canon_status", {"session": session["session"]})
             jobs.append(_jsonable(canon))
         return {
             "health": self.service.health(),
@@ -166,9 +164,7 @@ class PortalReads:
     def search(self, where: Where, query: str, top_k: int) -> dict[str, Any]:
         """The fused hits alone, each leg's rank: what recall ranks before its lines."""
         app = self.app_at(where)
-        found = recall.recall_concepts(
-            search_context(app.reads), where.session, query, top_k, 0
-        )
+        found = recall.recall_concepts(search_context(app.reads), where.session, query, top_k, 0)
         nodes = memory_graph.nodes_of(app.reads.reader(), [hit.node_id for hit in found])
         hits = [
             {
@@ -278,7 +274,9 @@ class PortalReads:
                 }
                 for n in drawn.nodes
             ],
-            "edges": [{"source": e.source, "target": e.target, "kind": e.kind} for e in drawn.edges],
+            "edges": [
+                {"source": e.source, "target": e.target, "kind": e.kind} for e in drawn.edges
+            ],
             "total_nodes": drawn.total_nodes,
             "truncated": drawn.truncated,
         }

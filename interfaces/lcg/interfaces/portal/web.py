@@ -23,6 +23,7 @@ from starlette.staticfiles import StaticFiles
 from lcg.domain.errors import DomainError
 from lcg.interfaces.http_auth import Credential, bearer_credential
 from lcg.interfaces.portal import pages
+from lcg.interfaces.portal.args import Args
 from lcg.interfaces.portal.openapi import document
 from lcg.interfaces.portal.reads import (
     EVENTS_PAGE_DEFAULT,
@@ -36,45 +37,8 @@ from lcg.interfaces.portal.reads import (
 
 COOKIE: Final = "lcg_portal"
 STATIC: Final = Path(__file__).parent / "static"
-MAX_QUERY_CHARS: Final = 4_096
 
 Handler = Callable[[Request], Awaitable[Response]]
-
-
-class Args:
-    """A request's query arguments, each checked by its rule (400 naming the field)."""
-
-    def __init__(self, request: Request) -> None:
-        self.params = request.query_params
-
-    def text(self, name: str, *, required: bool = False) -> str | None:
-        raw = self.params.get(name)
-        if raw is None or not raw.strip():
-            if required:
-                raise PortalError(400, f"{name}: is required", name)
-            return None
-        if len(raw) > MAX_QUERY_CHARS:
-            raise PortalError(400, f"{name}: at most {MAX_QUERY_CHARS} characters", name)
-        return raw
-
-    def integer(self, name: str, default: int | None, low: int, high: int) -> int | None:
-        raw = self.params.get(name)
-        if raw is None or raw == "":
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise PortalError(400, f"{name}: must be an integer; got {raw[:20]!r}", name) from None
-        if not low <= value <= high:
-            raise PortalError(
-                400, f"{name}: must be between {low} and {high}; got {value}", name
-            )
-        return value
-
-    def bounded(self, name: str, default: int, low: int, high: int) -> int:
-        value = self.integer(name, default, low, high)
-        assert value is not None
-        return value
 
 
 def _error(error: PortalError) -> JSONResponse:
