@@ -404,6 +404,11 @@ class _Server(uvicorn.Server):
         self.should_exit = True
 
 
+def stoppable_server(config: uvicorn.Config) -> uvicorn.Server:
+    """uvicorn's server ending with exit code 0 on SIGTERM/SIGINT (`lcg portal` too)."""
+    return _Server(config)
+
+
 def listen(bind: str, port: int) -> socket.socket:
     """The listening socket, bound before anything is served (so a port in use is named)."""
     family = socket.AF_INET6 if ":" in bind.strip("[]") else socket.AF_INET

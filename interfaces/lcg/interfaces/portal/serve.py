@@ -52,7 +52,7 @@ def portal(
     from lcg.interfaces.config import Settings
     from lcg.interfaces.http_auth import credentials_of, held_by, refuse_open_bind
     from lcg.interfaces.http_connections import bounded_protocol
-    from lcg.interfaces.http_server import listen
+    from lcg.interfaces.http_server import listen, stoppable_server
     from lcg.interfaces.portal.reads import PortalReads
     from lcg.interfaces.portal.web import routes
     from lcg.interfaces.service import Service
@@ -108,7 +108,7 @@ def portal(
         http=bounded_protocol(10.0, 1024),
     )
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        stoppable_server(config).run(sockets=[sock])
     finally:
         sock.close()
         reads.close()
