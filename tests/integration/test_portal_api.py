@@ -5,6 +5,7 @@ HTML escaped everywhere."""
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,16 @@ from lcg.domain.memory.context import HitView
 from lcg.interfaces.http_auth import Credential
 from lcg.projections.canonization.projection import install as install_canon
 from lcg.queries.recall_annotations import annotate
-from tests.helpers.portal import CITING, CORRECTION, RULING, SCRIPT, Portal, serving
+from tests.helpers.portal import (
+    CITING,
+    CORRECTION,
+    RULING,
+    SCRIPT,
+    Portal,
+    concept,
+    derive,
+    serving,
+)
 
 
 @pytest.fixture(scope="module")
@@ -214,3 +224,27 @@ def test_portal_with_a_credential_answers_401_without_the_token(tmp_path: Path) 
         assert httpx.get(f"{running.base}/api/openapi.json", headers=bearer).status_code == 200
         cookie = {"lcg_portal": token}
         assert httpx.get(f"{running.base}/portal", cookies=cookie).status_code == 200
+
+
+def test_m_rec_201_api_recall_carries_skipped_redundant(tmp_path: Path) -> None:
+    """With [selection] skip_redundant on, the hit kept carries the same `skipped_redundant`
+    key as structuredContent does (a logic and an observation with one text are two
+    concepts: an observation never merges by key)."""
+    build = "the nightly build is green"
+    with serving(tmp_path, story=False) as running:
+        service = running.service
+        derive(service, concept(build, "logic"))
+        derive(service, concept(build, "observation"))
+        app = service.app
+        assert app is not None
+        workspace = app.workspace
+        workspace.settle()
+        tuning = workspace.settings.tuning.with_values(selection__skip_redundant=True)
+        workspace.settings = dataclasses.replace(workspace.settings, tuning=tuning)
+        body = httpx.get(f"{running.base}/api/recall", params={"query": build}, timeout=60).json()
+        (kept,) = body["hits"]
+        tool = service.call("lambo_recall", {"agent_id": "agent-a", "query": build})
+        assert (
+            kept["skipped_redundant"] == tool["structuredContent"]["hits"][0]["skipped_redundant"]
+        )
+        assert kept["skipped_redundant"][0]["signal"] == "same_content"

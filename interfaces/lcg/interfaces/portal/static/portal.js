@@ -32,13 +32,14 @@
       var cy = cytoscape({
         container: box, elements: elements,
         layout: small ? { name: "cose", animate: false, numIter: 300 } : { name: "grid" },
-        textureOnViewport: big, hideEdgesOnViewport: big, pixelRatio: 1,
+        textureOnViewport: big, hideEdgesOnViewport: big, pixelRatio: 1, maxZoom: 2,
         style: [
           { selector: "node", style: { "background-color": function (n) {
               return statusColour[n.data("status")] || "#4a78b5"; },
             "label": big ? "" : "data(label)", "font-size": 8, "width": 12, "height": 12 } },
           { selector: "edge", style: { "width": 1, "line-color": "#bbb",
             "target-arrow-shape": "triangle", "target-arrow-color": "#bbb",
+            "label": big ? "" : "data(kind)", "font-size": 6, "color": "#777",
             "curve-style": big ? "haystack" : "bezier" } }
         ]
       });
