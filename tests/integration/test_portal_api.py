@@ -181,11 +181,18 @@ def test_portal_api_as_of_seq_shows_the_memory_as_it_stood(
     ],
 )
 def test_portal_api_bad_input_is_refused_naming_the_field(
-    portal: Portal, path: str, params: dict[str, str | int], status: int, named: str
+    portal: Portal,
+    spec: dict[str, Any],
+    path: str,
+    params: dict[str, str | int],
+    status: int,
+    named: str,
 ) -> None:
     answer = httpx.get(f"{portal.base}{path}", params=params, timeout=60)
     assert answer.status_code == status
     body = answer.json()
+    refusal = spec["paths"][path]["get"]["responses"][str(status)]["content"]["application/json"]
+    jsonschema.validate(body, refusal["schema"])
     assert body["field"] == named
     assert named in body["error"] or "not found" in body["error"] or "matches no" in body["error"]
 
