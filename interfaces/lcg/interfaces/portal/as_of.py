@@ -72,6 +72,8 @@ class Snapshots:
             finally:
                 copy.close()
             _copy_sqlite(live.settings.embeddings_path, settings.embeddings_path)
+            for made in settings.state_dir.iterdir():  # memory is its owner's alone (0600)
+                made.chmod(0o600)
             workspace = Workspace(settings, command="lcg portal (as of seq)").open()
         except BaseException:
             shutil.rmtree(where, ignore_errors=True)
