@@ -1,7 +1,7 @@
 """The portal (issue 29, ADR 0077/0078): recall through `/api/recall` vs `lambo_recall` over
 MCP, and the graph page's time to first draw at 5,000 nodes.
 
-    .venv/bin/python -m bench.bench_portal [--facts 200] [--calls 300] [--nodes 5000]
+    .venv/bin/python -m bench.bench_portal [--facts 200] [--calls 300] [--nodes 5000] [--only-graph]
 
 1. Recall: one `lcg serve --http` seeded with `--facts` facts serves both `/mcp` and `/api/`;
    the same queries go to `lambo_recall` (the SDK's streamable HTTP client) and to
@@ -69,13 +69,28 @@ async def recall_latency(workdir: Path, facts: list[str], calls: int) -> dict[st
     return times
 
 
-async def seed_graph(call: AsyncCall, facts: list[str]) -> None:
+async def derive_until_admitted(call: AsyncCall, concepts: list[dict[str, object]]) -> str:
+    """A derive, sent again while the agent's write lane is full (a dropped ack wrote
+    nothing, M-DER-094); "" when a cited text is not a concept (it merged into another)."""
+    params = {"agent_id": "seeder", "concepts": concepts}
+    while True:
+        try:
+            ack = await call("lambo_derive", params)
+        except RuntimeError:
+            return ""
+        if ack["receipt_state"] != "dropped":
+            return str(ack["receipt"])
+        await anyio.sleep(0.2)
+
+
+async def seed_graph(call: AsyncCall, facts: list[str]) -> int:
     """The concepts, settled; then each written again citing the one before it (a derive of
-    an existing text lands on its concept and adds the edge)."""
+    an existing text lands on its concept and adds the edge). The edges refused: returned."""
+    refused = 0
     for citing in (False, True):
         receipt = ""
         for n in range(0, len(facts), 20):
-            concepts = [
+            concepts: list[dict[str, object]] = [
                 {
                     "content": facts[m],
                     "concept_type": ("logic", "entity", "observation")[m % 3],
@@ -83,22 +98,20 @@ async def seed_graph(call: AsyncCall, facts: list[str]) -> None:
                 }
                 for m in range(n, min(n + 20, len(facts)))
             ]
-            params = {"agent_id": "seeder", "concepts": concepts}
-            try:
-                receipt = (await call("lambo_derive", params))["receipt"]
-            except RuntimeError:  # a cited text merged into a near-identical concept: one by one
+            got = await derive_until_admitted(call, concepts)
+            if not got:  # one by one: only the concept citing a merged text is left out
                 for one in concepts:
-                    try:
-                        single = {"agent_id": "seeder", "concepts": [one]}
-                        receipt = (await call("lambo_derive", single))["receipt"]
-                    except RuntimeError:
-                        continue
+                    single = await derive_until_admitted(call, [one])
+                    refused += not single
+                    got = single or got
+            receipt = got or receipt
             if n % 1000 == 0:
                 log(f"  {'edges' if citing else 'nodes'}: {n} of {len(facts)}")
         while True:
             args = {"agent_id": "seeder", "receipt": receipt, "wait_ms": 30_000}
             if (await call("lambo_stats", args))["receipt"]["state"] != "pending":
                 break
+    return refused
 
 
 def draw_times(base: str, loads: int) -> tuple[list[float], list[float], int]:
@@ -126,8 +139,11 @@ async def graph_draw(workdir: Path, nodes: int, loads: int) -> tuple[list[float]
     facts = [fact(rng, n) for n in range(nodes)]
     async with http_serve(workdir / "graph") as url, over_http(url) as mcp:
         log(f"seeding {nodes} concepts")
-        await seed_graph(mcp, facts)
+        refused = await seed_graph(mcp, facts)
         base = url.removesuffix("/mcp")
+        async with httpx2.AsyncClient(timeout=120) as http:
+            stats = (await http.get(f"{base}/api/stats")).json()["stats"]
+        log(f"concepts {stats['concept_count']}, edges {stats['edge_count']}, refused {refused}")
         return await anyio.to_thread.run_sync(draw_times, base, loads)
 
 
@@ -166,6 +182,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--loads", type=int, default=3)
+    parser.add_argument("--only-graph", action="store_true", help="Skip the recall part.")
     args = parser.parse_args()
     rng = random.Random(1)
     facts = [fact(rng, n) for n in range(args.facts)]
