@@ -155,8 +155,10 @@ def report(
     p50 = {label: percentile(ms, 50) for label, ms in times.items()}
     p95 = {label: percentile(ms, 95) for label, ms in times.items()}
     total, draw, drawn = graph
-    return "\n".join(
-        [
+    recall = (
+        []
+        if args.only_graph
+        else [
             f"recall: {args.facts} facts, {args.calls} calls each, interleaved",
             "",
             "| path | p50 ms | p95 ms |",
@@ -165,6 +167,11 @@ def report(
             f"| `GET /api/recall` | {p50['api']:.2f} | {p95['api']:.2f} |",
             f"| ratio API / MCP (p50) | {p50['api'] / p50['mcp']:.2f}x | |",
             "",
+        ]
+    )
+    return "\n".join(
+        [
+            *recall,
             f"graph page: {drawn} nodes drawn, {len(total)} loads",
             "",
             "| measure | best ms | median ms |",
