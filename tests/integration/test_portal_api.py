@@ -231,6 +231,19 @@ def test_portal_with_a_credential_answers_401_without_the_token(tmp_path: Path) 
         assert httpx.get(f"{running.base}/api/openapi.json", headers=bearer).status_code == 200
         cookie = {"lcg_portal": token}
         assert httpx.get(f"{running.base}/portal", cookies=cookie).status_code == 200
+        in_query = f"{running.base}/api/openapi.json?access_token={token}"
+        assert httpx.get(in_query, headers=bearer).status_code == 401  # never in a URL
+
+
+def test_portal_a_credential_reads_only_its_sessions(tmp_path: Path) -> None:
+    token = "portal-ops-token-0123456789abcdef"  # noqa: S105 (a test token)
+    ops = Credential("ops", token, sessions=frozenset({"ops"}))
+    with serving(tmp_path, (ops,)) as running:
+        bearer = {"Authorization": f"Bearer {token}"}
+        # the serve's own session (liminis) is outside the credential's: as if not there
+        assert httpx.get(f"{running.base}/api/stats", headers=bearer).status_code == 404
+        named = f"{running.base}/api/stats?session=liminis"
+        assert httpx.get(named, headers=bearer).status_code == 404
 
 
 def test_m_rec_201_api_recall_carries_skipped_redundant(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from lcg.domain.errors import DomainError
-from lcg.interfaces.http_auth import Credential, bearer_credential
+from lcg.interfaces.http_auth import Credential, bearer_credential, token_in_query
 from lcg.interfaces.portal import pages
 from lcg.interfaces.portal.args import Args
 from lcg.interfaces.portal.openapi import document
@@ -45,10 +45,14 @@ def _error(error: PortalError) -> JSONResponse:
     return JSONResponse({"error": error.message, "field": error.field}, status_code=error.status)
 
 
-def guarded(credentials: Sequence[Credential], handler: Handler) -> Handler:
-    """401 (nothing else) without the token when credentials are configured."""
+def guarded(credentials: Sequence[Credential], default: str, handler: Handler) -> Handler:
+    """401 without the token when credentials are configured (a token in the query string is
+    refused as over MCP); 404 for a session outside the credential's (`default`: the serve's
+    own session, which a request naming none reads)."""
 
     async def checked(request: Request) -> Response:
+        if token_in_query(request.scope.get("query_string", b"")):
+            return Response(b"", status_code=401, headers={"WWW-Authenticate": "Bearer"})
         if credentials:
             header = request.headers.get("authorization")
             cookie = request.cookies.get(COOKIE)
@@ -59,19 +63,14 @@ def guarded(credentials: Sequence[Credential], handler: Handler) -> Handler:
                 if request.url.path.startswith("/portal") and request.url.path != "/portal/login":
                     return HTMLResponse(pages.login_page(), status_code=401)
                 return Response(b"", status_code=401, headers={"WWW-Authenticate": "Bearer"})
-            if not all(found.may_address(session) for session in _sessions(request)):
+            if not found.may_address(request.query_params.get("session") or default):
                 return _error(PortalError(404, "session not found", "session"))
         return await handler(request)
 
     return checked
 
 
-def _sessions(request: Request) -> list[str]:
-    session = request.query_params.get("session")
-    return [session] if session else []
-
-
-def _json(reads: PortalReads, work: Callable[[Args], dict[str, Any]]) -> Handler:
+def _json(work: Callable[[Args], dict[str, Any]]) -> Handler:
     async def handle(request: Request) -> Response:
         args = Args(request)
         try:
@@ -91,6 +90,7 @@ def _where(reads: PortalReads, args: Args) -> Any:
 
 def routes(reads: PortalReads, credentials: Sequence[Credential]) -> list[BaseRoute]:
     """The `/api/` and `/portal/` routes over `reads`."""
+    default = reads.service.settings.session
 
     def recall(args: Args) -> dict[str, Any]:
         where = _where(reads, args)
@@ -156,12 +156,15 @@ def routes(reads: PortalReads, credentials: Sequence[Credential]) -> list[BaseRo
         "/api/canon": canon,
     }
     found: list[BaseRoute] = [
-        Route(path, guarded(credentials, _json(reads, work)), methods=["GET"])
+        Route(path, guarded(credentials, default, _json(work)), methods=["GET"])
         for path, work in api.items()
     ]
-    found.append(Route("/api/openapi.json", guarded(credentials, openapi), methods=["GET"]))
+    found.append(
+        Route("/api/openapi.json", guarded(credentials, default, openapi), methods=["GET"])
+    )
     for path, page in pages.PAGES.items():
-        found.append(Route(path, guarded(credentials, pages.handler(reads, page)), methods=["GET"]))
+        guard = guarded(credentials, default, pages.handler(reads, page))
+        found.append(Route(path, guard, methods=["GET"]))
 
     async def login(request: Request) -> Response:
         return HTMLResponse(pages.login_page())
