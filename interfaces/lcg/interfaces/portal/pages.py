@@ -18,7 +18,7 @@ from lcg.domain.errors import DomainError
 from lcg.interfaces.portal.args import Args
 from lcg.interfaces.portal.reads import PortalError, PortalReads
 
-Page = Callable[[PortalReads, Any], str]
+Page = Callable[[PortalReads, Args], str]
 
 NAV: Final = (
     ("/portal", "Overview"),
@@ -39,7 +39,7 @@ def link(path: str, **params: object) -> str:
     return path + ("?" + urlencode(kept) if kept else "")
 
 
-def layout(title: str, body: str, args: Any | None = None) -> str:
+def layout(title: str, body: str, args: Args | None = None) -> str:
     session = None if args is None else args.text("session")
     as_of = None if args is None else args.text("as_of_seq")
     nav = " ".join(
@@ -62,7 +62,7 @@ def layout(title: str, body: str, args: Any | None = None) -> str:
     )
 
 
-def as_of_form(path: str, args: Any, **keep: object) -> str:
+def as_of_form(path: str, args: Args, **keep: object) -> str:
     hidden = "".join(
         f'<input type="hidden" name="{e(k)}" value="{e(v)}">'
         for k, v in {"session": args.text("session"), **keep}.items()
@@ -83,7 +83,7 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def concept_link(args: Any, node_id: str, text: str | None = None) -> str:
+def concept_link(args: Args, node_id: str, text: str | None = None) -> str:
     url = link(
         "/portal/concept",
         session=args.text("session"),
@@ -93,7 +93,7 @@ def concept_link(args: Any, node_id: str, text: str | None = None) -> str:
     return f'<a href="{e(url)}">{e(text if text is not None else node_id[:8])}</a>'
 
 
-def overview(reads: PortalReads, args: Any) -> str:
+def overview(reads: PortalReads, args: Args) -> str:
     found = reads.overview()
     health = found["health"]
     sessions = table(
@@ -138,7 +138,7 @@ def overview(reads: PortalReads, args: Any) -> str:
     )
 
 
-def recall_page(reads: PortalReads, args: Any) -> str:
+def recall_page(reads: PortalReads, args: Args) -> str:
     query = args.text("query") or ""
     form = (
         '<form method="get" action="/portal/recall">'
@@ -184,7 +184,7 @@ def recall_page(reads: PortalReads, args: Any) -> str:
     )
 
 
-def concept_page(reads: PortalReads, args: Any) -> str:
+def concept_page(reads: PortalReads, args: Args) -> str:
     focus = args.text("focus")
     if not focus:
         raise PortalError(400, "focus: is required", "focus")
@@ -255,7 +255,7 @@ def concept_page(reads: PortalReads, args: Any) -> str:
     )
 
 
-def graph_page(reads: PortalReads, args: Any) -> str:
+def graph_page(reads: PortalReads, args: Args) -> str:
     where = reads.where(args.text("session"), _as_of(args))
     api = link(
         "/api/graph",
@@ -280,9 +280,9 @@ def graph_page(reads: PortalReads, args: Any) -> str:
     )
 
 
-def history_page(reads: PortalReads, args: Any) -> str:
+def history_page(reads: PortalReads, args: Args) -> str:
     where = reads.where(args.text("session"), _as_of(args))
-    after = int(args.text("after_seq") or 0)
+    after = args.bounded("after_seq", 0, 0, 2**62)
     found = reads.events(where, after, 50)
     rows = [
         [
@@ -314,7 +314,7 @@ def history_page(reads: PortalReads, args: Any) -> str:
     )
 
 
-def canon_page(reads: PortalReads, args: Any) -> str:
+def canon_page(reads: PortalReads, args: Args) -> str:
     where = reads.where(args.text("session"), _as_of(args))
     found = reads.canon(where)
     saints = table(
@@ -366,7 +366,7 @@ def login_page() -> str:
     )
 
 
-def _as_of(args: Any) -> int | None:
+def _as_of(args: Args) -> int | None:
     value: int | None = args.integer("as_of_seq", None, 1, 2**62)
     return value
 
