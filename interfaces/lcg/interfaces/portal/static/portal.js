@@ -5,7 +5,6 @@
   "use strict";
   var box = document.getElementById("graph");
   if (!box) { return; }
-  var statusColour = { Canonical: "#c9a227", Venerable: "#5b4a9e", Candidate: "#2e7d32" };
   function checkboxes(holder, values, onChange) {
     values.forEach(function (value) {
       var label = document.createElement("label");
@@ -33,12 +32,15 @@
         container: box, elements: elements,
         layout: small ? { name: "cose", animate: false, numIter: 300 } : { name: "grid" },
         textureOnViewport: big, hideEdgesOnViewport: big, pixelRatio: 1, maxZoom: 2,
-        style: [
-          { selector: "node", style: { "background-color": function (n) {
-              return statusColour[n.data("status")] || "#4a78b5"; },
+        boxSelectionEnabled: false, motionBlur: false,
+        style: [  // plain selectors, no per-node style functions (cheap at 5,000 nodes)
+          { selector: "node", style: { "background-color": "#4a78b5",
             "label": big ? "" : "data(label)", "font-size": 8, "width": 12, "height": 12 } },
+          { selector: "node[status = 'Canonical']", style: { "background-color": "#c9a227" } },
+          { selector: "node[status = 'Venerable']", style: { "background-color": "#5b4a9e" } },
+          { selector: "node[status = 'Candidate']", style: { "background-color": "#2e7d32" } },
           { selector: "edge", style: { "width": 1, "line-color": "#bbb",
-            "target-arrow-shape": "triangle", "target-arrow-color": "#bbb",
+            "target-arrow-shape": big ? "none" : "triangle", "target-arrow-color": "#bbb",
             "label": big ? "" : "data(kind)", "font-size": 6, "color": "#777",
             "curve-style": big ? "haystack" : "bezier" } }
         ]
