@@ -103,6 +103,12 @@ def test_portal_graph_draws_the_sessions_nodes(page: Any, portal: Portal, artifa
     page.uncheck("#type-filters input[value=observation]")
     shown = page.evaluate("window.lcgGraph.nodes().filter(n => n.visible()).length")
     assert shown == 2
+    # filter by edge kind: the contradiction's edge goes and comes back
+    assert page.evaluate("window.lcgGraph.edges().length") == 2
+    page.uncheck("#edge-filters input[value=contradicts]")
+    assert page.evaluate("window.lcgGraph.edges().length") == 1
+    page.check("#edge-filters input[value=contradicts]")
+    assert page.evaluate("window.lcgGraph.edges().length") == 2
     page.screenshot(path=str(artifacts / "portal-graph-filtered.png"))
 
 

@@ -267,7 +267,8 @@ def graph_page(reads: PortalReads, args: Args) -> str:
     concept = link("/portal/concept", session=where.session, as_of_seq=args.text("as_of_seq"))
     filters = (
         '<div id="filters">types: <span id="type-filters"></span> · statuses: '
-        '<span id="status-filters"></span> · <span id="graph-count"></span></div>'
+        '<span id="status-filters"></span> · edges: <span id="edge-filters"></span> · '
+        '<span id="graph-count"></span></div>'
     )
     return layout(
         "Graph",

@@ -20,13 +20,28 @@
     .then(function (data) {
       var big = data.nodes.length > 800;  // no labels, haystack edges, edges hidden on pan
       var small = data.nodes.length <= 150;  // force-directed; a grid past that (draws at once)
+      // Past 800 nodes the semantic edges (near-duplicate links, most of a big session's
+      // edges) start unchecked: edges are most of the first draw's cost.
+      var edgeOn = big ? { semantic: false } : {};
+      function edgesOf(kind) {
+        var out = [];
+        data.edges.forEach(function (e, i) {
+          if (e.kind === kind) {
+            out.push({ group: "edges", data: { id: "e" + i, source: e.source,
+              target: e.target, kind: e.kind } });
+          }
+        });
+        return out;
+      }
       var elements = data.nodes.map(function (n) {
         return { group: "nodes", data: { id: n.id, label: n.content.slice(0, 40),
           type: n.concept_type, status: n.status } };
-      }).concat(data.edges.map(function (e, i) {
-        return { group: "edges", data: { id: "e" + i, source: e.source, target: e.target,
-          kind: e.kind } };
-      }));
+      });
+      var kinds = {};
+      data.edges.forEach(function (e) { kinds[e.kind] = true; });
+      Object.keys(kinds).forEach(function (kind) {
+        if (edgeOn[kind] !== false) { elements = elements.concat(edgesOf(kind)); }
+      });
       var started = performance.now();
       var cy = cytoscape({
         container: box, elements: elements,
@@ -66,6 +81,20 @@
       }
       checkboxes(document.getElementById("type-filters"), distinct("concept_type"), refilter);
       checkboxes(document.getElementById("status-filters"), distinct("status"), refilter);
+      var edgeBox = document.getElementById("edge-filters");
+      Object.keys(kinds).sort().forEach(function (kind) {
+        var label = document.createElement("label");
+        var input = document.createElement("input");
+        input.type = "checkbox"; input.checked = edgeOn[kind] !== false; input.value = kind;
+        input.className = "edge-filter";
+        input.addEventListener("change", function () {
+          if (input.checked) { cy.add(edgesOf(kind)); } else {
+            cy.remove(cy.edges().filter(function (e) { return e.data("kind") === kind; }));
+          }
+        });
+        label.appendChild(input); label.appendChild(document.createTextNode(" " + kind));
+        edgeBox.appendChild(label);
+      });
       document.getElementById("graph-count").textContent = data.nodes.length + " of " +
         data.total_nodes + " nodes, " + data.edges.length + " edges";
       cy.one("render", function () {
