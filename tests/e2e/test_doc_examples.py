@@ -91,6 +91,9 @@ ALLOWED: dict[str, str] = {
         "then_status below, in a shell, as written"
     ),
     "lcg call": "a mention of the command inside a sentence, not an example",
+    "lcg portal --workspace ~/notes": (
+        "a server: tests/e2e/test_portal_cli.py runs `lcg portal` on a port of its own"
+    ),
     "lcg serve --session S": "a server, and S is a placeholder (tests/e2e/test_mcp_stdio.py)",
     'lcg call knowledge_add_cross_group_edge \'{"name":"CITES","source":{"uuid":"..."},'
     '"target":{"source_group_id":"people","endpoint_name":"Ada Lovelace"},"fact":"..."}\'': (
@@ -154,6 +157,7 @@ ALLOWED.update(
             "lcg serve --http",
             "lambo serve",
             "lambo serve --session S --transport http",
+            "lambo serve --transport http",
             "lcg serve [--workspace DIR] [--socket PATH]",
         ),
         SERVER,

@@ -54,6 +54,7 @@ from lcg.interfaces.cli_options import (
     PlainFlagsGroup,
     WorkspaceOpt,
 )
+from lcg.interfaces.portal import serve as portal_serve
 from lcg.projections.private_files import PRIVATE_UMASK
 
 cli = typer.Typer(
@@ -364,6 +365,7 @@ cli.command("log")(cli_inspect.log_)
 cli.command()(cli_inspect.tools)
 cli.command()(cli_inspect.describe)
 cli.command()(serve.serve)
+cli.command()(portal_serve.portal)
 cli_memory.register(cli)
 cli_jobs.register(cli)
 cli_ingest.register(cli)

@@ -2,7 +2,8 @@
 
 One serve holds its workspace and serves every memory session of it (ADR 0071): `/mcp` the
 serve's own (`--session`), `/mcp/s/<session>` any other; `/healthz` answers {"ok", "state"}
-without a token. Every request to an MCP path passes, in order: a credential in the query
+without a token; `/api/` and `/portal/` the read-only portal (lcg.interfaces.portal). Every
+request to an MCP path passes, in order: a credential in the query
 string (refused, 401), the bearer token (401 with nothing else when a credential is
 configured), the session name (400 naming the rule), the credential's `sessions` (404, as if
 there were no such session), the body deadline (408), the 4 MiB body limit (413, the SDK's
@@ -61,6 +62,8 @@ from lcg.interfaces.http_auth import (
 from lcg.interfaces.http_connections import bounded_protocol
 from lcg.interfaces.mcp_server import LcgMcpServer
 from lcg.interfaces.memory_sessions import MAX_SESSIONS
+from lcg.interfaces.portal.reads import PortalReads
+from lcg.interfaces.portal.web import routes as portal_routes
 from lcg.interfaces.scopes import Visibility
 from lcg.interfaces.service import Service
 
@@ -346,6 +349,8 @@ def build_app(
         options.body_timeout,
     )
 
+    portal = PortalReads(service)  # /api/ and /portal/ (issue 29, ADR 0078)
+
     async def healthz(request: Request) -> JSONResponse:
         health = service.health()  # only ok and state: nothing private (no paths, no reason)
         return JSONResponse({"ok": bool(health.get("ok")), "state": health.get("state")})
@@ -356,12 +361,14 @@ def build_app(
             tasks.start_soon(_stop_when_closed, service, on_close)
             yield
             tasks.cancel_scope.cancel()
+        portal.close()
 
     return Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
             Route("/mcp", gateway),
             Route("/mcp/s/{session}", gateway),
+            *portal_routes(portal, options.credentials),
         ],
         lifespan=lifespan,
     )
@@ -395,6 +402,11 @@ class _Server(uvicorn.Server):
         if self.should_exit and sig == signal.SIGINT:
             self.force_exit = True  # a second Ctrl-C: stop without waiting for streams
         self.should_exit = True
+
+
+def stoppable_server(config: uvicorn.Config) -> uvicorn.Server:
+    """uvicorn's server ending with exit code 0 on SIGTERM/SIGINT (`lcg portal` too)."""
+    return _Server(config)
 
 
 def listen(bind: str, port: int) -> socket.socket:

@@ -84,6 +84,11 @@ class Service:
         self.ledger: CallLedger | None = None  # serve --ledger: a line per call (ADR 0079)
 
     @property
+    def app(self) -> App | None:
+        """The open workspace's App while healthy (None otherwise): the portal's reads."""
+        return self._app if self.state == "healthy" else None
+
+    @property
     def methods(self) -> tuple[str, ...]:
         """Every method the service dispatches (K-INV-005: the table plus health_check)."""
         return (HEALTH_CHECK, *(op.name for op in operations.OPERATIONS))

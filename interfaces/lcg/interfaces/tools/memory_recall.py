@@ -95,7 +95,7 @@ def lambo_recall(app: App, params: RecallParams) -> MemoryResult:
         recalled.context,
         {
             "context": recalled.context,
-            "hits": [_hit(hit) for hit in recalled.hits],
+            "hits": [hit_payload(hit) for hit in recalled.hits],
             "warnings": list(recalled.warnings),
         },
     )
@@ -144,8 +144,9 @@ def _refuse_unconfigured(params: RecallParams) -> None:
         )
 
 
-def _hit(hit: RecalledHit) -> dict[str, Any]:
-    """A hit of `structuredContent.hits`, its keys in the seed's order."""
+def hit_payload(hit: RecalledHit) -> dict[str, Any]:
+    """A hit of `structuredContent.hits`, its keys in the seed's order (no annotations:
+    M-REC-143; the portal's /api/recall adds them)."""
     shown: dict[str, Any] = {
         "node_id": hit.node_id,
         "content": hit.content,
