@@ -66,6 +66,14 @@ def serve(
             "to tool calls, which each name their agent_id.",
         ),
     ] = None,
+    layer: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--layer",
+            help="A shared session this one is layered over (repeatable, or comma-separated; "
+            "default [serve] layers in lcg.toml): lambo_recall reads it too, scope names it.",
+        ),
+    ] = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Serve the session's lambo_* tools over MCP stdio (the default) or Streamable HTTP."""
@@ -87,6 +95,7 @@ def serve(
         auth_token=auth_token,
         agent=agent,
         server_name=SERVER_NAME,
+        layer=layer,
     )
 
 

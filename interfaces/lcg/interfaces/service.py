@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ from lcg.commands import recovery, wal_admin
 from lcg.domain.errors import Conflict, NotFound
 from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
+from lcg.domain.memory.layers import check_layers
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings, session_name
@@ -137,15 +139,19 @@ class Service:
         params: dict[str, Any] | None,
         progress: Progress | None = None,
         session: str | None = None,
+        layers: Sequence[str] | None = None,
     ) -> JsonObject:
         """Run one method; every failure is raised as an RpcError (P-002, P-003). The memory
         tools answer for `session` (None: the serve's own; any valid name: that session of
-        the workspace, new and empty if it holds nothing yet, ADR 0071)."""
-        if session is not None:
-            try:
+        the workspace, new and empty if it holds nothing yet, ADR 0071), layered over
+        `layers` (None: the serve's configured layers for its own session, none for another
+        one; ADR 0080)."""
+        try:
+            if session is not None:
                 session_name(session, "session")
-            except Exception as error:
-                raise error_from_exception(error) from error
+            stack = self._layers(session, layers)
+        except Exception as error:
+            raise error_from_exception(error) from error
         if method == HEALTH_CHECK:
             return self.health()
         if method in (RECOVER, RECOVER_FULL):  # in every state: they close and reopen
@@ -154,7 +160,7 @@ class Service:
         if self.state != "healthy" or app is None:
             return self._call_unready(method, params)
         try:
-            result = operations.dispatch(app.for_session(session), method, params, progress)
+            result = operations.dispatch(app.for_session(session, stack), method, params, progress)
         except DamagedFile as error:
             self._repair(error)
             raise error_from_exception(error) from error
@@ -163,6 +169,15 @@ class Service:
         if method == CLOSE:
             self._begin_closing()
         return result
+
+    def _layers(self, session: str | None, layers: Sequence[str] | None) -> tuple[str, ...]:
+        """The layers a call's session reads with it, each a session name, none itself."""
+        if layers is None:
+            if session is not None and session != self.settings.session:
+                return ()
+            layers = self.settings.layers
+        names = [session_name(layer, "layers") for layer in layers]
+        return check_layers(session or self.settings.session, names)
 
     def _call_unready(self, method: str, params: dict[str, Any] | None) -> JsonObject:
         """Degraded, closing or recovering: only status, close, the recovery methods and

@@ -68,6 +68,7 @@ class RecalledHit:
     skipped_redundant: tuple[redundancy.Skipped, ...] = ()
     possibly_superseded_by: str | None = None  # #198: a newer concept may replace it
     truncated_in_context: bool = False  # its block is the one cut at max_tokens
+    session: str | None = None  # a layered session's hit: the session it is from (M-REC-243)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +78,8 @@ class Recalled:
     context: str
     hits: tuple[RecalledHit, ...]
     warnings: tuple[str, ...]
+    views: tuple[HitView, ...] = ()  # the hits' blocks as rendered (a layered recall merges them)
+    header: str | None = None  # a dependency answer's traversal line
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +145,7 @@ def _traversal(reads: ReadHandle, anchor: questions.Anchor, request: RecallReque
     warning = (
         f"recall: dependency question answered by graph traversal ({len(dependents)} dependents)"
     )
-    return _recalled(views, rendered, [warning], None)
+    return replace(_recalled(views, rendered, [warning], None), header=header)
 
 
 # -- ordinary recall -------------------------------------------------------------------------
@@ -476,4 +479,4 @@ def _recalled(
                 rendered.truncated == view.node_id,
             )
         )
-    return Recalled(rendered.text, tuple(hits), tuple(warnings))
+    return Recalled(rendered.text, tuple(hits), tuple(warnings), tuple(views))

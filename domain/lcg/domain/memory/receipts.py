@@ -437,6 +437,11 @@ def _standard(asked: ReceiptId, state: ReceiptState) -> ReceiptAnswer:
     return ReceiptAnswer(str(asked), state, STATE_DETAILS[state])
 
 
+def standard_answer(asked: ReceiptId, state: ReceiptState) -> ReceiptAnswer:
+    """The answer of a receipt in `state` with its standard detail (e.g. forbidden)."""
+    return _standard(asked, state)
+
+
 def _from_intent(
     asked: ReceiptId, record: IntentRecord, agent_id: str, session: str
 ) -> ReceiptAnswer:
