@@ -109,7 +109,9 @@ def test_m_lay_016_absolute_paths_urls_remotes_names_slugs_and_prose_pass(entry:
 
 def test_m_lay_013_the_refusal_names_the_field_the_entry_and_the_layer() -> None:
     with pytest.raises(MemoryArgumentError) as refused:
-        refuse_relative_paths([("action", "merged PR #52"), ("produces[0]", "README.md")], "general")
+        refuse_relative_paths(
+            [("action", "merged PR #52"), ("produces[0]", "README.md")], "general"
+        )
     assert refused.value.field == "produces[0]"
     assert "produces[0]: 'README.md' is a relative path, refused in scope \"general\"" in (
         refused.value.message
@@ -199,7 +201,7 @@ def test_m_instr_014_to_020_the_layered_paragraph() -> None:
         ' scope (scope =\n"general") to lambo_inspect to inspect a hit from that layer. Pass'
         ' scope = "general" to\nlambo_recall to read that layer alone, or scope = "lambo" for'
         " this session alone. Writes\ngo to session 'lambo' unless you pass scope: write a"
-        " ruling or preference that applies in\nevery project with scope = \"general\", and"
+        ' ruling or preference that applies in\nevery project with scope = "general", and'
         " project facts, file actions and decisions without\na scope. A write's depends_on must"
         " name concepts in the session it writes to, and a write\ninto a layer refuses relative"
         " file paths. Writes to different sessions have no ordering\nbetween them."

@@ -181,7 +181,9 @@ class MemoryService:
 
     def _target(self, agent_id: str, scope: str | None, stack: Sequence[str]) -> GroupId:
         text.check_agent_id(agent_id)
-        return GroupId(layers.resolve_scope(self.session, stack, scope))
+        target = GroupId(layers.resolve_scope(self.session, stack, scope))
+        self.peer(target)  # the layer served (its jobs scheduled), or refused as not serving
+        return target
 
     def _scoped_derive(self, args: DeriveArgs, stack: Sequence[str]) -> MemoryReply:
         """A layered session's derive: written to the session `scope` names, its receipt
