@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from lcg.domain.ids import GroupId
 from lcg.interfaces.config import Settings
 from lcg.interfaces.jsonrpc import RpcError
 from lcg.interfaces.service import Service
@@ -94,7 +95,8 @@ def test_m_lay_005_018_a_scoped_write_is_applied_by_the_layers_stream(stocked: S
         (
             "lambo_derive",
             {"scope": "general", "content": "docs", "parent": "src/main.rs:12"},
-            "parent_of[0].parent: 'src/main.rs:12' is a relative path, refused in scope \"general\"",
+            "parent_of[0].parent: 'src/main.rs:12' is a relative path, refused in scope"
+            ' "general"',
         ),
         (
             "lambo_derive",
@@ -211,7 +213,7 @@ def test_m_rec_252_a_layer_that_cannot_be_served_leaves_the_sessions_hits_and_on
     workspace = stocked._workspace
     assert workspace is not None
     sessions = workspace.memory_sessions
-    sessions._services.pop("general", None)  # as if the layer were not open ...
+    sessions._services.pop(GroupId("general")).stop_jobs()  # as if it were not open ...
     sessions._limit = len(sessions._services)  # ... and could not be opened now
     answer = tool(stocked, "lambo_recall", query="release notes worktree")
     assert [h["session"] for h in answer["structuredContent"]["hits"]] == ["lambo"]
