@@ -4,6 +4,7 @@ relative paths, the merged recall's order and labels; the layered instructions p
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from lcg.domain.memory.layers import (
     refuse_relative_paths,
     resolve_scope,
 )
+from lcg.domain.memory.receipts import ReceiptBook, ReceiptState
 from lcg.domain.memory.text import MemoryArgumentError
 from lcg.interfaces.mcp_server import instructions_for
 from lcg.interfaces.scopes import Visibility, parse_scopes
@@ -229,3 +231,18 @@ def test_a_layer_that_is_not_a_session_name_refuses_start_up(tmp_path: Path, val
         load_tuning(tmp_path, {})
     assert "lcg.toml [serve] layers" in refused.value.message
     assert "must be a list of session names" in refused.value.message
+
+
+def test_m_lay_022_eight_receipts_a_response_each_session_waiting_gets_one() -> None:
+    book = ReceiptBook(epoch=7)
+    now = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
+    own = [book.issue("a", "lambo", now) for _ in range(10)]
+    layer = book.issue("a", "lambo", now, written_to="general")
+    for receipt in [*own, layer]:
+        book.settle(receipt, ReceiptState.APPLIED, now)
+    first = book.take_piggyback("a", "lambo", now)
+    assert len(first.receipts) == 8
+    assert str(layer) in [answer.receipt for answer in first.receipts]
+    assert [answer.receipt for answer in first.receipts][:7] == [str(r) for r in own[:7]]
+    assert first.waiting == 3
+    assert book.take_piggyback("a", "general", now).receipts == ()  # never through general

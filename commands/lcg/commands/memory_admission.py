@@ -204,6 +204,7 @@ class MemoryService:
                 ctx, replace(call, receipt=receipt), others, None if into is None else self.session
             ),
             functools.partial(derive_ack, len(call.concepts), written_to=into),
+            into,
         )
 
     def _scoped_action(self, args: ActionArgs, stack: Sequence[str]) -> MemoryReply:
@@ -227,6 +228,7 @@ class MemoryService:
                 ctx, replace(call, receipt=receipt), others, None if into is None else self.session
             ),
             functools.partial(action_ack, call.action, written_to=into),
+            into,
         )
 
     def peer(self, session: str) -> MemoryService:
@@ -242,8 +244,9 @@ class MemoryService:
         agent_id: str,
         accept: Callable[[WriteContext, str], None],
         ack: Callable[..., WriteAck],
+        written_to: str | None = None,
     ) -> MemoryReply:
-        admitted = self.admit(agent_id, accept)
+        admitted = self.admit(agent_id, accept, written_to)
         answer = ack(
             admitted.receipt,
             agent_id,
@@ -322,7 +325,12 @@ class MemoryService:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def admit(self, agent_id: str, accept: Callable[[WriteContext, str], None]) -> Admitted:
+    def admit(
+        self,
+        agent_id: str,
+        accept: Callable[[WriteContext, str], None],
+        written_to: str | None = None,
+    ) -> Admitted:
         """Give the write a receipt and append its intent (`accept` resolves and appends it,
         or raises a refusal, after which no receipt was handed out). Over a bound the write
         is dropped: nothing is written."""
@@ -338,7 +346,7 @@ class MemoryService:
                     dropped,
                     self.processor.retry_after_ms(),
                 )
-            receipt = self.book.issue(agent_id, self.session, now)
+            receipt = self.book.issue(agent_id, self.session, now, written_to)
             self.processor.admitted(str(receipt), agent_id)  # before the processor can see it
         try:
             self._writer().execute(lambda ctx: accept(ctx, str(receipt)))

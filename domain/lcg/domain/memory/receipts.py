@@ -229,6 +229,7 @@ class _Held:
     lines: tuple[str, ...] = ()
     fields: Mapping[str, JsonValue] = field(default_factory=dict)
     settled_at: datetime | None = None
+    written_to: str | None = None  # a write scoped to a layer: that layer (ADR 0080)
 
     def answer(self) -> ReceiptAnswer:
         return ReceiptAnswer(str(self.receipt), self.state, self.detail, self.lines, self.fields)
@@ -289,13 +290,16 @@ class ReceiptBook:
         """Receipts not yet settled, oldest first: what a shutdown must settle."""
         return tuple(e.receipt for e in self._held.values() if e.settled_at is None)
 
-    def issue(self, agent_id: str, session: str, now: datetime) -> ReceiptId:
-        """A new pending receipt for a write ``agent_id`` sent through ``session``."""
+    def issue(
+        self, agent_id: str, session: str, now: datetime, written_to: str | None = None
+    ) -> ReceiptId:
+        """A new pending receipt for a write ``agent_id`` sent through ``session`` (and, for
+        a write scoped to one of its layers, ``written_to`` that layer)."""
         now = self._expire(now)
         self._highest_seq += 1
         issued_ms = (now - _UNIX_EPOCH) // timedelta(milliseconds=1)
         receipt = ReceiptId(self.epoch, issued_ms, self._highest_seq)
-        self._held[receipt.seq] = _Held(receipt, agent_id, session)
+        self._held[receipt.seq] = _Held(receipt, agent_id, session, written_to=written_to)
         return receipt
 
     def drop(self, agent_id: str, session: str, cause: DropCause, now: datetime) -> ReceiptId:
@@ -399,12 +403,14 @@ class ReceiptBook:
     ) -> Piggyback:
         """Up to ``limit`` settled receipts not yet delivered to this owner, oldest write first.
 
-        Each is delivered once: taking it here removes it from the queue.
+        Each is delivered once: taking it here removes it from the queue. Receipts of writes
+        to different sessions (the session and its layers) share the slots fairly: each
+        session with receipts waiting gets at least one (the oldest of each first, M-LAY-022).
         """
         self._expire(now)
         key = (agent_id, session)
         queued = self._undelivered.get(key, set())
-        chosen = sorted(queued)[: max(limit, 0)]
+        chosen = _fair(sorted(queued), lambda seq: self._held[seq].written_to, max(limit, 0))
         queued.difference_update(chosen)
         if not queued:
             self._undelivered.pop(key, None)
@@ -431,6 +437,17 @@ class ReceiptBook:
         entry = self._held.pop(seq)
         del self._settled[seq]
         self._mark_delivered(entry)
+
+
+def _fair(seqs: list[int], session_of: Callable[[int], str | None], limit: int) -> list[int]:
+    """Up to `limit` of `seqs` (oldest first): the oldest of each session first, then the
+    oldest of the rest; returned in write order."""
+    firsts: dict[str | None, int] = {}
+    for seq in seqs:
+        firsts.setdefault(session_of(seq), seq)
+    chosen = sorted(firsts.values())[:limit]
+    rest = [seq for seq in seqs if seq not in set(chosen)]
+    return sorted(chosen + rest[: limit - len(chosen)])
 
 
 def _standard(asked: ReceiptId, state: ReceiptState) -> ReceiptAnswer:
