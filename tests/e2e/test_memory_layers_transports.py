@@ -1,7 +1,8 @@
 """Layered sessions over real MCP stdio, the layer held by another process (seed 001 "Layered
 sessions", "Writing to a layer"; ADR 0080): `lambo serve --session general` holds the store,
 `lambo serve --session lambo --layer general` forwards every call to it with its layers, and
-the holder merges the session and the layer. Real processes, the SDK's stdio client."""
+the holder merges the session and the layer. Real processes, the SDK's stdio client; and the
+same over Streamable HTTP, where `/mcp/s/general` is the layer's own unlayered endpoint."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tests.helpers.forwarding import (
     runtime_dir,
     serve_env,
 )
+from tests.helpers.http_serve import HttpServe, http_client
 from tests.helpers.mcp_session import CONSOLE_SCRIPTS, mcp_client, structured, text_of
 from tests.helpers.service_process import DEADLINE, terminate
 
@@ -180,3 +182,36 @@ def test_m_rec_252_the_process_holding_the_layer_sigkilled_mid_call_no_hang(
 
     with runtime_dir() as runtime:
         anyio.run(main, runtime)
+
+
+def test_m_rec_250_m_instr_021_over_http_the_serves_session_is_layered_general_s_path_is_not(
+    tmp_path: Path,
+) -> None:
+    """`lambo serve --session lambo --transport http` with `[serve] layers = ["general"]` in
+    lcg.toml: `/mcp` is layered (instructions, merged hits carrying session); `/mcp/s/general`
+    is general's own unlayered endpoint, whose hits omit session."""
+    (tmp_path / "lcg.toml").write_text('[serve]\nlayers = ["general"]\n', encoding="utf-8")
+    served = HttpServe(
+        tmp_path, "serve", "--session", "lambo", "--transport", "http", command="lambo", env={}
+    )
+
+    async def main() -> None:
+        async with http_client(served.url) as client:
+            assert "also searches its shared layers: general." in (client.instructions or "")
+            ruling = [{"content": RULING, "concept_type": "logic"}]
+            ack = await call(client, "lambo_derive", concepts=ruling, scope="general")
+            await applied(client, structured(ack)["receipt"])
+            merged = await call(client, "lambo_recall", query="worktree branches")
+            assert [h["session"] for h in structured(merged)["hits"]] == ["general"]
+        async with http_client(f"{served.base}/mcp/s/general") as direct:
+            assert "shared layers" not in (direct.instructions or "")
+            plain = await call(direct, "lambo_recall", query="worktree branches")
+            hits = structured(plain)["hits"]
+            assert [h["content"] for h in hits] == [RULING]
+            assert "session" not in hits[0]
+            assert "from general" not in text_of(plain)
+
+    try:
+        anyio.run(main)
+    finally:
+        assert served.stop() == 0, served.log
