@@ -284,3 +284,19 @@ def test_m_lay_029_an_unlayered_call_answers_as_before(stocked: Service) -> None
     assert message == "scope must name this session or one of its layers: lambo"
     plain = tool(stocked, "lambo_recall", "lambo", [], query="release notes worktree")
     assert all("session" not in h for h in plain["structuredContent"]["hits"])
+
+
+def test_m_lay_019_a_scoped_contradictions_receipt_reports_the_layers_stale_citations(
+    service: Service,
+) -> None:
+    """The receipt of a write scoped to general with `against` has the usual format, and
+    its stale report reads general, where the contradiction was written."""
+    applied(service, derive(service, RULING, "general"))
+    applied(service, derive(service, "rebases never lose commits", "general", depends_on=[RULING]))
+    ack = derive(service, "worktree branches are merged, not rebased", "general", against=[RULING])
+    receipt = ack["structuredContent"]["receipt"]
+    answer = tool(service, "lambo_stats", receipt=receipt, wait_ms=20_000)
+    settled = answer["structuredContent"]["receipt"]
+    assert settled["state"] == "applied"
+    assert settled["stale_report"]["total"] == 1
+    assert settled["stale_report"]["rows"][0]["content"] == "rebases never lose commits"

@@ -246,3 +246,11 @@ def test_m_lay_022_eight_receipts_a_response_each_session_waiting_gets_one() -> 
     assert [answer.receipt for answer in first.receipts][:7] == [str(r) for r in own[:7]]
     assert first.waiting == 3
     assert book.take_piggyback("a", "general", now).receipts == ()  # never through general
+
+
+def test_m_rec_074_a_cut_layer_blocks_marker_names_its_scope() -> None:
+    layer = SessionHits("general", (_view(WORKTREE, "worktree " * 300, 0.4),))
+    merged = merge(SessionHits("lambo", ()), [layer], top_k=5)
+    rendered = context.render_context([view for _, view in merged.hits], 60)
+    assert rendered.truncated == WORKTREE
+    assert "lambo_inspect b86d4709 (scope general) for the full concept]" in rendered.text

@@ -378,7 +378,9 @@ class MemoryService:
             with self._lock:
                 self.book.settle(asked, ReceiptState.FAILED, now, detail=outcome)
             return
-        stale = stale_report(self._reader(), self.session, outcome, now)
+        with self._lock:
+            written_to = GroupId(self.book.written_to(asked) or self.session)  # ADR 0080
+        stale = stale_report(self._reader(), written_to, outcome, now)
         with self._lock:
             fields = settled_fields(outcome)
             lines = outcome.candidate_lines

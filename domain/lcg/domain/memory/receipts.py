@@ -302,6 +302,12 @@ class ReceiptBook:
         self._held[receipt.seq] = _Held(receipt, agent_id, session, written_to=written_to)
         return receipt
 
+    def written_to(self, receipt: ReceiptId) -> str | None:
+        """The layer a held receipt's write was scoped to (None: the session itself, or a
+        receipt this book does not hold)."""
+        entry = self._held.get(receipt.seq)
+        return None if entry is None or entry.receipt != receipt else entry.written_to
+
     def drop(self, agent_id: str, session: str, cause: DropCause, now: datetime) -> ReceiptId:
         """A receipt for a write refused at admission: settled dropped, not piggybacked.
 
