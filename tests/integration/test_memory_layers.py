@@ -300,3 +300,28 @@ def test_m_lay_019_a_scoped_contradictions_receipt_reports_the_layers_stale_cita
     assert settled["state"] == "applied"
     assert settled["stale_report"]["total"] == 1
     assert settled["stale_report"]["rows"][0]["content"] == "rebases never lose commits"
+
+
+def test_m_rec_253_m_lay_024_a_scope_naming_a_layer_not_serving_is_refused_retryably(
+    stocked: Service,
+) -> None:
+    workspace = stocked._workspace
+    assert workspace is not None
+    sessions = workspace.memory_sessions
+    sessions._services.pop(GroupId("general")).stop_jobs()  # as if it were not open ...
+    sessions._limit = len(sessions._services)  # ... and could not be opened now
+    before = heads(stocked)
+    for name, params in (
+        ("lambo_recall", {"query": "worktree"}),
+        ("lambo_inspect", {"focus": "worktree"}),
+        ("lambo_derive", {"concepts": [{"content": "tags are signed", "concept_type": "logic"}]}),
+    ):
+        with pytest.raises(RpcError) as error:
+            tool(stocked, name, scope="general", **params)
+        assert error.value.message.startswith("scope: layer general is not serving right now (")
+        assert error.value.message.endswith(
+            "nothing was read or written in it; retry shortly, or call without scope to act on"
+            " lambo"
+        )
+        assert (error.value.data or {}).get("kind") == "conflict"
+    assert heads(stocked) == before

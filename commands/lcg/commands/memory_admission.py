@@ -32,7 +32,7 @@ from lcg.commands.memory_jobs import JobCounters, MemoryJobs
 from lcg.commands.memory_processor import IntentProcessor
 from lcg.commands.memory_receipts import record_of, settled_fields, stale_report
 from lcg.commands.writer import WriteContext, Writer
-from lcg.domain.errors import DomainError
+from lcg.domain.errors import DomainError, InvalidParams
 from lcg.domain.events import MemoryAccessed
 from lcg.domain.ids import GroupId
 from lcg.domain.memory import arguments, layers, limits, text
@@ -182,7 +182,10 @@ class MemoryService:
     def _target(self, agent_id: str, scope: str | None, stack: Sequence[str]) -> GroupId:
         text.check_agent_id(agent_id)
         target = GroupId(layers.resolve_scope(self.session, stack, scope))
-        self.peer(target)  # the layer served (its jobs scheduled), or refused as not serving
+        try:
+            self.peer(target)  # the layer served (its jobs scheduled), or refused as not serving
+        except (InvalidParams, RuntimeError) as error:
+            raise layers.layer_not_serving(target, self.session, str(error)) from error
         return target
 
     def _scoped_derive(self, args: DeriveArgs, stack: Sequence[str]) -> MemoryReply:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
+from lcg.domain.errors import Conflict
 from lcg.domain.memory.context import AlsoItem, HitView, layer_line
 from lcg.domain.memory.identity import canonical_key
 from lcg.domain.memory.references import Lookup, ReferenceRefused, by_text, resolve
@@ -57,6 +58,17 @@ def resolve_scope(session: str, layers: Sequence[str], scope: str | None) -> str
         "scope must name this session or one of its layers: " + ", ".join(scopes(session, layers)),
         field="scope",
         rule="this session or one of its layers",
+    )
+
+
+def layer_not_serving(layer: str, session: str, reason: str) -> Conflict:
+    """A scope naming a layer the process cannot serve now is refused as retryable
+    (M-REC-253, M-LAY-024): nothing was read or written."""
+    return Conflict(
+        f"scope: layer {layer} is not serving right now ({reason}), so nothing was read or"
+        f" written in it; retry shortly, or call without scope to act on {session}",
+        field="scope",
+        rule="the layer must be serving",
     )
 
 

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Self, TypedDict
 from pydantic import BaseModel, Field, model_validator
 
 from lcg.commands.memory_admission import MemoryReply, MemoryService
+from lcg.domain.errors import InvalidParams
 from lcg.domain.memory import arguments, layers, limits, text
 from lcg.domain.memory.arguments import ActionArgs, DeriveArgs
 from lcg.domain.memory.calls import ConceptIn
@@ -257,7 +258,12 @@ def scoped(app: App, agent_id: str, scope: str | None) -> tuple[MemoryService, M
         arguments.check_caller(service.session, agent_id, scope)
         return service, service
     target = layers.resolve_scope(service.session, app.layers, scope)
-    return service, service if target == service.session else app.memory_of(target)
+    if target == service.session:
+        return service, service
+    try:
+        return service, app.memory_of(target)
+    except (InvalidParams, RuntimeError) as error:
+        raise layers.layer_not_serving(target, service.session, str(error)) from error
 
 
 def answer(
