@@ -19,6 +19,7 @@ from lcg.domain.memory.layers import (
     merge,
     refuse_relative_paths,
     resolve_scope,
+    same_anchor,
 )
 from lcg.domain.memory.receipts import ReceiptBook, ReceiptState
 from lcg.domain.memory.text import MemoryArgumentError
@@ -254,3 +255,10 @@ def test_m_rec_074_a_cut_layer_blocks_marker_names_its_scope() -> None:
     rendered = context.render_context([view for _, view in merged.hits], 60)
     assert rendered.truncated == WORKTREE
     assert "lambo_inspect b86d4709 (scope general) for the full concept]" in rendered.text
+
+
+def test_m_rec_100_101_a_layers_traversal_joins_only_on_the_callers_anchor() -> None:
+    assert same_anchor("user db schema", "User DB Schema")
+    assert not same_anchor("user db schema", "billing queue")
+    assert same_anchor(None, "billing queue")  # the caller resolved none: the layer's own
+    assert same_anchor("user db schema", None)  # the layer answered an ordinary recall

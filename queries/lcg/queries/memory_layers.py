@@ -56,6 +56,8 @@ def recall_layered(
             log.warning("layer %s could not be read", layer.session, exc_info=True)
             down.append(layer.session)
             continue
+        if not layers.same_anchor(own.anchor, got.anchor):
+            continue  # its traversal answers another concept than the caller's (M-REC-100)
         found.update({(layer.session, hit.node_id): hit for hit in got.hits})
         parts.append(_session_hits(layer.session, got))
     merged = layers.merge(_session_hits(request.session, own), parts, request.top_k)

@@ -80,6 +80,7 @@ class Recalled:
     warnings: tuple[str, ...]
     views: tuple[HitView, ...] = ()  # the hits' blocks as rendered (a layered recall merges them)
     header: str | None = None  # a dependency answer's traversal line
+    anchor: str | None = None  # a dependency answer's anchor text (a layer's must match)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +146,7 @@ def _traversal(reads: ReadHandle, anchor: questions.Anchor, request: RecallReque
     warning = (
         f"recall: dependency question answered by graph traversal ({len(dependents)} dependents)"
     )
-    return replace(_recalled(views, rendered, [warning], None), header=header)
+    return replace(_recalled(views, rendered, [warning], None), header=header, anchor=subject.text)
 
 
 # -- ordinary recall -------------------------------------------------------------------------

@@ -12,6 +12,7 @@ layered recall's hits under one budget.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
@@ -306,6 +307,16 @@ def refuse_caller_text(
 
 
 # --- the merged recall --------------------------------------------------------------------------
+
+
+def same_anchor(caller: str | None, layer: str | None) -> bool:
+    """Whether a layer's dependency answer may join a merged recall (M-REC-100/101): a
+    layer that answered no traversal always may; one that did, only when its anchor is the
+    caller's (ignoring case, after NFC), or when the caller resolved none."""
+    if layer is None or caller is None:
+        return True
+    fold = lambda text: unicodedata.normalize("NFC", text).casefold()  # noqa: E731
+    return fold(caller) == fold(layer)
 
 
 @dataclass(frozen=True, slots=True)
