@@ -315,8 +315,11 @@ def same_anchor(caller: str | None, layer: str | None) -> bool:
     caller's (ignoring case, after NFC), or when the caller resolved none."""
     if layer is None or caller is None:
         return True
-    fold = lambda text: unicodedata.normalize("NFC", text).casefold()  # noqa: E731
-    return fold(caller) == fold(layer)
+    return _fold(caller) == _fold(layer)
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFC", text).casefold()
 
 
 @dataclass(frozen=True, slots=True)
