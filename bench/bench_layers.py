@@ -79,7 +79,7 @@ def recall(app: App, query: str, scope: str | None = None) -> dict[str, Any]:
 def measure(size: int, queries: Sequence[str], repeats: int, data: Path) -> Row:
     conversations, _ = load_realtalk(data)
     texts = concept_texts(conversations, 2 * size)
-    layered_dir, plain_dir = CACHE / f"layers-{size}", CACHE / f"layers-plain-{size}"
+    layered_dir, plain_dir = CACHE / "layers", CACHE / "layers-plain"  # caches kept
     for directory in (layered_dir, plain_dir):
         reset_workspace(directory)
     fill_cache(layered_dir, [framed(text) for text in texts], f"layers {size:,}")

@@ -17,6 +17,7 @@ from typing import Final, NotRequired, TypeAlias, TypedDict
 
 from lcg.domain.errors import InvalidParams
 from lcg.domain.memory.locks import require_utc
+from lcg.domain.memory.piggyback import fair_share
 
 JsonValue: TypeAlias = str | int | float | bool | list["JsonValue"] | dict[str, "JsonValue"] | None
 
@@ -293,8 +294,7 @@ class ReceiptBook:
     def issue(
         self, agent_id: str, session: str, now: datetime, written_to: str | None = None
     ) -> ReceiptId:
-        """A new pending receipt for a write ``agent_id`` sent through ``session`` (and, for
-        a write scoped to one of its layers, ``written_to`` that layer)."""
+        """A pending receipt for a write ``agent_id`` sent through ``session`` (to a layer)."""
         now = self._expire(now)
         self._highest_seq += 1
         issued_ms = (now - _UNIX_EPOCH) // timedelta(milliseconds=1)
@@ -303,9 +303,7 @@ class ReceiptBook:
         return receipt
 
     def written_to(self, receipt: ReceiptId) -> str | None:
-        """The layer a held receipt's write was scoped to (None: the session itself, or a
-        receipt this book does not hold)."""
-        entry = self._held.get(receipt.seq)
+        entry = self._held.get(receipt.seq)  # the layer its write was scoped to, if any
         return None if entry is None or entry.receipt != receipt else entry.written_to
 
     def drop(self, agent_id: str, session: str, cause: DropCause, now: datetime) -> ReceiptId:
@@ -388,9 +386,9 @@ class ReceiptBook:
         self, asked: ReceiptId, entry: _Held, agent_id: str, session: str
     ) -> ReceiptAnswer:
         if entry.receipt != asked:  # our seq with another issue time: never handed out
-            return _standard(asked, ReceiptState.NEVER_ISSUED)
+            return standard_answer(asked, ReceiptState.NEVER_ISSUED)
         if (entry.agent_id, entry.session) != (agent_id, session):
-            return _standard(asked, ReceiptState.FORBIDDEN)
+            return standard_answer(asked, ReceiptState.FORBIDDEN)
         self._mark_delivered(entry)
         return entry.answer()
 
@@ -399,24 +397,23 @@ class ReceiptBook:
         if record is not None:
             return _from_intent(asked, record, agent_id, session)
         if asked.epoch != self.epoch:
-            return _standard(asked, ReceiptState.RESTART_LOST)
+            return standard_answer(asked, ReceiptState.RESTART_LOST)
         if asked.seq > self._highest_seq:
-            return _standard(asked, ReceiptState.NEVER_ISSUED)
-        return _standard(asked, ReceiptState.EXPIRED)
+            return standard_answer(asked, ReceiptState.NEVER_ISSUED)
+        return standard_answer(asked, ReceiptState.EXPIRED)
 
     def take_piggyback(
         self, agent_id: str, session: str, now: datetime, limit: int = PIGGYBACK_PER_RESPONSE
     ) -> Piggyback:
         """Up to ``limit`` settled receipts not yet delivered to this owner, oldest write first.
 
-        Each is delivered once: taking it here removes it from the queue. Receipts of writes
-        to different sessions (the session and its layers) share the slots fairly: each
-        session with receipts waiting gets at least one (the oldest of each first, M-LAY-022).
+        Each is delivered once: taking it here removes it from the queue. The sessions written
+        to (the session, its layers) share the slots: ``fair_share`` (M-LAY-022).
         """
         self._expire(now)
         key = (agent_id, session)
         queued = self._undelivered.get(key, set())
-        chosen = _fair(sorted(queued), lambda seq: self._held[seq].written_to, max(limit, 0))
+        chosen = fair_share(sorted(queued), lambda seq: self._held[seq].written_to, max(limit, 0))
         queued.difference_update(chosen)
         if not queued:
             self._undelivered.pop(key, None)
@@ -445,31 +442,16 @@ class ReceiptBook:
         self._mark_delivered(entry)
 
 
-def _fair(seqs: list[int], session_of: Callable[[int], str | None], limit: int) -> list[int]:
-    """Up to `limit` of `seqs` (oldest first): the oldest of each session first, then the
-    oldest of the rest; returned in write order."""
-    firsts: dict[str | None, int] = {}
-    for seq in seqs:
-        firsts.setdefault(session_of(seq), seq)
-    chosen = sorted(firsts.values())[:limit]
-    rest = [seq for seq in seqs if seq not in set(chosen)]
-    return sorted(chosen + rest[: limit - len(chosen)])
-
-
-def _standard(asked: ReceiptId, state: ReceiptState) -> ReceiptAnswer:
-    return ReceiptAnswer(str(asked), state, STATE_DETAILS[state])
-
-
 def standard_answer(asked: ReceiptId, state: ReceiptState) -> ReceiptAnswer:
     """The answer of a receipt in `state` with its standard detail (e.g. forbidden)."""
-    return _standard(asked, state)
+    return ReceiptAnswer(str(asked), state, STATE_DETAILS[state])
 
 
 def _from_intent(
     asked: ReceiptId, record: IntentRecord, agent_id: str, session: str
 ) -> ReceiptAnswer:
     if (record.agent_id, record.session) != (agent_id, session):
-        return _standard(asked, ReceiptState.FORBIDDEN)
+        return standard_answer(asked, ReceiptState.FORBIDDEN)
     detail = STATE_DETAILS[record.state] if record.detail is None else record.detail
     return ReceiptAnswer(str(asked), record.state, detail, record.lines, record.fields)
 
