@@ -432,7 +432,7 @@ def _toml_labels(text: str) -> set[str]:
 
 def test_every_lcg_toml_example_of_the_settings_page_is_read_as_written(tmp_path: Path) -> None:
     blocks = re.findall(r"^```toml\n(.*?)^```", SETTINGS_DOC, flags=re.M | re.S)
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     credentials_seen = 0
     for number, block in enumerate(blocks):
         workspace = tmp_path / str(number)

@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -32,10 +32,10 @@ from lcg.commands.memory_jobs import JobCounters, MemoryJobs
 from lcg.commands.memory_processor import IntentProcessor
 from lcg.commands.memory_receipts import record_of, settled_fields, stale_report
 from lcg.commands.writer import WriteContext, Writer
-from lcg.domain.errors import DomainError
+from lcg.domain.errors import DomainError, InvalidParams
 from lcg.domain.events import MemoryAccessed
 from lcg.domain.ids import GroupId
-from lcg.domain.memory import arguments, limits
+from lcg.domain.memory import arguments, layers, limits, text
 from lcg.domain.memory.arguments import ActionArgs, DeriveArgs
 from lcg.domain.memory.locks import (
     SoftLocks,
@@ -56,6 +56,7 @@ from lcg.domain.memory.receipts import (
     WriteAck,
     action_ack,
     derive_ack,
+    standard_answer,
 )
 from lcg.domain.memory.records import WriteOutcome
 from lcg.projections.embedding.port import EmbeddingContract
@@ -84,16 +85,30 @@ class MemoryReply:
     content: dict[str, Any]
 
 
+class Peers(Protocol):
+    """The other sessions the process serves (lcg.interfaces.memory_sessions): a layered
+    session's scoped calls act on its layers' services (ADR 0080)."""
+
+    def get(self, session: str | None = None) -> MemoryService: ...
+    def foreign_epochs(self, of: MemoryService) -> frozenset[int]: ...
+
+
 class MemoryWrites(Protocol):
     """What a memory write tool may ask of the application: its one entry point per tool
     (ADR 0059). The tools receive this handle, never the workspace."""
 
     @property
     def session(self) -> GroupId: ...
-    def derive(self, args: DeriveArgs) -> MemoryReply: ...
-    def record_action(self, args: ActionArgs) -> MemoryReply: ...
+    def derive(self, args: DeriveArgs, layers: Sequence[str] = ()) -> MemoryReply: ...
+    def record_action(self, args: ActionArgs, layers: Sequence[str] = ()) -> MemoryReply: ...
     def reserve(
-        self, agent_id: str, node_id: str, ttl_seconds: int | None, release: bool, scope: str | None
+        self,
+        agent_id: str,
+        node_id: str,
+        ttl_seconds: int | None,
+        release: bool,
+        scope: str | None,
+        layers: Sequence[str] = (),
     ) -> MemoryReply: ...
     def stats(self, agent_id: str, receipt: str | None, wait_ms: int | None) -> MemoryReply: ...
 
@@ -127,6 +142,7 @@ class MemoryService:
         self.locks = SoftLocks()
         self._waits = 0
         self._waits_by_agent: dict[str, int] = {}
+        self.peers: Peers | None = None  # set by the process's sessions (ADR 0080)
         self._accessed: Counter[str] = Counter()  # recalls' access counts not yet in the log
         self._accessed_since: float | None = None  # monotonic time of the oldest one
         processor.listeners.append(self._settled)
@@ -140,8 +156,11 @@ class MemoryService:
 
     # -- the tools' entry points ----------------------------------------------------------
 
-    def derive(self, args: DeriveArgs) -> MemoryReply:
-        """lambo_derive: check, admit, accept (load, decide, append); the ack."""
+    def derive(self, args: DeriveArgs, layers: Sequence[str] = ()) -> MemoryReply:
+        """lambo_derive: check, admit, accept (load, decide, append); the ack. On a layered
+        session (`layers`), `scope` names the session written to (ADR 0080)."""
+        if layers:
+            return self._scoped_derive(args, layers)
         call = arguments.check_derive(args, self.session, self.clock)
         return self._write(
             call.agent_id,
@@ -149,8 +168,10 @@ class MemoryService:
             functools.partial(derive_ack, len(call.concepts)),
         )
 
-    def record_action(self, args: ActionArgs) -> MemoryReply:
+    def record_action(self, args: ActionArgs, layers: Sequence[str] = ()) -> MemoryReply:
         """lambo_record_action: check, admit, accept (load, decide, append); the ack."""
+        if layers:
+            return self._scoped_action(args, layers)
         call = arguments.check_action(args, self.session, self.clock)
         return self._write(
             call.agent_id,
@@ -158,13 +179,77 @@ class MemoryService:
             functools.partial(action_ack, call.action),
         )
 
+    def _target(self, agent_id: str, scope: str | None, stack: Sequence[str]) -> GroupId:
+        text.check_agent_id(agent_id)
+        target = GroupId(layers.resolve_scope(self.session, stack, scope))
+        try:
+            self.peer(target)  # the layer served (its jobs scheduled), or refused as not serving
+        except (InvalidParams, RuntimeError) as error:
+            raise layers.layer_not_serving(target, self.session, str(error)) from error
+        return target
+
+    def _scoped_derive(self, args: DeriveArgs, stack: Sequence[str]) -> MemoryReply:
+        """A layered session's derive: written to the session `scope` names, its receipt
+        this session's (delivered only here, M-LAY-020); a reference naming another
+        session's concept refused (M-LAY-008..010); into a layer, no bare relative path."""
+        target = self._target(args.agent_id, args.scope, stack)
+        call = arguments.check_derive(replace(args, scope=None), target, self.clock)
+        into = None if target == self.session else str(target)
+        if into is not None:
+            entries = [(f"concepts[{i}].content", c.content) for i, c in enumerate(call.concepts)]
+            for j, (parent, child) in enumerate(call.parent_of):
+                entries += [(f"parent_of[{j}].parent", parent), (f"parent_of[{j}].child", child)]
+            layers.refuse_relative_paths(entries, into)
+        others = [s for s in layers.scopes(self.session, stack) if s != target]
+        return self._write(
+            call.agent_id,
+            lambda ctx, receipt: memory_commands.accept_scoped_derive(
+                ctx, replace(call, receipt=receipt), others, None if into is None else self.session
+            ),
+            functools.partial(derive_ack, len(call.concepts), written_to=into),
+            into,
+        )
+
+    def _scoped_action(self, args: ActionArgs, stack: Sequence[str]) -> MemoryReply:
+        """A layered session's record_action, as _scoped_derive."""
+        target = self._target(args.agent_id, args.scope, stack)
+        call = arguments.check_action(replace(args, scope=None), target, self.clock)
+        into = None if target == self.session else str(target)
+        if into is not None:
+            entries = [("action", call.action)]
+            for name, values in (
+                ("produces", call.produces),
+                ("modifies", call.modifies),
+                ("depends_on", call.depends_on),
+            ):
+                entries += [(f"{name}[{j}]", value) for j, value in enumerate(values)]
+            layers.refuse_relative_paths(entries, into)
+        others = [s for s in layers.scopes(self.session, stack) if s != target]
+        return self._write(
+            call.agent_id,
+            lambda ctx, receipt: memory_commands.accept_scoped_action(
+                ctx, replace(call, receipt=receipt), others, None if into is None else self.session
+            ),
+            functools.partial(action_ack, call.action, written_to=into),
+            into,
+        )
+
+    def peer(self, session: str) -> MemoryService:
+        """The service of `session` (this one's, or another the process serves)."""
+        if session == self.session:
+            return self
+        if self.peers is None:
+            raise RuntimeError("this memory service serves no other session")
+        return self.peers.get(session)
+
     def _write(
         self,
         agent_id: str,
         accept: Callable[[WriteContext, str], None],
         ack: Callable[..., WriteAck],
+        written_to: str | None = None,
     ) -> MemoryReply:
-        admitted = self.admit(agent_id, accept)
+        admitted = self.admit(agent_id, accept, written_to)
         answer = ack(
             admitted.receipt,
             agent_id,
@@ -174,10 +259,32 @@ class MemoryService:
         return self.reply(agent_id, answer.text, dict(answer.structured()))
 
     def reserve(
-        self, agent_id: str, node_id: str, ttl_seconds: int | None, release: bool, scope: str | None
+        self,
+        agent_id: str,
+        node_id: str,
+        ttl_seconds: int | None,
+        release: bool,
+        scope: str | None,
+        layers: Sequence[str] = (),
     ) -> MemoryReply:
-        """lambo_reserve: take (or release) an advisory soft lock on a node of the session."""
+        """lambo_reserve: take (or release) an advisory soft lock on a node of the session,
+        or, `scope` naming one of its `layers`, of that layer (locks are per session,
+        M-RES-006/007); the reply piggybacks this session's receipts."""
+        if layers and scope is not None:
+            target = self._target(agent_id, scope, layers)
+            if target != self.session:
+                body, content = self.peer(target).reserve_body(
+                    agent_id, node_id, ttl_seconds, release
+                )
+                return self.reply(agent_id, body, content)
         arguments.check_caller(self.session, agent_id, scope)
+        body, content = self.reserve_body(agent_id, node_id, ttl_seconds, release)
+        return self.reply(agent_id, body, content)
+
+    def reserve_body(
+        self, agent_id: str, node_id: str, ttl_seconds: int | None, release: bool
+    ) -> tuple[str, dict[str, Any]]:
+        """The reservation (or release) in this session, as text and content."""
         node_id = arguments.check_node_id(node_id)
         if state.node(self._reader(), self.session, node_id) is None:
             raise DomainError(
@@ -190,15 +297,11 @@ class MemoryService:
         with self._lock:
             if release:
                 released = self.locks.release(agent_id, node_id, now)
-                return self.reply(
-                    agent_id,
-                    release_text(node_id, released),
-                    dict(release_content(agent_id, node_id, released)),
+                return release_text(node_id, released), dict(
+                    release_content(agent_id, node_id, released)
                 )
             reservation = self.locks.reserve(agent_id, node_id, check_ttl_seconds(ttl_seconds), now)
-        return self.reply(
-            agent_id, reservation_text(reservation), dict(reservation_content(reservation))
-        )
+        return reservation_text(reservation), dict(reservation_content(reservation))
 
     def stats(self, agent_id: str, receipt: str | None, wait_ms: int | None) -> MemoryReply:
         """lambo_stats: the session's figures, and with a receipt what became of that write
@@ -225,7 +328,12 @@ class MemoryService:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def admit(self, agent_id: str, accept: Callable[[WriteContext, str], None]) -> Admitted:
+    def admit(
+        self,
+        agent_id: str,
+        accept: Callable[[WriteContext, str], None],
+        written_to: str | None = None,
+    ) -> Admitted:
         """Give the write a receipt and append its intent (`accept` resolves and appends it,
         or raises a refusal, after which no receipt was handed out). Over a bound the write
         is dropped: nothing is written."""
@@ -241,7 +349,7 @@ class MemoryService:
                     dropped,
                     self.processor.retry_after_ms(),
                 )
-            receipt = self.book.issue(agent_id, self.session, now)
+            receipt = self.book.issue(agent_id, self.session, now, written_to)
             self.processor.admitted(str(receipt), agent_id)  # before the processor can see it
         try:
             self._writer().execute(lambda ctx: accept(ctx, str(receipt)))
@@ -273,7 +381,9 @@ class MemoryService:
             with self._lock:
                 self.book.settle(asked, ReceiptState.FAILED, now, detail=outcome)
             return
-        stale = stale_report(self._reader(), self.session, outcome, now)
+        with self._lock:
+            written_to = GroupId(self.book.written_to(asked) or self.session)  # ADR 0080
+        stale = stale_report(self._reader(), written_to, outcome, now)
         with self._lock:
             fields = settled_fields(outcome)
             lines = outcome.candidate_lines
@@ -331,6 +441,10 @@ class MemoryService:
     def lookup(self, receipt: str, agent_id: str, wait_ms: int) -> ReceiptAnswer:
         """lambo_stats's receipt object, after waiting up to `wait_ms` for it to settle."""
         asked = ReceiptId.parse(receipt)
+        if self.peers is not None and asked.epoch in self.peers.foreign_epochs(self):
+            # written through another session of this process (a layer's scoped write is
+            # answered only where it was written through, M-LAY-021)
+            return standard_answer(asked, ReceiptState.FORBIDDEN)
         if wait_ms > 0 and self._pending(str(asked)):
             with self._wait_slot(agent_id) as granted:
                 if granted:

@@ -38,6 +38,7 @@ class App:
     progress: Progress | None = None
     operator: bool = False
     session: str | None = None  # the memory session the call is for (None: the process's own)
+    layers: tuple[str, ...] = ()  # the shared sessions it is layered over (ADR 0080)
 
     @property
     def reads(self) -> Reads:
@@ -71,6 +72,13 @@ class App:
     def with_progress(self, progress: Progress | None) -> App:
         return self if progress is None else replace(self, progress=progress)
 
-    def for_session(self, session: str | None) -> App:
-        """The same services, the memory tools answering for `session` (None: the default)."""
-        return self if session is None else replace(self, session=session)
+    def for_session(self, session: str | None, layers: tuple[str, ...] = ()) -> App:
+        """The same services, the memory tools answering for `session` (None: the default),
+        layered over `layers`."""
+        if session is None and not layers:
+            return self
+        return replace(self, session=session, layers=layers)
+
+    def memory_of(self, session: str) -> MemoryService:
+        """Another session's memory service (a layer of the call's session, ADR 0080)."""
+        return self.workspace.memory_sessions.get(session)

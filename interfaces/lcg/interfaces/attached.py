@@ -107,11 +107,17 @@ class AttachedClient:
     """Forwards calls to the socket service at `path`; never opens the workspace."""
 
     def __init__(
-        self, path: Path, timeout_ms: int, dial: Dial | None = None, session: str | None = None
+        self,
+        path: Path,
+        timeout_ms: int,
+        dial: Dial | None = None,
+        session: str | None = None,
+        layers: tuple[str, ...] | None = None,
     ) -> None:
         self.path = path
         self.timeout_ms = timeout_ms
         self.session = session  # the memory session each call names (None: the service's)
+        self.layers = layers  # the shared sessions it is layered over (ADR 0080)
         self._dial = dial or unix_dialer(path)
         self._lines: _Lines | None = None
         self._lock = anyio.Lock()
@@ -148,6 +154,8 @@ class AttachedClient:
             frame = request_frame(request_id, method, params)
             if self.session is not None:  # a top-level member beside method (ADR 0071)
                 frame["session"] = self.session
+            if self.layers is not None:  # beside it: the forwarding serve's layers (0080)
+                frame["layers"] = list(self.layers)
             lines = await self._send(encode(frame))
             return await self._receive(lines, request_id, on_progress)
 

@@ -49,6 +49,9 @@ class Settings:
     # sync also waits for the write's vectors.
     vector_follow: VectorFollow = "async"  # LCG_BM25_ENGINE: memory | fts5 (ADR 0016: same scores)
     session: str = DEFAULT_GROUP  # LCG_SESSION / --session: the group the lambo_* tools serve
+    # [serve] layers / LCG_SERVE_LAYERS / --layer: the shared sessions `session` is layered
+    # over (ADR 0080); a call naming another session is unlayered
+    layers: tuple[str, ...] = ()
     # LCG_CLOCK_FILE: a file holding seconds to add to the real clock, read at every reading
     # (tests and demos move a serving process's time past the memory rules' age floors)
     clock_file: Path | None = None
@@ -151,6 +154,7 @@ class Settings:
             ),
             clock_file=Path(env["LCG_CLOCK_FILE"]) if env.get("LCG_CLOCK_FILE") else None,
             tuning=tuning,
+            layers=tuning.layers,
             chunk_advisory_max_chars=_int(
                 env, "LCG_CHUNK_TEXT_ADVISORY_MAX_CHARS", 8_000, 1, 1_000_000_000
             ),

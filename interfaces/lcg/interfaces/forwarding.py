@@ -59,10 +59,12 @@ class _Link:
     """One connection to the holder: an AttachedClient that keeps its raw socket, so an idle
     link the holder closed is seen before a call is written to it."""
 
-    def __init__(self, path: Path, session: str) -> None:
+    def __init__(self, path: Path, session: str, layers: tuple[str, ...] = ()) -> None:
         self.path = path
         self._raw: socket.socket | None = None
-        self.client = AttachedClient(path, FORWARD_IDLE_MS, dial=self._dial, session=session)
+        self.client = AttachedClient(
+            path, FORWARD_IDLE_MS, dial=self._dial, session=session, layers=layers
+        )
 
     async def _dial(self) -> Connection:
         stream = await anyio.connect_unix(str(self.path))
@@ -84,9 +86,10 @@ class _Link:
 class HolderClient:
     """The holder's socket, with a connection per call in flight (idle ones reused)."""
 
-    def __init__(self, path: Path, session: str) -> None:
+    def __init__(self, path: Path, session: str, layers: tuple[str, ...] = ()) -> None:
         self.path = path
         self.session = session  # every call names it: the holder serves each session
+        self.layers = layers  # and this serve's layers: the holder merges them (ADR 0080)
         self._idle: list[_Link] = []
 
     async def call(
@@ -110,7 +113,7 @@ class HolderClient:
             if not link.closed_by_holder():
                 return link
             await link.client.aclose()
-        link = _Link(self.path, self.session)
+        link = _Link(self.path, self.session, self.layers)
         try:
             await link.client.start()
         except AttachedUnavailable as error:
@@ -221,7 +224,8 @@ class Forwarder:
             if path is None:  # a holder that publishes nothing: the degraded answers, this call
                 return LocalBackend(self.service)
             log.info("the store is held elsewhere; forwarding every call to %s", path)
-            self._remote = HolderClient(path, self.service.settings.session)
+            settings = self.service.settings
+            self._remote = HolderClient(path, settings.session, settings.layers)
             return self._remote
 
     async def _holder_socket(self) -> Path | None:

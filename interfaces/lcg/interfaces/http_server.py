@@ -186,6 +186,7 @@ class _Managers:
                 exit_on_close=False,
                 session=session,
                 name=self.server_name,
+                layers=self.service.settings.layers if session == self.default else (),
             ).server
             manager = _BudgetedManager(self.budget, server, self.security)
             assert self._tasks is not None, "the serve is not running"

@@ -77,6 +77,14 @@ def serve(
             "dropped and counted in lambo_stats, never waited for.",
         ),
     ] = None,
+    layer: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--layer",
+            help="A shared session this one is layered over (repeatable, or comma-separated; "
+            "default [serve] layers in lcg.toml): lambo_recall reads it too, scope names it.",
+        ),
+    ] = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Serve the session's lambo_* tools over MCP stdio (the default) or Streamable HTTP."""
@@ -99,6 +107,7 @@ def serve(
         agent=agent,
         ledger=ledger,
         server_name=SERVER_NAME,
+        layer=layer,
     )
 
 

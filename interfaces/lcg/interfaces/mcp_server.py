@@ -84,6 +84,19 @@ MEMORY_INSTRUCTIONS = (  # seed 001, "How the server introduces itself" (M-INSTR
     "and a wait_ms first; otherwise carry on — writes you\nsend one after another are "
     "applied in that order (two you fire at once have no order to\nkeep)."
 )
+LAYERED_INSTRUCTIONS = (  # seed 001: the paragraph a layered session appends (M-INSTR-014..020)
+    "lambo_recall in session '{session}' also searches its shared layers: {layers}. Every recall"
+    " hit\nnames the session it is from (structuredContent hits[].session, and 'from <session>'"
+    " in a\nlayer hit's block), and its id belongs to that session: pass the same scope (scope ="
+    '\n"{layer}") to lambo_inspect to inspect a hit from that layer. Pass scope = "{layer}" to'
+    '\nlambo_recall to read that layer alone, or scope = "{session}" for this session alone.'
+    " Writes\ngo to session '{session}' unless you pass scope: write a ruling or preference that"
+    ' applies in\nevery project with scope = "{layer}", and project facts, file actions and'
+    " decisions without\na scope. A write's depends_on must name concepts in the session it"
+    " writes to, and a write\ninto a layer refuses relative file paths. Writes to different"
+    " sessions have no ordering\nbetween them. lambo_reserve and lambo_saints take the same"
+    " scope, and lambo_stats finds a\nreceipt from any of them."
+)
 DRAIN_SECONDS = 30.0  # at end of input, how long calls in flight may still finish
 
 log = logging.getLogger("lcg.mcp")
@@ -146,14 +159,21 @@ def _memory_error(error: RpcError) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
-def instructions_for(visibility: Visibility, session: str) -> str:
+def instructions_for(visibility: Visibility, session: str, layers: tuple[str, ...] = ()) -> str:
     """What the server tells the model at initialize: the seed 001 text naming the session
-    when the memory tools are served (alone, exactly that text: M-INSTR-003), followed by the
-    knowledge graph's sentence when knowledge tools are served too."""
+    when the memory tools are served (alone, exactly that text: M-INSTR-003), with the layered
+    paragraph when the session has layers (M-INSTR-014), followed by the knowledge graph's
+    sentence when knowledge tools are served too."""
     tools = visibility.tools()
     parts = []
     if any(op.scope is Scope.MEMORY for op in tools):
         parts.append(MEMORY_INSTRUCTIONS.format(session=session))
+        if layers:
+            parts.append(
+                LAYERED_INSTRUCTIONS.format(
+                    session=session, layers=", ".join(layers), layer=layers[0]
+                )
+            )
     if not parts or any(op.scope is not Scope.MEMORY for op in tools):
         parts.append(INSTRUCTIONS)
     return "\n\n".join(parts)
@@ -170,6 +190,7 @@ class LcgMcpServer:
         exit_on_close: bool = False,
         session: str = DEFAULT_GROUP,
         name: str | None = None,
+        layers: tuple[str, ...] = (),
     ) -> None:
         self.backend = backend
         self.visibility = visibility
@@ -184,7 +205,7 @@ class LcgMcpServer:
         self.server: Server[Any] = Server(
             name or NAME,  # serverInfo's name: lcg's, or the one `lambo serve` goes by
             version=_version(),
-            instructions=instructions_for(visibility, session),
+            instructions=instructions_for(visibility, session, layers),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
         )

@@ -84,10 +84,17 @@ class MemorySessions:
                     f"{len(self._services)} are open; {name!r} would be one more",
                 )
             service = self._make(name, self.processor)
+            service.peers = self  # a layered session's scoped calls reach its layers (0080)
             self._services[name] = service
             if self._scheduled is not None:
                 service.schedule(self._scheduled)
             return service
+
+    def foreign_epochs(self, of: MemoryService) -> frozenset[int]:
+        """The receipt epochs of every other session's service: a receipt one of them issued
+        is answered only there (a write scoped to a layer, M-LAY-021)."""
+        with self._lock:
+            return frozenset(s.book.epoch for s in self._services.values() if s is not of)
 
     def sessions(self) -> list[GroupId]:
         """The sessions served so far, the process's own first."""

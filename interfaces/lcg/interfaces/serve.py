@@ -150,6 +150,14 @@ def serve(
             "(default [serve] ledger: none).",
         ),
     ] = None,
+    layer: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--layer",
+            help="A shared session the served session is layered over (repeatable, or "
+            "comma-separated; default [serve] layers): lambo_recall reads it too, scope names it.",
+        ),
+    ] = None,
     server_name: Annotated[
         str | None,
         typer.Option(
@@ -172,7 +180,7 @@ def serve(
         _refuse_attached_ledger(connect, ledger)
         if http:
             visibility = _visibility(scope, attached=False, allow_close=False)
-            settings = _settings(workspace, session)
+            settings = _settings(workspace, session, layer)
             calls = _ledger(ledger, settings)
             _serve_http(visibility, settings, port, bind, auth_token, held_as, server_name, calls)
         elif mcp_stdio and connect is not None:
@@ -181,12 +189,12 @@ def serve(
             _serve_attached(visibility, connect, session_name(attached_session or DEFAULT_GROUP))
         elif mcp_stdio:
             visibility = _visibility(scope, attached=False, allow_close=False)
-            settings = _settings(workspace, session)
+            settings = _settings(workspace, session, layer)
             calls = _ledger(ledger, settings)
             _serve_standalone(visibility, settings, held_as, server_name, calls)
         else:
             _refuse_mcp_only_flags(connect, allow_remote_close)
-            settings = _settings(workspace, session)
+            settings = _settings(workspace, session, layer)
             calls = _ledger(ledger, settings)
             _serve_socket(settings, socket or settings.socket_path, held_as, calls)
     except InvalidParams as error:
@@ -334,6 +342,7 @@ def _serve_standalone(
                 exit_on_close=True,
                 session=settings.session,
                 name=server_name,
+                layers=settings.layers,
             )
             await server.serve_stdio(wire_in, wire_out)
         finally:
@@ -431,11 +440,12 @@ def _mcp_server(
     exit_on_close: bool,
     session: str,
     name: str | None = None,
+    layers: tuple[str, ...] = (),
 ) -> LcgMcpServer:
     from lcg.interfaces.mcp_server import LcgMcpServer
 
     return LcgMcpServer(
-        backend, visibility, exit_on_close=exit_on_close, session=session, name=name
+        backend, visibility, exit_on_close=exit_on_close, session=session, name=name, layers=layers
     )
 
 
@@ -449,13 +459,21 @@ def _visibility(scope: str, *, attached: bool, allow_close: bool) -> Visibility:
     return Visibility(scopes, attached=attached, allow_remote_close=allow_close)
 
 
-def _settings(workspace: Path | None, session: str | None = None) -> Settings:
+def _settings(
+    workspace: Path | None, session: str | None = None, layers: list[str] | None = None
+) -> Settings:
+    from lcg.domain.memory.layers import check_layers
     from lcg.interfaces.config import Settings, session_name
 
     settings = Settings.load(os.environ, Path.cwd(), workspace)
-    if session is None:
-        return settings
-    return dataclasses.replace(settings, session=session_name(session))
+    if session is not None:
+        settings = dataclasses.replace(settings, session=session_name(session))
+    if layers:  # --layer wins over [serve] layers (ADR 0080)
+        names = [name.strip() for given in layers for name in given.split(",") if name.strip()]
+        settings = dataclasses.replace(
+            settings, layers=tuple(session_name(name, "--layer") for name in names)
+        )
+    return dataclasses.replace(settings, layers=check_layers(settings.session, settings.layers))
 
 
 def _fail(message: str, code: int) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -17,6 +18,7 @@ from lcg.commands import recovery, wal_admin
 from lcg.domain.errors import Conflict, InvalidParams, NotFound
 from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
+from lcg.domain.memory.layers import check_layers
 from lcg.domain.memory.receipts import ReceiptId
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
@@ -157,20 +159,23 @@ class Service:
         params: dict[str, Any] | None,
         progress: Progress | None = None,
         session: str | None = None,
+        layers: Sequence[str] | None = None,
     ) -> JsonObject:
         """Run one method; every failure is raised as an RpcError (P-002, P-003). The memory
         tools answer for `session` (None: the serve's own; any valid name: that session of
-        the workspace, new and empty if it holds nothing yet, ADR 0071). With a ledger, the
-        call's line is queued after it ran (never waiting for the file)."""
+        the workspace, new and empty if it holds nothing yet, ADR 0071), layered over
+        `layers` (None: the serve's configured layers for its own session, none for another
+        one; ADR 0080). With a ledger, the call's line is queued after it ran (never waiting
+        for the file)."""
         ledger = self.ledger
         if ledger is None or method == HEALTH_CHECK:
-            return self._call(method, params, progress, session)
+            return self._call(method, params, progress, session, layers)
         detail: dict[str, Any] = {}
         bound = RECALL_DETAIL.set(detail)
         started = time.perf_counter()
         addressed = session or self.settings.session
         try:
-            result = self._call(method, params, progress, session)
+            result = self._call(method, params, progress, session, layers)
         except Exception as error:
             refusal = error if isinstance(error, RpcError) else error_from_exception(error)
             ms = (time.perf_counter() - started) * 1000
@@ -221,12 +226,14 @@ class Service:
         params: dict[str, Any] | None,
         progress: Progress | None,
         session: str | None,
+        layers: Sequence[str] | None,
     ) -> JsonObject:
-        if session is not None:
-            try:
+        try:
+            if session is not None:
                 session_name(session, "session")
-            except Exception as error:
-                raise error_from_exception(error) from error
+            stack = self._layers(session, layers)
+        except Exception as error:
+            raise error_from_exception(error) from error
         if method == HEALTH_CHECK:
             return self.health()
         if method in (RECOVER, RECOVER_FULL):  # in every state: they close and reopen
@@ -235,7 +242,7 @@ class Service:
         if self.state != "healthy" or app is None:
             return self._call_unready(method, params)
         try:
-            result = operations.dispatch(app.for_session(session), method, params, progress)
+            result = operations.dispatch(app.for_session(session, stack), method, params, progress)
         except DamagedFile as error:
             self._repair(error)
             raise error_from_exception(error) from error
@@ -244,6 +251,15 @@ class Service:
         if method == CLOSE:
             self._begin_closing()
         return result
+
+    def _layers(self, session: str | None, layers: Sequence[str] | None) -> tuple[str, ...]:
+        """The layers a call's session reads with it, each a session name, none itself."""
+        if layers is None:
+            if session is not None and session != self.settings.session:
+                return ()
+            layers = self.settings.layers
+        names = [session_name(layer, "layers") for layer in layers]
+        return check_layers(session or self.settings.session, names)
 
     def _call_unready(self, method: str, params: dict[str, Any] | None) -> JsonObject:
         """Degraded, closing or recovering: only status, close, the recovery methods and

@@ -40,7 +40,7 @@ TOP: Final = ""  # the section of top-level keys
 class Key:
     section: str
     name: str
-    kind: type  # bool, int, float or str
+    kind: type  # bool, int, float, str, or tuple (a list of session names)
     default: object
     low: float | None = None
     high: float | None = None
@@ -72,6 +72,11 @@ class Key:
             return "must be " + " | ".join(self.choices)
         if self.kind is str:
             return "must be a string"
+        if self.kind is tuple:
+            return (
+                "must be a list of session names (a comma-separated list in the environment):"
+                f" {rules.PATTERN_RULES[rules.GROUP_ID_PATTERN]}"
+            )
         kind = "an integer" if self.kind is int else "a number"
         if self.high is None:
             return f"must be {kind} of at least {_show(self.low)}"
@@ -168,6 +173,9 @@ KEYS: Final[tuple[Key, ...]] = (
         meaning="the address `lcg serve --http` and `lambo serve --transport http` listen on"
         " (--bind wins); anything but loopback needs a credential (ADR 0064)"),
     Key("serve", "port", int, 7700, 1, 65_535, meaning="the HTTP port (--port wins)"),
+    Key("serve", "layers", tuple, (),
+        meaning="the shared sessions the served session is layered over: lambo_recall reads"
+        " them with it, scope names one (--layer wins; ADR 0080)"),
     Key("serve", "max_sessions", int, 64, 1, 100_000,
         meaning="live MCP sessions the HTTP transport holds at once; one more is answered 503"),
     Key("serve", "per_session_rps", float, 50.0, 0.1, 100_000,
@@ -267,6 +275,13 @@ class Tuning:
 
     def _bool(self, section: str, name: str) -> bool:
         return bool(self.get(section, name))
+
+    @property
+    def layers(self) -> tuple[str, ...]:
+        """[serve] layers: the session names, in the configured order (ADR 0080)."""
+        value = self.get("serve", "layers")
+        assert isinstance(value, tuple)
+        return value
 
     def _secs(self, section: str, name: str) -> timedelta:
         return timedelta(seconds=self._float(section, name))
@@ -518,6 +533,8 @@ def _from_env(key: Key, text: str) -> object:
     """The environment's text as the key's type where it parses; else the text, for the error."""
     if key.kind is bool:
         return _TRUTH.get(text.lower(), text)
+    if key.kind is tuple:
+        return [part.strip() for part in text.split(",") if part.strip()]
     if key.kind in (int, float):
         for parse in (int, float):
             try:
@@ -546,6 +563,13 @@ def _typed(key: Key, value: object, where: str, bad: InvalidParams) -> object:
         if not isinstance(value, str):
             raise bad
         return _choice(key, value, where)
+    if key.kind is tuple:
+        names = value if isinstance(value, list) else None
+        if names is None or not all(
+            isinstance(n, str) and re.fullmatch(rules.GROUP_ID_PATTERN, n) for n in names
+        ):
+            raise bad
+        return tuple(dict.fromkeys(names))
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise bad
     if key.kind is int and not isinstance(value, int):
@@ -580,7 +604,7 @@ def describe() -> list[dict[str, object]]:
             "key": key.label,
             "env": key.env,
             "aliases": list(key.aliases),
-            "default": key.default,
+            "default": list(key.default) if isinstance(key.default, tuple) else key.default,
             "rule": key.rule,
             "meaning": key.meaning,
         }

@@ -250,7 +250,11 @@ class SocketService:
         answer_id: RequestId = request.get("id")
         try:
             result = await self._call(
-                request["method"], request.get("params"), writer, request.get("session")
+                request["method"],
+                request.get("params"),
+                writer,
+                request.get("session"),
+                request.get("layers"),
             )
             response = encode(result_frame(answer_id, result))
         except Exception as error:  # noqa: BLE001 (every failure is answered, never raised)
@@ -258,7 +262,12 @@ class SocketService:
         return response if "id" in request else None
 
     async def _call(
-        self, method: str, params: Any, writer: asyncio.StreamWriter, session: Any = None
+        self,
+        method: str,
+        params: Any,
+        writer: asyncio.StreamWriter,
+        session: Any = None,
+        layers: Any = None,
     ) -> JsonObject:
         if params is None:
             params = {}  # P-001: a missing params is {}
@@ -266,12 +275,22 @@ class SocketService:
             raise InvalidParams("params", "must be a JSON object")
         if session is not None and not isinstance(session, str):  # ADR 0071
             raise InvalidParams("session", "must be a session name (a string) when given")
+        if layers is not None and (
+            not isinstance(layers, list) or not all(isinstance(x, str) for x in layers)
+        ):  # ADR 0080
+            raise InvalidParams("layers", "must be a list of session names when given")
         progress = None
         if params.get("_progress_token") is not None:  # P-006
             progress = self._progress_writer(writer, method)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._executor, self.service.call, method, params, progress, session
+            self._executor,
+            self.service.call,
+            method,
+            params,
+            progress,
+            session,
+            None if layers is None else tuple(layers),
         )
 
     def _progress_writer(self, writer: asyncio.StreamWriter, method: str) -> Progress:

@@ -38,19 +38,10 @@ Params = dict[str, Any]
 DEFAULT_DIR = Path("docs/tools")
 WORKSPACE = "<workspace>"  # the temporary workspace's path, in results that show it
 VARIES = "<varies>"  # a value that differs from one run or machine to the next
-VARYING_KEYS = frozenset(  # an SQLite file's size depends on its library; timings vary
-    {
-        "byte_size",
-        "duration_seconds",
-        "job_id",
-        "start_time",
-        "elapsed_seconds",
-        "epoch",
-        "write_queue_apply_ms_p50",
-        "write_queue_apply_ms_p90",
-        "write_queue_apply_ms_max",
-    }
-)
+# An SQLite file's size depends on its library; timings vary.
+VARYING_KEYS = frozenset(
+    ("byte_size", "duration_seconds", "job_id", "start_time", "elapsed_seconds", "epoch")
+).union(f"write_queue_apply_ms_{p}" for p in ("p50", "p90", "max"))
 STAMP = re.compile(r"\.(recovered|replaced)-\d{8}T\d{6}\.\d{6}Z")  # when a file was set aside
 RECEIPT = re.compile(r"lwr1\.[0-9a-f]{16}\.[0-9a-f]+\.")  # random epoch, issue time: varies
 MEMORY_STORY = {
@@ -576,9 +567,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         stale = stale_pages(pages, directory)
         for name in stale:
             sys.stderr.write(f"{directory / name} differs from the table; regenerate it\n")
-            was = (_read(directory / name) or "").splitlines(keepends=True)
-            diff = difflib.unified_diff(was, pages[name].splitlines(keepends=True), n=1)
-            sys.stderr.writelines(list(diff)[:40])  # what differs, when a run cannot say why
+            was, now = (
+                (_read(directory / name) or "").splitlines(True),
+                pages[name].splitlines(True),
+            )
+            sys.stderr.writelines(list(difflib.unified_diff(was, now, n=1))[:40])  # what differs
         return 1 if stale else 0
     write_pages(pages, directory)
     return 0

@@ -73,6 +73,7 @@ class RecalledHit:
     repo_scope: str | None = None  # the repository of a scoped path (M-RSC-060)
     fused: dict[str, float] | None = None  # both fused values of a leg hit (the ledger's)
     annotations: tuple[Annotation, ...] = ()  # its lines as kinds (recall_annotations)
+    session: str | None = None  # a layered session's hit: the session it is from (M-REC-243)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,9 @@ class Recalled:
     context: str
     hits: tuple[RecalledHit, ...]
     warnings: tuple[str, ...]
+    views: tuple[HitView, ...] = ()  # the hits' blocks as rendered (a layered recall merges them)
+    header: str | None = None  # a dependency answer's traversal line
+    anchor: str | None = None  # a dependency answer's anchor text (a layer's must match)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +172,7 @@ def _traversal(reads: ReadHandle, anchor: questions.Anchor, request: RecallReque
     warning = (
         f"recall: dependency question answered by graph traversal ({len(dependents)} dependents)"
     )
-    return _recalled(views, rendered, [warning], None)
+    return replace(_recalled(views, rendered, [warning], None), header=header, anchor=subject.text)
 
 
 # -- ordinary recall -------------------------------------------------------------------------
@@ -564,4 +568,4 @@ def _recalled(
                 () if extra is None else extra.annotations,
             )
         )
-    return Recalled(rendered.text, tuple(hits), tuple(warnings))
+    return Recalled(rendered.text, tuple(hits), tuple(warnings), tuple(views))

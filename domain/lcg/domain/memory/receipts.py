@@ -17,6 +17,7 @@ from typing import Final, NotRequired, TypeAlias, TypedDict
 
 from lcg.domain.errors import InvalidParams
 from lcg.domain.memory.locks import require_utc
+from lcg.domain.memory.piggyback import fair_share
 
 JsonValue: TypeAlias = str | int | float | bool | list["JsonValue"] | dict[str, "JsonValue"] | None
 
@@ -229,6 +230,7 @@ class _Held:
     lines: tuple[str, ...] = ()
     fields: Mapping[str, JsonValue] = field(default_factory=dict)
     settled_at: datetime | None = None
+    written_to: str | None = None  # a write scoped to a layer: that layer (ADR 0080)
 
     def answer(self) -> ReceiptAnswer:
         return ReceiptAnswer(str(self.receipt), self.state, self.detail, self.lines, self.fields)
@@ -289,14 +291,20 @@ class ReceiptBook:
         """Receipts not yet settled, oldest first: what a shutdown must settle."""
         return tuple(e.receipt for e in self._held.values() if e.settled_at is None)
 
-    def issue(self, agent_id: str, session: str, now: datetime) -> ReceiptId:
-        """A new pending receipt for a write ``agent_id`` sent through ``session``."""
+    def issue(
+        self, agent_id: str, session: str, now: datetime, written_to: str | None = None
+    ) -> ReceiptId:
+        """A pending receipt for a write ``agent_id`` sent through ``session`` (to a layer)."""
         now = self._expire(now)
         self._highest_seq += 1
         issued_ms = (now - _UNIX_EPOCH) // timedelta(milliseconds=1)
         receipt = ReceiptId(self.epoch, issued_ms, self._highest_seq)
-        self._held[receipt.seq] = _Held(receipt, agent_id, session)
+        self._held[receipt.seq] = _Held(receipt, agent_id, session, written_to=written_to)
         return receipt
+
+    def written_to(self, receipt: ReceiptId) -> str | None:
+        entry = self._held.get(receipt.seq)  # the layer its write was scoped to, if any
+        return None if entry is None or entry.receipt != receipt else entry.written_to
 
     def drop(self, agent_id: str, session: str, cause: DropCause, now: datetime) -> ReceiptId:
         """A receipt for a write refused at admission: settled dropped, not piggybacked.
@@ -378,9 +386,9 @@ class ReceiptBook:
         self, asked: ReceiptId, entry: _Held, agent_id: str, session: str
     ) -> ReceiptAnswer:
         if entry.receipt != asked:  # our seq with another issue time: never handed out
-            return _standard(asked, ReceiptState.NEVER_ISSUED)
+            return standard_answer(asked, ReceiptState.NEVER_ISSUED)
         if (entry.agent_id, entry.session) != (agent_id, session):
-            return _standard(asked, ReceiptState.FORBIDDEN)
+            return standard_answer(asked, ReceiptState.FORBIDDEN)
         self._mark_delivered(entry)
         return entry.answer()
 
@@ -389,22 +397,23 @@ class ReceiptBook:
         if record is not None:
             return _from_intent(asked, record, agent_id, session)
         if asked.epoch != self.epoch:
-            return _standard(asked, ReceiptState.RESTART_LOST)
+            return standard_answer(asked, ReceiptState.RESTART_LOST)
         if asked.seq > self._highest_seq:
-            return _standard(asked, ReceiptState.NEVER_ISSUED)
-        return _standard(asked, ReceiptState.EXPIRED)
+            return standard_answer(asked, ReceiptState.NEVER_ISSUED)
+        return standard_answer(asked, ReceiptState.EXPIRED)
 
     def take_piggyback(
         self, agent_id: str, session: str, now: datetime, limit: int = PIGGYBACK_PER_RESPONSE
     ) -> Piggyback:
         """Up to ``limit`` settled receipts not yet delivered to this owner, oldest write first.
 
-        Each is delivered once: taking it here removes it from the queue.
+        Each is delivered once: taking it here removes it from the queue. The sessions written
+        to (the session, its layers) share the slots: ``fair_share`` (M-LAY-022).
         """
         self._expire(now)
         key = (agent_id, session)
         queued = self._undelivered.get(key, set())
-        chosen = sorted(queued)[: max(limit, 0)]
+        chosen = fair_share(sorted(queued), lambda seq: self._held[seq].written_to, max(limit, 0))
         queued.difference_update(chosen)
         if not queued:
             self._undelivered.pop(key, None)
@@ -433,7 +442,8 @@ class ReceiptBook:
         self._mark_delivered(entry)
 
 
-def _standard(asked: ReceiptId, state: ReceiptState) -> ReceiptAnswer:
+def standard_answer(asked: ReceiptId, state: ReceiptState) -> ReceiptAnswer:
+    """The answer of a receipt in `state` with its standard detail (e.g. forbidden)."""
     return ReceiptAnswer(str(asked), state, STATE_DETAILS[state])
 
 
@@ -441,7 +451,7 @@ def _from_intent(
     asked: ReceiptId, record: IntentRecord, agent_id: str, session: str
 ) -> ReceiptAnswer:
     if (record.agent_id, record.session) != (agent_id, session):
-        return _standard(asked, ReceiptState.FORBIDDEN)
+        return standard_answer(asked, ReceiptState.FORBIDDEN)
     detail = STATE_DETAILS[record.state] if record.detail is None else record.detail
     return ReceiptAnswer(str(asked), record.state, detail, record.lines, record.fields)
 

@@ -19,7 +19,8 @@ from typing import Annotated, Any, Self, TypedDict
 from pydantic import BaseModel, Field, model_validator
 
 from lcg.commands.memory_admission import MemoryReply, MemoryService
-from lcg.domain.memory import arguments, limits, text
+from lcg.domain.errors import InvalidParams
+from lcg.domain.memory import arguments, layers, limits, text
 from lcg.domain.memory.arguments import ActionArgs, DeriveArgs
 from lcg.domain.memory.calls import ConceptIn
 from lcg.domain.memory.limits import IntRange
@@ -60,7 +61,9 @@ Scope = Annotated[
     str,
     Field(
         json_schema_extra=capped(limits.MAX_STRING_BYTES),
-        description="The session to write to: omit it or send this session's name.",
+        description="The session to act on: omit it (or send this session's name) for this "
+        "session, or name one of its layers, such as general (a layered session's reads "
+        "without it read the session and its layers together).",
     ),
 ]
 RepoScope = Annotated[
@@ -244,10 +247,25 @@ class MemoryResult(TypedDict):
 
 def service_of(app: App, agent_id: str, scope: str | None) -> MemoryService:
     """The read tools' memory service, once the caller and the scope are checked."""
+    return scoped(app, agent_id, scope)[1]
+
+
+def scoped(app: App, agent_id: str, scope: str | None) -> tuple[MemoryService, MemoryService]:
+    """(the service of the session called, the service of the session `scope` names): the
+    same one unless the scope names one of the call's layers (ADR 0080). Replies piggyback
+    the first's receipts; the read runs on the second."""
     text.check_agent_id(agent_id)
     service = app.memory
-    arguments.check_caller(service.session, agent_id, scope)
-    return service
+    if not app.layers:
+        arguments.check_caller(service.session, agent_id, scope)
+        return service, service
+    target = layers.resolve_scope(service.session, app.layers, scope)
+    if target == service.session:
+        return service, service
+    try:
+        return service, app.memory_of(target)
+    except (InvalidParams, RuntimeError) as error:
+        raise layers.layer_not_serving(target, service.session, str(error)) from error
 
 
 def answer(
@@ -285,7 +303,7 @@ def lambo_derive(app: App, params: DeriveParams) -> MemoryResult:
         params.scope,
         params.repo_scope,
     )
-    return result(app.memory_writes.derive(args))
+    return result(app.memory_writes.derive(args, app.layers))
 
 
 def lambo_record_action(app: App, params: RecordActionParams) -> MemoryResult:
@@ -305,7 +323,7 @@ def lambo_record_action(app: App, params: RecordActionParams) -> MemoryResult:
         params.scope,
         params.repo_scope,
     )
-    return result(app.memory_writes.record_action(args))
+    return result(app.memory_writes.record_action(args, app.layers))
 
 
 def lambo_reserve(app: App, params: ReserveParams) -> MemoryResult:
@@ -319,6 +337,7 @@ def lambo_reserve(app: App, params: ReserveParams) -> MemoryResult:
             params.ttl_seconds,
             bool(params.release),
             params.scope,
+            app.layers,
         )
     )
 

@@ -25,7 +25,7 @@ from lcg.interfaces.tools.memory import (
     answer,
     capped,
     ranged,
-    service_of,
+    scoped,
 )
 from lcg.queries.memory_inspect import Contradictor, Inspected, InspectRequest, inspect_memory
 from lcg.queries.memory_lists import SaintsRequest, StaleRequest, saints, stale_citations
@@ -64,11 +64,11 @@ def lambo_inspect(app: App, params: InspectParams) -> MemoryResult:
     """Look at the neighbourhood around a concept: its type, whether it is canonical, its blast
     radius, its dependents, its contradictions and its edges both ways to depth hops; focus is
     its text, its 8-hex short id or its node id (then a single substring match)."""
-    service = service_of(app, params.agent_id, params.scope)
+    addressed, service = scoped(app, params.agent_id, params.scope)
     text.check_text("focus", params.focus)
     request = InspectRequest(service.session, params.focus, params.depth)
     found = inspect_memory(app.reads, service.jobs_or_fail, request)
-    return answer(service, params.agent_id, _inspect_text(found, params.depth), _inspected(found))
+    return answer(addressed, params.agent_id, _inspect_text(found, params.depth), _inspected(found))
 
 
 def _inspect_text(found: Inspected, depth: int) -> str:
@@ -144,7 +144,7 @@ def lambo_stale(app: App, params: StaleParams) -> MemoryResult:
     """List direct dependencies that rest on a contradicted concept in this session: each row
     the dependent's id, a content snippet and the cited concept's id, at most 50 a page with
     the total; offset gives the next page. Same contradiction rules as recall's warnings."""
-    service = service_of(app, params.agent_id, params.scope)
+    addressed, service = scoped(app, params.agent_id, params.scope)
     page = stale_citations(app.reads, StaleRequest(service.session, params.offset))
     shown = [
         {
@@ -166,7 +166,7 @@ def lambo_stale(app: App, params: StaleParams) -> MemoryResult:
         for row in shown
     ]
     return answer(
-        service,
+        addressed,
         params.agent_id,
         "\n".join(lines),
         {"rows": shown, "total": page.total, "offset": page.offset, "warnings": []},
@@ -176,7 +176,7 @@ def lambo_stale(app: App, params: StaleParams) -> MemoryResult:
 def lambo_saints(app: App, params: SaintsParams) -> MemoryResult:
     """List the session's canonical memories, the concepts promoted to canonical facts: node
     id, content, type, blast radius, access count and creation time of each."""
-    service = service_of(app, params.agent_id, params.scope)
+    addressed, service = scoped(app, params.agent_id, params.scope)
     listed = [
         {
             "node_id": saint.node_id,
@@ -198,7 +198,7 @@ def lambo_saints(app: App, params: SaintsParams) -> MemoryResult:
         for s in listed
     ]
     return answer(
-        service,
+        addressed,
         params.agent_id,
         "\n".join([summary, *rows]),
         {"summary": summary, "saints": listed, "warnings": []},

@@ -7,12 +7,13 @@ piggybacked). The concepts returned are counted as accessed, off the read path (
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pydantic import Field
 
 from lcg.domain.errors import InvalidParams
-from lcg.domain.memory import limits, text
+from lcg.domain.memory import layers, limits, text
 from lcg.domain.memory.text import MemoryArgumentError
 from lcg.interfaces.app import App
 from lcg.interfaces.ledger_lines import RECALL_DETAIL, fusion_of, recall_detail
@@ -20,12 +21,12 @@ from lcg.interfaces.tools.memory import (
     AgentId,
     MemoryParams,
     MemoryResult,
-    Scope,
     answer,
     capped,
     ranged,
-    service_of,
+    scoped,
 )
+from lcg.queries.memory_layers import LayerRead, recall_layered
 from lcg.queries.memory_recall import RecalledHit, RecallRequest, recall_memory
 
 
@@ -65,7 +66,13 @@ class RecallParams(MemoryParams):
         "which this server does not accept, so it is refused as a configuration error.",
         json_schema_extra={"type": "object", "maxProperties": 2},
     )
-    scope: Scope | None = None
+    scope: str | None = Field(
+        None,
+        json_schema_extra=capped(limits.MAX_STRING_BYTES),
+        description="Read one session alone: this session, or one of its layers. Omitted, a "
+        "layered session reads itself and its layers together. Any other value is refused, "
+        "listing this session's own scopes.",
+    )
 
 
 def lambo_recall(app: App, params: RecallParams) -> MemoryResult:
@@ -73,7 +80,7 @@ def lambo_recall(app: App, params: RecallParams) -> MemoryResult:
     markers for canonical facts, blast radius, contradictions) as text, the hits as structured
     content. Call it before acting on a task; "what depends on X" is answered by graph
     traversal."""
-    service = service_of(app, params.agent_id, params.scope)
+    addressed, service = scoped(app, params.agent_id, params.scope)
     _refuse_unconfigured(params)
     query = params.query or ""
     if not query.strip():
@@ -88,23 +95,47 @@ def lambo_recall(app: App, params: RecallParams) -> MemoryResult:
         max_tokens if params.max_tokens is None else params.max_tokens,
         traversal_depth if params.traversal_depth is None else params.traversal_depth,
     )
-    recalled = recall_memory(app.reads, service.jobs, request)
+    warnings: list[str] = []
+    if app.layers and params.scope is None:  # the session and its layers, merged (ADR 0080)
+        stack = [_layer(app, layer) for layer in app.layers]
+        recalled = recall_layered(app.reads, service.jobs, request, stack)
+    else:
+        recalled = recall_memory(app.reads, service.jobs, request)
+        if app.layers:  # every hit of a layered endpoint names its session (M-REC-249)
+            hits = tuple(replace(hit, session=service.session) for hit in recalled.hits)
+            recalled = replace(recalled, hits=hits)
+        if service is not addressed:
+            warnings.append(layers.SCOPED_READ_WARNING.format(layer=service.session))
     result = answer(
-        service,
+        addressed,
         params.agent_id,
         recalled.context,
         {
             "context": recalled.context,
             "hits": [hit_payload(hit) for hit in recalled.hits],
-            "warnings": list(recalled.warnings),
+            "warnings": [*recalled.warnings, *warnings],
         },
     )
-    service.note_access([hit.node_id for hit in recalled.hits])
+    accessed: dict[str, list[str]] = {}
+    for hit in recalled.hits:
+        accessed.setdefault(hit.session or service.session, []).append(hit.node_id)
+    for session, nodes in accessed.items():  # each session counts its own concepts
+        (service if session == service.session else app.memory_of(session)).note_access(nodes)
     detail = RECALL_DETAIL.get()
     if detail is not None:  # a serve with --ledger: the recall line's hits
-        hits = [_ledger_hit(hit, service.session) for hit in recalled.hits]
-        detail.update(recall_detail(service.session, hits))
+        lines = [_ledger_hit(hit, hit.session or service.session) for hit in recalled.hits]
+        detail.update(recall_detail(service.session, lines))
     return result
+
+
+def _layer(app: App, layer: str) -> LayerRead:
+    """A layer as a merged recall reads it; one the process cannot serve now is noted
+    unavailable (a warning, not a failure: M-REC-252)."""
+    try:
+        service = app.memory_of(layer)
+    except Exception as error:  # noqa: BLE001 (any reason: the recall answers without it)
+        return LayerRead(layer, None, str(error) or type(error).__name__)
+    return LayerRead(layer, service.jobs)
 
 
 def _ledger_hit(hit: RecalledHit, session: str) -> dict[str, Any]:
@@ -149,6 +180,7 @@ def hit_payload(hit: RecalledHit) -> dict[str, Any]:
     M-REC-143; the portal's /api/recall adds them)."""
     shown: dict[str, Any] = {
         "node_id": hit.node_id,
+        **({} if hit.session is None else {"session": hit.session}),
         "content": hit.content,
         "concept_type": hit.concept_type,
         "score": hit.score,

@@ -1,0 +1,176 @@
+"""Layered recall (ADR 0080): lambo_recall over a session and one layer, merged, against a plain
+recall of one session holding the same concepts, p50/p95 and their ratio; and whether the
+merged recall finds a layer's concept as a plain recall of the layer does.
+
+Sizes are concepts per side: the layered workspace holds N in session `lambo` and N in its
+layer `general`; the plain workspace holds the same 2N in one session. Both are built through
+the memory write path in bulk (bench.recall_latency.derive_many: accept and apply in the
+writer's batches), from the same REALTALK-worded facts, with the same embedding cache filled
+before anything is timed. The queries are REALTALK questions; each measurement embeds its
+query (the query cache is cleared), and the two sides alternate query by query, so the ratio
+is taken in one run on one box.
+
+    .venv/bin/python -m bench.bench_layers [--sizes 10000] [--queries 200] [--repeats 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.latency_report import percentile
+from bench.realtalk import DATA, load_realtalk
+from bench.recall_common import AGENT, copy_cache, fill_cache, framed
+from bench.recall_latency import Receipts, concept_texts, derive_many
+from bench.search_common import CACHE, RESULTS, log, require, reset_workspace
+from bench.search_latency import latency_queries
+from lcg.domain.memory.calls import ConceptIn
+from lcg.interfaces import operations
+from lcg.interfaces.app import App
+from lcg.interfaces.config import Settings
+from lcg.interfaces.workspace import Workspace
+
+SESSION, LAYER, PLAIN = "lambo", "general", "plain"
+TOP_K = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    size: int
+    queries: int
+    layered_p50: float
+    layered_p95: float
+    plain_p50: float
+    plain_p95: float
+    ratio_p50: float
+    ratio_p95: float
+    found: int  # layer-alone top hits the merged recall also returned
+    asked: int  # queries whose layer-alone recall had a hit
+    build_seconds: float
+
+
+def build(directory: Path, sessions: Sequence[tuple[str, Sequence[str]]]) -> float:
+    """The sessions' concepts derived in bulk into one fresh workspace; seconds taken."""
+    started = time.perf_counter()
+    for session, texts in sessions:
+        ws = Workspace(Settings(workspace=directory, session=session), command="bench").open()
+        try:
+            concepts = [ConceptIn(text, "logic") for text in texts]
+            derive_many(ws, concepts, Receipts(len(texts) + len(session)))
+        finally:
+            ws.close()
+    return time.perf_counter() - started
+
+
+def recall(app: App, query: str, scope: str | None = None) -> dict[str, Any]:
+    app.workspace.forget_query_embeddings()  # every measurement embeds its query
+    params: dict[str, Any] = {"agent_id": AGENT, "query": query, "top_k": TOP_K}
+    if scope is not None:
+        params["scope"] = scope
+    answer: dict[str, Any] = operations.dispatch(app, "lambo_recall", params)["structuredContent"]
+    return answer
+
+
+def measure(size: int, queries: Sequence[str], repeats: int, data: Path) -> Row:
+    conversations, _ = load_realtalk(data)
+    texts = concept_texts(conversations, 2 * size)
+    layered_dir, plain_dir = CACHE / "layers", CACHE / "layers-plain"  # caches kept
+    for directory in (layered_dir, plain_dir):
+        reset_workspace(directory)
+    fill_cache(layered_dir, [framed(text) for text in texts], f"layers {size:,}")
+    copy_cache(layered_dir, plain_dir)
+    build_seconds = build(layered_dir, [(SESSION, texts[:size]), (LAYER, texts[size:])])
+    build_seconds += build(plain_dir, [(PLAIN, texts)])
+    layered = Workspace(
+        Settings(workspace=layered_dir, session=SESSION, layers=(LAYER,)), command="bench"
+    ).open()
+    plain = Workspace(Settings(workspace=plain_dir, session=PLAIN), command="bench").open()
+    try:
+        merged_app = App(layered).for_session(None, (LAYER,))
+        plain_app = App(plain)
+        for query in queries[:5]:  # warm both (model sessions, page cache)
+            recall(merged_app, query)
+            recall(plain_app, query)
+        merged_ms: list[float] = []
+        plain_ms: list[float] = []
+        for _ in range(repeats):
+            for query in queries:
+                for app, out in ((merged_app, merged_ms), (plain_app, plain_ms)):
+                    started = time.perf_counter()
+                    recall(app, query)
+                    out.append((time.perf_counter() - started) * 1000)
+        found = asked = 0
+        for query in queries:
+            alone = recall(merged_app, query, scope=LAYER)["hits"]
+            if not alone:
+                continue
+            asked += 1
+            merged = recall(merged_app, query)["hits"]
+            found += any(
+                h["node_id"] == alone[0]["node_id"] and h["session"] == LAYER for h in merged
+            )
+        require(len(merged_ms) == len(plain_ms) == repeats * len(queries), "timings missing")
+    finally:
+        layered.close()
+        plain.close()
+    p50s = percentile(merged_ms, 50), percentile(plain_ms, 50)
+    p95s = percentile(merged_ms, 95), percentile(plain_ms, 95)
+    return Row(
+        size,
+        len(queries),
+        p50s[0],
+        p95s[0],
+        p50s[1],
+        p95s[1],
+        p50s[0] / p50s[1],
+        p95s[0] / p95s[1],
+        found,
+        asked,
+        build_seconds,
+    )
+
+
+def render(rows: Sequence[Row], repeats: int) -> str:
+    lines = [
+        "| concepts per side | queries x repeats | merged p50 / p95 ms | plain (2N in one"
+        " session) p50 / p95 ms | ratio p50 | ratio p95 | layer's top hit also in merged |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row.size:,} | {row.queries} x {repeats} | {row.layered_p50:.1f} /"
+            f" {row.layered_p95:.1f} | {row.plain_p50:.1f} / {row.plain_p95:.1f} |"
+            f" {row.ratio_p50:.2f}x | {row.ratio_p95:.2f}x | {row.found}/{row.asked} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--out", type=Path, default=RESULTS / "layers.md")
+    args = parser.parse_args(argv)
+    conversations, _ = load_realtalk(args.data)
+    queries = latency_queries(conversations, args.queries)
+    rows = []
+    for size in args.sizes:
+        log(f"size {size:,} per side")
+        rows.append(measure(size, queries, args.repeats, args.data))
+        log(f"  built in {rows[-1].build_seconds:.0f} s")
+    text = render(rows, args.repeats)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,82 @@
+"""A layered session's recall (seed 001 "Layered sessions", ADR 0080): the session and each
+of its layers recalled as its own plain recall (its own dedupe, contradiction and floor
+rules), then merged under one max_tokens budget (lcg.domain.memory.layers.merge) and
+rendered once. A layer that cannot be read leaves the session's own hits and one warning.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from lcg.domain.errors import DomainError
+from lcg.domain.memory import context, layers
+from lcg.domain.memory.layers import SessionHits
+from lcg.queries.memory_reads import SessionJobs
+from lcg.queries.memory_recall import Recalled, RecalledHit, RecallRequest, recall_memory
+from lcg.queries.reads import ReadHandle
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LayerRead:
+    """A layer as the call may read it: its jobs, or why it is not serving (None: it is)."""
+
+    session: str
+    jobs: SessionJobs | None
+    unavailable: str | None = None
+
+
+def recall_layered(
+    reads: ReadHandle,
+    jobs: SessionJobs | None,
+    request: RecallRequest,
+    stack: Sequence[LayerRead],
+) -> Recalled:
+    """The merged recall of `request.session` and its layers `stack`; every hit names its
+    session (M-REC-243). A layer not serving, or failing to answer, leaves one warning
+    (M-REC-252) and the rest of the stack's hits."""
+    own = recall_memory(reads, jobs, request)
+    parts: list[SessionHits] = []
+    found: dict[tuple[str, str], RecalledHit] = {
+        (request.session, hit.node_id): hit for hit in own.hits
+    }
+    down: list[str] = []
+    for layer in stack:
+        if layer.unavailable is not None:
+            down.append(layer.session)
+            continue
+        try:
+            got = recall_memory(reads, layer.jobs, replace(request, session=layer.session))
+        except DomainError:
+            raise
+        except Exception:
+            log.warning("layer %s could not be read", layer.session, exc_info=True)
+            down.append(layer.session)
+            continue
+        if not layers.same_anchor(own.anchor, got.anchor):
+            continue  # its traversal answers another concept than the caller's (M-REC-100)
+        found.update({(layer.session, hit.node_id): hit for hit in got.hits})
+        parts.append(_session_hits(layer.session, got))
+    merged = layers.merge(_session_hits(request.session, own), parts, request.top_k)
+    views = [view for _, view in merged.hits]
+    rendered = context.render_context(views, request.max_tokens, header=own.header)
+    hits = tuple(
+        replace(
+            found[(session, view.node_id)],
+            session=session,
+            truncated_in_context=rendered.truncated == view.node_id,
+        )
+        for session, view in merged.hits
+    )
+    unavailable = [
+        layers.UNAVAILABLE_WARNING.format(layer=layer, session=request.session) for layer in down
+    ]
+    return Recalled(rendered.text, hits, (*merged.warnings, *unavailable), tuple(views), own.header)
+
+
+def _session_hits(session: str, recalled: Recalled) -> SessionHits:
+    companions = frozenset(hit.node_id for hit in recalled.hits if hit.companion_of)
+    return SessionHits(session, recalled.views, companions, recalled.warnings)
