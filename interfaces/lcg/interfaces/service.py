@@ -14,7 +14,6 @@ from typing import Any, Literal
 
 from lcg.commands import recovery, wal_admin
 from lcg.domain.errors import Conflict, NotFound
-from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
@@ -38,6 +37,7 @@ from lcg.projections.damage import DamagedFile, is_corruption, sqlite_problem
 from lcg.projections.faults import LogBehindProjections
 from lcg.projections.runner import Progress
 from lcg.projections.wal.lease import WorkspaceBusy
+from lcg.projections.wal.opening import open_log
 from lcg.projections.wal.store import EventLog
 
 HEALTH_CHECK = "health_check"
@@ -200,7 +200,7 @@ class Service:
         except Exception as error:
             raise error_from_exception(error) from error
         path = self.settings.wal_path
-        if not EventLog.holds_anything(path):
+        if not self.settings.store_url and not EventLog.holds_anything(path):
             if name is None:
                 return dict(wal_admin.MarkList(group_id=group, generation=1, checkpoints=[]))
             raise error_from_exception(
@@ -212,9 +212,10 @@ class Service:
                 )
             )
         try:
-            events = EventLog(path, EventCodec(), self.settings.durability)
+            events = open_log(self.settings.files)
         except Exception as error:  # e.g. a read-only disk: the degraded answer, as for the rest
-            log.warning("%s while degraded: %s did not open either: %s", method, path, error)
+            where = self.settings.files.log_where
+            log.warning("%s while degraded: %s did not open either: %s", method, where, error)
             raise self._unavailable() from error
         try:
             if name is None:
@@ -337,7 +338,7 @@ class Service:
             "recovery_available": list(self.recovery),
             "cross_group_pointers": None,
             "database_path": str(self.settings.graph_path),
-            "wal_path": str(self.settings.wal_path),
+            "wal_path": self.settings.files.log_where,
         }
 
     def close(self) -> None:
@@ -355,16 +356,16 @@ def recovery_for(settings: Settings, error: BaseException) -> list[str]:
     if isinstance(error, LogBehindProjections):
         return [
             "knowledge_recover {strategy: rebuild_from_workspace_wal}: set the projections aside"
-            f" and rebuild them from what {settings.wal_path.name} holds",
+            f" and rebuild them from what {settings.files.log_name} holds",
             "knowledge_recover {strategy: restore_from_backup}: restore the dump in "
             f"{settings.state_dir / recovery.BACKUP_DIR} (events after it are set aside)",
         ]
     if not (isinstance(error, DamagedFile) or is_corruption(error)):
         return []
-    if sqlite_problem(settings.wal_path) is not None:
+    if not settings.store_url and sqlite_problem(settings.wal_path) is not None:
         return []  # the WAL is the truth and cannot be rebuilt (ADR 0019 says what can be done)
     return [
         f"rebuild_from_wal: restart the service; {settings.graph_path.name} is then set aside"
-        f" and rebuilt from {settings.wal_path.name} (if it fails again, move every file of"
+        f" and rebuilt from {settings.files.log_name} (if it fails again, move every file of"
         f" {settings.state_dir} but {settings.wal_path.name} and writer.lock aside first)"
     ]

@@ -12,7 +12,7 @@ from lcg.domain.ontology import UNCLASSIFIED
 from lcg.projections.damage import Repair
 from lcg.projections.graph import reader
 from lcg.projections.positions import GroupPosition, read_positions
-from lcg.projections.wal.store import EventLog
+from lcg.projections.wal.port import LogStore
 
 Hydration = Literal["not_applicable", "wal_ahead", "hydrated"]
 
@@ -128,7 +128,7 @@ def _group_wal(position: GroupPosition | None, head: int) -> GroupWal:
 
 def status(
     conn: sqlite3.Connection,
-    log: EventLog,
+    log: LogStore,
     projection_names: Sequence[str],
     projection_error: str | None,
     embedding: Embedding,
@@ -148,7 +148,7 @@ def status(
     byte_size = log.byte_size()
     return Status(
         database_path=_database_path(conn),
-        wal_path=str(log.path),
+        wal_path=log.where,
         embedding_model=embedding["model"],
         embedding_dim=embedding["dim"],
         embedding=embedding,

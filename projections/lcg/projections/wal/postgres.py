@@ -211,6 +211,19 @@ class PostgresLog:
     def close(self) -> None:
         self._pool.close()
 
+    def byte_size(self) -> int:
+        """Bytes of the log's relations on the server (tables, indexes, TOAST): the streams'
+        table is shared by the whole database's log, as the WAL file is by its groups."""
+        return int(
+            self._one(
+                "measure",
+                "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r'"
+                " AND n.nspname = current_schema() AND (c.relname = 'stored_events'"
+                " OR c.relname LIKE 'lcg\\_%%')",
+            )
+        )
+
     def _one(self, action: str, statement: str, params: Sequence[object] = ()) -> Any:
         with self._connection(action) as conn:
             row = conn.execute(statement, params).fetchone()
@@ -399,6 +412,25 @@ class PostgresLog:
                         " DO UPDATE SET pinned_to = EXCLUDED.pinned_to",
                         (group, seq),
                     )
+
+    def adopt(self, identity: str, generation: int, active: list[Mark]) -> None:
+        """Take another log's identity, generation and active marks: this log becomes a copy
+        of it (`lcg store copy`, ADR 0073), so the projections built from it stay valid."""
+        action = "record the identity of the copied log in"
+        with self._connection(action) as conn, conn.transaction():
+            conn.execute("UPDATE lcg_wal_identity SET identity=%s", (identity,))
+            if generation != FIRST_GENERATION or active:
+                conn.execute(
+                    "INSERT INTO lcg_generation VALUES (1, %s) ON CONFLICT (one)"
+                    " DO UPDATE SET generation = EXCLUDED.generation",
+                    (generation,),
+                )
+            for m in active:
+                conn.execute(
+                    f"INSERT INTO lcg_marks ({_MARK_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)",
+                    (m.group_id, m.name, m.seq, m.generation, m.created_at, m.deleted_at),
+                )
+        self._identity = identity
 
     def generation(self) -> int:
         found = self._one("read the generation of", "SELECT MAX(generation) FROM lcg_generation")
