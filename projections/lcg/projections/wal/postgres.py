@@ -63,6 +63,7 @@ _CREATE = (
     " generation INTEGER NOT NULL)",
 )
 _PINS = "CREATE TABLE IF NOT EXISTS lcg_pins (group_id TEXT PRIMARY KEY, pinned_to BIGINT NOT NULL)"
+RECONNECT_TIMEOUT = 10.0  # seconds the pool keeps retrying a lost connection in the background
 _SCHEMA_LOCK = 0x6C6367  # an advisory lock: two processes creating the tables take turns
 _LOCK = "LOCK TABLE stored_events IN EXCLUSIVE MODE"
 _INSERT = (
@@ -143,6 +144,9 @@ class PostgresLog:
             check=ConnectionPool.check_connection,  # a killed connection is replaced, not used
             name="lcg-log",
             timeout=connect_timeout,
+            # a failed reconnection gives up soon: the next call starts a fresh one, so a node
+            # takes writes again as soon as the server does (no backoff grown through an outage)
+            reconnect_timeout=RECONNECT_TIMEOUT,
             open=False,
         )
         try:
