@@ -100,9 +100,9 @@ def test_killed_connections_lose_no_acked_write_and_refuse_the_rest_as_storage_e
             thread.join()
         assert sum(kills) > 0
         assert acked
-        for error in refused:
-            assert describe(pg_url) in str(error)
-            assert error_from_exception(error).code == STORAGE_ERROR
+        for failure in refused:
+            assert describe(pg_url) in str(failure)
+            assert error_from_exception(failure).code == STORAGE_ERROR
         # the node writes again by itself, and every acknowledged write is in its projections
         operations.dispatch(
             app, "knowledge_add_episode", {"name": "after", "episode_body": "x", "group_id": "g"}
