@@ -62,6 +62,10 @@ def test_copy_to_postgresql_keeps_the_identity_and_back_verifies_equal(
     assert graph_rows(ws) == before
     assert not list((ws / ".lcg").glob("graph.sqlite.*"))
     marks = as_json(lcg(ws, "call", "knowledge_wal_mark_list", '{"group_id": "a"}', url=pg_url))
+    logged = as_json(
+        lcg(ws, "log", "--group", "a", "--json", url=pg_url)
+    )  # lcg log reads the server's
+    assert [e["seq"] for e in logged["events"]] == [1, 2]
     assert [m["name"] for m in marks["checkpoints"]] == ["good"]
 
     ok(lcg(ws, "assert-entity", "Lovelace", "--group", "a", url=pg_url))
