@@ -22,9 +22,11 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from lcg.interfaces import operations
+from lcg.interfaces import service as service_module
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.jsonrpc import STORAGE_ERROR, error_from_exception
+from lcg.interfaces.service import Service
 from lcg.projections.embedding.port import Embedder
 from lcg.projections.faults import StorageFailure
 from lcg.projections.wal.postgres import describe
@@ -138,3 +140,25 @@ def test_a_store_that_is_down_refuses_writes_serves_reads_says_so_and_comes_back
         status = call("knowledge_status")
         assert status["degraded"] is False
         assert status["wal_groups"]["g"]["max_seq"] == 2
+
+
+def test_a_service_started_while_the_store_is_down_opens_by_itself_once_it_is_back(
+    tmp_path: Path, pg_url: str, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service_module, "STORE_RETRY_S", 0.0)
+    settings = replace(Settings(workspace=tmp_path, embedder="hashing"), store_url=pg_url)
+    with make_workspace(settings, embedder) as ws:  # the log holds an episode
+        make_call(App(ws))("knowledge_add_episode", name="e1", episode_body="b", group_id="g")
+    service = Service(settings, command="pytest")
+    try:
+        with database_down(pg_url):
+            assert service.start() == "degraded"
+            assert describe(pg_url) in str(service.reason)
+            health = service.call("health_check", {})
+            assert health["healthy"] is False
+        # the server is back: the next call opens the workspace and answers
+        episodes = service.call("knowledge_get_episodes", {"group_id": "g", "last_n": 5})
+        assert [e["name"] for e in episodes["episodes"]] == ["e1"]
+        assert service.state == "healthy"
+    finally:
+        service.close()

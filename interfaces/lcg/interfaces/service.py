@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -34,13 +35,14 @@ from lcg.interfaces.tools.admin import (
 )
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.damage import DamagedFile, is_corruption, sqlite_problem
-from lcg.projections.faults import LogBehindProjections
+from lcg.projections.faults import LogBehindProjections, StorageFailure
 from lcg.projections.runner import Progress
 from lcg.projections.wal.lease import WorkspaceBusy
 from lcg.projections.wal.opening import open_log
 from lcg.projections.wal.store import EventLog
 
 HEALTH_CHECK = "health_check"
+STORE_RETRY_S = 2.0  # a PostgreSQL log unreachable at open: how often a call tries again
 STATUS = "knowledge_status"
 CLOSE = "knowledge_close"
 RECOVER = "knowledge_recover"
@@ -69,6 +71,10 @@ class Service:
         self.recovery: list[str] = []  # what can be done while degraded (knowledge_status)
         self.held = False  # degraded because another process holds the writer lease
         self.holder: str | None = None  # then, who holds it (the lease's description)
+        # degraded because the PostgreSQL log could not be reached at open: the next call (at
+        # most every STORE_RETRY_S) opens again, so the node comes up when the server does
+        self._store_down_since: float | None = None
+        self._reopening = threading.Lock()
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -87,6 +93,8 @@ class Service:
             # workspace needs no recovery (M-ERR-002)
             self.held = isinstance(error, WorkspaceBusy)
             self.holder = error.holder if isinstance(error, WorkspaceBusy) else None
+            down = bool(self.settings.store_url) and isinstance(error, StorageFailure)
+            self._store_down_since = time.monotonic() if down else None
             self.reason = HELD_ELSEWHERE if self.held else str(error)
             self.recovery = recovery_for(self.settings, error)
             self.state = "degraded"
@@ -97,6 +105,7 @@ class Service:
             return self.state
         self._workspace = workspace
         self._app = App(workspace)
+        self._store_down_since = None
         self.recovery = []
         self.held = False
         self.state = "healthy"
@@ -146,6 +155,7 @@ class Service:
                 session_name(session, "session")
             except Exception as error:
                 raise error_from_exception(error) from error
+        self._open_if_the_store_is_back()
         if method == HEALTH_CHECK:
             return self.health()
         if method in (RECOVER, RECOVER_FULL):  # in every state: they close and reopen
@@ -163,6 +173,22 @@ class Service:
         if method == CLOSE:
             self._begin_closing()
         return result
+
+    def _open_if_the_store_is_back(self) -> None:
+        """Degraded because the PostgreSQL log was unreachable at open: try the open again
+        (one caller at a time, at most every STORE_RETRY_S; ADR 0073)."""
+        since = self._store_down_since
+        if since is None or self.state != "degraded" or time.monotonic() - since < STORE_RETRY_S:
+            return
+        if not self._reopening.acquire(blocking=False):
+            return
+        try:
+            if self._store_down_since is not None and self.state == "degraded":
+                log.info("trying the log at %s again", self.settings.files.log_where)
+                if self.start() == "healthy":
+                    log.info("the workspace opened: the log is reachable again")
+        finally:
+            self._reopening.release()
 
     def _call_unready(self, method: str, params: dict[str, Any] | None) -> JsonObject:
         """Degraded, closing or recovering: only status, close, the recovery methods and
