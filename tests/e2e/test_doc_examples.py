@@ -183,6 +183,19 @@ ALLOWED.update(
         ),
     }
 )
+POSTGRES = "needs a PostgreSQL server: tests/integration/test_cli_store.py runs these commands"
+ALLOWED.update(
+    dict.fromkeys(
+        (
+            "lcg store copy --to postgresql://lcg@db.example:5432/lcg",
+            "lcg store verify --against postgresql://lcg@db.example:5432/lcg",
+            "export LCG_STORE_URL=postgresql://lcg@db.example:5432/lcg",
+            "lcg store copy --to wal-backup.sqlite",
+            "lcg restore DUMP",
+        ),
+        POSTGRES,
+    )
+)
 SYNOPSIS = re.compile(r"\.\.\.|\[|\(|\||\b[A-Z][A-Z_]*\b")
 
 

@@ -28,6 +28,7 @@ from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.choice import chosen_embedder
 from lcg.projections.wal.lease import WorkspaceBusy
+from lcg.projections.wal.store import EventLog
 
 ENTITY_GROUP = "entities"
 EPISODE_GROUP = "episodes"
@@ -61,7 +62,9 @@ def _write(app: App, tag: str, index: int, *, one_group: str | None) -> tuple[st
 
 def _append(settings: Settings, tag: str, count: int) -> None:
     with Workspace(settings, command=f"workspace_child append {tag}") as ws:
-        _say(f"opened durability={ws.log.durability}")
+        log = ws.log
+        assert isinstance(log, EventLog)  # the file's journal setting
+        _say(f"opened durability={log.durability}")
         app = App(ws)
         for index in range(count):
             kind, uuid = _write(app, tag, index, one_group=None)

@@ -8,6 +8,7 @@ import pytest
 
 from lcg.interfaces.config import Settings
 from lcg.projections.embedding.port import Embedder
+from lcg.projections.wal.store import EventLog
 from tests.conftest import make_workspace
 
 
@@ -18,4 +19,6 @@ def test_lcg_durability_sets_the_synchronous_level_of_the_workspace_log(
     """Unset is normal (`synchronous=NORMAL`, 1); full is `synchronous=FULL` (2)."""
     settings = Settings.load(env, tmp_path)
     with make_workspace(settings, embedder) as ws:
-        assert ws.log.synchronous == level
+        log = ws.log
+        assert isinstance(log, EventLog)
+        assert log.synchronous == level

@@ -17,7 +17,7 @@ from lcg.interfaces.jsonrpc import STORAGE_ERROR, error_from_exception
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.port import Embedder
 from lcg.projections.faults import CorruptEvent, GroupBehind, StorageFailure
-from lcg.projections.wal.store import stream_id
+from lcg.projections.wal.store import EventLog, stream_id
 from tests.conftest import Call, make_call, make_workspace
 
 
@@ -212,7 +212,7 @@ def test_a_read_only_wal_refuses_writes_as_a_storage_failure_and_recovers(
     call = make_call(App(workspace))
     add(call, "g", "e1")
     # SQLite's own refusal, as for a file it could open only for reading (root ignores modes)
-    workspace.log._conn.execute("PRAGMA query_only=1")
+    wal_of(workspace)._conn.execute("PRAGMA query_only=1")
     with pytest.raises(StorageFailure) as failed:
         add(call, "g", "e2")
     message = str(failed.value)
@@ -228,7 +228,7 @@ def test_a_read_only_wal_refuses_writes_as_a_storage_failure_and_recovers(
     assert status["degraded"] is True
     assert str(workspace.settings.wal_path) in str(status["reason"])
     assert names(call, "g") == ["e1"]  # the refused write is not visible, nor half-written
-    workspace.log._conn.execute("PRAGMA query_only=0")
+    wal_of(workspace)._conn.execute("PRAGMA query_only=0")
     add(call, "g", "e3")
     assert names(call, "g") == ["e1", "e3"]
     assert call("knowledge_status")["degraded"] is False
@@ -263,7 +263,7 @@ def test_every_write_on_a_read_only_wal_is_a_storage_failure_reflected_in_health
         call("knowledge_assert_entity", name=entity, group_id="g")
     if method == "knowledge_delete_episode":
         params = {"episode_uuid": uuid}
-    workspace.log._conn.execute("PRAGMA query_only=1")
+    wal_of(workspace)._conn.execute("PRAGMA query_only=1")
     with pytest.raises(Exception) as failed:  # noqa: PT011 (what it is, is the point)
         call(method, **params)
     rpc = error_from_exception(failed.value)
@@ -275,7 +275,7 @@ def test_every_write_on_a_read_only_wal_is_a_storage_failure_reflected_in_health
     assert rpc.data["file"] in str(status["reason"])
     assert names(call, "g") == ["e1"]
     assert ws_entities(call) == ["Ada", "Babbage"]
-    workspace.log._conn.execute("PRAGMA query_only=0")
+    wal_of(workspace)._conn.execute("PRAGMA query_only=0")
     add(call, "g", "e3")
     assert names(call, "g") == ["e1", "e3"]
     assert call("knowledge_status")["degraded"] is False
@@ -284,3 +284,10 @@ def test_every_write_on_a_read_only_wal_is_a_storage_failure_reflected_in_health
 def ws_entities(call: Call) -> list[str]:
     nodes = call("knowledge_list_entities", group_ids=["g"])["nodes"]
     return sorted(node["name"] for node in nodes)
+
+
+def wal_of(workspace: Workspace) -> EventLog:
+    """The workspace's log, the SQLite file these tests reach into."""
+    log = workspace.log
+    assert isinstance(log, EventLog)
+    return log

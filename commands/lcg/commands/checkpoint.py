@@ -103,7 +103,18 @@ def prepare_checkpoint(
                 file=paths.text_scorer_path.name, flushed=True, detail="scorer file written"
             )
         )
-        for path in (paths.wal_path, paths.graph_path, paths.embeddings_path):
+        if paths.store_url:  # the log is the server's: each append committed there (ADR 0073)
+            files.append(
+                CheckpointedFile(
+                    file=paths.log_where,
+                    flushed=True,
+                    detail="the log is in PostgreSQL: every append is committed on the server;"
+                    " back it up there (pg_dump), or `lcg store copy` it to a file",
+                )
+            )
+        else:
+            files.append(sqlite_checkpoint(paths.wal_path))
+        for path in (paths.graph_path, paths.embeddings_path):
             files.append(sqlite_checkpoint(path))
     flushed = sum(1 for f in files if f["flushed"])
     return CheckpointResult(

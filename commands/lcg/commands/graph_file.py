@@ -39,6 +39,7 @@ from lcg.projections.graph import schema
 from lcg.projections.layout import WorkspaceFiles
 from lcg.projections.positions import applied_seqs, behind_log, recorded_wal_identity
 from lcg.projections.runner import ProjectionRunner
+from lcg.projections.wal.opening import holds_anything, open_log
 from lcg.projections.wal.port import LogStore
 from lcg.projections.wal.store import EventLog
 
@@ -60,7 +61,7 @@ class OpenedGraph:
 
 
 def open_graph(
-    files: WorkspaceFiles, log_: EventLog, clock: Callable[[], datetime], *, read_only: bool
+    files: WorkspaceFiles, log_: LogStore, clock: Callable[[], datetime], *, read_only: bool
 ) -> OpenedGraph:
     """The runner on graph.sqlite, checked, installed and caught up (writers); read-only
     opens only check and connect: they never repair or write. A full disk or an I/O error
@@ -82,7 +83,7 @@ def open_graph(
 
 
 def _open_for_writing(
-    files: WorkspaceFiles, log_: EventLog, clock: Callable[[], datetime]
+    files: WorkspaceFiles, log_: LogStore, clock: Callable[[], datetime]
 ) -> OpenedGraph:
     path = files.graph_path
     repairs: list[Repair] = []
@@ -123,7 +124,7 @@ def check_the_log(log_: LogStore, runner: ProjectionRunner) -> dict[GroupId, Cor
 
 
 def _open_read_only(
-    files: WorkspaceFiles, log_: EventLog, clock: Callable[[], datetime]
+    files: WorkspaceFiles, log_: LogStore, clock: Callable[[], datetime]
 ) -> OpenedGraph:
     _recorded_identity(files, log_.identity, clock, read_only=True, set_aside=[])
     runner = ProjectionRunner(_connect(files), log_, registry.projections())
@@ -135,12 +136,27 @@ def _open_read_only(
     return OpenedGraph(runner)
 
 
-def refuse_if_the_log_is_lost(files: WorkspaceFiles) -> None:
-    """A missing or empty WAL beside applied projections: refused before a new WAL is made
-    (one with a new identity would make the projections look foreign at the next open). A
-    graph.sqlite too damaged to say what it applied is left to the damage check."""
+def open_the_log(files: WorkspaceFiles) -> LogStore:
+    """The workspace's log, refused when it is lost: a missing or empty log beside applied
+    projections (a WAL file is checked before it is made: one with a new identity would make
+    the projections look foreign at the next open; a PostgreSQL log is opened, then asked)."""
+    if not files.store_url:
+        refuse_if_the_log_is_lost(files, EventLog.holds_anything(files.wal_path))
+        return open_log(files)
+    opened = open_log(files)
+    try:
+        refuse_if_the_log_is_lost(files, holds_anything(opened))
+    except BaseException:
+        opened.close()
+        raise
+    return opened
+
+
+def refuse_if_the_log_is_lost(files: WorkspaceFiles, holds: bool) -> None:
+    """A log that holds nothing beside applied projections: refused. A graph.sqlite too
+    damaged to say what it applied is left to the damage check."""
     graph = files.graph_path
-    if EventLog.holds_anything(files.wal_path) or not graph.exists():
+    if holds or not graph.exists():
         return
     try:
         with closing(schema.connect(str(graph), read_only=True)) as peek:
@@ -152,7 +168,8 @@ def refuse_if_the_log_is_lost(files: WorkspaceFiles) -> None:
 
 def refuse_if_behind(files: WorkspaceFiles, behind: list[tuple[str, int, int]]) -> None:
     if behind:
-        raise LogBehindProjections(files.wal_path, files.graph_path, behind, (files.vectors_dir,))
+        wal: Path | str = files.wal_path if not files.store_url else files.log_where
+        raise LogBehindProjections(wal, files.graph_path, behind, (files.vectors_dir,))
 
 
 def _recorded_identity(
@@ -173,6 +190,14 @@ def _recorded_identity(
         recorded = recorded_wal_identity(peek)
     if recorded is None or recorded == identity:
         return recorded
+    if files.store_url:  # a shared log: pointing a workspace at another one is a mistake
+        raise ForeignProjections(
+            f"{graph} was built from another log (identity {recorded}); {files.log_where}"
+            f" is {identity}: refused, nothing is written. Point [store] url (LCG_STORE_URL)"
+            " back at the log these projections came from, or open a new workspace"
+            " directory on this one (it replays from the log); `lcg store copy` keeps the"
+            " identity, so a copied log serves the same projections"
+        )
     if read_only:
         raise ForeignProjections(
             f"{graph} was built from another WAL (identity {recorded}, this WAL is "
@@ -188,7 +213,7 @@ def _recorded_identity(
         "projections are rebuilt from the WAL",
         graph,
         recorded,
-        files.wal_path,
+        files.log_where,
         identity,
         ", ".join(str(path) for path in set_aside),
     )
@@ -206,7 +231,7 @@ def _connect(files: WorkspaceFiles) -> sqlite3.Connection:
 
 
 def _install_and_catch_up(
-    files: WorkspaceFiles, log_: EventLog, identity: str | None
+    files: WorkspaceFiles, log_: LogStore, identity: str | None
 ) -> OpenedGraph:
     conn: sqlite3.Connection | None = None
     installed = False
@@ -223,7 +248,7 @@ def _install_and_catch_up(
                 "group %r is pinned in %s at seq %s: replayed to it (graph.sqlite did not hold"
                 " it there)",
                 group,
-                files.wal_path,
+                files.log_where,
                 runner.position(group).pinned_to,
             )
         caught_up, failures = runner.catch_up_each()

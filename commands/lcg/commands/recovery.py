@@ -37,13 +37,13 @@ from typing import NotRequired, TypedDict, TypeVar
 from lcg.commands.restore import restore
 from lcg.domain import rules
 from lcg.domain.errors import Conflict, NotFound
-from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
 from lcg.projections.damage import SQLITE_SIDECARS, set_aside, utc_stamp
 from lcg.projections.graph import schema
 from lcg.projections.layout import WorkspaceFiles
 from lcg.projections.wal.dump import check_dump
 from lcg.projections.wal.lease import WriterLease
+from lcg.projections.wal.opening import open_log
 from lcg.projections.wal.store import EventLog
 
 BACKUP_DIR = "wal-compacted"  # knowledge_dump_wal's default target (P-133), in .lcg/
@@ -123,7 +123,7 @@ def apply_strategy(files: WorkspaceFiles, strategy: Strategy, now: datetime) -> 
         return Moved(
             moved,
             f"the projections were set aside; every group is rebuilt from "
-            f"{files.wal_path.name} (untouched)",
+            f"{files.log_name} (untouched)",
         )
     finally:
         lease.release()
@@ -135,7 +135,9 @@ def _keep_what_was_applied(files: WorkspaceFiles) -> None:
     by a bounded resume that replayed nothing (before it was refused): the open would replay
     the group to the pin and drop the events after it. The pin is raised to the applied seq.
     A pin the graph does not hold yet is an operator's replay the open still owes: kept."""
-    if not files.graph_path.exists() or not EventLog.holds_anything(files.wal_path):
+    if not files.graph_path.exists():
+        return
+    if not files.store_url and not EventLog.holds_anything(files.wal_path):
         return
     try:
         with closing(schema.connect(str(files.graph_path), read_only=True)) as conn:
@@ -145,7 +147,7 @@ def _keep_what_was_applied(files: WorkspaceFiles) -> None:
             ).fetchall()
     except sqlite3.Error:  # unreadable: nothing to compare with
         return
-    events = EventLog(files.wal_path, EventCodec(), files.durability)
+    events = open_log(files)
     try:
         pins = events.pins() or {}
         raised: dict[GroupId, int | None] = {}
@@ -158,7 +160,7 @@ def _keep_what_was_applied(files: WorkspaceFiles) -> None:
                     "raised to %s, so the rebuild keeps what was applied",
                     group,
                     pin,
-                    files.wal_path,
+                    files.log_where,
                     applied,
                     applied,
                 )

@@ -20,8 +20,11 @@ from lcg.domain.errors import Conflict, InvalidParams
 from lcg.projections.damage import utc_stamp
 from lcg.projections.layout import WorkspaceFiles
 from lcg.projections.private_files import DIR_MODE, FILE_MODE
+from lcg.projections.wal.copy import copy_log
 from lcg.projections.wal.dump import DUMP_WAL, BadDump, check_dump
 from lcg.projections.wal.lease import WriterLease
+from lcg.projections.wal.opening import holds_anything, open_log
+from lcg.projections.wal.store import EventLog
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,8 @@ def restore(dump_dir: Path, files: WorkspaceFiles, *, force: bool, now: datetime
         raise InvalidParams(
             "PATH", "must name a dump written by knowledge_dump_wal", str(error)
         ) from None
+    if files.store_url:
+        return _restore_into_the_store(dump_dir, files, manifest, force=force, now=now)
     state = files.state_dir
     set_aside = None
     if _holds_anything(state):
@@ -55,6 +60,49 @@ def restore(dump_dir: Path, files: WorkspaceFiles, *, force: bool, now: datetime
         set_aside = _set_aside(files, now)
     state.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     _copy_sqlite(dump_dir / DUMP_WAL, files.wal_path)
+    return Restored(manifest=manifest, set_aside=set_aside)
+
+
+def _restore_into_the_store(
+    dump_dir: Path, files: WorkspaceFiles, manifest: dict[str, Any], *, force: bool, now: datetime
+) -> Restored:
+    """The dump's events copied into the PostgreSQL log the workspace names (ADR 0073): an
+    empty log and workspace, or `force` (the log is erased, the workspace set aside)."""
+    target = open_log(files)
+    try:
+        busy = [
+            what
+            for what, held in (
+                (str(files.state_dir), _holds_anything(files.state_dir)),
+                (files.log_where, holds_anything(target)),
+            )
+            if held
+        ]
+        if busy and not force:
+            raise Conflict(
+                f"--force: {' and '.join(busy)} already hold a workspace's state; restoring"
+                " would replace it. Pass --force to set the workspace aside as"
+                f" {files.state_dir.name}.replaced-<UTC time>, erase the log and restore in"
+                " their place, or choose another --workspace and [store] url",
+                field="force",
+                rule="must be given to restore over a non-empty workspace",
+            )
+        set_aside = _set_aside(files, now) if _holds_anything(files.state_dir) else None
+        files.state_dir.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        staged = files.state_dir / f"restore-{utc_stamp(now)}.sqlite"
+        _copy_sqlite(dump_dir / DUMP_WAL, staged)  # the dump itself is only read
+        try:
+            source = EventLog(staged, target.codec)
+            try:
+                target.truncate_all()
+                copy_log(source, target)
+            finally:
+                source.close()
+        finally:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{staged}{suffix}").unlink(missing_ok=True)
+    finally:
+        target.close()
     return Restored(manifest=manifest, set_aside=set_aside)
 
 

@@ -33,7 +33,8 @@ from lcg.projections.faults import (
     is_storage_error,
 )
 from lcg.projections.runner import Positions, ProjectionError, ProjectionRunner
-from lcg.projections.wal.store import EventLog, RecordedEvent
+from lcg.projections.wal.port import LogStore
+from lcg.projections.wal.store import RecordedEvent
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ class Writer:
 
     def __init__(
         self,
-        log: EventLog,
+        log: LogStore,
         runner: ProjectionRunner,
         clock: Callable[[], datetime],
         max_batch: int = 512,
@@ -183,7 +184,7 @@ class Writer:
         ]
         if max(positions) > head:  # the log lost events under a running writer
             raise LogBehindProjections(
-                self.log.path, self.runner.path, [(group_id, head, max(positions))]
+                self.log.where, self.runner.path, [(group_id, head, max(positions))]
             )
         if min(positions) < head:
             blocked = self._blocked.get(group_id)

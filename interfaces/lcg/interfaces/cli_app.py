@@ -29,6 +29,7 @@ from lcg.interfaces import (
     cli_port,
     cli_recover,
     cli_recovery,
+    cli_store,
     cli_verbs,
     log_setup,
     serve,
@@ -90,6 +91,7 @@ cli.command()(cli_recovery.status)
 cli.command()(cli_recovery.replay)
 cli.command()(cli_recover.recover)
 cli_dump.register(cli)
+cli.add_typer(cli_store.store, name="store")
 
 
 @cli.command("assert-entity")

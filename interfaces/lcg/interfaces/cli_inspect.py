@@ -34,18 +34,17 @@ def log_(
 ) -> None:
     """A group's events with their seq, type, time and a one-line summary: what to pick
     `lcg replay --to-seq` from. Reads the WAL only (works beside a running service)."""
-    from lcg.domain.events import EventCodec
-    from lcg.projections.wal.store import EventLog
+    from lcg.projections.wal.opening import open_log
 
     settings = load_settings(workspace)
     with errors():
-        if not settings.wal_path.exists():
+        if not settings.store_url and not settings.wal_path.exists():
             raise NotFound(
                 f"workspace: there is no WAL at {settings.wal_path}",
                 field="workspace",
                 rule="must name an existing workspace",
             )
-        events = EventLog(settings.wal_path, EventCodec(), settings.durability)
+        events = open_log(settings.files)
         try:
             if GroupId(group) not in events.groups():
                 raise unknown_group(group, events.groups())

@@ -66,6 +66,9 @@ class Settings:
     # LCG_EXTRACT_MODEL: the GGUF file of the llama extractor (issue 14's name); wins over
     # [extraction] model_path and its LCG_EXTRACTION_MODEL_PATH
     extract_model: str = ""
+    # LCG_STORE_URL / [store] url: empty keeps the log in .lcg/wal.sqlite; a postgresql://
+    # URL puts it in PostgreSQL (ADR 0073). Never shown: it may carry a password.
+    store_url: str = field(default="", repr=False)
 
     @property
     def promotion_policy(self) -> str:
@@ -78,7 +81,7 @@ class Settings:
     def files(self) -> WorkspaceFiles:
         """The workspace's files (`lcg.projections.layout`), what the application services
         that open, recover or restore it are given."""
-        return WorkspaceFiles(self.workspace, self.durability)
+        return WorkspaceFiles(self.workspace, self.durability, self.store_url)
 
     @property
     def state_dir(self) -> Path:
@@ -130,7 +133,7 @@ class Settings:
         durability: Durability = _choice(env, "LCG_DURABILITY", ("normal", "full"))
         resolved = chosen.resolve()
         tuning = load_tuning(resolved, env)
-        _refuse_a_store_url(tuning.text("store", "url"))
+        store_url = _store_url(tuning.text("store", "url"))
         fusion: Fusion = _choice(env, "LCG_SEARCH_FUSION", ("max", "rrf"), tuning.fusion)
         engine: Bm25Engine = _choice(env, "LCG_BM25_ENGINE", ("memory", "fts5"))
         follow: VectorFollow = _choice(env, "LCG_VECTOR_FOLLOW", ("async", "sync"))
@@ -160,6 +163,7 @@ class Settings:
             ),
             extraction_api_key=env.get("LCG_EXTRACTION_API_KEY", "").strip(),
             extract_model=env.get("LCG_EXTRACT_MODEL", "").strip(),
+            store_url=store_url,
         ).checked_extraction()
 
     @property
@@ -240,24 +244,16 @@ def _choice(
     raise InvalidParams(name, f"must be {allowed}", f"got {raw!r}")
 
 
-def _refuse_a_store_url(url: str) -> None:
-    """`[store] url` (LCG_STORE_URL): the PostgreSQL log exists (ADR 0067) but the workspace
-    does not run on it yet, so a URL is refused rather than half-used. The value is never
-    echoed: a URL may carry a password."""
+def _store_url(url: str) -> str:
+    """`[store] url` (LCG_STORE_URL): empty (the workspace's wal.sqlite) or a postgresql://
+    URL (ADR 0073). The value is never echoed: a URL may carry a password."""
     url = url.strip()
-    if not url:
-        return
-    if not url.startswith(("postgresql://", "postgres://")):
+    if url and not url.startswith(("postgresql://", "postgres://")):
         scheme = url.split("://", 1)[0] if "://" in url else "no scheme"
         raise InvalidParams(
             "LCG_STORE_URL", "must be empty or a postgresql:// URL", f"got {scheme[:20]!r}"
         )
-    raise InvalidParams(
-        "LCG_STORE_URL",
-        "the PostgreSQL log is not wired into the workspace yet",
-        "set by [store] url in lcg.toml or LCG_STORE_URL; unset it to keep the log in"
-        " .lcg/wal.sqlite (docs/adr/0067-the-log-in-postgresql.md)",
-    )
+    return url
 
 
 def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:

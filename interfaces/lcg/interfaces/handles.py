@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from lcg.projections.extraction.classify import Classifier
     from lcg.projections.extraction.port import Extractor
     from lcg.projections.runner import ProjectionRunner
-    from lcg.projections.wal.store import EventLog
+    from lcg.projections.wal.port import LogStore
 
 
 class Reads(ReadHandle, Protocol):
@@ -46,7 +46,7 @@ class Reads(ReadHandle, Protocol):
     def cypher(self) -> CypherGraph: ...
 
     @property
-    def log(self) -> EventLog: ...
+    def log(self) -> LogStore: ...
 
 
 class Writes(Protocol):

@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 from lcg.commands import recovery, wal_admin
 from lcg.domain.errors import Conflict, InvalidParams, NotFound
-from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
 from lcg.domain.memory.layers import check_layers
 from lcg.domain.memory.receipts import ReceiptId
@@ -48,12 +47,14 @@ from lcg.interfaces.tools.admin import (
 )
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.damage import DamagedFile, is_corruption, sqlite_problem
-from lcg.projections.faults import LogBehindProjections
+from lcg.projections.faults import LogBehindProjections, StorageFailure
 from lcg.projections.runner import Progress
 from lcg.projections.wal.lease import WorkspaceBusy
+from lcg.projections.wal.opening import open_log
 from lcg.projections.wal.store import EventLog
 
 HEALTH_CHECK = "health_check"
+STORE_RETRY_S = 2.0  # a PostgreSQL log unreachable at open: how often a call tries again
 STATUS = "knowledge_status"
 CLOSE = "knowledge_close"
 RECOVER = "knowledge_recover"
@@ -84,6 +85,10 @@ class Service:
         self.held = False  # degraded because another process holds the writer lease
         self.holder: str | None = None  # then, who holds it (the lease's description)
         self.ledger: CallLedger | None = None  # serve --ledger: a line per call (ADR 0079)
+        # degraded because the PostgreSQL log could not be reached at open: the next call (at
+        # most every STORE_RETRY_S) opens again, so the node comes up when the server does
+        self._store_down_since: float | None = None
+        self._reopening = threading.Lock()
 
     @property
     def app(self) -> App | None:
@@ -107,6 +112,8 @@ class Service:
             # workspace needs no recovery (M-ERR-002)
             self.held = isinstance(error, WorkspaceBusy)
             self.holder = error.holder if isinstance(error, WorkspaceBusy) else None
+            down = bool(self.settings.store_url) and isinstance(error, StorageFailure)
+            self._store_down_since = time.monotonic() if down else None
             self.reason = HELD_ELSEWHERE if self.held else str(error)
             self.recovery = recovery_for(self.settings, error)
             self.state = "degraded"
@@ -119,6 +126,7 @@ class Service:
         self._app = App(workspace)
         if self.ledger is not None:
             self._attach_ledger(self.ledger, workspace)
+        self._store_down_since = None
         self.recovery = []
         self.held = False
         self.state = "healthy"
@@ -234,6 +242,7 @@ class Service:
             stack = self._layers(session, layers)
         except Exception as error:
             raise error_from_exception(error) from error
+        self._open_if_the_store_is_back()
         if method == HEALTH_CHECK:
             return self.health()
         if method in (RECOVER, RECOVER_FULL):  # in every state: they close and reopen
@@ -260,6 +269,22 @@ class Service:
             layers = self.settings.layers
         names = [session_name(layer, "layers") for layer in layers]
         return check_layers(session or self.settings.session, names)
+
+    def _open_if_the_store_is_back(self) -> None:
+        """Degraded because the PostgreSQL log was unreachable at open: try the open again
+        (one caller at a time, at most every STORE_RETRY_S; ADR 0073)."""
+        since = self._store_down_since
+        if since is None or self.state != "degraded" or time.monotonic() - since < STORE_RETRY_S:
+            return
+        if not self._reopening.acquire(blocking=False):
+            return
+        try:
+            if self._store_down_since is not None and self.state == "degraded":
+                log.info("trying the log at %s again", self.settings.files.log_where)
+                if self.start() == "healthy":
+                    log.info("the workspace opened: the log is reachable again")
+        finally:
+            self._reopening.release()
 
     def _call_unready(self, method: str, params: dict[str, Any] | None) -> JsonObject:
         """Degraded, closing or recovering: only status, close, the recovery methods and
@@ -297,7 +322,7 @@ class Service:
         except Exception as error:
             raise error_from_exception(error) from error
         path = self.settings.wal_path
-        if not EventLog.holds_anything(path):
+        if not self.settings.store_url and not EventLog.holds_anything(path):
             if name is None:
                 return dict(wal_admin.MarkList(group_id=group, generation=1, checkpoints=[]))
             raise error_from_exception(
@@ -309,9 +334,10 @@ class Service:
                 )
             )
         try:
-            events = EventLog(path, EventCodec(), self.settings.durability)
+            events = open_log(self.settings.files)
         except Exception as error:  # e.g. a read-only disk: the degraded answer, as for the rest
-            log.warning("%s while degraded: %s did not open either: %s", method, path, error)
+            where = self.settings.files.log_where
+            log.warning("%s while degraded: %s did not open either: %s", method, where, error)
             raise self._unavailable() from error
         try:
             if name is None:
@@ -434,7 +460,7 @@ class Service:
             "recovery_available": list(self.recovery),
             "cross_group_pointers": None,
             "database_path": str(self.settings.graph_path),
-            "wal_path": str(self.settings.wal_path),
+            "wal_path": self.settings.files.log_where,
         }
 
     def close(self) -> None:
@@ -466,16 +492,16 @@ def recovery_for(settings: Settings, error: BaseException) -> list[str]:
     if isinstance(error, LogBehindProjections):
         return [
             "knowledge_recover {strategy: rebuild_from_workspace_wal}: set the projections aside"
-            f" and rebuild them from what {settings.wal_path.name} holds",
+            f" and rebuild them from what {settings.files.log_name} holds",
             "knowledge_recover {strategy: restore_from_backup}: restore the dump in "
             f"{settings.state_dir / recovery.BACKUP_DIR} (events after it are set aside)",
         ]
     if not (isinstance(error, DamagedFile) or is_corruption(error)):
         return []
-    if sqlite_problem(settings.wal_path) is not None:
+    if not settings.store_url and sqlite_problem(settings.wal_path) is not None:
         return []  # the WAL is the truth and cannot be rebuilt (ADR 0019 says what can be done)
     return [
         f"rebuild_from_wal: restart the service; {settings.graph_path.name} is then set aside"
-        f" and rebuilt from {settings.wal_path.name} (if it fails again, move every file of"
+        f" and rebuilt from {settings.files.log_name} (if it fails again, move every file of"
         f" {settings.state_dir} but {settings.wal_path.name} and writer.lock aside first)"
     ]

@@ -167,8 +167,8 @@ KEYS: Final[tuple[Key, ...]] = (
         " workspace directory; empty: only inside the workspace (ADR 0048)"),
     Key("store", "url", str, "",
         meaning="where the event log lives: empty, the workspace's .lcg/wal.sqlite; a"
-        " postgresql:// URL names a PostgreSQL log, which is not wired into the workspace"
-        " yet and is refused (ADR 0071)"),
+        " postgresql:// URL puts it in that PostgreSQL database (credentials from the URL or"
+        " libpq's PG* variables; never shown); the projections stay in the workspace"),
     Key("serve", "bind", str, "127.0.0.1",
         meaning="the address `lcg serve --http` and `lambo serve --transport http` listen on"
         " (--bind wins); anything but loopback needs a credential (ADR 0064)"),
@@ -259,6 +259,10 @@ class Tuning:
     values: Mapping[str, object] = field(default_factory=lambda: {k.label: k.default for k in KEYS})
     source: Mapping[str, str] = field(default_factory=dict)  # label -> "file" | "env"
     credentials: tuple[CredentialEntry, ...] = ()  # the file's [[serve.credential]] entries
+
+    def __repr__(self) -> str:  # `[store] url` may carry a password: never shown (ADR 0073)
+        shown = {k: "***" if k == "[store] url" and v else v for k, v in self.values.items()}
+        return f"Tuning(values={shown!r}, source={self.source!r}, credentials={self.credentials!r})"
 
     def get(self, section: str, name: str) -> object:
         return self.values[Key(section, name, str, None).label]

@@ -15,11 +15,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from lcg.commands.graph_file import check_the_log, open_graph, refuse_if_the_log_is_lost
+from lcg.commands.graph_file import check_the_log, open_graph, open_the_log
 from lcg.commands.memory_admission import MemoryService
 from lcg.commands.rebuild_jobs import RebuildJobs
 from lcg.commands.writer import CommitListener, Writer
-from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
 from lcg.interfaces.config import Settings
 from lcg.interfaces.legacy import migrate_legacy_state_dir
@@ -48,7 +47,7 @@ from lcg.projections.vectors.follower import VectorFollower
 from lcg.projections.vectors.follower import lanes as vector_lanes
 from lcg.projections.vectors.index import VectorIndex
 from lcg.projections.wal.lease import WriterLease
-from lcg.projections.wal.store import EventLog
+from lcg.projections.wal.port import LogStore
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
@@ -118,7 +117,7 @@ class Workspace:
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._lease: WriterLease | None = None
-        self._log: EventLog | None = None
+        self._log: LogStore | None = None
         self._runner: ProjectionRunner | None = None
         self._writer: Writer | None = None
         self._cache: EmbeddingCache | None = None
@@ -194,8 +193,7 @@ class Workspace:
             stack.callback(self._release, "_lease", lease.release)
         stack.callback(self._close_readers)
         refuse_foreign_sqlite(self.settings.graph_path, "open the graph")
-        refuse_if_the_log_is_lost(self.settings.files)
-        self._log = EventLog(self.settings.wal_path, EventCodec(), self.settings.durability)
+        self._log = open_the_log(self.settings.files)
         stack.callback(self._release, "_log", self._log.close)
         graph = open_graph(self.settings.files, self._log, self.clock, read_only=self.read_only)
         stack.callback(self._release, "_runner", graph.runner.conn.close)
@@ -450,7 +448,7 @@ class Workspace:
         return self._runner
 
     @property
-    def log(self) -> EventLog:
+    def log(self) -> LogStore:
         if self._log is None:
             raise WorkspaceClosed("the workspace is not open")
         return self._log

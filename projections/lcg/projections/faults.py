@@ -107,7 +107,7 @@ class LogBehindProjections(Exception):
 
     def __init__(
         self,
-        wal: Path,
+        wal: Path | str,
         graph: Path,
         behind: Sequence[tuple[str, int, int]],
         derived: Sequence[Path] = (),
@@ -118,13 +118,14 @@ class LogBehindProjections(Exception):
         group, head, applied = self.behind[0]
         more = f" (and {len(self.behind) - 1} more groups)" if len(self.behind) > 1 else ""
         aside = graph.parent / "lost-wal"
+        name = wal.name if isinstance(wal, Path) else "the log"
         moved = " ".join(str(path) for path in (Path(f"{graph}*"), *derived))
         holds = f"holds seq {head}" if head else "holds no events"
         super().__init__(
             f"{wal} {holds} for group {group!r} but the projections in {graph} "
             f"applied seq {applied}{more}: the log is behind its projections (lost or "
             "replaced?); nothing is written, since a new write would be hidden. Restore "
-            f"{wal.name} from a backup; or, if it is really lost, move the projections aside "
+            f"{name} from a backup; or, if it is really lost, move the projections aside "
             f"(`mkdir {aside} && mv {moved} {aside}/`) and open the workspace again: they are "
             "rebuilt from what the log holds. `lcg recover rebuild_from_workspace_wal` (or "
             "knowledge_recover with that strategy on the serving process) does the latter, "

@@ -7,7 +7,7 @@ restore a workspace both read the paths from here, so the services need only a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +31,23 @@ class WorkspaceFiles:
 
     workspace: Path
     durability: Durability = "normal"
+    # empty: the log is wal_path; else the postgresql:// URL of the log (ADR 0073), never
+    # shown (it may carry a password): messages name it by `log_where`
+    store_url: str = field(default="", repr=False)
+
+    @property
+    def log_where(self) -> str:
+        """The log as messages name it: the WAL file, or the server without its password."""
+        if not self.store_url:
+            return str(self.wal_path)
+        from lcg.projections.wal.postgres import describe  # noqa: PLC0415 (ADR 0053)
+
+        return describe(self.store_url)
+
+    @property
+    def log_name(self) -> str:
+        """The log in one short word for messages: the WAL's file name, or the server."""
+        return self.wal_path.name if not self.store_url else self.log_where
 
     @property
     def state_dir(self) -> Path:

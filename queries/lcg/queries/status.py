@@ -10,9 +10,10 @@ from typing import Literal, TypedDict
 from lcg.domain.ids import DEFAULT_GROUP
 from lcg.domain.ontology import UNCLASSIFIED
 from lcg.projections.damage import Repair
+from lcg.projections.faults import StorageFailure
 from lcg.projections.graph import reader
 from lcg.projections.positions import GroupPosition, read_positions
-from lcg.projections.wal.store import EventLog
+from lcg.projections.wal.port import LogStore
 
 Hydration = Literal["not_applicable", "wal_ahead", "hydrated"]
 
@@ -128,7 +129,7 @@ def _group_wal(position: GroupPosition | None, head: int) -> GroupWal:
 
 def status(
     conn: sqlite3.Connection,
-    log: EventLog,
+    log: LogStore,
     projection_names: Sequence[str],
     projection_error: str | None,
     embedding: Embedding,
@@ -137,18 +138,24 @@ def status(
     extractor: ExtractorInfo,
     ontology: Ontology,
 ) -> Status:
-    """The workspace's status as seen through `conn` (a read connection to the graph)."""
-    heads = log.heads()
+    """The workspace's status as seen through `conn` (a read connection to the graph). A log
+    that cannot be reached (a PostgreSQL server down) is a fault: the heads are then the
+    applied seqs, what this node's projections still answer from (ADR 0073)."""
+    try:
+        heads, byte_size = log.heads(), log.byte_size()
+    except StorageFailure as error:
+        positions = read_positions(conn, projection_names)
+        heads, byte_size = {group: p.position for group, p in positions.items()}, 0
+        faults = [*faults, f"the log is unreachable, reads answer from the projections: {error}"]
     positions = read_positions(conn, projection_names, heads)
     groups: dict[str, GroupWal] = {
         group: _group_wal(position, heads.get(group, 0)) for group, position in positions.items()
     }
     default = groups.get(DEFAULT_GROUP) or _group_wal(None, 0)
     entities, relationships, episodes = reader.total_counts(conn)
-    byte_size = log.byte_size()
     return Status(
         database_path=_database_path(conn),
-        wal_path=str(log.path),
+        wal_path=log.where,
         embedding_model=embedding["model"],
         embedding_dim=embedding["dim"],
         embedding=embedding,

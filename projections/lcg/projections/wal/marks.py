@@ -110,3 +110,15 @@ def tombstone(conn: sqlite3.Connection, group_id: GroupId, name: str, at: str) -
         (at, group_id, name),
     )
     return Mark(group_id, name, found[0].seq, found[0].generation, found[0].created_at, at)
+
+
+def adopt(conn: sqlite3.Connection, generation_: int, marks: list[Mark]) -> None:
+    """Take another log's generation and active marks (a copy of that log: ADR 0073)."""
+    if generation_ == FIRST_GENERATION and not marks:
+        return
+    install(conn)
+    conn.execute("INSERT OR REPLACE INTO lcg_generation VALUES (1, ?)", (generation_,))
+    conn.executemany(
+        f"INSERT INTO lcg_marks ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+        [(m.group_id, m.name, m.seq, m.generation, m.created_at, m.deleted_at) for m in marks],
+    )

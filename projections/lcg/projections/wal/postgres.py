@@ -63,6 +63,7 @@ _CREATE = (
     " generation INTEGER NOT NULL)",
 )
 _PINS = "CREATE TABLE IF NOT EXISTS lcg_pins (group_id TEXT PRIMARY KEY, pinned_to BIGINT NOT NULL)"
+RECONNECT_TIMEOUT = 10.0  # seconds the pool keeps retrying a lost connection in the background
 _SCHEMA_LOCK = 0x6C6367  # an advisory lock: two processes creating the tables take turns
 _LOCK = "LOCK TABLE stored_events IN EXCLUSIVE MODE"
 _INSERT = (
@@ -143,6 +144,9 @@ class PostgresLog:
             check=ConnectionPool.check_connection,  # a killed connection is replaced, not used
             name="lcg-log",
             timeout=connect_timeout,
+            # a failed reconnection gives up soon: the next call starts a fresh one, so a node
+            # takes writes again as soon as the server does (no backoff grown through an outage)
+            reconnect_timeout=RECONNECT_TIMEOUT,
             open=False,
         )
         try:
@@ -210,6 +214,19 @@ class PostgresLog:
 
     def close(self) -> None:
         self._pool.close()
+
+    def byte_size(self) -> int:
+        """Bytes of the log's relations on the server (tables, indexes, TOAST): the streams'
+        table is shared by the whole database's log, as the WAL file is by its groups."""
+        return int(
+            self._one(
+                "measure",
+                "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r'"
+                " AND n.nspname = current_schema() AND (c.relname = 'stored_events'"
+                " OR c.relname LIKE 'lcg\\_%%')",
+            )
+        )
 
     def _one(self, action: str, statement: str, params: Sequence[object] = ()) -> Any:
         with self._connection(action) as conn:
@@ -399,6 +416,25 @@ class PostgresLog:
                         " DO UPDATE SET pinned_to = EXCLUDED.pinned_to",
                         (group, seq),
                     )
+
+    def adopt(self, identity: str, generation: int, active: list[Mark]) -> None:
+        """Take another log's identity, generation and active marks: this log becomes a copy
+        of it (`lcg store copy`, ADR 0073), so the projections built from it stay valid."""
+        action = "record the identity of the copied log in"
+        with self._connection(action) as conn, conn.transaction():
+            conn.execute("UPDATE lcg_wal_identity SET identity=%s", (identity,))
+            if generation != FIRST_GENERATION or active:
+                conn.execute(
+                    "INSERT INTO lcg_generation VALUES (1, %s) ON CONFLICT (one)"
+                    " DO UPDATE SET generation = EXCLUDED.generation",
+                    (generation,),
+                )
+            for m in active:
+                conn.execute(
+                    f"INSERT INTO lcg_marks ({_MARK_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)",
+                    (m.group_id, m.name, m.seq, m.generation, m.created_at, m.deleted_at),
+                )
+        self._identity = identity
 
     def generation(self) -> int:
         found = self._one("read the generation of", "SELECT MAX(generation) FROM lcg_generation")

@@ -394,6 +394,13 @@ class EventLog:
         with self._transaction("delete a mark in the WAL"):
             return marks.tombstone(self._conn, group_id, name, at.isoformat())
 
+    def adopt(self, identity: str, generation: int, active: list[Mark]) -> None:
+        """Take another log's identity, generation and active marks: this log becomes a copy
+        of it (`lcg store copy`, ADR 0073), so the projections built from it stay valid."""
+        with self._transaction("record the identity of the copied log in the WAL"):
+            self._conn.execute("UPDATE lcg_wal_identity SET identity=?", (identity,))
+            marks.adopt(self._conn, generation, active)
+
     @contextmanager
     def _transaction(self, action: str) -> Iterator[None]:
         """One write transaction on the shared connection; a storage error names the file."""
