@@ -75,6 +75,7 @@ class LogFollower:
         self.connections = 0  # LISTEN connections made (more than one: it reconnected)
         self.sweeps = 0  # comparisons of every group's head with its position
         self.failure: str | None = None  # the last error, until a catch-up succeeds
+        self.listen_failure: str | None = None  # why it polls, until it listens again
         self._conn: psycopg.Connection[Any] | None = None
         self._stop = threading.Event()
         self._changed = threading.Condition()
@@ -118,9 +119,13 @@ class LogFollower:
             )
             conn.execute(f"LISTEN {CHANNEL}")
         except psycopg.Error as error:
-            self._note_failure(f"cannot listen for appends: {type(error).__name__}: {error}")
+            reason = f"cannot listen for appends: {type(error).__name__}: {error}"
+            if reason != self.listen_failure:
+                log.warning("%s; polling every %s s", reason, self.poll_seconds)
+            self.listen_failure = reason
             return False
         self._conn = conn
+        self.listen_failure = None
         self.connections += 1
         self.listening = True
         if self.connections > 1:
@@ -141,7 +146,7 @@ class LogFollower:
                     return
         except psycopg.Error as error:
             log.warning("the log follower's LISTEN connection dropped (%s); polling", error)
-            self._note_failure(f"the LISTEN connection dropped: {error}")
+            self.listen_failure = f"the LISTEN connection dropped: {error}"
             self._drop()
             self._sweep()
 
