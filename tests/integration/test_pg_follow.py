@@ -92,9 +92,7 @@ def test_a_notice_names_each_group_once_with_its_last_seq() -> None:
     assert parse_notice("g:x") is None
 
 
-def test_node_b_follows_node_a_through_notices_alone(
-    pg_url: str, nodes: tuple[Node, Node]
-) -> None:
+def test_node_b_follows_node_a_through_notices_alone(pg_url: str, nodes: tuple[Node, Node]) -> None:
     a, b = nodes
     a.append(G1, 3)  # before B follows: read by its first comparison
     sink = ListSink()
@@ -105,7 +103,8 @@ def test_node_b_follows_node_a_through_notices_alone(
         for _ in range(5):
             a.append(G1, 2)
             a.append(G2, 1)
-        assert follower.wait_for(G1, 13, 60) and follower.wait_for(G2, 5, 60)
+        assert follower.wait_for(G1, 13, 60)
+        assert follower.wait_for(G2, 5, 60)
         # one comparison of heads, at the start: everything after came by notice
         assert (follower.sweeps, follower.connections, follower.listening) == (1, 1, True)
         assert follower.failure is None
@@ -135,7 +134,8 @@ def test_a_terminated_listen_connection_reconnects_and_misses_nothing(
             assert killed == [(True,)]
             a.append(G1, 3)  # while the follower finds out its connection is gone
             a.append(G2, 2)
-        assert follower.wait_for(G1, 5, 60) and follower.wait_for(G2, 2, 60)
+        assert follower.wait_for(G1, 5, 60)
+        assert follower.wait_for(G2, 2, 60)
         until(lambda: follower.connections == 2 and follower.listening)
         a.append(G1, 1)  # and notices work again on the new connection
         assert follower.wait_for(G1, 6, 60)

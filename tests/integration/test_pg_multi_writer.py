@@ -118,7 +118,8 @@ def test_m_multi_writer_a_lost_append_is_decided_again_on_the_caught_up_state(
     # after b's event is applied: it finds Bob and updates it rather than making a second
     again = assertion("Bob", "a", "a builder")
     answer = a.writer.execute(partial(handlers.assert_entity, command=again))
-    assert answer["created"] is False and answer["entity_uuid"] == "b-Bob"
+    assert answer["created"] is False
+    assert answer["entity_uuid"] == "b-Bob"
     recorded = [(r.seq, r.event.wire_name) for page in a.log.read(G) for r in page]
     assert recorded == [(1, "entity_created"), (2, "entity_created"), (3, "entity_revised")]
     assert a.writer.storage_failure is None

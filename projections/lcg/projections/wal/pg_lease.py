@@ -18,6 +18,7 @@ alone: no other holder exists, so the write is safe.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -102,7 +103,7 @@ class PgLease:
         self._timeout = max(1, round(connect_timeout))
         self._conn: psycopg.Connection[Any] | None = None
         self._lock = threading.Lock()  # one statement at a time on the connection
-        self._run("create the leases in", lambda conn: _install(conn))
+        self._run("create the leases in", _install)
 
     @property
     def where(self) -> str:
@@ -216,10 +217,8 @@ class Keeper:
         self._stop.set()
         self._thread.join()
         if self.epoch is not None:
-            try:
+            with contextlib.suppress(StorageFailure):  # unreachable: it expires by itself
                 self.leases.release(self.name, self.holder, self.epoch)
-            except StorageFailure:
-                pass  # it expires by itself
             self._set(None)
 
     def _set(self, epoch: int | None) -> None:
