@@ -70,7 +70,7 @@ def entities(node: Node) -> list[tuple[str, str]]:
     return [(row[0], row[1]) for row in rows]
 
 
-def test_m_multi_writer_two_nodes_asserting_the_same_names_make_one_entity_each(
+def test_multi_writer_two_nodes_asserting_the_same_names_make_one_entity_each(
     nodes: tuple[Node, Node],
 ) -> None:
     a, b = nodes
@@ -108,7 +108,7 @@ def test_m_multi_writer_two_nodes_asserting_the_same_names_make_one_entity_each(
     assert entities(a) == entities(b)
 
 
-def test_m_multi_writer_a_lost_append_is_decided_again_on_the_caught_up_state(
+def test_multi_writer_a_lost_append_is_decided_again_on_the_caught_up_state(
     nodes: tuple[Node, Node],
 ) -> None:
     a, b = nodes
@@ -126,7 +126,7 @@ def test_m_multi_writer_a_lost_append_is_decided_again_on_the_caught_up_state(
     assert [name for name, _ in entities(a)] == ["Ada", "Bob"]
 
 
-def test_m_multi_writer_an_append_lost_every_time_is_the_storage_error(
+def test_multi_writer_an_append_lost_every_time_is_the_storage_error(
     nodes: tuple[Node, Node], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a, _ = nodes

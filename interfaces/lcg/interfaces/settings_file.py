@@ -182,6 +182,9 @@ KEYS: Final[tuple[Key, ...]] = (
     Key("serve", "max_connections", int, 1024, 1, 1_000_000,
         meaning="HTTP connections open at once; one more is closed as soon as it is accepted"
         " (ADR 0071)"),
+    Key("store", "min_seq_wait_ms", int, 2000, 0, 60_000,
+        meaning="how long a read given min_seq waits for this node to apply the groups' events"
+        " up to it before it is refused naming min_seq and the node's position (ADR 0076)"),
 )  # fmt: skip
 
 CREDENTIAL_KEYS: Final = ("name", "token", "token_file", "scopes", "sessions")
