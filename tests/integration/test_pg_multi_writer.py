@@ -19,6 +19,7 @@ from typing import Any, cast
 import pytest
 
 from lcg.commands import handlers
+from lcg.commands.followed import FollowedWrites
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.commands import AssertEntity
 from lcg.domain.events import EntityCreated, EventCodec
@@ -27,6 +28,7 @@ from lcg.projections import registry
 from lcg.projections.faults import StorageFailure
 from lcg.projections.graph import schema
 from lcg.projections.runner import ProjectionRunner
+from lcg.projections.wal.pg_follow import LogFollower
 from lcg.projections.wal.postgres import PostgresLog
 from lcg.projections.wal.store import ConcurrentAppend, EventLog, RecordedEvent
 
@@ -148,3 +150,57 @@ def test_multi_writer_an_append_lost_every_time_is_the_storage_error(
     assert entities(a) == []  # nothing of the refused write was applied
     a.writer.execute(write)
     assert [name for name, _ in entities(a)] == ["Ada"]
+
+
+def test_multi_writer_a_node_following_the_log_applies_the_other_s_writes_between_its_own(
+    pg_url: str, nodes: tuple[Node, Node]
+) -> None:
+    a, b = nodes
+    follower = LogFollower(pg_url, b.log, FollowedWrites(b.writer), poll_seconds=0.2)
+    follower.start()
+    try:
+        errors: list[BaseException] = []
+
+        def write(node: Node, label: str) -> None:
+            try:
+                for name in NAMES:
+                    command = assertion(name, label, f"said by {label}")
+                    node.writer.execute(partial(handlers.assert_entity, command=command))
+            except BaseException as error:  # noqa: BLE001 (surfaced by the assertion below)
+                errors.append(error)
+
+        threads = [threading.Thread(target=write, args=pair) for pair in ((a, "a"), (b, "b"))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        head = a.log.head(G)
+        assert follower.wait_for(G, head, 60)  # b applied every event, its own and a's
+        assert follower.failure is None
+    finally:
+        follower.stop()
+    assert b.writer.applied_position(G) == head
+    a.runner.catch_up([G])
+    assert [name for name, _ in entities(b)] == sorted(NAMES)
+    assert entities(a) == entities(b)
+    summaries = dict(
+        b.runner.conn.execute("SELECT name, summary FROM entities WHERE group_id=?", (G,))
+    )
+    last = {r.event.name: r.event.summary for page in a.log.read(G) for r in page}  # type: ignore[attr-defined]
+    assert summaries == last  # b's graph ends as the log's last word on each entity
+
+
+def test_multi_writer_a_followed_page_already_applied_changes_nothing(
+    nodes: tuple[Node, Node],
+) -> None:
+    a, b = nodes
+    a.writer.execute(partial(handlers.assert_entity, command=assertion("Ada", "a")))
+    page = [r for p in a.log.read(G) for r in p]
+    b.writer.follow(page)
+    b.writer.follow(page)  # again: skipped, no error
+    assert b.writer.applied_position(G) == 1
+    assert [name for name, _ in entities(b)] == ["Ada"]
+    answer = b.writer.execute(partial(handlers.assert_entity, command=assertion("Ada", "b", "x")))
+    assert answer["entity_uuid"] == "a-Ada"  # b's writer saw the followed entity
+    assert [r.seq for p in a.log.read(G) for r in p] == [1, 2]

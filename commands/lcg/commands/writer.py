@@ -265,6 +265,40 @@ class Writer:
             finally:
                 self._forget()
 
+    def follow(self, page: Sequence[RecordedEvent]) -> None:
+        """Apply a page of one group's events that another node appended (a log follower's,
+        ADR 0076), between batches, in a transaction of its own; events at or below the
+        group's position are skipped, a pinned group is left alone. Derived stores follow as
+        after a batch."""
+        if not page:
+            return
+        group = page[0].group_id
+        conn = self.runner.conn
+        with self._batch_lock:
+            state = self.runner.position(group)
+            fresh = [r for r in page if r.seq > state.position]
+            if state.pinned_to is not None or not fresh:
+                return
+            positions: Positions = {}
+            moved: set[tuple[str, str]] = set()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.runner.apply_tracked(fresh, positions, moved)
+                self.runner.store_positions({key: positions[key] for key in moved})
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                self._forget()  # the cached heads and positions are behind the log now
+            self._notify(lambda listener: listener.committed(conn, fresh))
+
+    def applied_position(self, group_id: GroupId) -> int:
+        """The group's committed position (the lowest of its projections'), between batches."""
+        with self._batch_lock:
+            return self.runner.position(group_id).position
+
     def _run_queued(self) -> None:
         while True:
             with self._queue_lock:
