@@ -8,7 +8,10 @@ savepoints (docs/adr/0017-write-and-replay-fast-paths.md): one refused before ap
 changed nothing; one that fails after appending rolls the batch back, which is then run again
 without it. A group whose projections are behind its WAL (a commit that failed on a full disk,
 an unreadable event at open) is caught up from the log before a batch writes to it
-(docs/adr/0019-wal-identity-and-storage-failures.md).
+(docs/adr/0019-wal-identity-and-storage-failures.md). An append that loses its seqs to
+another node's (`ConcurrentAppend`, a shared PostgreSQL log) rolls the batch back, catches
+the group up and decides the batch again, a bounded number of times
+(docs/adr/0075-multi-node-writes-and-leases.md).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from lcg.projections.faults import (
 )
 from lcg.projections.runner import Positions, ProjectionError, ProjectionRunner
 from lcg.projections.wal.port import LogStore
-from lcg.projections.wal.store import RecordedEvent
+from lcg.projections.wal.store import ConcurrentAppend, RecordedEvent
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -113,6 +116,9 @@ class Writer:
         self.runner = runner
         self.clock = clock
         self.max_batch = max_batch
+        # appends a batch may lose to another node's (ConcurrentAppend) before its write is
+        # refused with the storage error; each loss catches the group up and decides again
+        self.max_contention = 8
         # Caches of committed state, valid while this writer holds the batch lock; cleared by
         # exclusive() (rebuilds, clears) and by a failed batch.
         self._heads: dict[GroupId, int] = {}
@@ -260,6 +266,40 @@ class Writer:
             finally:
                 self._forget()
 
+    def follow(self, page: Sequence[RecordedEvent]) -> None:
+        """Apply a page of one group's events that another node appended (a log follower's,
+        ADR 0076), between batches, in a transaction of its own; events at or below the
+        group's position are skipped, a pinned group is left alone. Derived stores follow as
+        after a batch."""
+        if not page:
+            return
+        group = page[0].group_id
+        conn = self.runner.conn
+        with self._batch_lock:
+            state = self.runner.position(group)
+            fresh = [r for r in page if r.seq > state.position]
+            if state.pinned_to is not None or not fresh:
+                return
+            positions: Positions = {}
+            moved: set[tuple[str, str]] = set()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.runner.apply_tracked(fresh, positions, moved)
+                self.runner.store_positions({key: positions[key] for key in moved})
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                self._forget()  # the cached heads and positions are behind the log now
+            self._notify(lambda listener: listener.committed(conn, fresh))
+
+    def applied_position(self, group_id: GroupId) -> int:
+        """The group's committed position (the lowest of its projections'), between batches."""
+        with self._batch_lock:
+            return self.runner.position(group_id).position
+
     def _run_queued(self) -> None:
         while True:
             with self._queue_lock:
@@ -273,6 +313,7 @@ class Writer:
         recorded: list[RecordedEvent] = []
         self._retried = set()
         try:
+            contended = 0
             while True:
                 self._catch_up_lagging()
                 conn.execute("BEGIN IMMEDIATE")
@@ -282,9 +323,21 @@ class Writer:
                     conn.execute("ROLLBACK")
                     self._forget()
                     continue
+                self.runner.store_positions({key: self._positions[key] for key in self._moved})
+                try:
+                    self.log.append(recorded)
+                except ConcurrentAppend as taken:
+                    # Another node appended at these seqs (ADR 0075): its events are caught
+                    # up before the batch is decided again, on the state that includes them.
+                    conn.execute("ROLLBACK")
+                    self._forget()
+                    contended += 1
+                    if contended > self.max_contention:
+                        raise self._contention_failure(contended, taken) from taken
+                    for item in items:
+                        item.error, item.result = None, None
+                    continue
                 break
-            self.runner.store_positions({key: self._positions[key] for key in self._moved})
-            self.log.append(recorded)
         except BaseException as error:
             failure = self._storage_failure(error, "write to")
             self._abort(conn, items, failure)
@@ -305,6 +358,15 @@ class Writer:
             self._moved = set()
             for item in items:
                 item.done.set()
+
+    def _contention_failure(self, attempts: int, taken: ConcurrentAppend) -> StorageFailure:
+        return StorageFailure(
+            self.log.where,
+            "append to",
+            f"{taken}; another writer took the group's next seq {attempts} times in a row",
+            note="the batch was decided again on the caught-up state each time; nothing was "
+            "stored: retry the write",
+        )
 
     def _catch_up_lagging(self) -> None:
         """Apply the WAL events a group's projections miss (their own transactions)."""

@@ -19,8 +19,10 @@ from typing import Any, Generic, TypeVar, cast
 
 from lcg.commands import job_planner
 from lcg.domain.errors import InvalidParams
+from lcg.interfaces import read_after
 from lcg.interfaces.app import App
 from lcg.interfaces.params import NoParams, P, Params, parse
+from lcg.interfaces.read_after import ReadAfterParams
 from lcg.interfaces.tools import (
     admin,
     cross_group,
@@ -37,6 +39,7 @@ from lcg.interfaces.tools import (
     search,
 )
 from lcg.projections.damage import is_corruption
+from lcg.projections.positions import read_position
 from lcg.projections.runner import Progress, ProjectionError
 
 R = TypeVar("R", bound=Mapping[str, object])
@@ -82,7 +85,10 @@ class Operation(Generic[P, R]):
         An SQLite error that means damaged bytes is not passed on as an answer: the workspace
         refuses writes from then on and the next open rebuilds the file (ADR 0020)."""
         try:
-            return dict(self.run(app.with_progress(progress), parse(self.params, raw)))
+            params = parse(self.params, raw)
+            if isinstance(params, ReadAfterParams) and params.min_seq is not None:
+                _wait_applied(app, params)
+            return dict(self.run(app.with_progress(progress), params))
         except (sqlite3.DatabaseError, ProjectionError) as error:
             if not is_corruption(error):
                 raise
@@ -90,6 +96,17 @@ class Operation(Generic[P, R]):
 
 
 AnyOperation = Operation[Params, Mapping[str, object]]
+
+
+def _wait_applied(app: App, params: ReadAfterParams) -> None:
+    """Hold the read until this node has applied what `min_seq` names (ADR 0076)."""
+    wanted = read_after.targets(params)
+    workspace = app.workspace
+    names = workspace.runner.names
+    wait_ms = workspace.settings.tuning.get_int("store", "min_seq_wait_ms")
+    read_after.wait_applied(
+        lambda group: read_position(workspace.reader(), names, group).position, wanted, wait_ms
+    )
 
 
 def _row(

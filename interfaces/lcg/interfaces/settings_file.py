@@ -224,6 +224,9 @@ KEYS: Final[tuple[Key, ...]] = (
                   " server yet: every concept is stored with its embedding"),),
         meaning="how concepts are matched: hybrid (each concept stored with its embedding);"
         " canonical is refused by this server"),
+    Key("store", "min_seq_wait_ms", int, 2000, 0, 60_000,
+        meaning="how long a read given min_seq waits for this node to apply the groups' events"
+        " up to it before it is refused naming min_seq and the node's position (ADR 0076)"),
 )  # fmt: skip
 
 CREDENTIAL_KEYS: Final = ("name", "token", "token_file", "scopes", "sessions")

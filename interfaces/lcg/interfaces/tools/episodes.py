@@ -18,6 +18,7 @@ from lcg.interfaces.params import (
     UuidField,
     required_text,
 )
+from lcg.interfaces.read_after import ReadAfterParams
 from lcg.queries import graph_reads
 
 
@@ -36,7 +37,7 @@ class AddEpisodeParams(Params):
     group_id: GroupIdField = DEFAULT_GROUP
 
 
-class GetEpisodesParams(Params):
+class GetEpisodesParams(ReadAfterParams):
     group_id: GroupIdField = DEFAULT_GROUP
     last_n: NumResults = Field(50, description="How many of the newest episodes.")
 

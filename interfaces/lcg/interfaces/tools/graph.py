@@ -20,6 +20,7 @@ from lcg.interfaces.params import (
     UuidField,
     required_text,
 )
+from lcg.interfaces.read_after import ReadAfterParams
 from lcg.queries import graph_reads
 
 Label = Annotated[
@@ -71,27 +72,27 @@ class AssertRelationshipParams(Params):
     group_id: GroupIdField = DEFAULT_GROUP
 
 
-class ListEntitiesParams(Params):
+class ListEntitiesParams(ReadAfterParams):
     num_results: NumResults = Field(500, description="How many entities at most.")
     group_ids: GroupIdsField = None
 
 
-class ListRelationshipsParams(Params):
+class ListRelationshipsParams(ReadAfterParams):
     num_results: NumResults = Field(1000, description="How many edges at most.")
     group_ids: GroupIdsField = None
 
 
-class ByGroupParams(Params):
+class ByGroupParams(ReadAfterParams):
     group_ids: GroupIdsField = None
 
 
-class EdgesByUuidsParams(Params):
+class EdgesByUuidsParams(ReadAfterParams):
     uuids: list[Annotated[str, Field(max_length=rules.MAX_UUID)]] = Field(
         max_length=rules.MAX_NUM_RESULTS, description="Edge uuids; unknown ones are skipped."
     )
 
 
-class NeighborsParams(Params):
+class NeighborsParams(ReadAfterParams):
     entity_uuid: UuidField = Field(description="The entity whose edges and neighbours to read.")
     num_results: NumResults = Field(50, description="How many edges at most.")
     group_ids: GroupIdsField = None

@@ -6,11 +6,12 @@ from pydantic import Field
 
 from lcg.domain import rules
 from lcg.interfaces.app import App
-from lcg.interfaces.params import GroupIdsField, NumResults, Params, required_text
+from lcg.interfaces.params import GroupIdsField, NumResults, required_text
+from lcg.interfaces.read_after import ReadAfterParams
 from lcg.queries import graph_reads, reads, relevance, search
 
 
-class FindParams(Params):
+class FindParams(ReadAfterParams):
     query: str = required_text(rules.MAX_FACT, "What to look for, in words.")
     group_ids: GroupIdsField = None
     num_results: NumResults = Field(10, description="How many results at most.")
@@ -26,14 +27,14 @@ class FindParams(Params):
     )
 
 
-class SearchPassagesParams(Params):
+class SearchPassagesParams(ReadAfterParams):
     query: str = required_text(rules.MAX_FACT, "What to look for, in words.")
     num_results: int = Field(10, description="Clamped to 1-100.")
     min_score: float = Field(0.5, description="Clamped to 0.0-1.0; floor on the best leg score.")
     group_ids: GroupIdsField = None
 
 
-class EntitiesBySourceParams(Params):
+class EntitiesBySourceParams(ReadAfterParams):
     source: str = Field(
         min_length=1,
         max_length=rules.MAX_SOURCE_DESCRIPTION,

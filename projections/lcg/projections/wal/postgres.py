@@ -34,7 +34,7 @@ from psycopg_pool import ConnectionPool
 from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
 from lcg.projections.faults import CorruptEvent, StorageFailure
-from lcg.projections.wal import sums
+from lcg.projections.wal import pg_lease, sums
 from lcg.projections.wal.marks import FIRST_GENERATION, Mark, MarkExists
 from lcg.projections.wal.store import (
     PAGE_SIZE,
@@ -84,6 +84,24 @@ _SUMS_OF_PAGE = (
     " stream_id=%(s)s AND first_seq<=%(first)s), 0) ORDER BY first_seq"
 )
 _MARK_COLUMNS = "group_id, name, seq, generation, created_at, deleted_at"
+CHANNEL = "lcg_log"  # the channel appends notify on (ADR 0076)
+_NOTIFY = f"SELECT pg_notify('{CHANNEL}', %s)"
+
+
+def notices(batch: Sequence[RecordedEvent]) -> list[str]:
+    """`<group>:<last seq>` for each group of the batch: what an append notifies."""
+    last: dict[str, int] = {}
+    for recorded in batch:
+        last[recorded.group_id] = max(last.get(recorded.group_id, 0), recorded.seq)
+    return [f"{group}:{seq}" for group, seq in sorted(last.items())]
+
+
+def parse_notice(payload: str) -> tuple[GroupId, int] | None:
+    """The group and seq of a notice (a group id may hold ':'; the seq is after the last)."""
+    group, sep, seq = payload.rpartition(":")
+    if not sep or not group or not seq.isdigit():
+        return None
+    return GroupId(group), int(seq)
 
 
 def is_postgres_url(url: str) -> bool:
@@ -277,10 +295,15 @@ class PostgresLog:
         )
         return int(found or 0)
 
-    def append(self, batch: Sequence[RecordedEvent]) -> None:
+    def append(
+        self, batch: Sequence[RecordedEvent], *, fence: tuple[str, int] | None = None
+    ) -> None:
         """Store the events in one transaction; their seqs must continue each stream gap-free.
         A connection lost before the commit is acknowledged is a StorageFailure: the append
-        may or may not have been stored, and is never retried here."""
+        may or may not have been stored, and is never retried here. `fence` (a lease's name
+        and the writer's epoch, ADR 0075): refused with `Fenced`, nothing stored, when the
+        lease was taken over. The commit notifies `lcg_log` with `<group>:<last seq>` for
+        each group appended to, for followers on other nodes (ADR 0076)."""
         if not batch:
             return
         encode = self.codec.encode
@@ -296,6 +319,8 @@ class PostgresLog:
         with self._connection("append to the log in") as conn:
             try:  # one round trip: the statements are pipelined, the commit waits for them
                 with conn.pipeline(), conn.transaction(), conn.cursor() as cursor:
+                    if fence is not None:
+                        pg_lease.fence(conn, *fence)
                     if self.lock_table:
                         cursor.execute(_LOCK)
                     if missing:
@@ -305,6 +330,7 @@ class PostgresLog:
                         )
                     cursor.executemany(_INSERT, rows)
                     cursor.executemany(_INSERT_SUMS, event_sums)
+                    cursor.executemany(_NOTIFY, [(note,) for note in notices(batch)])
             except errors.UniqueViolation as error:
                 raise ConcurrentAppend(
                     "another writer appended to the same stream position; nothing was stored"
