@@ -325,3 +325,52 @@ def test_m_rec_253_m_lay_024_a_scope_naming_a_layer_not_serving_is_refused_retry
         )
         assert (error.value.data or {}).get("kind") == "conflict"
     assert heads(stocked) == before
+
+
+REPO = "github.com/acme/widgets"
+
+
+def test_m_rsc_050_051_repo_scope_lets_a_resource_path_into_a_layer_not_a_logic_one(
+    stocked: Service,
+) -> None:
+    """A write into general: with repo_scope, a resource concept's path and a parent_of end
+    pass (they no longer name a different file in each project); a relative path in a concept
+    that is not a resource is still refused, writing nothing."""
+    ack = tool(
+        stocked,
+        "lambo_derive",
+        scope="general",
+        repo_scope=REPO,
+        concepts=[{"content": "README.md", "concept_type": "resource"}],
+        parent_of=[{"parent": "docs/", "child": "docs/guide.md"}],
+    )
+    applied(stocked, ack)
+    before = heads(stocked)
+    message = refused(
+        stocked,
+        "lambo_derive",
+        scope="general",
+        repo_scope=REPO,
+        concepts=[{"content": "src/main.rs", "concept_type": "logic"}],
+    )
+    assert "concepts[0].content: 'src/main.rs' is a relative path" in message, message
+    assert heads(stocked) == before
+
+
+def test_m_rsc_052_an_action_text_in_a_layer_is_covered_by_repo_scope_like_its_targets(
+    stocked: Service,
+) -> None:
+    before = heads(stocked)
+    assert "is a relative path" in refused(
+        stocked, "lambo_record_action", scope="general", action="./run.sh"
+    )
+    assert heads(stocked) == before
+    ack = tool(
+        stocked,
+        "lambo_record_action",
+        scope="general",
+        repo_scope=REPO,
+        action="./run.sh",
+        modifies=["Cargo.toml#L12"],
+    )
+    applied(stocked, ack)

@@ -195,9 +195,14 @@ class MemoryService:
         target = self._target(args.agent_id, args.scope, stack)
         call = arguments.check_derive(replace(args, scope=None), target, self.clock)
         into = None if target == self.session else str(target)
-        if into is not None:
-            entries = [(f"concepts[{i}].content", c.content) for i, c in enumerate(call.concepts)]
-            for j, (parent, child) in enumerate(call.parent_of):
+        if into is not None:  # what repo_scope covers passes: resources, parent_of ends
+            covered = call.repo_scope is not None  # (M-RSC-050, 051)
+            entries = [
+                (f"concepts[{i}].content", c.content)
+                for i, c in enumerate(call.concepts)
+                if not (covered and c.concept_type == "resource")
+            ]
+            for j, (parent, child) in enumerate(() if covered else call.parent_of):
                 entries += [(f"parent_of[{j}].parent", parent), (f"parent_of[{j}].child", child)]
             layers.refuse_relative_paths(entries, into)
         others = [s for s in layers.scopes(self.session, stack) if s != target]
@@ -215,7 +220,7 @@ class MemoryService:
         target = self._target(args.agent_id, args.scope, stack)
         call = arguments.check_action(replace(args, scope=None), target, self.clock)
         into = None if target == self.session else str(target)
-        if into is not None:
+        if into is not None and call.repo_scope is None:  # it covers every entry (M-RSC-052)
             entries = [("action", call.action)]
             for name, values in (
                 ("produces", call.produces),
