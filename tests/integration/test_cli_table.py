@@ -41,7 +41,10 @@ NAMED_COMMANDS: dict[str, tuple[str, list[str]]] = {
 }
 # restore installs a dump's WAL before the workspace is opened: no operation does that;
 # recover goes through a serving process's Service.call, which closes the workspace first
-GENERIC_COMMANDS = {"call", "demo", "serve", "tools", "describe", "log", "restore", "recover"}
+GENERIC_COMMANDS = {
+    "call", "demo", "serve", "tools", "describe", "log", "restore", "recover",
+    "import", "export", "portal",  # several operations, reads of the log, a server
+}  # fmt: skip
 
 
 def command_names() -> set[str]:

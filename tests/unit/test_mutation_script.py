@@ -53,7 +53,8 @@ def test_a_module_file_maps_to_its_name_and_the_unit_tests_importing_it() -> Non
     path = ROOT / "domain" / "lcg" / "domain" / "memory" / "receipts.py"
     assert module_name(path) == "lcg.domain.memory.receipts"
     assert [p.name for p in unit_tests_of("lcg.domain.memory.receipts")] == [
-        "test_memory_receipts.py"
+        "test_memory_layers.py",
+        "test_memory_receipts.py",
     ]
     assert Path(__file__).name not in [p.name for p in unit_tests_of("lcg.domain.deciders")]
 

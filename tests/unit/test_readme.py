@@ -30,10 +30,11 @@ def test_issue_10_the_readme_explains_the_words_it_uses_before_using_them() -> N
 
 def test_issue_10_mcp_client_configs_name_the_workspace_not_a_cwd() -> None:
     """The five-minute start's `lambo serve` and `lcg serve --mcp-stdio` entries (issue 26
-    item 1) and the seed's `liminis-context-graph` ones, standalone and attached."""
+    item 1), the layered project's `lambo serve --layer general` one (issue 30) and the seed's
+    `liminis-context-graph` ones, standalone and attached."""
     servers = [server for server in _configs() if "url" not in server]
     commands = sorted(Path(server["command"]).name for server in servers)
-    assert commands == ["lambo", "lcg", "liminis-context-graph", "liminis-context-graph"]
+    assert commands == ["lambo", "lambo", "lcg", "liminis-context-graph", "liminis-context-graph"]
     for server in servers:
         assert "cwd" not in server
         args = server["args"]
