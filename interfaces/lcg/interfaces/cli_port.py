@@ -246,11 +246,11 @@ def _snapshot(
     known: bool = False,
     progress: Progress | None = None,
 ) -> Snapshot:
-    from lcg.domain.events import EventCodec
     from lcg.interfaces.port.snapshot import AsOfSeqTooHigh, Snapshot
-    from lcg.projections.wal.store import EventLog
+    from lcg.projections.wal.opening import open_log
 
-    if not settings.wal_path.exists():
+    files = settings.files
+    if not files.store_url and not settings.wal_path.exists():
         if known:
             raise NotFound(
                 f"workspace: there is no WAL at {settings.wal_path}",
@@ -258,20 +258,19 @@ def _snapshot(
                 rule="must name an existing workspace",
             )
         return Snapshot(None, group_id)
-    if known:
-        log = EventLog(settings.wal_path, EventCodec(), settings.durability)
-        try:
-            groups = log.groups()
-        finally:
-            log.close()
-        if group_id not in groups:
-            raise unknown_group(group_id, groups)
+    log = open_log(files)  # the file or [store] url's database: one read of it for both
     try:
-        return Snapshot(settings.wal_path, group_id, as_of_seq, progress)
+        if known:
+            groups = log.groups()
+            if group_id not in groups:
+                raise unknown_group(group_id, groups)
+        return Snapshot(log, group_id, as_of_seq, progress)
     except AsOfSeqTooHigh as error:
         raise InvalidParams(
             "--as-of-seq", f"must be at most the group's last seq {error.head}", f"got {error.seq}"
         ) from None
+    finally:
+        log.close()
 
 
 class _Bar:

@@ -20,14 +20,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from lcg.domain.events import EventCodec
 from lcg.domain.ids import GroupId
 from lcg.projections.canonization.projection import CanonizationProjection
 from lcg.projections.graph import schema
 from lcg.projections.graph.projection import GraphProjection
 from lcg.projections.memory.projection import MemoryProjection
 from lcg.projections.runner import Projection, ProjectionRunner, transaction
-from lcg.projections.wal.store import EventLog
+from lcg.projections.wal.port import LogStore
 
 Progress = Callable[[int, int], None]
 
@@ -95,35 +94,32 @@ class Snapshot:
 
     def __init__(
         self,
-        wal_path: Path | None,
+        log: LogStore | None,
         group_id: str,
         as_of_seq: int | None = None,
         progress: Progress | None = None,
     ) -> None:
-        """`wal_path` None: a workspace with no WAL yet, an empty group."""
+        """`log` None: a workspace with no WAL yet, an empty group. The caller owns `log`
+        (any store: lcg.projections.wal.opening); the replay is done when this returns."""
         self.group_id = group_id
         self._dir = tempfile.TemporaryDirectory(prefix="lcg-export-")
         self.head = self.seq = 0
         try:
             self.conn = schema.connect(str(Path(self._dir.name) / "snapshot.sqlite"))
             projections = (GraphProjection(), MemoryProjection(), CanonizationProjection())
-            if wal_path is None:
+            if log is None:
                 with transaction(self.conn):
                     for projection in projections:
                         projection.install(self.conn)
                 return
-            log = EventLog(wal_path, EventCodec())
-            try:
-                self._replay(log, projections, as_of_seq, progress)
-            finally:
-                log.close()
+            self._replay(log, projections, as_of_seq, progress)
         except BaseException:
             self._dir.cleanup()
             raise
 
     def _replay(
         self,
-        log: EventLog,
+        log: LogStore,
         projections: tuple[Projection, ...],
         as_of_seq: int | None,
         progress: Progress | None,
