@@ -156,3 +156,26 @@ def test_every_tool_answers_on_postgresql_as_on_sqlite(
     on_file, on_server = differing["knowledge_recover"]
     assert on_server["detail"] == on_file["detail"].replace("wal.sqlite", describe(pg_url))
     assert on_server["set_aside"] == on_file["set_aside"]
+
+
+def test_the_portals_as_of_seq_on_postgresql_reads_a_copy_never_the_live_log(
+    tmp_path: Path, pg_url: str, embedder: Embedder
+) -> None:
+    """ "As of seq N" (ADR 0077) builds its workspace on a copy of the session's events in a
+    file of its own: with `[store] url` set, the copy's workspace must not open the live
+    database (it would replay, and its jobs could append, on the live log)."""
+    from lcg.domain.ids import GroupId
+    from lcg.interfaces.portal.as_of import Snapshots
+
+    settings = on(Settings(workspace=tmp_path / "live", embedder="hashing"), pg_url)
+    add_episodes(settings, embedder, "liminis", "first", "second")
+    with make_workspace(settings, embedder) as live:
+        head = live.log.head(GroupId("liminis"))
+        snapshots = Snapshots(live)
+        try:
+            old = snapshots.app("liminis", 1).workspace
+            assert old.log.where != live.log.where
+            assert old.log.head(GroupId("liminis")) == 1
+        finally:
+            snapshots.close()
+        assert live.log.head(GroupId("liminis")) == head

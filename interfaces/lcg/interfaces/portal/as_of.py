@@ -63,7 +63,10 @@ class Snapshots:
         live = self._live
         where = Path(tempfile.mkdtemp(prefix="lcg-as-of-"))
         try:
-            settings = dataclasses.replace(live.settings, workspace=where, session=session)
+            # its own log file (the copy below), never the live [store] url's database
+            settings = dataclasses.replace(
+                live.settings, workspace=where, session=session, store_url=""
+            )
             settings.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             copy = EventLog(settings.wal_path, live.log.codec)
             try:
