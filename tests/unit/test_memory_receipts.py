@@ -176,6 +176,22 @@ def test_the_owner_asking_by_id_is_the_delivery_so_it_is_not_piggybacked_again()
     assert receipts.lookup(receipt, "agent-a", "lambo", at(4)).state is ReceiptState.APPLIED
 
 
+def test_m_der_086_a_write_applied_before_its_ack_rides_on_the_next_response_not_the_ack() -> None:
+    """The ack of a write says pending; when the processor applied it before the ack was
+    written, the ack still does not carry its outcome (that is the *next* response's), while
+    an earlier settled write rides on the ack as usual."""
+    receipts = book()
+    earlier = receipts.issue("agent-a", "lambo", T0)
+    receipts.settle(earlier, ReceiptState.APPLIED, at(1))
+    acked = receipts.issue("agent-a", "lambo", at(1))
+    receipts.settle(acked, ReceiptState.APPLIED, at(2))
+    on_ack = receipts.take_piggyback("agent-a", "lambo", at(2), keep=acked)
+    assert [a.receipt for a in on_ack.receipts] == [str(earlier)]
+    assert on_ack.waiting == 1
+    on_next = receipts.take_piggyback("agent-a", "lambo", at(3))
+    assert [a.receipt for a in on_next.receipts] == [str(acked)]
+
+
 def test_asking_about_a_pending_receipt_leaves_its_later_piggyback_owed() -> None:
     receipts = book()
     receipt = receipts.issue("agent-a", "lambo", T0)

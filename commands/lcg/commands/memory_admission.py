@@ -261,7 +261,7 @@ class MemoryService:
             dropped=admitted.dropped,
             retry_after_ms=admitted.retry_after_ms,
         )
-        return self.reply(agent_id, answer.text, dict(answer.structured()))
+        return self.reply(agent_id, answer.text, dict(answer.structured()), acking=admitted.receipt)
 
     def reserve(
         self,
@@ -323,9 +323,17 @@ class MemoryService:
             lines.insert(0, asked.text())
         return self.reply(agent_id, "\n".join(lines), payload)
 
-    def reply(self, agent_id: str, body: str, content: dict[str, Any]) -> MemoryReply:
-        """The response, with the caller's settled receipts piggybacked on it."""
-        piggyback = self.piggyback(agent_id)
+    def reply(
+        self,
+        agent_id: str,
+        body: str,
+        content: dict[str, Any],
+        *,
+        acking: ReceiptId | None = None,
+    ) -> MemoryReply:
+        """The response, with the caller's settled receipts piggybacked on it (never the one
+        it acks: that outcome rides on the next response, even when it applied already)."""
+        piggyback = self.piggyback(agent_id, keep=acking)
         if piggyback.receipts:
             body = f"{body}\n\n{piggyback.text()}"
             content = {**content, "write_receipts": piggyback.structured()}
@@ -491,10 +499,10 @@ class MemoryService:
                     else:
                         del self._waits_by_agent[agent_id]
 
-    def piggyback(self, agent_id: str) -> Piggyback:
+    def piggyback(self, agent_id: str, keep: ReceiptId | None = None) -> Piggyback:
         """The settled receipts this agent's next response carries (at most 8)."""
         with self._lock:
-            return self.book.take_piggyback(agent_id, self.session, self.clock())
+            return self.book.take_piggyback(agent_id, self.session, self.clock(), keep=keep)
 
     def retained(self) -> int:
         with self._lock:

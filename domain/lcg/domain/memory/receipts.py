@@ -403,17 +403,27 @@ class ReceiptBook:
         return standard_answer(asked, ReceiptState.EXPIRED)
 
     def take_piggyback(
-        self, agent_id: str, session: str, now: datetime, limit: int = PIGGYBACK_PER_RESPONSE
+        self,
+        agent_id: str,
+        session: str,
+        now: datetime,
+        limit: int = PIGGYBACK_PER_RESPONSE,
+        *,
+        keep: ReceiptId | None = None,
     ) -> Piggyback:
         """Up to ``limit`` settled receipts not yet delivered to this owner, oldest write first.
 
         Each is delivered once: taking it here removes it from the queue. The sessions written
-        to (the session, its layers) share the slots: ``fair_share`` (M-LAY-022).
+        to (the session, its layers) share the slots: ``fair_share`` (M-LAY-022). ``keep`` is
+        the receipt the response itself acks: its outcome belongs to the owner's *next*
+        response, so it stays queued even when the write applied before its ack was written.
         """
         self._expire(now)
         key = (agent_id, session)
         queued = self._undelivered.get(key, set())
-        chosen = fair_share(sorted(queued), lambda seq: self._held[seq].written_to, max(limit, 0))
+        kept = keep.seq if keep is not None else None
+        offered = sorted(seq for seq in queued if seq != kept)
+        chosen = fair_share(offered, lambda seq: self._held[seq].written_to, max(limit, 0))
         queued.difference_update(chosen)
         if not queued:
             self._undelivered.pop(key, None)
