@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from lcg.domain.errors import InvalidParams
+from lcg.domain.memory.acks import action_ack, derive_ack
 from lcg.domain.memory.receipts import (
     RETAINED_RECEIPTS,
     STATE_DETAILS,
@@ -17,8 +18,6 @@ from lcg.domain.memory.receipts import (
     ReceiptBook,
     ReceiptId,
     ReceiptState,
-    action_ack,
-    derive_ack,
     write_receipts_block,
 )
 

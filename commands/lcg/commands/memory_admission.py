@@ -36,6 +36,7 @@ from lcg.domain.errors import DomainError, InvalidParams
 from lcg.domain.events import MemoryAccessed
 from lcg.domain.ids import GroupId
 from lcg.domain.memory import arguments, layers, limits, text
+from lcg.domain.memory.acks import WriteAck, action_ack, derive_ack
 from lcg.domain.memory.arguments import ActionArgs, DeriveArgs
 from lcg.domain.memory.locks import (
     SoftLocks,
@@ -53,9 +54,6 @@ from lcg.domain.memory.receipts import (
     ReceiptBook,
     ReceiptId,
     ReceiptState,
-    WriteAck,
-    action_ack,
-    derive_ack,
     standard_answer,
 )
 from lcg.domain.memory.records import WriteOutcome
