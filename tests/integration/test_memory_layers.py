@@ -374,3 +374,48 @@ def test_m_rsc_052_an_action_text_in_a_layer_is_covered_by_repo_scope_like_its_t
         modifies=["Cargo.toml#L12"],
     )
     applied(stocked, ack)
+
+
+def test_m_rec_202_203_204_a_layers_skipped_repeats_follow_its_merged_copy(
+    tmp_path: Path,
+) -> None:
+    """With skip_redundant on, each session skips inside its own hits; general's copy of the
+    project's memory merges into the project's, and what general skipped for that copy is
+    named after it and carried as also_skipped_redundant (absent on every other hit)."""
+    tuning = QUIET.with_values(selection__skip_redundant=True)
+    settings = Settings(workspace=tmp_path, session="lambo", layers=("general",), tuning=tuning)
+    served = Service(settings, command="pytest")
+    assert served.start() == "healthy", served.reason
+    try:
+        for scope in ("general", None):
+            for kind in ("logic", "observation"):  # the same text: a repeat, not a merge
+                applied(
+                    served,
+                    tool(
+                        served,
+                        "lambo_derive",
+                        concepts=[{"content": PROJECT, "concept_type": kind}],
+                        **({"scope": scope} if scope else {}),
+                    ),
+                )
+        applied(served, derive(served, RULING, "general"))
+        layer = tool(served, "lambo_recall", query="release notes drafted tag", scope="general")
+        layer_hits = layer["structuredContent"]["hits"]
+        copy = next(h for h in layer_hits if h["content"] == PROJECT)
+        (skipped,) = copy["skipped_redundant"]
+        merged = tool(served, "lambo_recall", query="release notes drafted tag")
+        hits = merged["structuredContent"]["hits"]
+        own = hits[0]
+        assert (own["session"], own["content"]) == ("lambo", PROJECT)
+        assert len(own["skipped_redundant"]) == 1  # the project's own repeat, no session
+        assert own["also_skipped_redundant"] == [
+            {"session": "general", "node_id": skipped["node_id"], "signal": skipped["signal"]}
+        ]
+        assert all("also_skipped_redundant" not in h for h in hits[1:])
+        assert (
+            f"also {own['skipped_redundant'][0]['node_id'][:8]}, {copy['node_id'][:8]} in general,"
+            f" {skipped['node_id'][:8]} in general)"
+        ) in merged["text"]
+        assert [h["content"] for h in hits if h["session"] == "general"] == [RULING]
+    finally:
+        served.close()

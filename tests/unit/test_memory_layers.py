@@ -155,6 +155,38 @@ def test_m_rec_241_242_245_the_merge_labels_layer_hits_and_keeps_the_sessions_co
     )
 
 
+SKIPPED = "5ca1ab1e-0000-4000-8000-000000000005"
+SKIPPED_OWN = "0ddba11a-0000-4000-8000-000000000006"
+
+
+def test_m_rec_203_what_the_layer_skipped_for_its_merged_copy_is_named_after_it() -> None:
+    """The session's copy names its own repeat, then the layer's copy, then the repeat the
+    layer skipped for that copy, each in general; `absorbed` says which copy merged in."""
+    own_view = HitView(
+        RELEASE,
+        "release notes are drafted before the tag",
+        "Logic",
+        0.71,
+        also=(AlsoItem(SKIPPED_OWN),),
+    )
+    layer_copy = HitView(
+        RELEASE_GENERAL,
+        "release notes are drafted before the tag",
+        "Logic",
+        0.93,
+        also=(AlsoItem(SKIPPED),),
+    )
+    merged = merge(SessionHits("lambo", (own_view,)), [SessionHits("general", (layer_copy,))], 5)
+    text = context.render_context([view for _, view in merged.hits], 500).text
+    assert text == (
+        "release notes are drafted before the tag [Logic] (score 0.71, id 57fc442c, "
+        "also 0ddba11a, 9f8e7d6c in general, 5ca1ab1e in general)"
+    )
+    assert merged.absorbed == {RELEASE: (("general", RELEASE_GENERAL),)}
+    plain = merge(SessionHits("lambo", (own_view,)), [SessionHits("general", ())], 5)
+    assert plain.absorbed == {}
+
+
 def test_m_rec_240_one_top_k_over_the_stack_rank_by_rank_session_first() -> None:
     own = SessionHits("lambo", (_view(RELEASE, "a", 0.2), _view(OTHER, "b", 0.1)))
     layer = SessionHits("general", (_view(WORKTREE, "c", 0.9), _view(RELEASE_GENERAL, "d", 0.8)))

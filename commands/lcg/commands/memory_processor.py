@@ -241,7 +241,12 @@ class IntentProcessor:
             if not pending:
                 return
             for row in pending:
-                self._running.wait()
+                if not self._running.is_set():
+                    # Paused: the batch was read before intents appended meanwhile, so it is
+                    # read afresh on resume and every pending intent takes its place in
+                    # stream order (per session; sessions have no order between them).
+                    self._running.wait()
+                    break
                 if self.stopping():
                     return
                 self._apply(conn, row)
