@@ -5,6 +5,7 @@ its listeners (as the --ledger's completion lines are)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,9 +13,10 @@ from typing import Any
 import pytest
 
 from lcg.interfaces.config import Settings
+from lcg.interfaces.jsonrpc import RpcError
 from lcg.interfaces.service import Service
 from tests.helpers.memory_log import head
-from tests.integration.test_memory_layers import QUIET, applied, derive
+from tests.integration.test_memory_layers import QUIET, applied, derive, heads, tool
 
 
 def open_service(workspace: Path, **tuning: Any) -> Service:
@@ -99,3 +101,48 @@ def test_m_lay_007_within_one_session_the_write_order_is_kept(service: Service) 
         assert [c for c in order if "project" in c] == [c for c, s in sends if s is None]
         assert [c for c in order if "general" in c] == [c for c, s in sends if s == "general"]
         assert sorted(order) == sorted(c for c, _ in sends)
+
+
+def test_m_rec_251_253_m_lay_023_024_a_scoped_call_draws_on_the_layers_own_rate(
+    tmp_path: Path,
+) -> None:
+    """per_session_rps 0.1 with a burst of 1: one scoped write and one scoped read of general
+    pass, the next of each is refused as retryable with nothing written in either session;
+    merged recalls and the project's own calls draw on no layer's rate."""
+    served = open_service(tmp_path, serve__per_session_rps=0.1, serve__burst=1)
+    try:
+        applied(served, derive(served, "tags are signed", "general"))  # general's one write
+        applied(served, derive(served, "the tag is pushed"))
+        before = heads(served)
+        for name, params in (
+            ("lambo_derive", {"concepts": [{"content": "CI runs", "concept_type": "logic"}]}),
+            ("lambo_reserve", {"node_id": "5e6f7a8b-0000-4000-8000-000000000001"}),
+        ):
+            with pytest.raises(RpcError) as error:
+                tool(served, name, scope="general", **params)
+            assert re.fullmatch(
+                r"scope: layer general is not serving right now \(it is over its rate:"
+                r" per_session_rps 0\.1 writes a second, burst 1; the next is free in \d+ s\),"
+                r" so nothing was read or written in it; retry shortly, or call without scope"
+                r" to act on lambo",
+                error.value.message,
+            ), error.value.message
+            assert (error.value.data or {}).get("kind") == "conflict"
+        assert heads(served) == before
+        one = tool(served, "lambo_recall", query="tags", scope="general")  # the one read
+        assert [h["content"] for h in one["structuredContent"]["hits"]] == ["tags are signed"]
+        with pytest.raises(RpcError) as error:
+            tool(served, "lambo_inspect", focus="tags are signed", scope="general")
+        assert "over its rate: per_session_rps 0.1 reads a second" in error.value.message
+        for _ in range(3):  # merged recalls: only the addressed session's rate
+            merged = tool(served, "lambo_recall", query="tags signed pushed")
+            assert {h["session"] for h in merged["structuredContent"]["hits"]} == {
+                "lambo",
+                "general",
+            }
+        for _ in range(3):  # the session's own calls, scoped to it or not
+            tool(served, "lambo_recall", query="tags", scope="lambo")
+            applied(served, derive(served, "release notes are drafted", "lambo"))
+        assert heads(served)[1] == before[1]
+    finally:
+        served.close()

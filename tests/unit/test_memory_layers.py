@@ -23,6 +23,7 @@ from lcg.domain.memory.layers import (
 )
 from lcg.domain.memory.receipts import ReceiptBook, ReceiptState
 from lcg.domain.memory.text import MemoryArgumentError
+from lcg.interfaces.layer_rates import LayerRates
 from lcg.interfaces.mcp_server import instructions_for
 from lcg.interfaces.scopes import Visibility, parse_scopes
 from lcg.interfaces.settings_file import load_tuning
@@ -294,3 +295,20 @@ def test_m_rec_100_101_a_layers_traversal_joins_only_on_the_callers_anchor() -> 
     assert not same_anchor("user db schema", "billing queue")
     assert same_anchor(None, "billing queue")  # the caller resolved none: the layer's own
     assert same_anchor("user db schema", None)  # the layer answered an ordinary recall
+
+
+def test_m_rec_251_m_lay_023_each_layer_has_its_own_buckets_for_reads_and_writes() -> None:
+    """A layer's bucket holds `burst` requests and refills at per_session_rps; reads and
+    writes draw on separate buckets, and each layer on its own."""
+    now = [0.0]
+    rates = LayerRates(0.5, 2, clock=lambda: now[0])
+    assert rates.draw("general", "write") is None
+    assert rates.draw("general", "write") is None
+    assert rates.draw("general", "write") == (
+        "it is over its rate: per_session_rps 0.5 writes a second, burst 2; the next is free in 2 s"
+    )
+    assert rates.draw("general", "read") is None  # reads have a bucket of their own
+    assert rates.draw("team", "write") is None  # and so does every other layer
+    now[0] = 2.0  # one request refilled
+    assert rates.draw("general", "write") is None
+    assert rates.draw("general", "write") is not None

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from typing import Final
 
 from lcg.domain.errors import Conflict
@@ -341,7 +342,7 @@ class Merged:
 
     hits: tuple[tuple[str, HitView], ...]
     warnings: tuple[str, ...]
-    absorbed: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    absorbed: dict[str, tuple[tuple[str, str], ...]] = dataclass_field(default_factory=dict)
 
 
 def merge(own: SessionHits, layers: Sequence[SessionHits], top_k: int) -> Merged:
