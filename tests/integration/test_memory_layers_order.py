@@ -108,7 +108,7 @@ def test_m_rec_251_253_m_lay_023_024_a_scoped_call_draws_on_the_layers_own_rate(
 ) -> None:
     """per_session_rps 0.1 with a burst of 1: one scoped write and one scoped read of general
     pass, the next of each is refused as retryable with nothing written in either session;
-    merged recalls and the project's own calls draw on no layer's rate."""
+    merged recalls and the project's own calls draw on no layer's rate (M-CFG-022)."""
     served = open_service(tmp_path, serve__per_session_rps=0.1, serve__burst=1)
     try:
         applied(served, derive(served, "tags are signed", "general"))  # general's one write
