@@ -403,11 +403,11 @@ def merge(own: SessionHits, layers: Sequence[SessionHits], top_k: int) -> Merged
         else (session, view)
         for session, view in merged
     ]
-    shown = {view.node_id for session, view in out if session == own.session}
+    kept = {view.node_id for session, view in out if session == own.session}
     return Merged(
         tuple(out),
         tuple(warnings),
-        {mine: tuple(copies) for mine, copies in absorbed.items() if mine in shown},
+        {mine: tuple(copies) for mine, copies in absorbed.items() if mine in kept},
     )
 
 
