@@ -15,6 +15,7 @@ import pytest
 from lcg.domain.ids import GroupId
 from lcg.interfaces.config import Settings
 from lcg.interfaces.jsonrpc import RpcError
+from lcg.interfaces.ledger_lines import RECALL_DETAIL
 from lcg.interfaces.service import Service
 from lcg.interfaces.settings_file import Tuning
 from tests.helpers.memory_log import ACCEPTED, head, session_events
@@ -396,9 +397,15 @@ def test_m_rec_202_203_204_a_layers_skipped_repeats_follow_its_merged_copy(
         (skipped,) = copy["skipped_redundant"]
         kind = copy["concept_type"].lower()  # the project holds the copy general keeps
         applied(served, derive(served, PROJECT, concept_type=kind))
-        merged = tool(served, "lambo_recall", query="release notes drafted tag")
+        line: dict[str, Any] = {}  # what a --ledger recall line is built from
+        bound = RECALL_DETAIL.set(line)
+        try:
+            merged = tool(served, "lambo_recall", query="release notes drafted tag")
+        finally:
+            RECALL_DETAIL.reset(bound)
         hits = merged["structuredContent"]["hits"]
         own = hits[0]
+        assert line["hits"][0]["also_skipped_redundant"] == own["also_skipped_redundant"]
         assert (own["session"], own["content"]) == ("lambo", PROJECT)
         assert "skipped_redundant" not in own  # general's repeat is not the project's
         assert own["also_skipped_redundant"] == [
