@@ -174,7 +174,8 @@ class IntentProcessor:
 
     @contextmanager
     def paused(self) -> Iterator[None]:
-        """Hold the thread between writes (tests, and work that must see no apply)."""
+        """Hold the thread between writes (tests, and work that must see no apply); on
+        resume it reads the pending intents afresh, in stream order."""
         self._running.clear()
         try:
             yield
