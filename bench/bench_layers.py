@@ -193,6 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             measure(size, queries, args.repeats, args.data, cast(EmbedderName, args.embedder))
         )
         log(f"  built in {rows[-1].build_seconds:.0f} s")
+        log(render(rows[-1:], args.repeats).splitlines()[-1])  # kept if a larger size is cut
     text = render(rows, args.repeats)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
