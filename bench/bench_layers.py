@@ -11,6 +11,12 @@ query (the query cache is cleared), and the two sides alternate query by query, 
 is taken in one run on one box.
 
     .venv/bin/python -m bench.bench_layers [--sizes 10000] [--queries 200] [--repeats 2]
+        [--embedder minilm|hashing]
+
+`--embedder hashing` builds and queries both workspaces with the hashing embedder (no model,
+no cache fill), for sizes whose MiniLM fill would take hours on a loaded box: the recall's
+work but the hashing embedder's vectors, so its quality column says little. The layer's own
+rate (ADR 0088) is set out of the way: the bench measures recall, not the rate.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from bench.latency_report import percentile
 from bench.realtalk import DATA, load_realtalk
@@ -33,10 +39,13 @@ from lcg.domain.memory.calls import ConceptIn
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
+from lcg.interfaces.settings_file import Tuning
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.embedding.choice import EmbedderName
 
 SESSION, LAYER, PLAIN = "lambo", "general", "plain"
 TOP_K = 10
+UNLIMITED = Tuning().with_values(serve__per_session_rps=100_000, serve__burst=1_000_000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +63,14 @@ class Row:
     build_seconds: float
 
 
-def build(directory: Path, sessions: Sequence[tuple[str, Sequence[str]]]) -> float:
+def build(
+    directory: Path, sessions: Sequence[tuple[str, Sequence[str]]], embedder: EmbedderName
+) -> float:
     """The sessions' concepts derived in bulk into one fresh workspace; seconds taken."""
     started = time.perf_counter()
     for session, texts in sessions:
-        ws = Workspace(Settings(workspace=directory, session=session), command="bench").open()
+        settings = Settings(workspace=directory, session=session, embedder=embedder)
+        ws = Workspace(settings, command="bench").open()
         try:
             concepts = [ConceptIn(text, "logic") for text in texts]
             derive_many(ws, concepts, Receipts(len(texts) + len(session)))
@@ -76,20 +88,33 @@ def recall(app: App, query: str, scope: str | None = None) -> dict[str, Any]:
     return answer
 
 
-def measure(size: int, queries: Sequence[str], repeats: int, data: Path) -> Row:
+def measure(
+    size: int, queries: Sequence[str], repeats: int, data: Path, embedder: EmbedderName
+) -> Row:
     conversations, _ = load_realtalk(data)
     texts = concept_texts(conversations, 2 * size)
-    layered_dir, plain_dir = CACHE / "layers", CACHE / "layers-plain"  # caches kept
+    suffix = "" if embedder == "minilm" else f"-{embedder}"
+    layered_dir, plain_dir = CACHE / f"layers{suffix}", CACHE / f"layers-plain{suffix}"
     for directory in (layered_dir, plain_dir):
-        reset_workspace(directory)
-    fill_cache(layered_dir, [framed(text) for text in texts], f"layers {size:,}")
-    copy_cache(layered_dir, plain_dir)
-    build_seconds = build(layered_dir, [(SESSION, texts[:size]), (LAYER, texts[size:])])
-    build_seconds += build(plain_dir, [(PLAIN, texts)])
+        reset_workspace(directory)  # the embedding caches are kept
+    if embedder == "minilm":
+        fill_cache(layered_dir, [framed(text) for text in texts], f"layers {size:,}")
+        copy_cache(layered_dir, plain_dir)
+    build_seconds = build(layered_dir, [(SESSION, texts[:size]), (LAYER, texts[size:])], embedder)
+    build_seconds += build(plain_dir, [(PLAIN, texts)], embedder)
     layered = Workspace(
-        Settings(workspace=layered_dir, session=SESSION, layers=(LAYER,)), command="bench"
+        Settings(
+            workspace=layered_dir,
+            session=SESSION,
+            layers=(LAYER,),
+            embedder=embedder,
+            tuning=UNLIMITED,
+        ),
+        command="bench",
     ).open()
-    plain = Workspace(Settings(workspace=plain_dir, session=PLAIN), command="bench").open()
+    plain = Workspace(
+        Settings(workspace=plain_dir, session=PLAIN, embedder=embedder), command="bench"
+    ).open()
     try:
         merged_app = App(layered).for_session(None, (LAYER,))
         plain_app = App(plain)
@@ -157,14 +182,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--out", type=Path, default=RESULTS / "layers.md")
+    parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     args = parser.parse_args(argv)
     conversations, _ = load_realtalk(args.data)
     queries = latency_queries(conversations, args.queries)
     rows = []
     for size in args.sizes:
         log(f"size {size:,} per side")
-        rows.append(measure(size, queries, args.repeats, args.data))
+        rows.append(
+            measure(size, queries, args.repeats, args.data, cast(EmbedderName, args.embedder))
+        )
         log(f"  built in {rows[-1].build_seconds:.0f} s")
+        log(render(rows[-1:], args.repeats).splitlines()[-1])  # kept if a larger size is cut
     text = render(rows, args.repeats)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")

@@ -215,3 +215,44 @@ def test_m_rec_250_m_instr_021_over_http_the_serves_session_is_layered_general_s
         anyio.run(main)
     finally:
         assert served.stop() == 0, served.log
+
+
+def test_m_lay_023_024_m_rec_251_the_holders_layer_rate_through_a_forwarding_serve(
+    tmp_path: Path,
+) -> None:
+    """The process holding general runs with per_session_rps 0.1 and a burst of 1; the
+    project's serve forwards to it. One write scoped to general is applied, the next is a
+    tool error saying general is over its rate (retry shortly), and merged recalls, which
+    draw on no layer's rate, still read both sessions (ADR 0088)."""
+
+    async def main(runtime: Path) -> None:
+        env = serve_env(tmp_path, runtime)
+        limited = {**env, "LCG_SERVE_PER_SESSION_RPS": "0.1", "LCG_SERVE_BURST": "1"}
+        holder = general_holder(tmp_path, limited, tmp_path / "holder.log")
+        try:
+            async with project(env) as client:
+                assert lease_record(tmp_path)["pid"] == holder.pid
+                ruling = [{"content": RULING, "concept_type": "logic"}]
+                ack = await call(client, "lambo_derive", concepts=ruling, scope="general")
+                await applied(client, structured(ack)["receipt"])
+                again = await client.call_tool(
+                    "lambo_derive",
+                    {"agent_id": AGENT, "concepts": ruling, "scope": "general"},
+                )
+                assert again.is_error
+                assert text_of(again).startswith(
+                    "scope: layer general is not serving right now (it is over its rate:"
+                    " per_session_rps 0.1 writes a second, burst 1;"
+                ), text_of(again)
+                mine = [{"content": PROJECT, "concept_type": "logic"}]
+                own = await call(client, "lambo_derive", concepts=mine)
+                await applied(client, structured(own)["receipt"])
+                for _ in range(3):
+                    merged = await call(client, "lambo_recall", query="release notes worktree")
+                    sessions = {h["session"] for h in structured(merged)["hits"]}
+                    assert sessions == {"lambo", "general"}
+        finally:
+            stop(holder)
+
+    with runtime_dir() as runtime:
+        anyio.run(main, runtime)

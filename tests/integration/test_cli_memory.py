@@ -86,3 +86,33 @@ def test_issue_14_lcg_ingest_loads_files_through_process_chunk(tmp_path: Path) -
     assert [e["name"] for e in episodes["episodes"]] == ["notes.md-0001"]
     missing = str(tmp_path / "missing.md")
     assert "must be a readable file" in refused(lcg(tmp_path, "ingest", missing), 2)
+
+
+WIDGETS = "github.com/acme/widgets"
+GADGETS = "github.com/acme/gadgets"
+
+
+def test_m_rsc_001_002_derive_and_record_action_take_repo_scope_on_the_command_line(
+    tmp_path: Path,
+) -> None:
+    """--repo-scope is the tools' repo_scope: README.md in two repositories is two concepts,
+    and an action's target under the same scope names the one already there."""
+    for repo in (WIDGETS, GADGETS):
+        made = lcg_json(
+            tmp_path, "derive", "README.md", "--type", "resource", "--repo-scope", repo, "--json"
+        )
+        assert made["outcome"]["created_count"] == 1, made
+    action = lcg_json(
+        tmp_path, "record-action", "edited the readme", "--modifies", "README.md#L3",
+        "--repo-scope", WIDGETS, "--json",
+    )  # fmt: skip
+    assert action["outcome"]["state"] == "applied"
+    assert lcg_json(tmp_path, "stats", "--json")["concept_count"] == 3  # two READMEs, the action
+    recalled = lcg_json(tmp_path, "call", "lambo_recall", '{"agent_id": "a", "query": "README"}')
+    labels = sorted(
+        h["repo_scope"] for h in recalled["structuredContent"]["hits"] if "repo_scope" in h
+    )
+    assert labels == [GADGETS, WIDGETS]
+    message = refused(lcg(tmp_path, "derive", "README.md", "--repo-scope", "acme widgets"), 2)
+    assert message.startswith("error: repo_scope must not hold whitespace"), message
+    assert lcg_json(tmp_path, "stats", "--json")["concept_count"] == 3

@@ -169,3 +169,28 @@ def test_a_closed_memory_releases_the_workspace(tmp_path: Path) -> None:
     with Memory.open(tmp_path) as second:  # the one-writer lease was released
         assert second.via == "process"
         assert second.call("knowledge_get_episodes", group_id="liminis")["count"] == 1
+
+
+def test_m_rsc_001_002_derive_and_record_action_take_repo_scope(tmp_path: Path) -> None:
+    """Memory.derive and Memory.record_action send repo_scope: README.md in two repositories
+    is two concepts; an action under one scope names that repository's file."""
+    widgets, gadgets = "github.com/acme/widgets", "github.com/acme/gadgets"
+    with Memory.open(tmp_path, session="agents", agent_id="planner") as memory:
+        for repo in (widgets, gadgets):
+            made = memory.derive("README.md", concept_type="resource", repo_scope=repo)
+            assert made["outcome"]["created_count"] == 1, made
+        acted = memory.record_action(
+            "edited the readme", modifies=["README.md:3"], depends_on=["docs/"], repo_scope=widgets
+        )
+        assert acted["outcome"]["state"] == "applied"
+        assert acted["outcome"]["created_count"] == 2  # the action and widgets' docs/
+        plain = memory.record_action("ran the tests", produces=["report.xml"], wait_ms=0)
+        assert "outcome" not in plain
+        assert plain["receipt_state"] == "pending"
+        recalled = memory.recall("README.md", top_k=5)
+        repos = sorted(h["repo_scope"] for h in recalled.hits if h["content"] == "README.md")
+        assert repos == [gadgets, widgets]
+        assert f'README.md [Resource, repo "{widgets}"]' in recalled.context
+        with pytest.raises(ToolError) as refused:
+            memory.record_action("x", modifies=["a.md"], repo_scope=" ")
+        assert (refused.value.kind, refused.value.field) == ("invalid_params", "repo_scope")

@@ -15,6 +15,7 @@ import pytest
 from lcg.domain.ids import GroupId
 from lcg.interfaces.config import Settings
 from lcg.interfaces.jsonrpc import RpcError
+from lcg.interfaces.ledger_lines import RECALL_DETAIL
 from lcg.interfaces.service import Service
 from lcg.interfaces.settings_file import Tuning
 from tests.helpers.memory_log import ACCEPTED, head, session_events
@@ -374,3 +375,45 @@ def test_m_rsc_052_an_action_text_in_a_layer_is_covered_by_repo_scope_like_its_t
         modifies=["Cargo.toml#L12"],
     )
     applied(stocked, ack)
+
+
+def test_m_rec_202_203_204_a_layers_skipped_repeats_follow_its_merged_copy(
+    tmp_path: Path,
+) -> None:
+    """With skip_redundant on, each session skips inside its own hits; general's copy of the
+    project's memory merges into the project's, and what general skipped for that copy is
+    named after it and carried as also_skipped_redundant (absent on every other hit)."""
+    tuning = QUIET.with_values(selection__skip_redundant=True)
+    settings = Settings(workspace=tmp_path, session="lambo", layers=("general",), tuning=tuning)
+    served = Service(settings, command="pytest")
+    assert served.start() == "healthy", served.reason
+    try:
+        for kind in ("logic", "observation"):  # the same text: a repeat, not a merge
+            concept = {"content": PROJECT, "concept_type": kind}
+            applied(served, tool(served, "lambo_derive", concepts=[concept], scope="general"))
+        applied(served, derive(served, RULING, "general"))
+        layer = tool(served, "lambo_recall", query="release notes drafted tag", scope="general")
+        copy = next(h for h in layer["structuredContent"]["hits"] if h["content"] == PROJECT)
+        (skipped,) = copy["skipped_redundant"]
+        kind = copy["concept_type"].lower()  # the project holds the copy general keeps
+        applied(served, derive(served, PROJECT, concept_type=kind))
+        line: dict[str, Any] = {}  # what a --ledger recall line is built from
+        bound = RECALL_DETAIL.set(line)
+        try:
+            merged = tool(served, "lambo_recall", query="release notes drafted tag")
+        finally:
+            RECALL_DETAIL.reset(bound)
+        hits = merged["structuredContent"]["hits"]
+        own = hits[0]
+        assert line["hits"][0]["also_skipped_redundant"] == own["also_skipped_redundant"]
+        assert (own["session"], own["content"]) == ("lambo", PROJECT)
+        assert "skipped_redundant" not in own  # general's repeat is not the project's
+        assert own["also_skipped_redundant"] == [
+            {"session": "general", "node_id": skipped["node_id"], "signal": skipped["signal"]}
+        ]
+        assert all("also_skipped_redundant" not in h for h in hits[1:])
+        label = f"also {copy['node_id'][:8]} in general, {skipped['node_id'][:8]} in general)"
+        assert label in merged["text"]
+        assert [h["content"] for h in hits if h["session"] == "general"] == [RULING]
+    finally:
+        served.close()

@@ -109,3 +109,28 @@ def test_m_cfg_028_hybrid_and_false_are_accepted_as_written(tmp_path: Path) -> N
     text = 'match_strategy = "hybrid"\n[embedder]\naccept_client_vectors = false\n'
     tuning = Settings.load({}, _lambo(tmp_path, text)).tuning
     assert tuning.source == {"match_strategy": "file", "[embedder] accept_client_vectors": "file"}
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("backend_flush_interval = 1\n", "lambo.toml backend_flush_interval"),
+        ('backend_flush_interval = "1s"\n', "lambo.toml backend_flush_interval"),
+        ("[store]\nbackend_flush_interval = 0\n", "lambo.toml [store] backend_flush_interval"),
+    ],
+)
+def test_m_cfg_031_backend_flush_interval_is_refused_naming_what_takes_its_place(
+    tmp_path: Path, text: str, field: str
+) -> None:
+    """The reference's write-behind flush period has no counterpart: an intent is in the log
+    before its ack. The file is refused, naming the key and LCG_DURABILITY, whatever the
+    value and section, rather than the knob silently ignored."""
+    with pytest.raises(InvalidParams) as error:
+        Settings.load({}, _lambo(tmp_path, text))
+    assert error.value.field == field
+    assert error.value.message == (
+        f"{field}: not a setting of this server: there is no write-behind flush to time, since"
+        " a write's intent is in the log before its ack (what a flush interval of 0 would be);"
+        " how durable each commit is, is LCG_DURABILITY (normal: a committed write survives a"
+        " killed process; full: fsync every commit); remove the key"
+    )

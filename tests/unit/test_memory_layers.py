@@ -23,6 +23,7 @@ from lcg.domain.memory.layers import (
 )
 from lcg.domain.memory.receipts import ReceiptBook, ReceiptState
 from lcg.domain.memory.text import MemoryArgumentError
+from lcg.interfaces.layer_rates import LayerRates
 from lcg.interfaces.mcp_server import instructions_for
 from lcg.interfaces.scopes import Visibility, parse_scopes
 from lcg.interfaces.settings_file import load_tuning
@@ -155,6 +156,38 @@ def test_m_rec_241_242_245_the_merge_labels_layer_hits_and_keeps_the_sessions_co
     )
 
 
+SKIPPED = "5ca1ab1e-0000-4000-8000-000000000005"
+SKIPPED_OWN = "0ddba11a-0000-4000-8000-000000000006"
+
+
+def test_m_rec_203_what_the_layer_skipped_for_its_merged_copy_is_named_after_it() -> None:
+    """The session's copy names its own repeat, then the layer's copy, then the repeat the
+    layer skipped for that copy, each in general; `absorbed` says which copy merged in."""
+    own_view = HitView(
+        RELEASE,
+        "release notes are drafted before the tag",
+        "Logic",
+        0.71,
+        also=(AlsoItem(SKIPPED_OWN),),
+    )
+    layer_copy = HitView(
+        RELEASE_GENERAL,
+        "release notes are drafted before the tag",
+        "Logic",
+        0.93,
+        also=(AlsoItem(SKIPPED),),
+    )
+    merged = merge(SessionHits("lambo", (own_view,)), [SessionHits("general", (layer_copy,))], 5)
+    text = context.render_context([view for _, view in merged.hits], 500).text
+    assert text == (
+        "release notes are drafted before the tag [Logic] (score 0.71, id 57fc442c, "
+        "also 0ddba11a, 9f8e7d6c in general, 5ca1ab1e in general)"
+    )
+    assert merged.absorbed == {RELEASE: (("general", RELEASE_GENERAL),)}
+    plain = merge(SessionHits("lambo", (own_view,)), [SessionHits("general", ())], 5)
+    assert plain.absorbed == {}
+
+
 def test_m_rec_240_one_top_k_over_the_stack_rank_by_rank_session_first() -> None:
     own = SessionHits("lambo", (_view(RELEASE, "a", 0.2), _view(OTHER, "b", 0.1)))
     layer = SessionHits("general", (_view(WORKTREE, "c", 0.9), _view(RELEASE_GENERAL, "d", 0.8)))
@@ -262,3 +295,20 @@ def test_m_rec_100_101_a_layers_traversal_joins_only_on_the_callers_anchor() -> 
     assert not same_anchor("user db schema", "billing queue")
     assert same_anchor(None, "billing queue")  # the caller resolved none: the layer's own
     assert same_anchor("user db schema", None)  # the layer answered an ordinary recall
+
+
+def test_m_rec_251_m_lay_023_each_layer_has_its_own_buckets_for_reads_and_writes() -> None:
+    """A layer's bucket holds `burst` requests and refills at per_session_rps; reads and
+    writes draw on separate buckets, and each layer on its own."""
+    now = [0.0]
+    rates = LayerRates(0.5, 2, clock=lambda: now[0])
+    assert rates.draw("general", "write") is None
+    assert rates.draw("general", "write") is None
+    assert rates.draw("general", "write") == (
+        "it is over its rate: per_session_rps 0.5 writes a second, burst 2; the next is free in 2 s"
+    )
+    assert rates.draw("general", "read") is None  # reads have a bucket of their own
+    assert rates.draw("team", "write") is None  # and so does every other layer
+    now[0] = 2.0  # one request refilled
+    assert rates.draw("general", "write") is None
+    assert rates.draw("general", "write") is not None

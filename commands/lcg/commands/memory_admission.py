@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
 
@@ -89,6 +89,7 @@ class Peers(Protocol):
 
     def get(self, session: str | None = None) -> MemoryService: ...
     def foreign_epochs(self, of: MemoryService) -> frozenset[int]: ...
+    def draw(self, layer: str, kind: Literal["read", "write"]) -> str | None: ...
 
 
 class MemoryWrites(Protocol):
@@ -184,7 +185,19 @@ class MemoryService:
             self.peer(target)  # the layer served (its jobs scheduled), or refused as not serving
         except (InvalidParams, RuntimeError) as error:
             raise layers.layer_not_serving(target, self.session, str(error)) from error
+        self.draw_layer(target, "write")
         return target
+
+    def draw_layer(self, layer: str, kind: Literal["read", "write"]) -> None:
+        """A call scoped to one of this session's layers draws one request from the layer's
+        own rate (M-REC-251, M-LAY-023); over it, the call is refused as retryable before
+        anything is read or written (M-REC-253, M-LAY-024). A call acting on this session
+        draws on no layer's."""
+        if layer == self.session or self.peers is None:
+            return
+        refusal = self.peers.draw(layer, kind)
+        if refusal is not None:
+            raise layers.layer_not_serving(layer, self.session, refusal)
 
     def _scoped_derive(self, args: DeriveArgs, stack: Sequence[str]) -> MemoryReply:
         """A layered session's derive: written to the session `scope` names, its receipt

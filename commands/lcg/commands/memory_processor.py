@@ -174,7 +174,8 @@ class IntentProcessor:
 
     @contextmanager
     def paused(self) -> Iterator[None]:
-        """Hold the thread between writes (tests, and work that must see no apply)."""
+        """Hold the thread between writes (tests, and work that must see no apply); on
+        resume it reads the pending intents afresh, in stream order."""
         self._running.clear()
         try:
             yield
@@ -241,7 +242,12 @@ class IntentProcessor:
             if not pending:
                 return
             for row in pending:
-                self._running.wait()
+                if not self._running.is_set():
+                    # Paused: the batch was read before intents appended meanwhile, so it is
+                    # read afresh on resume and every pending intent takes its place in
+                    # stream order (per session; sessions have no order between them).
+                    self._running.wait()
+                    break
                 if self.stopping():
                     return
                 self._apply(conn, row)

@@ -371,24 +371,59 @@ class Memory:
         concept_type: str = "logic",
         depends_on: Sequence[str] = (),
         against: Sequence[str] = (),
+        repo_scope: str | None = None,
         wait_ms: int = WAIT_MS,
     ) -> dict[str, Any]:
         """Store concepts, one per content (lambo_derive), each of `concept_type` (entity,
         logic, constraint, resource or observation), citing `depends_on` and contradicting
-        `against` (short ids, node ids or exact contents). Waits up to `wait_ms` for the
-        write to be applied (0: only the acknowledgement). The acknowledgement (receipt,
-        receipt_state, ...) and, when it waited, `outcome`: the receipt's state and detail."""
+        `against` (short ids, node ids or exact contents). `repo_scope` names the repository
+        a path-like resource belongs to (`README.md` in two repositories is two concepts).
+        Waits up to `wait_ms` for the write to be applied (0: only the acknowledgement). The
+        acknowledgement (receipt, receipt_state, ...) and, when it waited, `outcome`: the
+        receipt's state and detail."""
         concept: dict[str, Any] = {"concept_type": concept_type}
         if depends_on:
             concept["depends_on"] = list(depends_on)
         if against:
             concept["against"] = list(against)
-        ack = self.call(
-            "lambo_derive",
-            agent_id=self.agent_id,
-            concepts=[{"content": content, **concept} for content in contents],
-            **self._scope,
-        )["structuredContent"]
+        params: dict[str, Any] = {
+            "concepts": [{"content": content, **concept} for content in contents]
+        }
+        return self._write("lambo_derive", params, repo_scope, wait_ms)
+
+    def record_action(
+        self,
+        action: str,
+        *,
+        produces: Sequence[str] = (),
+        modifies: Sequence[str] = (),
+        depends_on: Sequence[str] = (),
+        against: Sequence[str] = (),
+        repo_scope: str | None = None,
+        wait_ms: int = WAIT_MS,
+    ) -> dict[str, Any]:
+        """Record something the agent did (lambo_record_action), with what it `produces`,
+        `modifies` and `depends_on` (ids, or text naming a concept, created if new) and what
+        it shows to be wrong (`against`). `repo_scope` names the repository its file paths
+        belong to. Waits and answers as `derive` does."""
+        params: dict[str, Any] = {"action": action}
+        for name, values in (
+            ("produces", produces),
+            ("modifies", modifies),
+            ("depends_on", depends_on),
+            ("against", against),
+        ):
+            if values:
+                params[name] = list(values)
+        return self._write("lambo_record_action", params, repo_scope, wait_ms)
+
+    def _write(
+        self, tool: str, params: dict[str, Any], repo_scope: str | None, wait_ms: int
+    ) -> dict[str, Any]:
+        """One write tool's call: its ack, and when it waited, the receipt's outcome."""
+        if repo_scope is not None:
+            params["repo_scope"] = repo_scope
+        ack = self.call(tool, agent_id=self.agent_id, **params, **self._scope)["structuredContent"]
         if wait_ms <= 0 or ack["receipt_state"] == "dropped":
             return dict(ack)
         settled = self.call(

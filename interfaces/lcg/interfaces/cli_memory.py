@@ -41,6 +41,14 @@ Refs = Annotated[list[str] | None, typer.Option(help="Repeat for several.")]
 EventTimeOpt = Annotated[
     str | None, typer.Option("--event-time", help="RFC3339 historical about-time.")
 ]
+RepoScopeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--repo-scope",
+        help="The repository the write's paths belong to (repo_scope), such as "
+        "github.com/acme/widgets: README.md in two repositories is then two concepts.",
+    ),
+]
 
 FLAGS = {
     "agent_id": "--agent",
@@ -52,6 +60,7 @@ FLAGS = {
     "concept_type": "--type",
     "wait_ms": "--wait-ms",
     "scope": "--session",
+    "repo_scope": "--repo-scope",
 }
 
 
@@ -63,6 +72,11 @@ def agent_id(agent: str | None) -> str:
 def scope_of(session: str | None) -> dict[str, Any]:
     """--session as the tool's `scope` (omitted: the session the workspace serves)."""
     return {} if session is None else {"scope": session}
+
+
+def repo_scope_of(repo_scope: str | None) -> dict[str, Any]:
+    """--repo-scope as the tool's `repo_scope` (omitted: the call writes as without one)."""
+    return {} if repo_scope is None else {"repo_scope": repo_scope}
 
 
 def _print(result: dict[str, Any], as_json: bool) -> None:
@@ -102,18 +116,21 @@ def derive(
     agent: AgentOpt = None,
     event_time: EventTimeOpt = None,
     session: SessionOpt = None,
+    repo_scope: RepoScopeOpt = None,
     wait_ms: WaitOpt = 20_000,
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Store concepts (lambo_derive): each CONTENT is one concept of --type; --depends-on and
-    --against (the 8-hex short id, the node id or the exact content) apply to each."""
+    --against (the 8-hex short id, the node id or the exact content) apply to each;
+    --repo-scope names the repository a path-like resource belongs to."""
     concept = {"concept_type": concept_type, "depends_on": depends_on, "against": against}
     params: dict[str, Any] = {
         "agent_id": agent_id(agent),
         "concepts": [{"content": text, **concept} for text in content],
         "event_time": event_time,
         **scope_of(session),
+        **repo_scope_of(repo_scope),
     }
     with workspace_caller(workspace, "lcg derive", flags=FLAGS, session=session) as caller:
         _write(caller, "lambo_derive", params, wait_ms, as_json)
@@ -128,11 +145,13 @@ def record_action(
     agent: AgentOpt = None,
     event_time: EventTimeOpt = None,
     session: SessionOpt = None,
+    repo_scope: RepoScopeOpt = None,
     wait_ms: WaitOpt = 20_000,
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Record an action (lambo_record_action) with what it produces, modifies, depends on."""
+    """Record an action (lambo_record_action) with what it produces, modifies, depends on;
+    --repo-scope names the repository its file paths belong to."""
     params: dict[str, Any] = {
         "agent_id": agent_id(agent),
         "action": action,
@@ -142,6 +161,7 @@ def record_action(
         "against": against,
         "event_time": event_time,
         **scope_of(session),
+        **repo_scope_of(repo_scope),
     }
     with workspace_caller(workspace, "lcg record-action", flags=FLAGS, session=session) as caller:
         _write(caller, "lambo_record_action", params, wait_ms, as_json)

@@ -28,6 +28,7 @@ from lcg.domain.errors import InvalidParams
 from lcg.domain.ids import GroupId
 from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
 from lcg.interfaces.config import Settings, session_name
+from lcg.interfaces.layer_rates import Kind, LayerRates
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.port import Vectors
 from lcg.projections.graph import schema
@@ -58,6 +59,10 @@ class MemorySessions:
         self.default = GroupId(settings.session)
         self.processor = processor
         self._tick = settings.tuning.tick_interval
+        tuning = settings.tuning
+        self.rates = LayerRates(  # each layer's own rate (ADR 0088)
+            tuning.get_float("serve", "per_session_rps"), tuning.get_int("serve", "burst")
+        )
         self._make = make
         self._limit = limit
         self._lock = threading.Lock()
@@ -95,6 +100,11 @@ class MemorySessions:
         is answered only there (a write scoped to a layer, M-LAY-021)."""
         with self._lock:
             return frozenset(s.book.epoch for s in self._services.values() if s is not of)
+
+    def draw(self, layer: str, kind: Kind) -> str | None:
+        """One request of a call scoped to `layer` from the layer's own rate: None when
+        taken, else why not (M-REC-251, M-LAY-023)."""
+        return self.rates.draw(layer, kind)
 
     def sessions(self) -> list[GroupId]:
         """The sessions served so far, the process's own first."""

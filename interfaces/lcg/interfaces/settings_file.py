@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 from lcg.domain import rules
 from lcg.domain.errors import DomainError, InvalidParams
 from lcg.interfaces.settings_keys import KEYS, TOP, Key
-from lcg.interfaces.settings_names import SEED_NAMES, closest, settings_path
+from lcg.interfaces.settings_names import SEED_NAMES, SEED_REFUSED, closest, settings_path
 
 if TYPE_CHECKING:
     from lcg.domain.memory.canonization import Knobs, Policy
@@ -328,6 +328,8 @@ def _known(section: str, name: str, file: str = SETTINGS_FILE) -> Key:
         here += list(SEED_NAMES)
     where = "top level" if section == TOP else f"[{section}]"
     label = name if section == TOP else f"[{section}] {name}"
+    if name in SEED_REFUSED:  # the reference's knob with no counterpart here (ADR 0088)
+        raise InvalidParams(f"{file} {label}", SEED_REFUSED[name])
     close = closest(name, here)
     if not close:  # a key of another section, or one written under the wrong one
         labels = {key.label: key.label for key in KEYS} | {key.name: key.label for key in KEYS}

@@ -157,9 +157,12 @@ KEYS: Final[tuple[Key, ...]] = (
         meaning="live MCP sessions the HTTP transport holds at once; one more is answered 503"),
     Key("serve", "per_session_rps", float, 50.0, 0.1, 100_000,
         meaning="requests a second one credential may make over HTTP, reads and writes each"
-        " on their own token bucket; over it: 429 with Retry-After"),
+        " on their own token bucket; over it: 429 with Retry-After. Also each layer's own rate:"
+        " the calls scoped to a layer draw on it (a merged recall does not); over it, the call"
+        " is refused as retryable (ADR 0088)"),
     Key("serve", "burst", int, 100, 1, 1_000_000,
-        meaning="requests one credential may make at once before per_session_rps applies"),
+        meaning="requests one credential, or the calls scoped to one layer, may make at once"
+        " before per_session_rps applies"),
     Key("serve", "body_timeout_secs", float, 30.0, 1, 3_600,
         meaning="seconds an HTTP client has to send a whole request body; a slower one is"
         " answered 408"),

@@ -21,6 +21,17 @@ SEED_NAMES: Final[Mapping[str, tuple[str, str]]] = {
     "canonization_supersede": ("canonization", "supersede"),
 }
 
+# The reference's knobs this server has no counterpart for, in any section: the name -> why,
+# naming what takes its place here (ADR 0088). The file is refused rather than the knob ignored.
+SEED_REFUSED: Final[Mapping[str, str]] = {
+    "backend_flush_interval": (
+        "not a setting of this server: there is no write-behind flush to time, since a"
+        " write's intent is in the log before its ack (what a flush interval of 0 would be);"
+        " how durable each commit is, is LCG_DURABILITY (normal: a committed write survives a"
+        " killed process; full: fsync every commit); remove the key"
+    ),
+}
+
 
 def settings_path(workspace: Path) -> Path | None:
     """The workspace's settings file: `lcg.toml`, or the reference's `lambo.toml`; both at

@@ -68,6 +68,13 @@ def recall_layered(
             found[(session, view.node_id)],
             session=session,
             truncated_in_context=rendered.truncated == view.node_id,
+            also_skipped_redundant=tuple(
+                (layer, item)
+                for layer, copy in merged.absorbed.get(view.node_id, ())
+                for item in found[(layer, copy)].skipped_redundant
+            )
+            if session == request.session
+            else (),
         )
         for session, view in merged.hits
     )

@@ -74,6 +74,8 @@ class RecalledHit:
     fused: dict[str, float] | None = None  # both fused values of a leg hit (the ledger's)
     annotations: tuple[Annotation, ...] = ()  # its lines as kinds (recall_annotations)
     session: str | None = None  # a layered session's hit: the session it is from (M-REC-243)
+    # what a layer skipped for its copy merged into this hit: (that layer, the skip) (M-REC-204)
+    also_skipped_redundant: tuple[tuple[str, redundancy.Skipped], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from typing import Final
 
 from lcg.domain.errors import Conflict
@@ -335,10 +336,13 @@ class SessionHits:
 
 @dataclass(frozen=True, slots=True)
 class Merged:
-    """The merged hits in merged order, each with its session, and the warnings."""
+    """The merged hits in merged order, each with its session, and the warnings. `absorbed`:
+    for a session hit a layer's copy merged into, each (layer, node id) of those copies, so
+    what each skipped can be carried on it (`also_skipped_redundant`, M-REC-204)."""
 
     hits: tuple[tuple[str, HitView], ...]
     warnings: tuple[str, ...]
+    absorbed: dict[str, tuple[tuple[str, str], ...]] = dataclass_field(default_factory=dict)
 
 
 def merge(own: SessionHits, layers: Sequence[SessionHits], top_k: int) -> Merged:
@@ -346,11 +350,13 @@ def merge(own: SessionHits, layers: Sequence[SessionHits], top_k: int) -> Merged
     session's hit first, then each layer's at that rank, each session's score its own (so the
     order need not be monotone in score). A layer hit whose memory the session also holds
     (equal canonical text and type) is not shown: the session's copy names it (`also <id> in
-    <layer>`), and its warning lines stay in `warnings`, prefixed with the layer's name. A
+    <layer>`), then the repeats the layer skipped for it, each `<id> in <layer>` (M-REC-203),
+    and its warning lines stay in `warnings`, prefixed with the layer's name. A
     concept kept beside a contradicted hit follows that hit and takes no slot of top_k. A
     layer's own lines and warnings start with its name."""
     keys = {_key(view): view.node_id for view in own.hits}
     also: dict[str, list[AlsoItem]] = {}
+    absorbed: dict[str, list[tuple[str, str]]] = {}
     warnings = list(own.warnings)
     columns: list[list[tuple[str, HitView, bool]]] = [
         [(own.session, view, view.node_id in own.companions) for view in own.hits]
@@ -360,8 +366,13 @@ def merge(own: SessionHits, layers: Sequence[SessionHits], top_k: int) -> Merged
         column: list[tuple[str, HitView, bool]] = []
         for view in layer.hits:
             mine = keys.get(_key(view))
-            if mine is not None:
-                also.setdefault(mine, []).append(AlsoItem(view.node_id, layer.session))
+            if mine is not None:  # the layer's copy, then what the layer skipped for it
+                named = also.setdefault(mine, [])
+                named.append(AlsoItem(view.node_id, layer.session))
+                named += [
+                    AlsoItem(item.node_id, item.session or layer.session) for item in view.also
+                ]
+                absorbed.setdefault(mine, []).append((layer.session, view.node_id))
                 continue
             shown = replace(
                 view,
@@ -392,7 +403,12 @@ def merge(own: SessionHits, layers: Sequence[SessionHits], top_k: int) -> Merged
         else (session, view)
         for session, view in merged
     ]
-    return Merged(tuple(out), tuple(warnings))
+    kept = {view.node_id for session, view in out if session == own.session}
+    return Merged(
+        tuple(out),
+        tuple(warnings),
+        {mine: tuple(copies) for mine, copies in absorbed.items() if mine in kept},
+    )
 
 
 def _with_companions(

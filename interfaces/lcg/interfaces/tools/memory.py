@@ -263,9 +263,11 @@ def scoped(app: App, agent_id: str, scope: str | None) -> tuple[MemoryService, M
     if target == service.session:
         return service, service
     try:
-        return service, app.memory_of(target)
+        layer = app.memory_of(target)
     except (InvalidParams, RuntimeError) as error:
         raise layers.layer_not_serving(target, service.session, str(error)) from error
+    service.draw_layer(target, "read")  # the layer's own rate (ADR 0088)
+    return service, layer
 
 
 def answer(

@@ -152,6 +152,8 @@ def _ledger_hit(hit: RecalledHit, session: str) -> dict[str, Any]:
         line["skipped_redundant"] = [
             {"node_id": item.node_id, "signal": item.signal} for item in hit.skipped_redundant
         ]
+    if hit.also_skipped_redundant:
+        line["also_skipped_redundant"] = also_skipped(hit)
     if hit.possibly_superseded_by is not None:
         line["possibly_superseded_by"] = hit.possibly_superseded_by
     return line
@@ -195,6 +197,8 @@ def hit_payload(hit: RecalledHit) -> dict[str, Any]:
         shown["skipped_redundant"] = [
             {"node_id": item.node_id, "signal": item.signal} for item in hit.skipped_redundant
         ]
+    if hit.also_skipped_redundant:  # what a layer's merged copy skipped (M-REC-204)
+        shown["also_skipped_redundant"] = also_skipped(hit)
     if hit.possibly_superseded_by is not None:
         shown["possibly_superseded_by"] = hit.possibly_superseded_by
     if hit.truncated_in_context:
@@ -202,3 +206,12 @@ def hit_payload(hit: RecalledHit) -> dict[str, Any]:
     if hit.repo_scope is not None:
         shown["repo_scope"] = hit.repo_scope  # a scoped path's repository (M-RSC-060)
     return shown
+
+
+def also_skipped(hit: RecalledHit) -> list[dict[str, Any]]:
+    """`also_skipped_redundant`: each repeat a layer skipped for its copy merged into `hit`,
+    with the session its id resolves in (M-REC-204)."""
+    return [
+        {"session": session, "node_id": item.node_id, "signal": item.signal}
+        for session, item in hit.also_skipped_redundant
+    ]
