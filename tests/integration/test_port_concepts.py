@@ -64,7 +64,7 @@ def exported(workspace: Path, out: Path) -> tuple[set[tuple[str, ...]], set[tupl
     )
     lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()[1:]]
     concepts = {x["uuid"]: x for x in lines if x["kind"] == "concept"}
-    edges = {
+    edges: set[tuple[str, ...]] = {
         (x["type"], concepts[x["source"]]["content"], concepts[x["target"]]["content"])
         for x in lines
         if x["kind"] == "concept_edge"

@@ -222,8 +222,8 @@ class Writer:
             )
         else:
             cite = "depends_on" if edge.kind == "depends_on" else "against"
-            concept = {"content": content, "concept_type": kind, cite: [target]}
-            self._call("lambo_derive", agent, {"concepts": [concept]}, edge.where)
+            cited: dict[str, Any] = {"content": content, "concept_type": kind, cite: [target]}
+            self._call("lambo_derive", agent, {"concepts": [cited]}, edge.where)
         self.edges.add((edge.kind, source, target))
         self.advance()
 
