@@ -177,18 +177,20 @@ def _summary(report: dict[str, Any], writes: int) -> None:
         if kind not in memory or any(c.values())
     ]
     lines = [f"{report['format']} into group {report['group_id']!r}: {'; '.join(parts)}"]
+    # a graph write is one event; a memory write (a concept, an edge) its intent and outcome
+    unit = "change(s)" if any(report[k]["created"] for k in memory) else "event(s)"
     if report["bad"]:
         lines.append(f"skipped {len(report['bad'])} bad line(s) (listed above)")
     mark = report["mark"]
     if mark is not None:
         lines.append(
-            f"{verb} {writes} event(s) after mark {mark['name']} (seq {mark['seq']}); undo with "
+            f"{verb} {writes} {unit} after mark {mark['name']} (seq {mark['seq']}); undo with "
             f"`lcg replay --group {report['group_id']} --to-seq {mark['seq']} --force-clear`"
         )
     elif not writes:
         lines.append("nothing to write: the group already holds all of it")
     else:
-        lines.append(f"{verb} {writes} event(s) (dry run: nothing written)")
+        lines.append(f"{verb} {writes} {unit} (dry run: nothing written)")
     for line in lines:
         out.print(line, highlight=False, markup=False)
 
