@@ -229,10 +229,12 @@ def test_issue_32_an_export_of_a_session_lists_its_concepts_types_and_edges(
     assert edge["type"] == "depends_on"
     assert concepts[edge["source"]]["content"] == "notes include an algorithm"
     assert concepts[edge["target"]]["content"] == "ada wrote notes"
-    # an import reads no concept (statuses are canonization's to decide): it says nothing
-    # is to be written and refuses nothing
+    # an import writes the concepts and their edge into another session (statuses are
+    # canonization's to decide again: tests/integration/test_port_concepts.py)
     back = lcg_json(tmp_path, "import", str(out), "-f", "lcg-jsonl", "-g", "other", "--json")
     assert back["entities"]["created"] == 0
+    assert back["concepts"]["created"] == 3
+    assert back["concept_edges"]["created"] == 1
 
 
 @pytest.mark.parametrize(

@@ -144,7 +144,8 @@ def test_issue_32_the_neo4j_csv_pair_imports_as_neo4j_admin_reads_it(tmp_path: P
     assert report["entities"]["created"] == 2
     keanu = nodes(tmp_path, "n")["Keanu Reeves"]
     assert keanu["labels"] == ["Actor", "Person"]
-    assert json.loads(keanu["attributes"]) == {"born": "1964"}  # CSV values stay text
+    # CSV values stay text; the named id column is a property, as Neo4j keeps it
+    assert json.loads(keanu["attributes"]) == {"born": "1964", "personId": "keanu"}
     assert edges(tmp_path, "n") == {("Keanu Reeves", "ACTED_IN", "The Matrix")}
     found = lcg_json(tmp_path, "call", "knowledge_get_edges_by_group", '{"group_ids": ["n"]}')[
         "edges"

@@ -144,8 +144,11 @@ def import_(
         )
         raise typer.Exit(EXIT_INVALID)
     if not dry_run and plan.writes:
+        memory = plan.counts["concepts"]["created"] + plan.counts["concept_edges"]["created"]
         with (
-            workspace_caller(workspace, "lcg import", flags=flags) as caller,
+            workspace_caller(
+                workspace, "lcg import", flags=flags, session=group_id if memory else None
+            ) as caller,
             _Bar("importing", plan.writes, enabled=not as_json) as advance,
         ):
             now = dt.datetime.now(dt.UTC)
@@ -154,7 +157,8 @@ def import_(
                 {"name": importing.mark_name(now, map(str, files)), "group_id": group_id},
             )
             report["mark"] = {"name": mark["name"], "seq": mark["seq"]}
-            importing.write(records, skip, existing, caller, group_id, advance)
+            concepts = plan.concepts if memory else None
+            importing.write(records, skip, existing, caller, group_id, advance, concepts)
     if as_json:
         print_json({**report, "imported": not dry_run})
         return
@@ -165,25 +169,36 @@ def import_(
 
 def _summary(report: dict[str, Any], writes: int) -> None:
     verb = "would write" if report["dry_run"] else "wrote"
+    memory = ("concepts", "concept_edges")
     parts = [
-        f"{kind}: {c['created']} new, {c['updated']} changed, {c['unchanged']} already there"
-        for kind, c in ((k, report[k]) for k in ("entities", "relations", "episodes"))
+        f"{kind.replace('_', ' ')}: {c['created']} new, {c['updated']} changed, "
+        f"{c['unchanged']} already there"
+        for kind, c in ((k, report[k]) for k in importing_kinds())
+        if kind not in memory or any(c.values())
     ]
     lines = [f"{report['format']} into group {report['group_id']!r}: {'; '.join(parts)}"]
+    # a graph write is one event; a memory write (a concept, an edge) its intent and outcome
+    unit = "change(s)" if any(report[k]["created"] for k in memory) else "event(s)"
     if report["bad"]:
         lines.append(f"skipped {len(report['bad'])} bad line(s) (listed above)")
     mark = report["mark"]
     if mark is not None:
         lines.append(
-            f"{verb} {writes} event(s) after mark {mark['name']} (seq {mark['seq']}); undo with "
+            f"{verb} {writes} {unit} after mark {mark['name']} (seq {mark['seq']}); undo with "
             f"`lcg replay --group {report['group_id']} --to-seq {mark['seq']} --force-clear`"
         )
     elif not writes:
         lines.append("nothing to write: the group already holds all of it")
     else:
-        lines.append(f"{verb} {writes} event(s) (dry run: nothing written)")
+        lines.append(f"{verb} {writes} {unit} (dry run: nothing written)")
     for line in lines:
         out.print(line, highlight=False, markup=False)
+
+
+def importing_kinds() -> tuple[str, ...]:
+    from lcg.interfaces.port.importing import KINDS
+
+    return KINDS
 
 
 def _print_bad(bad: list[Any], verb: str = "bad") -> None:

@@ -4,10 +4,11 @@ A note is front matter (`title`, `type`, `permalink`, `tags`, ...), a body, obse
 `- [category] text #tag (context)` and relations `- relation_type [[Target]]`. Each note
 becomes an episode (its whole text; source_description its path in the folder) and an entity
 named by its title (labels: its `type`; summary: its observations, one per line; attributes:
-the observations as {category, text} and the front matter). Each relation becomes an edge
-from the note's entity to the entity titled Target. Links inside prose are not read as
-relations. Every file is read from inside the folder given: a symbolic link, or a path that
-leaves the folder, is refused by name.
+the observations as {category, text} and the front matter). Each relation, and each link in
+prose (type `links_to`), read as basic-memory reads them (lcg.interfaces.port.wiki_links),
+becomes an edge from the note's entity to the entity titled Target. Every file is read from
+inside the folder given: a symbolic link, or a path that leaves the folder, is refused by
+name.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from lcg.domain.errors import InvalidParams
 from lcg.interfaces.markdown_chunks import front_matter
 from lcg.interfaces.port.records import Bad, Entity, Episode, PortError, Record, Relation
 from lcg.interfaces.port.snapshot import Snapshot
+from lcg.interfaces.port.wiki_links import links
 
 OBSERVATION = re.compile(r"^\s*[-*]\s+\[([^\]\n]+)\]\s+(.*\S)\s*$")
-RELATION = re.compile(r"^\s*[-*]\s+([^\[\]\n]*?\S)\s+\[\[([^\]\n]+)\]\](.*)$")
 EMPTY_OBSERVATION = re.compile(r"^\s*[-*]\s+\[([^\]\n]*)\]\s*$")
 NOTE_SUFFIXES = (".md", ".markdown")
 
@@ -122,9 +123,9 @@ def _note(note: NoteFile, text: str) -> Iterator[Record]:
             yield Bad(at, "an observation with no text after its [category]")
         elif match := OBSERVATION.match(line):
             observations.append({"category": match[1].strip(), "text": match[2]})
-        elif match := RELATION.match(line):
-            target = match[2].split("|")[0].strip()
-            yield Relation(source=title, target=target, predicate=match[1].strip(), where=at)
+    for link in links(body):
+        at = f"{note.path}:{offset + 1 + link.line}"
+        yield Relation(source=title, target=link.target, predicate=link.predicate, where=at)
     kind = str(meta.get("type") or "note")
     yield Entity(
         name=title,

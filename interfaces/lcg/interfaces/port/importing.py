@@ -21,12 +21,14 @@ from typing import Any
 from lcg.domain import rules
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.cli_caller import Caller
-from lcg.interfaces.port.records import Bad, Entity, Episode, Record, Relation
+from lcg.interfaces.port.concepts import Concepts, Held
+from lcg.interfaces.port.concepts import Writer as ConceptWriter
+from lcg.interfaces.port.records import Bad, Concept, ConceptEdge, Entity, Episode, Record, Relation
 from lcg.interfaces.port.snapshot import Snapshot
 
 Records = Callable[[], Iterator[Record]]
 Advance = Callable[[], None]
-KINDS = ("entities", "relations", "episodes")
+KINDS = ("entities", "relations", "episodes", "concepts", "concept_edges")
 
 
 @dataclass
@@ -36,6 +38,7 @@ class Existing:
     entities: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     edges: dict[tuple[str, str, str], tuple[Any, ...]] = field(default_factory=dict)
     episodes: set[tuple[str, str]] = field(default_factory=set)
+    concepts: Held = field(default_factory=Held)
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> Existing:
@@ -51,6 +54,7 @@ class Existing:
             state.edges[key3] = (edge.fact, edge.relation_type, valid_at, edge.attributes)
         for episode in snapshot.episodes():
             state.episodes.add((episode.name, _digest(episode.content)))
+        state.concepts = Held.of(snapshot)
         return state
 
 
@@ -62,6 +66,7 @@ class Plan:
         default_factory=lambda: {k: {"created": 0, "updated": 0, "unchanged": 0} for k in KINDS}
     )
     bad: list[Bad] = field(default_factory=list)
+    concepts: Concepts = field(default_factory=lambda: Concepts(Held()))
 
     @property
     def writes(self) -> int:
@@ -70,28 +75,24 @@ class Plan:
 
 def check(records: Records, existing: Existing) -> tuple[Plan, set[str]]:
     """Passes 1 and 2: the plan, and the `where` of every record to skip (bad ones)."""
-    plan = Plan()
+    plan = Plan(concepts=Concepts(existing.concepts))
     names: dict[str, str] = {}  # name key -> where first seen
     skip: set[str] = set()
     for record in records():
         if isinstance(record, Bad):
             plan.bad.append(record)
-        elif isinstance(record, Entity):
-            key = rules.name_key(record.name)
-            if key in names:
-                plan.bad.append(
-                    Bad(
-                        record.where,
-                        f"duplicate entity name {record.name!r}: first at {names[key]}",
-                    )
-                )
-            else:
-                names[key] = record.where
+        elif isinstance(record, Concept | Entity):
+            duplicate = _first_sight(record, names, plan.concepts)
+            if duplicate is not None:
+                plan.bad.append(duplicate)
     skip.update(b.where for b in plan.bad)
     edges: dict[tuple[str, str, str], tuple[str, tuple[Any, ...]]] = {}
     episodes: set[tuple[str, str]] = set()
     for record in records():
         if isinstance(record, Bad) or record.where in skip:
+            continue
+        if isinstance(record, Concept | ConceptEdge):
+            _check_concept(record, plan, skip)
             continue
         problem = _limits(record)
         repeated = isinstance(record, Relation) and _edge_key(record) in edges
@@ -107,6 +108,28 @@ def check(records: Records, existing: Existing) -> tuple[Plan, set[str]]:
         kind, state = _compare(record, existing, episodes)
         plan.counts[kind][state] += 1
     return plan, skip
+
+
+def _first_sight(record: Concept | Entity, names: dict[str, str], concepts: Concepts) -> Bad | None:
+    """Pass 1: an entity's name or a concept's id, once."""
+    if isinstance(record, Concept):
+        return concepts.collect(record)
+    key = rules.name_key(record.name)
+    if key in names:
+        message = f"duplicate entity name {record.name!r}: first at {names[key]}"
+        return Bad(record.where, message)
+    names[key] = record.where
+    return None
+
+
+def _check_concept(record: Concept | ConceptEdge, plan: Plan, skip: set[str]) -> None:
+    problem = plan.concepts.check(record)
+    if problem is not None:
+        plan.bad.append(Bad(record.where, problem))
+        skip.add(record.where)
+        return
+    kind = "concepts" if isinstance(record, Concept) else "concept_edges"
+    plan.counts[kind][plan.concepts.compare(record)] += 1
 
 
 def _ends(
@@ -214,11 +237,13 @@ def write(
     caller: Caller,
     group_id: str,
     advance: Advance,
+    concepts: Concepts | None = None,
 ) -> None:
-    """Pass 3: each record the plan says changes, through its write tool, in input order."""
+    """Pass 3: each record the plan says changes, through its write tool, in input order;
+    then the concepts (`concepts`: the plan's, when it writes any)."""
     episodes: set[tuple[str, str]] = set()
     for record in records():
-        if isinstance(record, Bad) or record.where in skip:
+        if isinstance(record, Bad | Concept | ConceptEdge) or record.where in skip:
             continue
         _, state = _compare(record, existing, episodes)
         if state == "unchanged":
@@ -263,6 +288,8 @@ def write(
                 },
             )
         advance()
+    if concepts is not None:
+        ConceptWriter(concepts, caller, group_id, advance).write(records, skip)
 
 
 def mark_name(now: dt.datetime, paths: Iterable[str]) -> str:

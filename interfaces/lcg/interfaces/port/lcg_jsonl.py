@@ -3,8 +3,8 @@
 The first line is the header `{"format": "lcg-jsonl", "version": 1, "group_id", "as_of_seq",
 "exported_at", "counts"}`; then one object per line, each with a `kind`: `entity`, `edge`
 (its ends by entity name), `episode`, `concept` (with its type and canonization status) and
-`concept_edge`. Import reads entities, edges and episodes; concepts and concept edges are
-listed in the export only (a concept's status is decided by canonization, not written).
+`concept_edge`. Import reads them all; a concept's canonization status is not written (the
+session's canonization decides it again; lcg.interfaces.port.concepts).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import orjson
 from lcg.interfaces.port.records import (
     Bad,
     BadField,
+    Concept,
+    ConceptEdge,
     Entity,
     Episode,
     Record,
@@ -32,7 +34,6 @@ from lcg.interfaces.port.snapshot import Snapshot
 FORMAT = "lcg-jsonl"
 VERSION = 1
 KINDS = ("entity", "edge", "episode", "concept", "concept_edge")
-EXPORT_ONLY = ("concept", "concept_edge")
 
 
 def read(paths: Sequence[Path]) -> Iterator[Record]:
@@ -51,8 +52,7 @@ def read(paths: Sequence[Path]) -> Iterator[Record]:
             except BadField as bad:
                 yield Bad(bad.where, bad.message)
                 continue
-            if record is not None:
-                yield record
+            yield record
 
 
 def _header(item: Any, where: str) -> None:
@@ -64,7 +64,7 @@ def _header(item: Any, where: str) -> None:
         )
 
 
-def _record(item: Any, where: str) -> Record | None:
+def _record(item: Any, where: str) -> Record:
     if not isinstance(item, dict):
         raise BadField(where, "must be a JSON object")
     kind = item.get("kind")
@@ -99,8 +99,21 @@ def _record(item: Any, where: str) -> Record | None:
             source_description=text_field(item, "source_description", where, required=False),
             reference_time=_optional(item, "reference_time", where),
         )
-    if kind in EXPORT_ONLY:
-        return None
+    if kind == "concept":
+        return Concept(
+            key=text_field(item, "uuid", where),
+            content=text_field(item, "content", where),
+            concept_type=text_field(item, "concept_type", where),
+            agent_id=text_field(item, "agent_id", where),
+            where=where,
+        )
+    if kind == "concept_edge":
+        return ConceptEdge(
+            kind=text_field(item, "type", where),
+            source=text_field(item, "source", where),
+            target=text_field(item, "target", where),
+            where=where,
+        )
     raise BadField(where, f'unknown "kind" {kind!r}: expected one of {", ".join(KINDS)}')
 
 

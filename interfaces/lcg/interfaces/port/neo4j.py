@@ -2,13 +2,21 @@
 
 CSV (`neo4j-admin database import`): a nodes file whose header has an `:ID` column and a
 `:LABEL` column (labels joined by `;`), a relationships file with `:START_ID`, `:END_ID` and
-`:TYPE`. A node's `name` column is its lcg name (else its id), `summary` its summary,
-`attributes` (JSON) and every other column its attributes; a relationship's `:TYPE` is the
-predicate, `fact`, `relation_type`, `valid_at` and `attributes` columns are read when present.
-Typed headers (`age:int`) keep the name before the colon; id spaces (`:ID(Person)`) are not
-told apart. JSON lines (`apoc.export.json.all`): `{"type":"node","id","labels","properties"}`
-and `{"type":"relationship","label","properties","start":{"id"},"end":{"id"}}`. Node files
-are read before relationship files, whatever order they are given in.
+`:TYPE`. A node's `name` column is its lcg name (else its `title`, else its id), `summary`
+its summary, `attributes` (JSON) and every other column its attributes (the id's own column,
+`personId:ID`, too, as Neo4j keeps it); a relationship's `:TYPE` is the predicate, `fact`,
+`relation_type`, `valid_at` and `attributes` columns are read when present. Typed headers
+(`age:int`) keep the name before the colon. JSON lines (`apoc.export.json.all`):
+`{"type":"node","id","labels","properties"}` and
+`{"type":"relationship","label","properties","start":{"id"},"end":{"id"}}`. Node files are
+read before relationship files, whatever order they are given in.
+
+Id spaces, as neo4j-admin has them: a node id is unique within its space, `:ID(Movie-ID)`
+(no parentheses: the one global space), and `:START_ID(User-ID)` / `:END_ID(Movie-ID)` name
+the space each end is looked up in; so users 1, 2, 3 and movies 1, 2, 3 are six nodes. An
+APOC file's ids are that export's own: each JSON file is a space of its own. An id twice in
+one space is a bad line. A node with neither `name` nor `title` is named by its id, with
+its space when it has one (`User-ID:1`), so nodes of two spaces never share a name.
 """
 
 from __future__ import annotations
@@ -37,10 +45,15 @@ from lcg.interfaces.port.snapshot import Snapshot
 NODE_FIELDS = ("name", "summary", "attributes")
 EDGE_FIELDS = ("fact", "relation_type", "valid_at", "attributes", "uuid", "created_at")
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
+APOC_SPACE = "\0apoc:"  # an APOC file's id space: its path after this (no CSV space has \0)
+
+
+Space = tuple[str, str]  # (id space, id): "" the global space, a path an APOC file's own
+Ids = dict[Space, tuple[str, str]]  # -> (name, where); bounded by the nodes, not the file
 
 
 def read(paths: Sequence[Path]) -> Iterator[Record]:
-    ids: dict[str, str] = {}  # node id -> name (bounded by the nodes, not the file size)
+    ids: Ids = {}
     json_files = [p for p in paths if p.suffix.lower() in JSON_SUFFIXES]
     csv_files = [p for p in paths if p not in json_files]
     kinds = {path: _csv_kind(path) for path in csv_files}
@@ -70,8 +83,12 @@ def _csv_kind(path: Path) -> str:
 
 
 def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, str] | Bad]]:
-    """Rows keyed by header name (typed headers and id spaces cut off), with `file:line`."""
+    """Rows keyed by header name (typed headers cut off), with `file:line`. An id column's
+    space is the value of its key with `()` after it (`:ID()`: `Movie-ID`, or "" for the
+    global space); a named id column (`movieId:ID`) is a property too."""
     header: list[str] | None = None
+    spaces: dict[str, str] = {}
+    named: dict[str, str] = {}
     pending: list[str] = []
     start = 0
     for where, line in text_lines(path):
@@ -96,11 +113,25 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, str] | Bad]]:
             continue
         if header is None:
             header = [_column(h) for h in row]
+            for raw, key in zip(row, header, strict=True):
+                if key in (":ID", ":START_ID", ":END_ID"):
+                    spaces[f"{key}()"] = _space(raw)
+                    if key == ":ID" and not raw.startswith(":"):
+                        named[raw.split(":", 1)[0]] = key
             continue
         if len(row) != len(header):
             yield row_where, Bad(row_where, f"has {len(row)} fields; the header has {len(header)}")
             continue
-        yield row_where, dict(zip(header, row, strict=True))
+        fields = dict(zip(header, row, strict=True))
+        fields.update({name: fields[key] for name, key in named.items()})
+        yield row_where, {**fields, **spaces}
+
+
+def _space(header: str) -> str:
+    """`movieId:ID(Movie-ID)` -> `Movie-ID`; no parentheses: "" (the global space)."""
+    if "(" not in header:
+        return ""
+    return header.split("(", maxsplit=1)[1].rstrip().removesuffix(")")
 
 
 def _column(header: str) -> str:
@@ -112,7 +143,7 @@ def _column(header: str) -> str:
     return name.split(":")[0]
 
 
-def _csv_nodes(path: Path, ids: dict[str, str]) -> Iterator[Record]:
+def _csv_nodes(path: Path, ids: Ids) -> Iterator[Record]:
     for where, row in _csv_rows(path):
         if isinstance(row, Bad):
             yield row
@@ -124,15 +155,30 @@ def _csv_nodes(path: Path, ids: dict[str, str]) -> Iterator[Record]:
         properties = {k: v for k, v in row.items() if not k.startswith(":")}
         labels = tuple(x for x in row.get(":LABEL", "").split(";") if x.strip())
         try:
-            entity = _entity(node_id, labels, properties, where)
+            yield _node((row.get(":ID()", ""), node_id), labels, properties, ids, where)
         except BadField as bad:
             yield Bad(bad.where, bad.message)
-            continue
-        ids[node_id] = entity.name
-        yield entity
 
 
-def _csv_relationships(path: Path, ids: dict[str, str]) -> Iterator[Record]:
+def _node(
+    key: Space, labels: tuple[str, ...], props: dict[str, Any], ids: Ids, where: str
+) -> Entity:
+    """A node as an entity, its id noted in its space (twice in one space: a bad line)."""
+    first = ids.get(key)
+    if first is not None:
+        raise BadField(where, f"duplicate node id {key[1]!r}{_in(key[0])}: first at {first[1]}")
+    fallback = f"{key[0]}:{key[1]}" if _in(key[0]) else key[1]
+    entity = _entity(fallback, labels, props, where)
+    ids[key] = (entity.name, where)
+    return entity
+
+
+def _in(space: str) -> str:
+    """How a message names a CSV id space ("" for the global one and an APOC file's)."""
+    return f" in id space {space!r}" if space and not space.startswith(APOC_SPACE) else ""
+
+
+def _csv_relationships(path: Path, ids: Ids) -> Iterator[Record]:
     for where, row in _csv_rows(path):
         if isinstance(row, Bad):
             yield row
@@ -140,8 +186,8 @@ def _csv_relationships(path: Path, ids: dict[str, str]) -> Iterator[Record]:
         properties = {k: v for k, v in row.items() if not k.startswith(":")}
         try:
             yield _relation(
-                row.get(":START_ID", ""),
-                row.get(":END_ID", ""),
+                (row.get(":START_ID()", ""), row.get(":START_ID", "")),
+                (row.get(":END_ID()", ""), row.get(":END_ID", "")),
                 row.get(":TYPE", ""),
                 properties,
                 ids,
@@ -152,7 +198,7 @@ def _csv_relationships(path: Path, ids: dict[str, str]) -> Iterator[Record]:
 
 
 def _entity(node_id: str, labels: tuple[str, ...], props: dict[str, Any], where: str) -> Entity:
-    name = props.get("name") or node_id
+    name = props.get("name") or props.get("title") or node_id
     if not isinstance(name, str):
         raise BadField(where, "the name property must be a string")
     attributes = _attributes(props.get("attributes"), where)
@@ -166,18 +212,18 @@ def _entity(node_id: str, labels: tuple[str, ...], props: dict[str, Any], where:
 
 
 def _relation(
-    start: str, end: str, kind: str, props: dict[str, Any], ids: dict[str, str], where: str
+    start: Space, end: Space, kind: str, props: dict[str, Any], ids: Ids, where: str
 ) -> Relation:
     if not kind:
         raise BadField(where, "the relationship type (:TYPE / label) is empty")
-    for node_id in (start, end):
-        if node_id not in ids:
-            raise BadField(where, f"relationship to a missing node id {node_id!r}")
+    for space, node_id in (start, end):
+        if (space, node_id) not in ids:
+            raise BadField(where, f"relationship to a missing node id {node_id!r}{_in(space)}")
     attributes = _attributes(props.get("attributes"), where)
     attributes.update({k: v for k, v in props.items() if k not in EDGE_FIELDS})
     return Relation(
-        source=ids[start],
-        target=ids[end],
+        source=ids[start][0],
+        target=ids[end][0],
         predicate=kind,
         where=where,
         fact=_text(props.get("fact")),
@@ -205,14 +251,15 @@ def _attributes(text: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def _apoc(path: Path, ids: dict[str, str]) -> Iterator[Record]:
+def _apoc(path: Path, ids: Ids) -> Iterator[Record]:
+    space = f"{APOC_SPACE}{path}"  # an export's ids are its own
     relationships: list[tuple[str, dict[str, Any]]] = []
     for where, item in json_lines(path):
         if isinstance(item, Bad):
             yield item
             continue
         try:
-            entity = _apoc_node(item, where, ids)
+            entity = _apoc_node(item, where, ids, space)
         except BadField as bad:
             yield Bad(bad.where, bad.message)
             continue
@@ -225,8 +272,8 @@ def _apoc(path: Path, ids: dict[str, str]) -> Iterator[Record]:
         props = item.get("properties") or {}
         try:
             yield _relation(
-                str(start.get("id", "")),
-                str(end.get("id", "")),
+                (space, str(start.get("id", ""))),
+                (space, str(end.get("id", ""))),
                 str(item.get("label") or ""),
                 props,
                 ids,
@@ -236,7 +283,7 @@ def _apoc(path: Path, ids: dict[str, str]) -> Iterator[Record]:
             yield Bad(bad.where, bad.message)
 
 
-def _apoc_node(item: Any, where: str, ids: dict[str, str]) -> Entity | None:
+def _apoc_node(item: Any, where: str, ids: Ids, space: str) -> Entity | None:
     """A node line as an entity (its id noted); None for a relationship line."""
     if not isinstance(item, dict):
         raise BadField(where, "must be a JSON object")
@@ -251,9 +298,7 @@ def _apoc_node(item: Any, where: str, ids: dict[str, str]) -> Entity | None:
     labels = item.get("labels") or []
     if not isinstance(labels, list):
         raise BadField(where, '"labels" must be a list')
-    entity = _entity(str(item.get("id", "")), tuple(map(str, labels)), props, where)
-    ids[str(item.get("id", ""))] = entity.name
-    return entity
+    return _node((space, str(item.get("id", ""))), tuple(map(str, labels)), props, ids, where)
 
 
 def write_csv(snapshot: Snapshot, folder: Path) -> dict[str, int]:

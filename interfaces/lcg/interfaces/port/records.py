@@ -50,6 +50,27 @@ class Episode:
 
 
 @dataclass(frozen=True, slots=True)
+class Concept:
+    """A memory concept (lcg-jsonl): `key` is its id in the file, which its edges name."""
+
+    key: str
+    content: str
+    concept_type: str
+    agent_id: str
+    where: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConceptEdge:
+    """A memory edge between two concepts of the file, by their ids in it."""
+
+    kind: str  # depends_on, contradicts, parent_of, produces, modifies
+    source: str
+    target: str
+    where: str
+
+
+@dataclass(frozen=True, slots=True)
 class Bad:
     """A line (or file) that cannot be imported, and why."""
 
@@ -57,7 +78,7 @@ class Bad:
     message: str
 
 
-Record = Entity | Relation | Episode | Bad
+Record = Entity | Relation | Episode | Concept | ConceptEdge | Bad
 
 
 class PortError(Exception):

@@ -1,34 +1,31 @@
 """A group as it was at one seq: its events replayed into a temporary projection (ADR 0084).
 
 An export (and an import's plan) reads one position of the group's stream: the head when it
-starts, or the `--as-of-seq` asked for. The group's events up to there are read from the WAL
-(a reader beside the writer: it works while a service holds the workspace, as `lcg log`
-does) and folded by the real graph, memory and canonization projections into a SQLite file
-in a temporary directory, which is deleted afterwards. The live projections are never read,
-so a write landing during the export cannot show in it, and an old seq is as easy as the head.
-Rows are streamed out of the file (bounded memory at any size).
+starts, or the `--as-of-seq` asked for. lcg.projections.as_of (the one "as of seq" builder,
+shared with the portal's recall, ADR 0089) reads the group's events up to there from the
+workspace's log (a reader beside the writer: it works while a service holds the workspace, as
+`lcg log` does) and folds them with the real graph, memory and canonization projections into
+a SQLite file in a temporary directory, deleted afterwards. The live projections are never
+read, so a write landing during the export cannot show in it, and an old seq is as easy as
+the head. Rows are streamed out of the file (bounded memory at any size).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from lcg.domain.ids import GroupId
+from lcg.projections.as_of import AsOf, AsOfSeqTooHigh, Progress
 from lcg.projections.canonization.projection import CanonizationProjection
-from lcg.projections.graph import schema
 from lcg.projections.graph.projection import GraphProjection
 from lcg.projections.memory.projection import MemoryProjection
-from lcg.projections.runner import Projection, ProjectionRunner, transaction
 from lcg.projections.wal.port import LogStore
 
-Progress = Callable[[int, int], None]
+__all__ = ["AsOfSeqTooHigh", "Progress", "Snapshot"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,13 +79,6 @@ class ConceptEdgeRow:
     target: str
 
 
-class AsOfSeqTooHigh(Exception):
-    def __init__(self, seq: int, head: int) -> None:
-        super().__init__(f"as_of_seq {seq} is past the group's last seq {head}")
-        self.seq = seq
-        self.head = head
-
-
 class Snapshot:
     """A group replayed to `seq` in a temporary projection file; a context manager."""
 
@@ -102,41 +92,17 @@ class Snapshot:
         """`log` None: a workspace with no WAL yet, an empty group. The caller owns `log`
         (any store: lcg.projections.wal.opening); the replay is done when this returns."""
         self.group_id = group_id
-        self._dir = tempfile.TemporaryDirectory(prefix="lcg-export-")
-        self.head = self.seq = 0
-        try:
-            self.conn = schema.connect(str(Path(self._dir.name) / "snapshot.sqlite"))
-            projections = (GraphProjection(), MemoryProjection(), CanonizationProjection())
-            if log is None:
-                with transaction(self.conn):
-                    for projection in projections:
-                        projection.install(self.conn)
-                return
-            self._replay(log, projections, as_of_seq, progress)
-        except BaseException:
-            self._dir.cleanup()
-            raise
-
-    def _replay(
-        self,
-        log: LogStore,
-        projections: tuple[Projection, ...],
-        as_of_seq: int | None,
-        progress: Progress | None,
-    ) -> None:
-        self.head = log.head(self.group_id)
-        if as_of_seq is not None and as_of_seq > self.head:
-            raise AsOfSeqTooHigh(as_of_seq, self.head)
-        self.seq = self.head if as_of_seq is None else as_of_seq
-        runner = ProjectionRunner(self.conn, log, projections)
-        runner.install()
-        replayed = 0
-        for page in log.read(GroupId(self.group_id), after=0, upto=self.seq):
-            with transaction(self.conn):
-                runner.apply(page)
-            replayed += len(page)
-            if progress is not None:
-                progress(replayed, self.seq)
+        projections = (GraphProjection(), MemoryProjection(), CanonizationProjection())
+        self._as_of = AsOf(
+            log,
+            group_id,
+            as_of_seq,
+            projections=projections,
+            progress=progress,
+            prefix="lcg-export-",
+        )
+        self.conn = self._as_of.conn
+        self.head, self.seq = self._as_of.head, self._as_of.seq
 
     def __enter__(self) -> Snapshot:
         return self
@@ -150,8 +116,7 @@ class Snapshot:
         self.close()
 
     def close(self) -> None:
-        self.conn.close()
-        self._dir.cleanup()
+        self._as_of.close()
 
     def _rows(self, sql: str) -> Iterator[sqlite3.Row]:
         cursor = self.conn.execute(sql, (self.group_id,))

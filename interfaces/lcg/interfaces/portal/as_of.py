@@ -1,10 +1,12 @@
 """ "As of seq N" (issue 29): the memory of one session as it stood at seq N, read-only, never
 touching the live group (ADR 0077).
 
-A snapshot is a workspace of its own in a temporary directory: a WAL holding the session's
-events 1..N (read from the live WAL, the seqs kept) and a copy of the embedding cache (so the
-replay embeds nothing the live workspace already embedded), opened like any workspace, which
-replays the projections to N. Queries then run against it through the same query layer as the
+A snapshot is a workspace of its own in a temporary directory, made by the one "as of seq"
+builder (lcg.projections.as_of, shared with export, ADR 0089): a WAL holding the session's
+events 1..N (read from the live log through the LogStore port, the seqs kept), its
+projections replayed to N as they were copied, and a copy of the embedding cache (so the
+vectors embed nothing the live workspace already embedded), opened like any workspace, which
+finds its projections at N. Queries then run against it through the same query layer as the
 live ones. Snapshots are kept in a small LRU keyed by (session, N); the evicted one is closed
 and its directory removed.
 """
@@ -14,19 +16,17 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import sqlite3
-import tempfile
 import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Final
 
-from lcg.domain.ids import GroupId
 from lcg.interfaces.app import App
 from lcg.interfaces.workspace import Workspace
-from lcg.projections.wal.store import EventLog
+from lcg.projections import as_of
 
 KEPT: Final = 2  # snapshots open at once (each is a workspace: files, a vector index)
-COPY_PAGE: Final = 5_000
+COPY_PAGE: Final = as_of.COPY_PAGE
 
 
 class Snapshots:
@@ -61,19 +61,15 @@ class Snapshots:
 
     def _build(self, session: str, seq: int) -> tuple[Workspace, Path]:
         live = self._live
-        where = Path(tempfile.mkdtemp(prefix="lcg-as-of-"))
+        upto = min(seq, live.log.head(session))  # as before: a seq past the head is the head
+        built = as_of.AsOf(live.log, session, upto, copy_log=True, prefix="lcg-as-of-")
+        where = built.where
         try:
-            # its own log file (the copy below), never the live [store] url's database
+            built.close_projections()  # the workspace below opens them itself
+            # its own log file (the copy), never the live [store] url's database
             settings = dataclasses.replace(
                 live.settings, workspace=where, session=session, store_url=""
             )
-            settings.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            copy = EventLog(settings.wal_path, live.log.codec)
-            try:
-                for page in live.log.read(GroupId(session), upto=seq, page=COPY_PAGE):
-                    copy.append(page)
-            finally:
-                copy.close()
             _copy_sqlite(live.settings.embeddings_path, settings.embeddings_path)
             for made in settings.state_dir.iterdir():  # memory is its owner's alone (0600)
                 made.chmod(0o600)
