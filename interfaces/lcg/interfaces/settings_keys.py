@@ -113,6 +113,13 @@ KEYS: Final[tuple[Key, ...]] = (
         meaning="passage search: the names the 3 strongest hits mention and the query does"
         " not are searched again; what that finds joins at this share of the best hit's"
         " score times its own BM25 share; 0: off (ADR 0068)"),
+    Key("retrieval", "rrf_vector", float, 0.75, 0, 1,
+        meaning="passage search: its BM25 and vector legs fused by reciprocal rank fusion,"
+        " the vector leg's terms weighted by this; 0: fused as [fusion] strategy says"
+        " (ADR 0090)"),
+    Key("retrieval", "rrf_k", int, 20, 1, 1000,
+        meaning="passage search: the k of that reciprocal rank fusion, 1 / (k + rank)"
+        " (ADR 0090)"),
     Key("extraction", "extractor", str, "spacy",
         choices=("spacy", "openai", "llama", "sampling"),
         meaning="what knowledge_process_chunk extracts with: spaCy's rules (offline, no LLM),"
