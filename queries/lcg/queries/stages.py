@@ -42,8 +42,8 @@ class Stages:
     # passage search's fusion (ADR 0090): reciprocal rank fusion of its BM25 and vector legs,
     # the vector leg's terms weighted by `rrf_vector` and k = `rrf_k`; 0: the search context's
     # fusion ([fusion] strategy) instead
-    rrf_vector: float = 0.75
-    rrf_k: int = 20
+    rrf_vector: float = 0.25
+    rrf_k: int = 60
 
     @property
     def reorders(self) -> bool:
