@@ -311,7 +311,10 @@ def latency(directory: Path, count: int) -> str:
     questions = [(c.group, q.text) for c in load_realtalk(DATA)[0] for q in c.questions]
     step = max(1, len(questions) // count)
     asked = questions[::step][:count]
-    systems = {"max (before)": replace(OFF, rrf_vector=0.0), "rrf (k 60, vector x0.25; the default)": OFF}
+    systems = {
+        "max (before)": replace(OFF, rrf_vector=0.0),
+        "rrf (k 60, vector x0.25; the default)": OFF,
+    }
     times: dict[str, list[float]] = {label: [] for label in systems}
     with Workspace(Settings(workspace=directory, vector_follow="sync")) as ws:
         base = reads.search_context(App(ws).reads)

@@ -92,4 +92,3 @@ def test_issue_31_the_relevance_floor_keeps_what_it_kept_under_max(app: App, tur
     kept_rrf = {p["name"] for p in _passages(app, search_context(app).stages, floor=0.5)}
     assert kept_rrf == kept_max
     assert kept_rrf
-
