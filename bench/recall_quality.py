@@ -21,6 +21,7 @@ from bench.realtalk import Conversation, Turn, load_realtalk
 from bench.recall_common import AGENT, RECALL_TOP_K, RecallOptions, copy_cache
 from bench.search_common import episode_uuid, log, require, reset_workspace
 from bench.search_quality import (
+    HYBRID_DEFAULT,
     HYBRID_DEFAULTS,
     HYBRID_MAX,
     HYBRID_PLAIN,
@@ -64,6 +65,7 @@ CHAINED_RUNS: tuple[tuple[str, dict[str, Any]], ...] = (
     (CHAINED_FLAT, {"top_k": RECALL_TOP_K, "traversal_depth": 0}),
 )
 SEARCH_ROWS = (
+    HYBRID_DEFAULT,
     HYBRID_MAX,
     HYBRID_DEFAULTS,
     HYBRID_RRF,
@@ -73,6 +75,7 @@ SEARCH_ROWS = (
     TEXT_LEG_PLAIN,
 )
 COMPARISONS = (
+    (RECALL, HYBRID_DEFAULT),
     (RECALL, HYBRID_MAX),
     (RECALL, HYBRID_DEFAULTS),
     (RECALL, TEXT_LEG),

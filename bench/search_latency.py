@@ -222,7 +222,12 @@ def measure_search(
     summed = Timings("sum of the three raw baselines, per query (embed + FAISS + FTS5)")
     summed.ms = [a + b + c for a, b, c in zip(rows[1].ms, rows[2].ms, rows[3].ms, strict=True)]
     rows.insert(4, summed)
-    fusion = ws.settings.search_fusion
+    stages = ws.settings.tuning.stages
+    fusion = (
+        f"rrf k {stages.rrf_k}, vector x{stages.rrf_vector}"
+        if stages.rrf_vector > 0
+        else ws.settings.search_fusion
+    )
     return LatencyResult(len(texts), len(queries), options.repeats, rows, agreement, fusion)
 
 

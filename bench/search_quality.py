@@ -6,7 +6,7 @@ import importlib
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,9 +29,11 @@ from bench.search_common import (
 from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
+from lcg.interfaces.settings_file import Tuning
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.text import reader as text_reader
 from lcg.projections.vectors import catalog
+from lcg.queries.fusion import Fusion
 
 KS = (5, 10, 20)
 DEPTH = 20  # results asked for per question (num_results)
@@ -211,7 +213,8 @@ def quality_tables(
 
 HYBRID_RRF = "lcg hybrid, rrf"
 HYBRID_MAX = "lcg hybrid, max"
-HYBRID_DEFAULTS = "lcg hybrid, max, the tool's defaults (num_results 10, min_score 0.5)"
+HYBRID_DEFAULT = "lcg hybrid, weighted rrf (the default since ADR 0090)"
+HYBRID_DEFAULTS = "lcg hybrid, the tool's defaults (num_results 10, min_score 0.5)"
 TEXT_LEG = "lcg FTS5 leg alone"
 VECTOR_LEG = "lcg vector leg alone"
 HYBRID_PLAIN = "lcg hybrid, rrf; turns as `text` (no context)"
@@ -229,6 +232,7 @@ COMPARISONS = (
     (HYBRID_RRF, TEXT_LEG),
     (HYBRID_RRF, VECTOR_LEG),
     (HYBRID_MAX, HYBRID_RRF),
+    (HYBRID_DEFAULT, HYBRID_MAX),
     (HYBRID_DEFAULTS, HYBRID_MAX),
     (TEXT_LEG, TEXT_LEG_PLAIN),
     (HYBRID_RRF, HYBRID_PLAIN),
@@ -279,7 +283,7 @@ def extraction_rankings(
     groups = [c.group for c in conversations]
     turns = [t for c in conversations for t in c.turns]
     reset_workspace(directory)  # keeps the embedding cache: the passages embed from it
-    with Workspace(Settings(workspace=directory, search_fusion="rrf")) as ws:
+    with Workspace(fused_by(directory, "rrf")) as ws:
         app = App(ws)
         start = time.perf_counter()
         dropped = 0
@@ -312,6 +316,16 @@ def extraction_rankings(
     return rankings, GraphInfo(seconds, entities, edges, mentions, dropped)
 
 
+def fused_by(directory: Path, fusion: Fusion) -> Settings:
+    """A workspace's settings whose passage search fuses by `fusion` alone, rrf (k 60, equal
+    weights) or max, as before ADR 0090 (`[retrieval] rrf_vector = 0`)."""
+    tuning = Tuning()
+    values = dict(tuning.values) | {"[retrieval] rrf_vector": 0.0}
+    return Settings(
+        workspace=directory, search_fusion=fusion, tuning=replace(tuning, values=values)
+    )
+
+
 def lcg_rankings(
     directory: Path, conversations: Sequence[Conversation], names: dict[str, str]
 ) -> tuple[dict[str, list[Ranking]], IngestInfo]:
@@ -322,7 +336,7 @@ def lcg_rankings(
     items = [Item(t.group, t.dia_id, t.body, t.time, "message") for t in turns]
     rankings: dict[str, list[Ranking]] = {}
     reset_workspace(directory)
-    with Workspace(Settings(workspace=directory, search_fusion="rrf")) as ws:
+    with Workspace(fused_by(directory, "rrf")) as ws:
         seconds = ingest(ws, items, "REALTALK ingest")
         episodes, docs = stored_counts(ws, groups)
         require(episodes == len(turns), f"ingest: {episodes} episodes stored, {len(turns)} turns")
@@ -333,13 +347,16 @@ def lcg_rankings(
         rankings[HYBRID_RRF] = hybrid_rankings(ws, conversations)
         rankings[TEXT_LEG] = text_leg_rankings(ws, conversations, names)
         rankings[VECTOR_LEG] = vector_leg_rankings(ws, conversations, names)
-    with Workspace(Settings(workspace=directory, search_fusion="max")) as ws:
+    with Workspace(fused_by(directory, "max")) as ws:
         log("lcg hybrid (max) ...")
         rankings[HYBRID_MAX] = hybrid_rankings(ws, conversations)
+    with Workspace(Settings(workspace=directory)) as ws:
+        log("lcg hybrid (the default fusion) ...")
+        rankings[HYBRID_DEFAULT] = hybrid_rankings(ws, conversations)
         rankings[HYBRID_DEFAULTS] = hybrid_rankings(ws, conversations, tool_defaults=True)
     # The same turns as `text` episodes: no neighbour context in the FTS index.
     reset_workspace(directory)
-    with Workspace(Settings(workspace=directory, search_fusion="rrf")) as ws:
+    with Workspace(fused_by(directory, "rrf")) as ws:
         plain = [Item(i.group, i.name, i.body, i.time, "text") for i in items]
         ingest(ws, plain, "REALTALK ingest, source=text")
         log("lcg hybrid (rrf) and FTS5 leg, source=text ...")
@@ -381,7 +398,8 @@ def run_quality(options: Options) -> str:
         rankings[BM25_VECTOR_RRF] = [
             rrf([b, v]) for b, v in zip(bm25, rankings[VECTOR_LEG], strict=True)
         ]
-    order = [HYBRID_RRF, HYBRID_MAX, HYBRID_DEFAULTS, TEXT_LEG, VECTOR_LEG, HYBRID_PLAIN]
+    order = [HYBRID_DEFAULT, HYBRID_RRF, HYBRID_MAX, HYBRID_DEFAULTS, TEXT_LEG, VECTOR_LEG]
+    order += [HYBRID_PLAIN]
     order += [EXTRACTION_ON, TEXT_LEG_PLAIN]
     order += [BM25_SAME, BM25_README, BM25_VECTOR_RRF]
     systems = [

@@ -57,3 +57,31 @@ def test_equal_scores_rank_by_key_whatever_order_the_legs_return_them(fusion: An
         }
     first_three = [e.key for e in fuse({"text": text}, fusion)][:3]
     assert first_three == ["a", "b", "c"]
+
+
+def test_issue_31_weighted_rrf_and_convex_scale_each_legs_terms() -> None:
+    """ADR 0090: rrf adds weight / (k + rank) per leg, convex adds weight x the normalised
+    score; both divided by what first place in every leg scores. A leg not named weighs 1."""
+    legs = {"text": [("a", 8.0), ("b", 4.0)], "passage_vector": [("b", 0.9), ("c", 0.6)]}
+    weights = {"passage_vector": 0.25}
+    rrf = {e.key: e.score for e in fuse(legs, "rrf", 60, weights=weights)}
+    best = 1.25 / 61
+    assert rrf["a"] == pytest.approx((1 / 61) / best)
+    assert rrf["b"] == pytest.approx((1 / 62 + 0.25 / 61) / best)
+    assert rrf["c"] == pytest.approx((0.25 / 62) / best)
+    assert [e.key for e in fuse(legs, "rrf", 60, weights=weights)] == ["b", "a", "c"]
+    assert [e.key for e in fuse(legs, "rrf", 60, weights={"passage_vector": 0.0})] == [
+        "a",
+        "b",
+        "c",
+    ]
+    convex = {
+        e.key: e.score for e in fuse(legs, "convex", weights={"text": 0.6, "passage_vector": 0.4})
+    }
+    assert convex["a"] == pytest.approx(0.6 * 1.0)
+    assert convex["b"] == pytest.approx(0.6 * 0.5 + 0.4 * 0.9)
+    assert convex["c"] == pytest.approx(0.4 * 0.6)
+    # unweighted rrf is as before: first in every leg scores 1.0
+    assert fuse({"text": [("a", 1.0)], "passage_vector": [("a", 0.5)]}, "rrf")[0].score == (
+        pytest.approx(1.0)
+    )

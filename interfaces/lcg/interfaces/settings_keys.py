@@ -97,7 +97,8 @@ KEYS: Final[tuple[Key, ...]] = (
     Key("selection", "similar_signals", bool, False,
         meaning="skip_redundant also treats semantic matches as repeats"),
     Key("fusion", "strategy", str, "max", choices=("max", "rrf"),
-        meaning="how recall and search fuse their legs' scores"),
+        meaning="how recall and search fuse their legs' scores (passage search: only with"
+        " [retrieval] rrf_vector 0)"),
     Key("retrieval", "session_weight", float, 0.0, 0, 1,
         meaning="passage search and lambo_recall: share of a hit's score taken from its"
         " session (its group's episodes, or concepts, of the same day) by the session's"
@@ -113,6 +114,13 @@ KEYS: Final[tuple[Key, ...]] = (
         meaning="passage search: the names the 3 strongest hits mention and the query does"
         " not are searched again; what that finds joins at this share of the best hit's"
         " score times its own BM25 share; 0: off (ADR 0068)"),
+    Key("retrieval", "rrf_vector", float, 0.25, 0, 1,
+        meaning="passage search: its BM25 and vector legs fused by reciprocal rank fusion,"
+        " the vector leg's terms weighted by this; 0: fused as [fusion] strategy says"
+        " (ADR 0090)"),
+    Key("retrieval", "rrf_k", int, 60, 1, 1000,
+        meaning="passage search: the k of that reciprocal rank fusion, 1 / (k + rank)"
+        " (ADR 0090)"),
     Key("extraction", "extractor", str, "spacy",
         choices=("spacy", "openai", "llama", "sampling"),
         meaning="what knowledge_process_chunk extracts with: spaCy's rules (offline, no LLM),"

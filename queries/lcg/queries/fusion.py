@@ -10,7 +10,7 @@ from typing import Generic, Literal, TypeVar
 # equal scores rank the same way however a leg (FTS5, FAISS) happened to return them, and
 # before and after a rebuild (issue 9).
 K = TypeVar("K", str, tuple[str, int])
-Fusion = Literal["rrf", "max"]
+Fusion = Literal["rrf", "max", "convex"]
 RRF_K = 60
 
 
@@ -37,14 +37,18 @@ def normalise_leg(leg: str, hits: Sequence[tuple[K, float]]) -> list[tuple[K, fl
 def fuse(
     legs: Mapping[str, Sequence[tuple[K, float]]],
     fusion: Fusion,
-    rrf_k: int = RRF_K,
+    rrf_k: float = RRF_K,
     *,
     raw: bool = False,
+    weights: Mapping[str, float] | None = None,
 ) -> list[Fused[K]]:
-    """Reciprocal rank fusion (normalised so first in every leg is 1.0) or max of leg scores.
+    """Reciprocal rank fusion, max of leg scores, or their convex combination.
 
     Each leg is a best-first list of (key, raw score); a key appears once per leg. With `raw`,
     max takes the legs' raw scores (bm25 is then not capped at 1: lambo_recall, M-REC-026).
+    `weights` (a leg not named: 1.0) weigh rrf's and convex's terms: rrf adds weight / (k +
+    rank), convex adds weight x the normalised score (a leg that did not find a key adds 0);
+    both are divided by what first place in every leg scores, so that is 1.0.
     """
     live = {
         name: by_score(hits) if raw else normalise_leg(name, by_score(hits))
@@ -59,12 +63,16 @@ def fuse(
                 continue
             entry.ranks[name] = rank
             entry.relevance = max(entry.relevance, score)
+            weight = 1.0 if weights is None else weights.get(name, 1.0)
             if fusion == "rrf":
-                entry.score += 1.0 / (rrf_k + rank)
+                entry.score += weight / (rrf_k + rank)
+            elif fusion == "convex":
+                entry.score += weight * score
             else:
                 entry.score = max(entry.score, score)
-    if fusion == "rrf" and live:
-        best = len(live) / (rrf_k + 1)
+    if fusion != "max" and live:
+        total = sum(1.0 if weights is None else weights.get(name, 1.0) for name in live)
+        best = (total / (rrf_k + 1) if fusion == "rrf" else total) or 1.0
         for entry in by_key.values():
             entry.score /= best
     return sorted(by_key.values(), key=fused_order)

@@ -17,7 +17,7 @@ from lcg.projections.memory import state
 from lcg.projections.vectors import catalog
 from lcg.queries.fusion import Fused, Fusion, best_per_key, fuse, fused_order
 from lcg.queries.search import GRAPH_DECAY, SearchContext, text_leg, vector_leg
-from lcg.queries.stages import OFF, run_stages
+from lcg.queries.stages import run_stages
 
 RECENT_SCORE = 0.25  # the recent leg's fixed score: below a real match by meaning (ADR 0027)
 RECENT_INTERACTIONS = 5  # how many of the session's last writes the recent leg reads
@@ -65,7 +65,7 @@ def recall_concepts(
     values = _both_fused(legs, fused, fusion)
     if traversal_depth:
         fused = _expand(ctx, session, fused, traversal_depth)
-    if ctx.stages != OFF:
+    if ctx.stages.reorders:
         fused = _staged(ctx, session, query, fused, top_k)
     return [
         RecallHit(e.key, e.score, e.ranks, values.get(e.key, {})) for e in fused[: take or top_k]

@@ -351,18 +351,18 @@ def search_passages(
         "text": [((h.owner_uuid, h.part), h.score) for h in text_hits()],
         "passage_vector": vector.get(catalog.PASSAGE, []),
     }
-    fused = [e for e in fuse(legs, ctx.fusion) if e.relevance >= min_score]
+    fused = [e for e in _fuse_passages(ctx, legs) if e.relevance >= min_score]
     if ctx.stages.vector_weight > 0:  # the floor reads the cosines; the order, the scaled leg
         kept = {e.key for e in fused}
         scaled = legs | {
             "passage_vector": scaled_vectors(legs["passage_vector"], ctx.stages.vector_weight)
         }
-        fused = [e for e in fuse(scaled, ctx.fusion) if e.key in kept]
+        fused = [e for e in _fuse_passages(ctx, scaled) if e.key in kept]
     if ctx.stages.entity_hop > 0:
         fused = _entity_hop(ctx, query, fused, groups, limit)
     if ctx.expand_depth:
         fused = _expand(ctx, fused, lambda keys: _passage_neighbours(ctx, keys, groups))
-    if ctx.stages != OFF:
+    if ctx.stages.reorders:
         fused = _staged(ctx, query, fused, num_results)
     fused = fused[:num_results]
     episodes = reader.episode_infos(ctx.conn, [e.key[0] for e in fused])
@@ -391,6 +391,17 @@ def search_passages(
     if warning is not None:
         result["warning"] = warning
     return result
+
+
+def _fuse_passages(
+    ctx: SearchContext, legs: dict[str, list[tuple[tuple[str, int], float]]]
+) -> list[Fused[tuple[str, int]]]:
+    """Passage search's fusion: reciprocal rank fusion with the vector leg weighted by
+    stages.rrf_vector and k = stages.rrf_k (ADR 0090), or, with rrf_vector 0, ctx.fusion."""
+    stages = ctx.stages
+    if stages.rrf_vector <= 0:
+        return fuse(legs, ctx.fusion)
+    return fuse(legs, "rrf", stages.rrf_k, weights={"passage_vector": stages.rrf_vector})
 
 
 def _entity_hop(

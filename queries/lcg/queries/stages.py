@@ -39,6 +39,16 @@ class Stages:
     # the vector leg scored as this x its cosine over the leg's best cosine, as the BM25 leg
     # is scored against its best (0: the cosine as it is)
     vector_weight: float = 0.0
+    # passage search's fusion (ADR 0090): reciprocal rank fusion of its BM25 and vector legs,
+    # the vector leg's terms weighted by `rrf_vector` and k = `rrf_k`; 0: the search context's
+    # fusion ([fusion] strategy) instead
+    rrf_vector: float = 0.25
+    rrf_k: int = 60
+
+    @property
+    def reorders(self) -> bool:
+        """Whether a stage that runs after fusion (time, session scoring, diversity) is on."""
+        return self.time_filter or self.session_weight > 0 or self.per_session > 0
 
 
 OFF = Stages()
