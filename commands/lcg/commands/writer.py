@@ -23,8 +23,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, cast
 
+from lcg.commands.tenure import Fence
 from lcg.domain.errors import Conflict
 from lcg.domain.events import DomainEvent
 from lcg.domain.ids import GroupId, Seq
@@ -49,6 +50,12 @@ class CommitListener(Protocol):
     def committed(self, conn: sqlite3.Connection, recorded: Sequence[RecordedEvent]) -> None: ...
 
     def rebuilt(self, conn: sqlite3.Connection, groups: Sequence[GroupId] | None) -> None: ...
+
+
+class _FencedLog(Protocol):
+    """A log whose append takes a lease's fence (`PostgresLog`, ADR 0075)."""
+
+    def append(self, batch: Sequence[RecordedEvent], *, fence: Fence | None = None) -> None: ...
 
 
 class GroupPinned(Conflict):
@@ -224,8 +231,15 @@ class Writer:
                 rule="must not be pinned by a bounded replay",
             )
 
-    def execute(self, handler: Callable[[WriteContext], T]) -> T:
-        """Run the handler in the next batch and return its result once durable."""
+    def execute(self, handler: Callable[[WriteContext], T], *, fence: Fence | None = None) -> T:
+        """Run the handler in the next batch and return its result once durable.
+
+        `fence` (a lease's name and the caller's epoch, ADR 0085): the handler runs in a batch
+        of its own whose append is refused (`Fenced`, nothing written) unless the lease is
+        still at that epoch: a job's holder paused past its lease writes nothing after a
+        takeover."""
+        if fence is not None:
+            return self._execute_fenced(handler, fence)
         pending: _Pending[T] = _Pending(handler)
         with self._queue_lock:
             self._queue.append(pending)  # type: ignore[arg-type]
@@ -233,6 +247,14 @@ class Writer:
             if not pending.done.is_set():
                 self._run_queued()
         pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+        return pending.result  # type: ignore[return-value]
+
+    def _execute_fenced(self, handler: Callable[[WriteContext], T], fence: Fence) -> T:
+        pending: _Pending[T] = _Pending(handler)
+        with self._batch_lock:
+            self._run_batch([pending], fence)  # type: ignore[list-item]
         if pending.error is not None:
             raise pending.error
         return pending.result  # type: ignore[return-value]
@@ -308,7 +330,7 @@ class Writer:
                 return
             self._run_batch(items)
 
-    def _run_batch(self, items: Sequence[_Pending[object]]) -> None:
+    def _run_batch(self, items: Sequence[_Pending[object]], fence: Fence | None = None) -> None:
         conn = self.runner.conn
         recorded: list[RecordedEvent] = []
         self._retried = set()
@@ -325,7 +347,10 @@ class Writer:
                     continue
                 self.runner.store_positions({key: self._positions[key] for key in self._moved})
                 try:
-                    self.log.append(recorded)
+                    if fence is None:
+                        self.log.append(recorded)
+                    elif recorded:  # a fenced batch that decided nothing writes nothing
+                        cast(_FencedLog, self.log).append(recorded, fence=fence)
                 except ConcurrentAppend as taken:
                     # Another node appended at these seqs (ADR 0075): its events are caught
                     # up before the batch is decided again, on the state that includes them.

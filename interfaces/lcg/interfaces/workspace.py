@@ -13,7 +13,7 @@ from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from lcg.commands.graph_file import check_the_log, open_graph, open_the_log
 from lcg.commands.memory_admission import MemoryService
@@ -48,6 +48,9 @@ from lcg.projections.vectors.follower import lanes as vector_lanes
 from lcg.projections.vectors.index import VectorIndex
 from lcg.projections.wal.lease import WriterLease
 from lcg.projections.wal.port import LogStore
+
+if TYPE_CHECKING:
+    from lcg.interfaces.pg_node import Node
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
@@ -129,6 +132,7 @@ class Workspace:
         self._pool: ThreadPoolExecutor | None = None
         self._follower: VectorFollower | None = None
         self._memory: MemorySessions | None = None
+        self._node: Node | None = None  # on a PostgreSQL log: its follower and leases (0085)
         # A workspace created by this open: its first files are made private once more at the
         # end of the open. Later files are checksummed (0600) or SQLite sidecars (the mode of
         # their database); anything else sits in a 0700 directory and is tightened next open.
@@ -277,6 +281,9 @@ class Workspace:
         self.log_damage = check_the_log(self.log, runner)
         for group, corrupt in self.log_damage.items():
             self._writer.refuse_damaged(group, corrupt)
+        if self.settings.store_url:
+            self._node = open_node(self)
+            self._stack.callback(self._release, "_node", self._node.close)  # after the memory
         self._open_memory(cache, vectors)
         if self._new_workspace:  # what the libraries just created in it, with the umask
             self._make_private(new_files=True)
@@ -307,7 +314,7 @@ class Workspace:
     def _open_memory(self, cache: EmbeddingCache, vectors: VectorIndex) -> None:
         """The sessions' memory services and their one intent processor (ADR 0026, ADR 0071),
         stopped first at close so that no write is applied while the rest shuts down."""
-        self._memory = open_memory_sessions(self, cache, vectors)
+        self._memory = open_memory_sessions(self, cache, vectors, self._node)
         self._stack.callback(self._release, "_memory", self._memory.close)
         self._memory.processor.start()
 
@@ -316,6 +323,11 @@ class Workspace:
         processes; one-shot commands and tests run the jobs when they choose), a session
         first served later too. Stopped first at close, with the memory services."""
         self.memory_sessions.schedule()
+
+    @property
+    def node(self) -> Node | None:
+        """The node's follower and leases on a PostgreSQL log (None on a log file)."""
+        return self._node
 
     @property
     def memory_sessions(self) -> MemorySessions:
@@ -518,6 +530,19 @@ class Workspace:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def open_node(workspace: Workspace) -> Node:
+    """The workspace as a node of its PostgreSQL log (ADR 0085), following it."""
+    from lcg.interfaces.pg_node import Node  # noqa: PLC0415 (psycopg only on a server's log)
+    from lcg.projections.wal.postgres import PostgresLog  # noqa: PLC0415
+
+    events = workspace.log
+    assert isinstance(events, PostgresLog)
+    ttl = workspace.settings.tuning.get_int("store", "lease_ttl_ms") / 1000
+    node = Node(workspace.settings.store_url, events, workspace.writer, ttl)
+    node.start()
+    return node
 
 
 def configured_extractor(settings: Settings) -> Extractor:
