@@ -8,6 +8,8 @@ epoch that was taken over writes nothing; closing the holder hands its jobs over
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +29,7 @@ from lcg.interfaces.service import Service
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.faults import Fenced
 from tests.conftest import EMBEDDER
-from tests.helpers.service_process import wait_until
+from tests.helpers.service_process import ServiceProcess, wait_until
 
 pytestmark = pytest.mark.postgres
 SESSION = "alpha"
@@ -184,3 +186,52 @@ def test_the_embedded_default_is_no_node(tmp_path: Path) -> None:
     with Workspace(Settings.load(env, tmp_path, tmp_path), command="pytest") as workspace:
         assert workspace.node is None
         assert workspace.memory_sessions.processor.tenure is None
+
+
+def lease_holder(url: str, name: str) -> tuple[str, int] | None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT holder, epoch FROM lcg_leases WHERE name = %s", (name,))
+        found = row.fetchone()
+    return None if found is None else (str(found[0]), int(found[1]))
+
+
+def test_a_sigstopped_holder_hands_its_jobs_over_and_applies_nothing_when_woken(
+    tmp_path: Path, pg_url: str
+) -> None:
+    env = {
+        "LCG_STORE_URL": pg_url,
+        "LCG_STORE_LEASE_TTL_MS": TTL_MS,
+        "LCG_SESSION": SESSION,
+        EMBEDDER: "hashing",
+    }
+    a = ServiceProcess(tmp_path / "a", env=env)
+    b: Service | None = None
+    try:
+        assert a.wait_ready()["healthy"], a.log
+        held = wait_until(
+            lambda: (found := lease_holder(pg_url, INTENTS)) and f":{a.proc.pid}:" in found[0]
+            and found,
+            "the serve process to take the intents lease",
+        )
+        b = serve(tmp_path / "b", pg_url)
+        os.kill(a.proc.pid, signal.SIGSTOP)  # paused: it stops renewing
+        try:
+            taken = wait_until(lambda: node_of(b).held().get(INTENTS), "B to take the lease over")
+        finally:
+            os.kill(a.proc.pid, signal.SIGCONT)
+        assert taken == held[1] + 1
+        # woken, A finds its tenure gone: a write it takes is applied by B, not by A
+        concepts = [{"content": "the cache is warmed at deploy", "concept_type": "logic"}]
+        with a.connect() as client:
+            ack = client.result("lambo_derive", {"agent_id": AGENT, "concepts": concepts})
+            receipt = structured(ack)["receipt"]
+            answer = client.result(
+                "lambo_stats", {"agent_id": AGENT, "receipt": receipt, "wait_ms": 20_000}
+            )
+        assert structured(answer)["receipt"]["state"] == "applied"
+        assert workspace_of(b).memory_sessions.processor.counters.replayed == 1
+        assert lease_holder(pg_url, INTENTS) == (node_of(b).holder, taken)
+    finally:
+        if b is not None:
+            b.close()
+        a.stop()
