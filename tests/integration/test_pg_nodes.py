@@ -108,7 +108,8 @@ def test_jobs_run_on_the_one_node_holding_their_lease_and_receipts_settle_on_bot
     a, b = nodes
     held_a, held_b = node_of(a).held(), node_of(b).held()
     wait_until(lambda: jobs_lease(SESSION) in node_of(a).held(), "A to take the session's jobs")
-    assert INTENTS not in held_b and jobs_lease(SESSION) not in node_of(b).held()
+    assert INTENTS not in held_b
+    assert jobs_lease(SESSION) not in node_of(b).held()
     assert held_a[INTENTS] >= 1
     assert workspace_of(b).memory_sessions.get().jobs_or_fail().held() is False
     assert workspace_of(a).memory_sessions.get().jobs_or_fail().held() is True
@@ -154,9 +155,7 @@ def test_a_batch_fenced_by_a_taken_over_epoch_writes_nothing(
     assert workspace_of(a).runner.position(GroupId("g")).position == head  # nor applied
 
 
-def test_closing_the_holder_hands_its_jobs_to_the_other_node(
-    tmp_path: Path, pg_url: str
-) -> None:
+def test_closing_the_holder_hands_its_jobs_to_the_other_node(tmp_path: Path, pg_url: str) -> None:
     a = serve(tmp_path / "a", pg_url)
     try:
         wait_until(lambda: INTENTS in node_of(a).held(), "node A to take the intents lease")
@@ -209,8 +208,9 @@ def test_a_sigstopped_holder_hands_its_jobs_over_and_applies_nothing_when_woken(
     try:
         assert a.wait_ready()["healthy"], a.log
         held = wait_until(
-            lambda: (found := lease_holder(pg_url, INTENTS)) and f":{a.proc.pid}:" in found[0]
-            and found,
+            lambda: (
+                (found := lease_holder(pg_url, INTENTS)) and f":{a.proc.pid}:" in found[0] and found
+            ),
             "the serve process to take the intents lease",
         )
         b = serve(tmp_path / "b", pg_url)

@@ -41,7 +41,9 @@ def start_jobs(jobs: MemoryJobs, session: str, tick: timedelta) -> BackgroundSch
     scheduler.add_job(
         _logged(
             lambda: jobs.tick() if jobs.held() else None,
-            "daemon tick", lambda sweep: _sweep_outcome(session, sweep)),
+            "daemon tick",
+            lambda sweep: _sweep_outcome(session, sweep),
+        ),
         "interval",
         seconds=tick.total_seconds(),
         id="tick",

@@ -18,8 +18,10 @@ import anyio
 import orjson
 from anyio.abc import ByteStream
 
+from lcg.commands.writer import note_written
 from lcg.interfaces.jsonrpc import (
     SERVER_ERROR,
+    WRITTEN_FIELD,
     JsonObject,
     RpcError,
     encode,
@@ -204,6 +206,9 @@ class AttachedClient:
                 continue  # a stale reply to an earlier, timed-out call (P-013)
             if "error" in frame:
                 raise RpcError.from_json(frame["error"])
+            written = frame.get(WRITTEN_FIELD)
+            if isinstance(written, dict):  # the holder's writes, for this caller (ADR 0086)
+                note_written({str(g): s for g, s in written.items() if isinstance(s, int)})
             result = frame.get("result")
             return result if isinstance(result, dict) else {"result": result}
 

@@ -25,6 +25,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from lcg.commands.writer import recording_writes
 from lcg.domain.errors import DomainError, ExtractorFailed
 from lcg.domain.ids import DEFAULT_GROUP
 from lcg.interfaces.attached import ProgressSink
@@ -33,6 +34,7 @@ from lcg.interfaces.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
+    WRITTEN_META,
     JsonObject,
     RpcError,
     request_too_large,
@@ -235,8 +237,10 @@ class LcgMcpServer:
         sink = None if token is None else _progress_sink(ctx)
         arguments.update({k: v for k, v in _chosen(params).items() if k not in arguments})
         bound = CURRENT_SAMPLER.set(_ClientSampler(ctx, params.input_responses))
+        written: dict[str, int] = {}
         try:
-            payload = await self.backend.call(name, arguments, sink)
+            with recording_writes(written):  # the worker thread's context is copied from here
+                payload = await self.backend.call(name, arguments, sink)
         except RpcError as error:
             needed = error.__cause__
             if isinstance(needed, InputNeeded):  # the 2026-07-28 protocol: ask, then retry
@@ -246,7 +250,10 @@ class LcgMcpServer:
             CURRENT_SAMPLER.reset(bound)
         if name == CLOSE and self.exit_on_close:
             self.close_request_id = ctx.request_id
-        return _memory_result(payload) if memory else _result(payload)
+        answer = _memory_result(payload) if memory else _result(payload)
+        if written:  # beside the result, never in it (ADR 0086): {group: last seq}
+            answer.meta = {WRITTEN_META: written}
+        return answer
 
     async def serve_stdio(self, wire_in: int, wire_out: int) -> None:
         """Serve over the claimed stdio fds (stdio_pipe.claimed_stdio) until end of input, or

@@ -31,6 +31,8 @@ from lcg.projections.wal.pg_lease import Keeper, PgLease
 from lcg.projections.wal.postgres import PostgresLog
 
 log = logging.getLogger(__name__)
+
+
 def holder_name() -> str:
     """This node in `lcg_leases.holder`: host, process and a random part (a restarted
     process with a reused pid is another holder)."""
@@ -72,7 +74,9 @@ class Node:
         for wake in self.on_followed:
             wake()
 
-    def tenure(self, name: str, on_change: Callable[[int | None], None] | None = None) -> KeptTenure:
+    def tenure(
+        self, name: str, on_change: Callable[[int | None], None] | None = None
+    ) -> KeptTenure:
         """The tenure of the lease `name`, its Keeper started on first use."""
         with self._lock:
             keeper = self._keepers.get(name)

@@ -15,16 +15,19 @@ import os
 import signal
 import socket
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
 
+from lcg.commands.writer import recording_writes
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.jsonrpc import (
     INVALID_REQUEST,
     PARSE_ERROR,
+    WRITTEN_FIELD,
     JsonObject,
     RpcError,
     encode,
@@ -248,6 +251,7 @@ class SocketService:
             echoed = request_id if valid_id(request_id) else None
             return encode(error_frame(echoed, RpcError(INVALID_REQUEST, problem)))
         answer_id: RequestId = request.get("id")
+        written: dict[str, int] = {}
         try:
             result = await self._call(
                 request["method"],
@@ -255,8 +259,12 @@ class SocketService:
                 writer,
                 request.get("session"),
                 request.get("layers"),
+                written,
             )
-            response = encode(result_frame(answer_id, result))
+            frame = result_frame(answer_id, result)
+            if written:  # beside the result, never in it (ADR 0086): {group: last seq}
+                frame[WRITTEN_FIELD] = written
+            response = encode(frame)
         except Exception as error:  # noqa: BLE001 (every failure is answered, never raised)
             response = encode(error_frame(answer_id, error_from_exception(error)))
         return response if "id" in request else None
@@ -268,6 +276,7 @@ class SocketService:
         writer: asyncio.StreamWriter,
         session: Any = None,
         layers: Any = None,
+        written: dict[str, int] | None = None,
     ) -> JsonObject:
         if params is None:
             params = {}  # P-001: a missing params is {}
@@ -285,6 +294,8 @@ class SocketService:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self._executor,
+            _recorded,
+            {} if written is None else written,
             self.service.call,
             method,
             params,
@@ -318,3 +329,9 @@ async def _send(writer: asyncio.StreamWriter, frame: JsonObject) -> None:
 def serve_socket(service: Service, path: Path, publication: Publishing | None = None) -> None:
     """Run the socket service in this thread until it shuts down."""
     asyncio.run(SocketService(service, path).run(publication))
+
+
+def _recorded(written: dict[str, int], call: Callable[..., JsonObject], *args: Any) -> JsonObject:
+    """Run `call` in this worker thread, noting the writes it makes into `written`."""
+    with recording_writes(written):
+        return call(*args)
