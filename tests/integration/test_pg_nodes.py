@@ -25,6 +25,7 @@ from lcg.domain.ids import EpisodeUuid, GroupId
 from lcg.interfaces.config import Settings
 from lcg.interfaces.jsonrpc import RpcError
 from lcg.interfaces.pg_node import Node
+from lcg.interfaces.read_after import reading_after
 from lcg.interfaces.service import Service
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.faults import Fenced
@@ -120,6 +121,10 @@ def test_jobs_run_on_the_one_node_holding_their_lease_and_receipts_settle_on_bot
     receipt = structured(ack)["receipt"]
     answer = b.call("lambo_stats", {"agent_id": AGENT, "receipt": receipt, "wait_ms": 20_000})
     assert structured(answer)["receipt"]["state"] == "applied"
+    # a lambo read on A after the outcome's seq, given beside the arguments (ADR 0086)
+    with reading_after({SESSION: workspace_of(b).log.head(SESSION)}):
+        recalled = a.call("lambo_recall", {"agent_id": AGENT, "query": "billing queue"})
+    assert "billing queue" in str(recalled["text"])
     # A applied it as another process's intent; B counts its own write applied, by A
     took, applier = (workspace_of(s).memory_sessions.processor.counters for s in (b, a))
     assert (applier.applied, applier.replayed, took.applied, took.replayed) == (0, 1, 1, 0)

@@ -28,6 +28,7 @@ from lcg.interfaces.jsonrpc import (
     is_progress,
     request_frame,
 )
+from lcg.interfaces.read_after import MIN_SEQ_FIELD, requested
 
 CHUNK = 64 * 1024
 MAX_RESPONSE_BYTES = 512 * 1024 * 1024
@@ -158,6 +159,9 @@ class AttachedClient:
                 frame["session"] = self.session
             if self.layers is not None:  # beside it: the forwarding serve's layers (0080)
                 frame["layers"] = list(self.layers)
+            wanted = requested()
+            if wanted:  # beside it too: the caller's min_seq (ADR 0086)
+                frame[MIN_SEQ_FIELD] = wanted
             lines = await self._send(encode(frame))
             return await self._receive(lines, request_id, on_progress)
 

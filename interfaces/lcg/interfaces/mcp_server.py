@@ -37,10 +37,12 @@ from lcg.interfaces.jsonrpc import (
     WRITTEN_META,
     JsonObject,
     RpcError,
+    error_from_exception,
     request_too_large,
     valid_id,
 )
 from lcg.interfaces.operations import AnyOperation, Scope
+from lcg.interfaces.read_after import MIN_SEQ_META, reading_after, request_min_seq
 from lcg.interfaces.request_lines import Oversized, RequestId, request_id_of_line
 from lcg.interfaces.scopes import CLOSE, Visibility
 from lcg.interfaces.stdio_pipe import read_lines, write_all
@@ -115,6 +117,17 @@ def tool_of(operation: AnyOperation) -> types.Tool:
             destructive_hint=False if operation.read_only else None,
         ),
     )
+
+
+def _requested_min_seq(meta: Any) -> dict[str, int] | None:
+    """The request's `_meta["lcg/min_seq"]`, checked (ADR 0086); None when not given."""
+    value = None if meta is None else dict(meta).get(MIN_SEQ_META)
+    if value is None:
+        return None
+    try:
+        return request_min_seq(value)
+    except DomainError as error:
+        raise error_from_exception(error) from error
 
 
 def _result(payload: JsonObject, *, is_error: bool = False) -> types.CallToolResult:
@@ -239,7 +252,10 @@ class LcgMcpServer:
         bound = CURRENT_SAMPLER.set(_ClientSampler(ctx, params.input_responses))
         written: dict[str, int] = {}
         try:
-            with recording_writes(written):  # the worker thread's context is copied from here
+            wanted = _requested_min_seq(params.meta)
+            # the worker thread's context is copied from here: it notes the writes in
+            # `written` and waits for `wanted` before a read (ADR 0086)
+            with recording_writes(written), reading_after(wanted):
                 payload = await self.backend.call(name, arguments, sink)
         except RpcError as error:
             needed = error.__cause__

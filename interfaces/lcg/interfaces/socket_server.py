@@ -39,6 +39,7 @@ from lcg.interfaces.jsonrpc import (
     result_frame,
     valid_id,
 )
+from lcg.interfaces.read_after import MIN_SEQ_FIELD, reading_after, request_min_seq
 from lcg.interfaces.request_lines import Oversized, RequestId, RequestLines, request_id_of_line
 from lcg.interfaces.service import Service
 from lcg.projections.runner import Progress
@@ -260,6 +261,7 @@ class SocketService:
                 request.get("session"),
                 request.get("layers"),
                 written,
+                request.get(MIN_SEQ_FIELD),
             )
             frame = result_frame(answer_id, result)
             if written:  # beside the result, never in it (ADR 0086): {group: last seq}
@@ -277,6 +279,7 @@ class SocketService:
         session: Any = None,
         layers: Any = None,
         written: dict[str, int] | None = None,
+        min_seq: Any = None,
     ) -> JsonObject:
         if params is None:
             params = {}  # P-001: a missing params is {}
@@ -288,6 +291,7 @@ class SocketService:
             not isinstance(layers, list) or not all(isinstance(x, str) for x in layers)
         ):  # ADR 0080
             raise InvalidParams("layers", "must be a list of session names when given")
+        wanted = None if min_seq is None else request_min_seq(min_seq)  # ADR 0086
         progress = None
         if params.get("_progress_token") is not None:  # P-006
             progress = self._progress_writer(writer, method)
@@ -296,6 +300,7 @@ class SocketService:
             self._executor,
             _recorded,
             {} if written is None else written,
+            wanted,
             self.service.call,
             method,
             params,
@@ -331,7 +336,13 @@ def serve_socket(service: Service, path: Path, publication: Publishing | None = 
     asyncio.run(SocketService(service, path).run(publication))
 
 
-def _recorded(written: dict[str, int], call: Callable[..., JsonObject], *args: Any) -> JsonObject:
-    """Run `call` in this worker thread, noting the writes it makes into `written`."""
-    with recording_writes(written):
+def _recorded(
+    written: dict[str, int],
+    wanted: dict[str, int] | None,
+    call: Callable[..., JsonObject],
+    *args: Any,
+) -> JsonObject:
+    """Run `call` in this worker thread, noting the writes it makes into `written`, a read
+    waiting for `wanted` first (the request's min_seq, ADR 0086)."""
+    with recording_writes(written), reading_after(wanted):
         return call(*args)
