@@ -121,9 +121,9 @@ def test_jobs_run_on_the_one_node_holding_their_lease_and_receipts_settle_on_bot
     receipt = structured(ack)["receipt"]
     answer = b.call("lambo_stats", {"agent_id": AGENT, "receipt": receipt, "wait_ms": 20_000})
     assert structured(answer)["receipt"]["state"] == "applied"
-    # a lambo read on A after the outcome's seq, given beside the arguments (ADR 0086)
-    with reading_after({SESSION: workspace_of(b).log.head(SESSION)}):
-        recalled = a.call("lambo_recall", {"agent_id": AGENT, "query": "billing queue"})
+    # a lambo read on B after the seq of A's outcome, given beside the arguments (ADR 0086)
+    with reading_after({SESSION: workspace_of(a).log.head(SESSION)}):
+        recalled = b.call("lambo_recall", {"agent_id": AGENT, "query": "billing queue"})
     assert "billing queue" in str(recalled["text"])
     # A applied it as another process's intent; B counts its own write applied, by A
     took, applier = (workspace_of(s).memory_sessions.processor.counters for s in (b, a))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
@@ -25,6 +25,11 @@ AGENT = "agent-w"
 def written(result: Any) -> dict[str, int] | None:
     found: dict[str, int] | None = (result.meta or {}).get(WRITTEN_META)
     return found
+
+
+def asking(min_seq: object) -> Any:
+    """A tools/call request's `_meta` giving `min_seq`."""
+    return cast(Any, {MIN_SEQ_META: min_seq})
 
 
 def short_waits(workspace: Path) -> Path:
@@ -55,12 +60,14 @@ def test_mcp_results_of_writes_carry_their_group_and_seq_in_meta(tmp_path: Path)
             )
             refused = await client.call_tool("knowledge_add_episode", {"name": "x"})
             recall = {"agent_id": AGENT, "query": "queue retries"}
-            recalled = await client.call_tool(
-                "lambo_recall", recall, meta={MIN_SEQ_META: written(derived)}
-            )
+            recalled = await client.call_tool("lambo_recall", recall, meta=asking(written(derived)))
             ahead = {"demo": 10**6}
-            too_far = await client.call_tool("lambo_recall", recall, meta={MIN_SEQ_META: ahead})
-            malformed = await client.call_tool("lambo_recall", recall, meta={MIN_SEQ_META: 3})
+            too_far = await client.call_tool(
+                "lambo_recall", recall, meta=cast(Any, {MIN_SEQ_META: ahead})
+            )
+            malformed = await client.call_tool(
+                "lambo_recall", recall, meta=cast(Any, {MIN_SEQ_META: 3})
+            )
             return [first, second, read, derived, refused, recalled, too_far, malformed]
 
     first, second, read, derived, refused, recalled, too_far, malformed = anyio.run(main)

@@ -21,6 +21,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from lcg.commands.followed import FollowedWrites
 from lcg.commands.tenure import Fence
@@ -29,6 +30,9 @@ from lcg.domain.ids import GroupId
 from lcg.projections.wal.pg_follow import LogFollower
 from lcg.projections.wal.pg_lease import Keeper, PgLease
 from lcg.projections.wal.postgres import PostgresLog
+
+if TYPE_CHECKING:
+    from lcg.interfaces.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -130,3 +134,13 @@ class Node:
         self.stop_jobs()
         self.follower.stop()
         self.leases.close()
+
+
+def open_node(workspace: Workspace) -> Node:
+    """The workspace (open for writing, on a PostgreSQL log) as a node of it, following it."""
+    events = workspace.log
+    assert isinstance(events, PostgresLog)
+    ttl = workspace.settings.tuning.get_int("store", "lease_ttl_ms") / 1000
+    node = Node(workspace.settings.store_url, events, workspace.writer, ttl)
+    node.start()
+    return node

@@ -36,7 +36,7 @@ from lcg.projections.extraction.openai_compat import OpenAiCompatibleExtractor
 from lcg.projections.extraction.port import Extractor
 from lcg.projections.extraction.sampling import SamplingClassifier, SamplingExtractor
 from lcg.projections.extraction.spacy_rules import default_extractor
-from lcg.projections.faults import CorruptEvent
+from lcg.projections.faults import CorruptEvent, StorageFailure
 from lcg.projections.graph import schema
 from lcg.projections.own_files import refuse_foreign_sqlite, refuse_foreign_tree
 from lcg.projections.private_files import DIR_MODE, make_private
@@ -282,6 +282,8 @@ class Workspace:
         for group, corrupt in self.log_damage.items():
             self._writer.refuse_damaged(group, corrupt)
         if self.settings.store_url:
+            from lcg.interfaces.pg_node import open_node  # noqa: PLC0415 (psycopg: ADR 0053)
+
             self._node = open_node(self)
             self._stack.callback(self._release, "_node", self._node.close)  # after the memory
         self._open_memory(cache, vectors)
@@ -393,6 +395,18 @@ class Workspace:
     def faults(self) -> list[str]:
         """What keeps this open workspace from taking writes (empty when it is healthy)."""
         return [] if self._writer is None else self._writer.faults()
+
+    def probe_log(self) -> str | None:
+        """On a PostgreSQL log, a round trip to its server (health_check, ADR 0085): why it
+        failed, or None. A log file is not probed (its writes say so)."""
+        probe = getattr(self._log, "probe", None)
+        if not self.settings.store_url or probe is None:
+            return None
+        try:
+            probe()
+        except StorageFailure as failure:
+            return f"the log is unreachable, reads answer from the projections: {failure}"
+        return None
 
     def met_corruption(self, error: BaseException) -> DamagedFile:
         """A read or write met corruption in graph.sqlite: refuse further writes and have the
@@ -530,19 +544,6 @@ class Workspace:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def open_node(workspace: Workspace) -> Node:
-    """The workspace as a node of its PostgreSQL log (ADR 0085), following it."""
-    from lcg.interfaces.pg_node import Node  # noqa: PLC0415 (psycopg only on a server's log)
-    from lcg.projections.wal.postgres import PostgresLog  # noqa: PLC0415
-
-    events = workspace.log
-    assert isinstance(events, PostgresLog)
-    ttl = workspace.settings.tuning.get_int("store", "lease_ttl_ms") / 1000
-    node = Node(workspace.settings.store_url, events, workspace.writer, ttl)
-    node.start()
-    return node
 
 
 def configured_extractor(settings: Settings) -> Extractor:

@@ -210,10 +210,13 @@ class PostgresLog:
         return StorageFailure(self._where, action, reason)
 
     @contextmanager
-    def _connection(self, action: str) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection; a server or connection failure is a StorageFailure."""
+    def _connection(
+        self, action: str, timeout: float | None = None
+    ) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection (waited for at most `timeout` s, else the pool's); a server or
+        connection failure is a StorageFailure."""
         try:
-            with self._pool.connection() as conn:
+            with self._pool.connection(timeout=timeout) as conn:
                 yield conn
         except (psycopg.OperationalError, psycopg.InterfaceError, psycopg.InternalError) as error:
             raise self._failure(action, error) from error
@@ -251,6 +254,12 @@ class PostgresLog:
             row = conn.execute(statement, params).fetchone()
         assert row is not None
         return row[0]
+
+    def probe(self, timeout: float = 2.0) -> None:
+        """A round trip to the server (health_check's probe); the storage error when it cannot
+        be made within about `timeout` seconds."""
+        with self._connection("reach", timeout) as conn:
+            conn.execute("SELECT 1").fetchone()
 
     def groups(self) -> list[GroupId]:
         with self._connection("list the groups of") as conn:
