@@ -8,6 +8,7 @@ epoch that was taken over writes nothing; closing the holder hands its jobs over
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Iterator
@@ -18,10 +19,13 @@ from typing import Any
 import psycopg
 import pytest
 
+from lcg.commands.graph_file import CHECKED_FILE
 from lcg.commands.tenure import INTENTS, jobs_lease
 from lcg.commands.writer import WriteContext
 from lcg.domain.events import EpisodeAdded
 from lcg.domain.ids import EpisodeUuid, GroupId
+from lcg.interfaces import operations
+from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.jsonrpc import RpcError
 from lcg.interfaces.pg_node import Node
@@ -29,6 +33,7 @@ from lcg.interfaces.read_after import reading_after
 from lcg.interfaces.service import Service
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.faults import Fenced
+from lcg.projections.wal.store import stream_id
 from tests.conftest import EMBEDDER
 from tests.helpers.service_process import ServiceProcess, wait_until
 
@@ -240,3 +245,41 @@ def test_a_sigstopped_holder_hands_its_jobs_over_and_applies_nothing_when_woken(
         if b is not None:
             b.close()
         a.stop()
+
+
+def damage(url: str, group: str, seq: int) -> None:
+    """Rewrite one stored event's bytes on the server (a stray write)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE stored_events SET state=%s WHERE originator_id=%s AND originator_version=%s",
+            (b'{"x": 1}', stream_id(GroupId(group)), seq),
+        )
+
+
+def test_the_check_at_open_reads_only_what_earlier_opens_of_this_node_did_not(
+    tmp_path: Path, pg_url: str
+) -> None:
+    settings = node_settings(tmp_path / "a", pg_url)
+    with Workspace(settings, command="pytest") as workspace:
+        for name in ("e1", "e2", "e3"):
+            operations.dispatch(
+                App(workspace), "knowledge_add_episode", {"name": name, "episode_body": name}
+            )
+        group = str(next(iter(workspace.log.heads())))
+    with Workspace(settings, command="pytest") as workspace:  # checks 1..3 and records it
+        assert workspace.log_damage == {}
+        operations.dispatch(
+            App(workspace), "knowledge_add_episode", {"name": "e4", "episode_body": "e4"}
+        )
+    recorded = json.loads((settings.state_dir / CHECKED_FILE).read_text(encoding="utf-8"))
+    assert recorded["groups"] == {group: 3}
+    damage(pg_url, group, 4)  # after what was checked: found at the next open
+    with Workspace(settings, command="pytest") as workspace:
+        assert workspace.log_damage[GroupId(group)].seq == 4
+    # a record of another log is not taken: everything is checked again
+    (settings.state_dir / CHECKED_FILE).write_text(
+        json.dumps({"identity": "another", "groups": {group: 4}}), encoding="utf-8"
+    )
+    damage(pg_url, group, 2)
+    with Workspace(settings, command="pytest") as workspace:
+        assert workspace.log_damage[GroupId(group)].seq == 2

@@ -278,7 +278,7 @@ class Workspace:
         self._writer.listeners.append(text)
         for group, error in self.catch_up_failures.items():
             self._writer.block(group, error)
-        self.log_damage = check_the_log(self.log, runner)
+        self.log_damage = check_the_log(self.log, runner, self.settings.files)
         for group, corrupt in self.log_damage.items():
             self._writer.refuse_damaged(group, corrupt)
         if self.settings.store_url:

@@ -368,9 +368,12 @@ class PostgresLog:
 
         return read_pages(fetch, self.codec, self._where, group_id, after, upto, page)
 
-    def check(self, group_id: GroupId, upto: int, *, seal: bool) -> CorruptEvent | None:
-        """The group's first event up to `upto` that is missing, differs from its checksum or
-        (having none) cannot be decoded; None if all are whole. `seal` stores the missing sums."""
+    def check(
+        self, group_id: GroupId, upto: int, *, seal: bool, after: int = 0
+    ) -> CorruptEvent | None:
+        """The group's first event in `after + 1..upto` that is missing, differs from its
+        checksum or (having none) cannot be decoded; None if all are whole. `seal` stores the
+        missing sums. `after`: what this node checked at an earlier open (ADR 0085)."""
         decode = self.codec.decode
 
         def decodes(topic: str, state: bytes) -> object:
@@ -389,13 +392,19 @@ class PostgresLog:
                 (int(seq), str(topic).encode("utf-8"), bytes(state))
                 for seq, topic, state in conn.execute(
                     "SELECT originator_version, topic, state FROM stored_events"
-                    " WHERE originator_id=%s AND originator_version<=%s"
-                    " ORDER BY originator_version",
-                    (stream, upto),
+                    " WHERE originator_id=%s AND originator_version>%s"
+                    " AND originator_version<=%s ORDER BY originator_version",
+                    (stream, after, upto),
                 )
             )
             checked = sums.walk(
-                events, expected, bad_sums, upto, decodes, store_errors=(psycopg.DataError,)
+                events,
+                expected,
+                bad_sums,
+                upto,
+                decodes,
+                store_errors=(psycopg.DataError,),
+                after=after,
             )
             if checked.damage is not None:
                 damage = checked.damage
