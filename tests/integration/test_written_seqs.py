@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any, cast
 
 import anyio
+import pytest
 
 from lcg.interfaces.jsonrpc import WRITTEN_FIELD, WRITTEN_META
 from lcg.interfaces.read_after import MIN_SEQ_FIELD, MIN_SEQ_META
-from tests.helpers.mcp_session import mcp_in_process, structured
+from tests.helpers.fake_service import FakeConnection, FakeService, Frame
+from tests.helpers.mcp_session import mcp_client, mcp_in_process, structured
 from tests.helpers.service_process import RpcClient, ServiceProcess
 
 AGENT = "agent-w"
@@ -117,3 +119,29 @@ def framed(client: RpcClient, method: str, params: dict[str, Any], **beside: Any
     frame = {"jsonrpc": "2.0", "id": 99, "method": method, "params": params, **beside}
     client.send_line(json.dumps(frame).encode())
     return client.read()
+
+
+@pytest.mark.slow  # a real stdio serve process: its start is most of the time
+def test_an_attached_stdio_serve_carries_both_between_mcp_and_the_socket(tmp_path: Path) -> None:
+    """`lcg serve --mcp-stdio --connect SOCK` (a real process) in front of a scripted socket
+    service: the request's `_meta` min_seq goes out as the frame's `min_seq` member, the
+    frame's `written` comes back as the result's `_meta`."""
+
+    def scripted(request: Frame, connection: FakeConnection) -> None:
+        frame = {"jsonrpc": "2.0", "id": request["id"], "result": {"status": "ok"}}
+        connection.send(frame | {WRITTEN_FIELD: {"g": 7}})
+
+    async def main() -> Any:
+        async with mcp_client("serve", "--mcp-stdio", "--connect", str(sock)) as client:
+            return await client.call_tool(
+                "knowledge_get_episodes", {"group_id": "g"}, meta=asking({"g": 5})
+            )
+
+    sock = tmp_path / "service.sock"
+    with FakeService(sock, scripted) as service:
+        result = anyio.run(main)
+        forwarded = service.wait_for_request("knowledge_get_episodes")
+    assert forwarded[MIN_SEQ_FIELD] == {"g": 5}
+    assert MIN_SEQ_FIELD not in forwarded["params"]
+    assert structured(result) == {"status": "ok"}
+    assert written(result) == {"g": 7}
