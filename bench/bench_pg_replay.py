@@ -13,7 +13,8 @@ directory with no projections is opened on each store and timed until the open r
 node does; the vector index follows on its own thread and is not in the time), less the time
 of opening the same directory again with nothing to replay (the open's fixed cost); and,
 apart, the time to read the log's pages alone through the port (decoded, checked against their
-sums). Embedding: the hashing embedder. The best repeat of each store is printed, with the ratio PostgreSQL/SQLite.
+sums). Embedding: the hashing embedder. The best repeat of each store is printed, with the
+ratio PostgreSQL/SQLite.
 """
 
 from __future__ import annotations
