@@ -196,6 +196,15 @@ ALLOWED.update(
         POSTGRES,
     )
 )
+ALLOWED.update(
+    dict.fromkeys(
+        (
+            "LCG_STORE_URL=postgresql://lcg@db.example:5432/lcg lcg serve --workspace /srv/lcg-a",
+            "LCG_STORE_URL=postgresql://lcg@db.example:5432/lcg lcg serve --workspace /srv/lcg-b",
+        ),
+        "two serving nodes on a PostgreSQL server: tests/integration/test_pg_nodes.py",
+    )
+)
 SYNOPSIS = re.compile(r"\.\.\.|\[|\(|\||\b[A-Z][A-Z_]*\b")
 
 

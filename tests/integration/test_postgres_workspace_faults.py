@@ -30,7 +30,7 @@ from lcg.interfaces.service import Service
 from lcg.projections.embedding.port import Embedder
 from lcg.projections.faults import StorageFailure
 from lcg.projections.wal.postgres import describe
-from tests.conftest import make_call, make_workspace
+from tests.conftest import EMBEDDER, make_call, make_workspace
 from tests.helpers.postgres import admin
 
 pytestmark = pytest.mark.postgres
@@ -160,5 +160,24 @@ def test_a_service_started_while_the_store_is_down_opens_by_itself_once_it_is_ba
         episodes = service.call("knowledge_get_episodes", {"group_id": "g", "last_n": 5})
         assert [e["name"] for e in episodes["episodes"]] == ["e1"]
         assert service.state == "healthy"
+    finally:
+        service.close()
+
+
+def test_health_check_probes_the_server_and_names_an_unreachable_log(
+    tmp_path: Path, pg_url: str
+) -> None:
+    settings = replace(Settings.load({EMBEDDER: "hashing"}, tmp_path, tmp_path), store_url=pg_url)
+    service = Service(settings, command="pytest")
+    assert service.start() == "healthy", service.reason
+    try:
+        assert service.health()["healthy"] is True
+        with database_down(pg_url):  # no write failed: only the probe can tell
+            health = service.health()
+            assert health["state"] == "degraded"
+            assert health["serving"] is True
+            assert "the log is unreachable" in str(health["reason"])
+            assert describe(pg_url) in str(health["reason"])
+        assert service.health()["healthy"] is True  # the pool connects again at the probe
     finally:
         service.close()

@@ -19,12 +19,16 @@ In order (docs/adr/0019 and 0020):
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol, cast
+
+import orjson
 
 from lcg.domain.ids import GroupId
 from lcg.projections import damage, registry
@@ -108,19 +112,76 @@ def _open_for_writing(
     return opened
 
 
-def check_the_log(log_: LogStore, runner: ProjectionRunner) -> dict[GroupId, CorruptEvent]:
+def check_the_log(
+    log_: LogStore, runner: ProjectionRunner, files: WorkspaceFiles | None = None
+) -> dict[GroupId, CorruptEvent]:
     """Each group's events up to its applied position, against their checksums (ADR 0049): a
     damaged one is what a rebuild would stop before, hiding every write acknowledged after it.
-    Events without checksums (a WAL from before them) are decoded once and sealed."""
+    Events without checksums (a WAL from before them) are decoded once and sealed.
+
+    On a PostgreSQL log (`files.store_url`) each open checks only what this workspace's
+    earlier opens did not (ADR 0085): the seqs checked are kept in `.lcg/log_checked.json`
+    with the log's identity, so a node's open reads its new events, not the whole log again."""
     damaged: dict[GroupId, CorruptEvent] = {}
+    server = files is not None and bool(files.store_url)
+    done = checked_before(files, log_.identity) if server and files is not None else {}
     for group, position in runner.positions().items():
-        if position.position == 0:
+        after = min(done.get(group, 0), position.position)
+        if after == position.position:  # nothing applied, or all of it checked before
             continue
-        damage = log_.check(group, position.position, seal=True)
+        if after:
+            damage = cast(_CheckedAfter, log_).check(
+                group, position.position, seal=True, after=after
+            )
+        else:
+            damage = log_.check(group, position.position, seal=True)
         if damage is not None:
             log.error("%s", damage)
             damaged[group] = damage
+        else:
+            done[group] = position.position
+    if server and files is not None:
+        record_checked(files, log_.identity, {g: s for g, s in done.items() if g not in damaged})
     return damaged
+
+
+class _CheckedAfter(Protocol):
+    """A log whose check starts after a seq (`PostgresLog`)."""
+
+    def check(
+        self, group_id: GroupId, upto: int, *, seal: bool, after: int = 0
+    ) -> CorruptEvent | None: ...
+
+
+CHECKED_FILE = "log_checked.json"
+
+
+def checked_before(files: WorkspaceFiles, identity: str) -> dict[GroupId, int]:
+    """The seqs of each group an earlier open checked, if they are of this log."""
+    try:
+        recorded = orjson.loads((files.state_dir / CHECKED_FILE).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    if not isinstance(recorded, dict) or recorded.get("identity") != identity:
+        return {}
+    groups = recorded.get("groups")
+    if not isinstance(groups, dict):
+        return {}
+    return {GroupId(str(g)): s for g, s in groups.items() if isinstance(s, int) and s >= 0}
+
+
+def record_checked(files: WorkspaceFiles, identity: str, done: dict[GroupId, int]) -> None:
+    """Keep what this open checked (0600, written whole then renamed); a failure to is
+    logged: the next open checks more, nothing else."""
+    path = files.state_dir / CHECKED_FILE
+    temporary = path.with_suffix(".tmp")
+    try:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(orjson.dumps({"identity": identity, "groups": done}))
+        os.replace(temporary, path)
+    except OSError as error:
+        log.warning("could not record the log's checked seqs in %s: %s", path, error)
 
 
 def _open_read_only(

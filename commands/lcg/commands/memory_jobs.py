@@ -28,9 +28,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 from lcg.commands import job_planner
 from lcg.commands.job_planner import Planner
+from lcg.commands.tenure import Tenure
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.events import ConceptsCanonized, GcBumped, GcClockStarted, GcSwept
 from lcg.domain.ids import GroupId
@@ -56,6 +58,7 @@ from lcg.projections.canonization import state as canon
 from lcg.projections.memory import evidence as memory_evidence
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -134,6 +137,17 @@ class MemoryJobs:
         self.counters = JobCounters()
         self._lock = threading.Lock()
         self.planner = Planner(graph_path, reader, GilYield())
+        # On a shared PostgreSQL log: the session's jobs lease (ADR 0085). Scheduled runs
+        # happen only while this node holds it, and every batch they write is fenced by it.
+        self.tenure: Tenure | None = None
+
+    def held(self) -> bool:
+        """Whether this node runs the session's scheduled jobs (always, without a tenure)."""
+        return self.tenure is None or self.tenure.fence() is not None
+
+    def _execute(self, handler: Callable[[WriteContext], T]) -> T:
+        fence = None if self.tenure is None else self.tenure.fence()
+        return self.writer.execute(handler, fence=fence)
 
     # -- the canonization cycle -----------------------------------------------------------
 
@@ -175,7 +189,7 @@ class MemoryJobs:
                 ctx.append(self.session, [ConceptsCanonized(now, payload)])
             return tuple(kept)
 
-        return self.writer.execute(handler)
+        return self._execute(handler)
 
     # -- the daemon tick ------------------------------------------------------------------
 
@@ -259,7 +273,7 @@ class MemoryJobs:
             ctx.append(self.session, [sweep_event(sweep, now, epoch)])
             return sweep
 
-        swept = self.writer.execute(handler)
+        swept = self._execute(handler)
         if swept is not None:
             self.pending_bumps = swept.pending_bumps
             self.counters.last_sweep = swept.last_sweep()
@@ -279,7 +293,7 @@ class MemoryJobs:
             if bumped:
                 ctx.append(self.session, [GcBumped(now, bumped)])
 
-        self.writer.execute(handler)
+        self._execute(handler)
         self.pending_bumps = rest
 
     def _append_simple(self, event: GcClockStarted) -> None:
@@ -287,7 +301,7 @@ class MemoryJobs:
             if not ctx.is_pinned(self.session):
                 ctx.append(self.session, [event])
 
-        self.writer.execute(handler)
+        self._execute(handler)
 
 
 class GilYield:

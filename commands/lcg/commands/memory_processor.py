@@ -25,12 +25,14 @@ from datetime import datetime
 
 from lcg.commands import memory_apply
 from lcg.commands.memory_apply import Prepared, Similar
+from lcg.commands.tenure import Fence, Tenure
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.ids import GroupId
 from lcg.domain.memory.identity import canonical_key, matches_by_key
 from lcg.domain.memory.intents import END_TYPE, TARGET_TYPE
 from lcg.domain.memory.records import DeriveRequest, WriteOutcome
 from lcg.projections.embedding.port import Vectors
+from lcg.projections.faults import Fenced
 from lcg.projections.memory import state
 from lcg.projections.memory.state import WriteRow
 
@@ -104,6 +106,10 @@ class IntentProcessor:
         # (receipt, state, the outcome if applied / the reason if failed)
         self.listeners: list[Callable[[str, str, WriteOutcome | str], None]] = []
         self.periodic: list[Callable[[], None]] = []  # run after each drain (access counts)
+        # On a shared PostgreSQL log (ADR 0085): the intents lease. This node applies intents
+        # only while it holds it; otherwise the holder does and the outcomes arrive here by
+        # the log follower, settling this process's receipts.
+        self.tenure: Tenure | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -237,6 +243,12 @@ class IntentProcessor:
             conn.close()
 
     def _drain(self, conn: sqlite3.Connection) -> None:
+        fence: Fence | None = None
+        if self.tenure is not None:
+            self._settle_followed(conn)
+            fence = self.tenure.fence()
+            if fence is None:
+                return  # another node holds the intents lease: it applies them
         while not self.stopping():
             pending = state.pending_writes(conn, limit=64)
             if not pending:
@@ -250,17 +262,37 @@ class IntentProcessor:
                     break
                 if self.stopping():
                     return
-                self._apply(conn, row)
+                if self.tenure is not None and self.tenure.fence() != fence:
+                    return  # the tenure was lost (or renewed as another): stop applying
+                try:
+                    self._apply(conn, row, fence)
+                except Fenced as fenced:
+                    log.info("the intent applier stopped: %s", fenced)
+                    return
 
-    def _apply(self, conn: sqlite3.Connection, row: WriteRow) -> None:
+    def _settle_followed(self, conn: sqlite3.Connection) -> None:
+        """Settle this process's receipts whose outcome another node appended (ADR 0085):
+        the log follower applied it to the memory projection, so the row is no longer
+        pending."""
+        conn.rollback()  # a fresh snapshot: what the follower committed since
+        with self._lock:
+            owned = list(self._own)
+        for receipt in owned:
+            row = state.write(conn, receipt)
+            if row is None or row.state == "pending":
+                continue
+            outcome = row.outcome if row.state == "applied" else None
+            self._settled(row, row.state, outcome or row.summary or row.state, own=True)
+
+    def _apply(self, conn: sqlite3.Connection, row: WriteRow, fence: Fence | None = None) -> None:
         started = time.monotonic()
         try:
-            self._apply_one(conn, row)
+            self._apply_one(conn, row, fence)
         finally:
             with self._lock:
                 self.counters.service_ms.append((time.monotonic() - started) * 1000)
 
-    def _apply_one(self, conn: sqlite3.Connection, row: WriteRow) -> None:
+    def _apply_one(self, conn: sqlite3.Connection, row: WriteRow, fence: Fence | None) -> None:
         prepared = self._prepare(conn, row)
         with self._lock:
             own = row.receipt in self._own
@@ -276,7 +308,7 @@ class IntentProcessor:
                 ctx, row, prepared, self._new_id, self._clock(), after_restart=after_restart
             )
 
-        outcome_state, outcome = self.writer.execute(handler)
+        outcome_state, outcome = self.writer.execute(handler, fence=fence)
         self.failure = None
         if outcome_state == "skipped" or outcome is None:
             return

@@ -30,7 +30,7 @@ def start_jobs(jobs: MemoryJobs, session: str, tick: timedelta) -> BackgroundSch
     )
     scheduler.add_job(
         _logged(
-            jobs.run_cycle,
+            lambda: jobs.run_cycle() if jobs.held() else (),  # one node's, on a shared log
             "canonization cycle",
             lambda hops: _cycle_outcome(session, hops),
         ),
@@ -39,7 +39,11 @@ def start_jobs(jobs: MemoryJobs, session: str, tick: timedelta) -> BackgroundSch
         id="canonization",
     )
     scheduler.add_job(
-        _logged(jobs.tick, "daemon tick", lambda sweep: _sweep_outcome(session, sweep)),
+        _logged(
+            lambda: jobs.tick() if jobs.held() else None,
+            "daemon tick",
+            lambda sweep: _sweep_outcome(session, sweep),
+        ),
         "interval",
         seconds=tick.total_seconds(),
         id="tick",

@@ -16,6 +16,7 @@ the group up and decides the batch again, a bounded number of times
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import sqlite3
 import threading
@@ -23,8 +24,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, cast
 
+from lcg.commands.tenure import Fence
 from lcg.domain.errors import Conflict
 from lcg.domain.events import DomainEvent
 from lcg.domain.ids import GroupId, Seq
@@ -41,6 +43,31 @@ from lcg.projections.wal.store import ConcurrentAppend, RecordedEvent
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+# Where a call's writes are noted, `{group: last seq}` (ADR 0086): a transport sets a dict
+# for the call, `Writer.execute` fills it once the write is durable, and the transport sends
+# it beside the result (MCP `_meta`, the socket's `written`), never inside it.
+WRITTEN: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar(
+    "lcg_written", default=None
+)
+
+
+def note_written(written: dict[str, int]) -> None:
+    """Add a durable write's `{group: last seq}` to the calling context's record, if any."""
+    record = WRITTEN.get()
+    if record is None:
+        return
+    for group, seq in written.items():
+        record[group] = max(seq, record.get(group, 0))
+
+
+@contextmanager
+def recording_writes(record: dict[str, int]) -> Iterator[dict[str, int]]:
+    """Note the writes made in this block (this thread, or a context copied from it)."""
+    token = WRITTEN.set(record)
+    try:
+        yield record
+    finally:
+        WRITTEN.reset(token)
 
 
 class CommitListener(Protocol):
@@ -49,6 +76,12 @@ class CommitListener(Protocol):
     def committed(self, conn: sqlite3.Connection, recorded: Sequence[RecordedEvent]) -> None: ...
 
     def rebuilt(self, conn: sqlite3.Connection, groups: Sequence[GroupId] | None) -> None: ...
+
+
+class _FencedLog(Protocol):
+    """A log whose append takes a lease's fence (`PostgresLog`, ADR 0075)."""
+
+    def append(self, batch: Sequence[RecordedEvent], *, fence: Fence | None = None) -> None: ...
 
 
 class GroupPinned(Conflict):
@@ -100,6 +133,7 @@ class _Pending(Generic[T]):
     done: threading.Event = field(default_factory=threading.Event)
     result: T | None = None
     error: BaseException | None = None
+    written: dict[str, int] = field(default_factory=dict)  # {group: last seq} it appended
 
 
 class Writer:
@@ -224,8 +258,15 @@ class Writer:
                 rule="must not be pinned by a bounded replay",
             )
 
-    def execute(self, handler: Callable[[WriteContext], T]) -> T:
-        """Run the handler in the next batch and return its result once durable."""
+    def execute(self, handler: Callable[[WriteContext], T], *, fence: Fence | None = None) -> T:
+        """Run the handler in the next batch and return its result once durable.
+
+        `fence` (a lease's name and the caller's epoch, ADR 0085): the handler runs in a batch
+        of its own whose append is refused (`Fenced`, nothing written) unless the lease is
+        still at that epoch: a job's holder paused past its lease writes nothing after a
+        takeover."""
+        if fence is not None:
+            return self._execute_fenced(handler, fence)
         pending: _Pending[T] = _Pending(handler)
         with self._queue_lock:
             self._queue.append(pending)  # type: ignore[arg-type]
@@ -235,6 +276,16 @@ class Writer:
         pending.done.wait()
         if pending.error is not None:
             raise pending.error
+        note_written(pending.written)
+        return pending.result  # type: ignore[return-value]
+
+    def _execute_fenced(self, handler: Callable[[WriteContext], T], fence: Fence) -> T:
+        pending: _Pending[T] = _Pending(handler)
+        with self._batch_lock:
+            self._run_batch([pending], fence)  # type: ignore[list-item]
+        if pending.error is not None:
+            raise pending.error
+        note_written(pending.written)
         return pending.result  # type: ignore[return-value]
 
     def execute_many(self, handlers: Sequence[Callable[[WriteContext], T]]) -> list[T | Exception]:
@@ -250,6 +301,7 @@ class Writer:
             elif item.error is not None:
                 raise item.error
             else:
+                note_written(item.written)
                 results.append(item.result)  # type: ignore[arg-type]
         return results
 
@@ -308,7 +360,7 @@ class Writer:
                 return
             self._run_batch(items)
 
-    def _run_batch(self, items: Sequence[_Pending[object]]) -> None:
+    def _run_batch(self, items: Sequence[_Pending[object]], fence: Fence | None = None) -> None:
         conn = self.runner.conn
         recorded: list[RecordedEvent] = []
         self._retried = set()
@@ -325,7 +377,7 @@ class Writer:
                     continue
                 self.runner.store_positions({key: self._positions[key] for key in self._moved})
                 try:
-                    self.log.append(recorded)
+                    self._append(recorded, fence)
                 except ConcurrentAppend as taken:
                     # Another node appended at these seqs (ADR 0075): its events are caught
                     # up before the batch is decided again, on the state that includes them.
@@ -358,6 +410,12 @@ class Writer:
             self._moved = set()
             for item in items:
                 item.done.set()
+
+    def _append(self, recorded: list[RecordedEvent], fence: Fence | None) -> None:
+        if fence is None:
+            self.log.append(recorded)
+        elif recorded:  # a fenced batch that decided nothing writes nothing
+            cast(_FencedLog, self.log).append(recorded, fence=fence)
 
     def _contention_failure(self, attempts: int, taken: ConcurrentAppend) -> StorageFailure:
         return StorageFailure(
@@ -412,6 +470,9 @@ class Writer:
                 if context.recorded or isinstance(error, ProjectionError | StorageFailure):
                     raise _Rerun from error  # its rows are in the transaction: start again
                 continue
+            item.written = {}
+            for event in context.recorded:
+                item.written[event.group_id] = max(event.seq, item.written.get(event.group_id, 0))
             recorded.extend(context.recorded)
         return recorded
 

@@ -18,14 +18,17 @@ import anyio
 import orjson
 from anyio.abc import ByteStream
 
+from lcg.commands.writer import note_written
 from lcg.interfaces.jsonrpc import (
     SERVER_ERROR,
+    WRITTEN_FIELD,
     JsonObject,
     RpcError,
     encode,
     is_progress,
     request_frame,
 )
+from lcg.interfaces.read_after import MIN_SEQ_FIELD, requested
 
 CHUNK = 64 * 1024
 MAX_RESPONSE_BYTES = 512 * 1024 * 1024
@@ -156,6 +159,9 @@ class AttachedClient:
                 frame["session"] = self.session
             if self.layers is not None:  # beside it: the forwarding serve's layers (0080)
                 frame["layers"] = list(self.layers)
+            wanted = requested()
+            if wanted:  # beside it too: the caller's min_seq (ADR 0086)
+                frame[MIN_SEQ_FIELD] = wanted
             lines = await self._send(encode(frame))
             return await self._receive(lines, request_id, on_progress)
 
@@ -204,6 +210,9 @@ class AttachedClient:
                 continue  # a stale reply to an earlier, timed-out call (P-013)
             if "error" in frame:
                 raise RpcError.from_json(frame["error"])
+            written = frame.get(WRITTEN_FIELD)
+            if isinstance(written, dict):  # the holder's writes, for this caller (ADR 0086)
+                note_written({str(g): s for g, s in written.items() if isinstance(s, int)})
             result = frame.get("result")
             return result if isinstance(result, dict) else {"result": result}
 

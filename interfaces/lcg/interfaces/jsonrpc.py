@@ -198,6 +198,13 @@ def encode(frame: Mapping[str, Any]) -> bytes:
     return orjson.dumps(frame) + b"\n"
 
 
+# A write's `{group: last seq}` travels beside its result (ADR 0086): the socket's response
+# frame member, and the MCP result's `_meta` key. A client passes it as `min_seq` to read
+# its writes on another node.
+WRITTEN_FIELD = "written"
+WRITTEN_META = "lcg/written"
+
+
 def result_frame(request_id: RequestId, result: Any) -> JsonObject:
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 

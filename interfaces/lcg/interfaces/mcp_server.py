@@ -25,6 +25,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from lcg.commands.writer import recording_writes
 from lcg.domain.errors import DomainError, ExtractorFailed
 from lcg.domain.ids import DEFAULT_GROUP
 from lcg.interfaces.attached import ProgressSink
@@ -33,12 +34,15 @@ from lcg.interfaces.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
+    WRITTEN_META,
     JsonObject,
     RpcError,
+    error_from_exception,
     request_too_large,
     valid_id,
 )
 from lcg.interfaces.operations import AnyOperation, Scope
+from lcg.interfaces.read_after import MIN_SEQ_META, reading_after, request_min_seq
 from lcg.interfaces.request_lines import Oversized, RequestId, request_id_of_line
 from lcg.interfaces.scopes import CLOSE, Visibility
 from lcg.interfaces.stdio_pipe import read_lines, write_all
@@ -113,6 +117,17 @@ def tool_of(operation: AnyOperation) -> types.Tool:
             destructive_hint=False if operation.read_only else None,
         ),
     )
+
+
+def _requested_min_seq(meta: Any) -> dict[str, int] | None:
+    """The request's `_meta["lcg/min_seq"]`, checked (ADR 0086); None when not given."""
+    value = None if meta is None else dict(meta).get(MIN_SEQ_META)
+    if value is None:
+        return None
+    try:
+        return request_min_seq(value)
+    except DomainError as error:
+        raise error_from_exception(error) from error
 
 
 def _result(payload: JsonObject, *, is_error: bool = False) -> types.CallToolResult:
@@ -235,8 +250,13 @@ class LcgMcpServer:
         sink = None if token is None else _progress_sink(ctx)
         arguments.update({k: v for k, v in _chosen(params).items() if k not in arguments})
         bound = CURRENT_SAMPLER.set(_ClientSampler(ctx, params.input_responses))
+        written: dict[str, int] = {}
         try:
-            payload = await self.backend.call(name, arguments, sink)
+            wanted = _requested_min_seq(params.meta)
+            # the worker thread's context is copied from here: it notes the writes in
+            # `written` and waits for `wanted` before a read (ADR 0086)
+            with recording_writes(written), reading_after(wanted):
+                payload = await self.backend.call(name, arguments, sink)
         except RpcError as error:
             needed = error.__cause__
             if isinstance(needed, InputNeeded):  # the 2026-07-28 protocol: ask, then retry
@@ -246,7 +266,10 @@ class LcgMcpServer:
             CURRENT_SAMPLER.reset(bound)
         if name == CLOSE and self.exit_on_close:
             self.close_request_id = ctx.request_id
-        return _memory_result(payload) if memory else _result(payload)
+        answer = _memory_result(payload) if memory else _result(payload)
+        if written:  # beside the result, never in it (ADR 0086): {group: last seq}
+            answer.meta = {WRITTEN_META: written}
+        return answer
 
     async def serve_stdio(self, wire_in: int, wire_out: int) -> None:
         """Serve over the claimed stdio fds (stdio_pipe.claimed_stdio) until end of input, or

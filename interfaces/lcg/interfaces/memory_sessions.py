@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Final
 from lcg.commands.memory_admission import MemoryService
 from lcg.commands.memory_jobs import MemoryJobs
 from lcg.commands.memory_processor import IntentProcessor
+from lcg.commands.tenure import INTENTS, jobs_lease
 from lcg.domain.errors import InvalidParams
 from lcg.domain.ids import GroupId
 from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
@@ -37,6 +38,7 @@ from lcg.projections.vectors.follower import CONCEPTS
 from lcg.projections.vectors.index import VectorIndex
 
 if TYPE_CHECKING:
+    from lcg.interfaces.pg_node import Node
     from lcg.interfaces.workspace import Workspace
 
 # Sessions one process serves at once: each costs a service and a scheduler thread, so a
@@ -133,11 +135,12 @@ class MemorySessions:
 
 
 def open_memory_sessions(
-    workspace: Workspace, cache: EmbeddingCache, vectors: VectorIndex
+    workspace: Workspace, cache: EmbeddingCache, vectors: VectorIndex, node: Node | None = None
 ) -> MemorySessions:
     """The memory of a workspace open for writing: the intent processor (not started) and
     the process's own session's service; other sessions' services are made from the same
-    parts when first named."""
+    parts when first named. On a PostgreSQL log (`node`), the processor applies intents
+    and each session's jobs run only while this node holds their lease (ADR 0085)."""
     settings = workspace.settings
     graph_path = str(settings.graph_path)
 
@@ -163,6 +166,9 @@ def open_memory_sessions(
         workspace.memory_ids,
         MINILM_MERGE_THRESHOLD,
     )
+    if node is not None:
+        processor.tenure = node.tenure(INTENTS, lambda _epoch: processor.appended())
+        node.on_followed.append(processor.appended)  # followed intents and outcomes
     tuning = settings.tuning
 
     def make(session: GroupId, shared: IntentProcessor) -> MemoryService:
@@ -175,6 +181,8 @@ def open_memory_sessions(
             workspace.clock,
             graph_path,
         )
+        if node is not None:
+            jobs.tenure = node.tenure(jobs_lease(session))
         return MemoryService(
             session,
             lambda: workspace.writer,

@@ -86,8 +86,11 @@ class Operation(Generic[P, R]):
         refuses writes from then on and the next open rebuilds the file (ADR 0020)."""
         try:
             params = parse(self.params, raw)
+            wanted = read_after.requested() if self.read_only else {}
             if isinstance(params, ReadAfterParams) and params.min_seq is not None:
-                _wait_applied(app, params)
+                wanted = read_after.merged(wanted, read_after.targets(params))
+            if wanted:
+                _wait_applied(app, wanted)
             return dict(self.run(app.with_progress(progress), params))
         except (sqlite3.DatabaseError, ProjectionError) as error:
             if not is_corruption(error):
@@ -98,9 +101,10 @@ class Operation(Generic[P, R]):
 AnyOperation = Operation[Params, Mapping[str, object]]
 
 
-def _wait_applied(app: App, params: ReadAfterParams) -> None:
-    """Hold the read until this node has applied what `min_seq` names (ADR 0076)."""
-    wanted = read_after.targets(params)
+def _wait_applied(app: App, wanted: dict[str, int]) -> None:
+    """Hold the read until this node has applied what `min_seq` names (ADR 0076): the
+    tool's argument, or the request's (ADR 0086: the lambo reads, whose arguments the seed
+    fixes)."""
     workspace = app.workspace
     names = workspace.runner.names
     wait_ms = workspace.settings.tuning.get_int("store", "min_seq_wait_ms")

@@ -11,8 +11,10 @@ existing seq never waits, and a seq the log does not hold yet waits out the boun
 
 from __future__ import annotations
 
+import contextvars
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pydantic import field_validator
@@ -84,6 +86,54 @@ def targets(params: ReadAfterParams) -> dict[str, int]:
         "an integer is the seq of the tool's one group (group_id, or group_ids naming one);"
         " give an object {group_id: seq} here",
     )
+
+
+# A request's own `min_seq` (ADR 0086), beside its arguments: the MCP request's
+# `_meta["lcg/min_seq"]`, the socket request's `min_seq` member. It applies to every read
+# tool, the lambo_* reads too, whose arguments the seed fixes exactly.
+MIN_SEQ_META = "lcg/min_seq"
+MIN_SEQ_FIELD = "min_seq"
+_REQUESTED: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar(
+    "lcg_min_seq", default=None
+)
+
+
+def request_min_seq(value: object) -> dict[str, int]:
+    """A request's `min_seq` member, checked: an object {group_id: seq} (no bare integer:
+    a request has no one group); anything else is the parameter error naming `min_seq`."""
+    if (
+        isinstance(value, dict)
+        and value
+        and all(isinstance(key, str) and key and _is_seq(seq) for key, seq in value.items())
+    ):
+        return {str(key): int(seq) for key, seq in value.items()}
+    raise InvalidParams(
+        "min_seq", "a request's min_seq must be an object {group_id: seq} (seqs 0 or more)"
+    )
+
+
+@contextmanager
+def reading_after(wanted: dict[str, int] | None) -> Iterator[None]:
+    """The read tools called in this block (this thread, or a context copied from it) wait
+    for `wanted` first."""
+    token = _REQUESTED.set(wanted or None)
+    try:
+        yield
+    finally:
+        _REQUESTED.reset(token)
+
+
+def requested() -> dict[str, int]:
+    """The calling request's own `min_seq` ({} when it gave none)."""
+    return dict(_REQUESTED.get() or {})
+
+
+def merged(first: dict[str, int], second: dict[str, int]) -> dict[str, int]:
+    """Both waits: each group's highest seq."""
+    both = dict(first)
+    for group, seq in second.items():
+        both[group] = max(seq, both.get(group, 0))
+    return both
 
 
 class NotYetApplied(Conflict):

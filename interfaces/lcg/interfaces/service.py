@@ -140,6 +140,9 @@ class Service:
         write burst) says how much with `vector_pending`, as knowledge_status does."""
         workspace = self._workspace
         faults = [] if workspace is None else workspace.faults()
+        if self.state == "healthy" and workspace is not None:  # a PostgreSQL log's server
+            unreachable = workspace.probe_log()
+            faults += [] if unreachable is None else [unreachable]
         if self.state == "healthy" and faults:  # still serving: reads and other groups work
             return {
                 "ok": False,

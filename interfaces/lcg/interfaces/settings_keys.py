@@ -215,4 +215,8 @@ KEYS: Final[tuple[Key, ...]] = (
     Key("store", "min_seq_wait_ms", int, 2000, 0, 60_000,
         meaning="how long a read given min_seq waits for this node to apply the groups' events"
         " up to it before it is refused naming min_seq and the node's position (ADR 0076)"),
+    Key("store", "lease_ttl_ms", int, 10_000, 500, 600_000,
+        meaning="on a PostgreSQL log, how long a node holds a job's lease (the intent applier,"
+        " a session's canonization and GC) without renewing it (every third of it) before"
+        " another node may take the job over (ADR 0085)"),
 )  # fmt: skip

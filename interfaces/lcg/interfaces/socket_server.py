@@ -15,16 +15,19 @@ import os
 import signal
 import socket
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
 
+from lcg.commands.writer import recording_writes
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.jsonrpc import (
     INVALID_REQUEST,
     PARSE_ERROR,
+    WRITTEN_FIELD,
     JsonObject,
     RpcError,
     encode,
@@ -36,6 +39,7 @@ from lcg.interfaces.jsonrpc import (
     result_frame,
     valid_id,
 )
+from lcg.interfaces.read_after import MIN_SEQ_FIELD, reading_after, request_min_seq
 from lcg.interfaces.request_lines import Oversized, RequestId, RequestLines, request_id_of_line
 from lcg.interfaces.service import Service
 from lcg.projections.runner import Progress
@@ -248,6 +252,7 @@ class SocketService:
             echoed = request_id if valid_id(request_id) else None
             return encode(error_frame(echoed, RpcError(INVALID_REQUEST, problem)))
         answer_id: RequestId = request.get("id")
+        written: dict[str, int] = {}
         try:
             result = await self._call(
                 request["method"],
@@ -255,8 +260,13 @@ class SocketService:
                 writer,
                 request.get("session"),
                 request.get("layers"),
+                written,
+                request.get(MIN_SEQ_FIELD),
             )
-            response = encode(result_frame(answer_id, result))
+            frame = result_frame(answer_id, result)
+            if written:  # beside the result, never in it (ADR 0086): {group: last seq}
+                frame[WRITTEN_FIELD] = written
+            response = encode(frame)
         except Exception as error:  # noqa: BLE001 (every failure is answered, never raised)
             response = encode(error_frame(answer_id, error_from_exception(error)))
         return response if "id" in request else None
@@ -268,6 +278,8 @@ class SocketService:
         writer: asyncio.StreamWriter,
         session: Any = None,
         layers: Any = None,
+        written: dict[str, int] | None = None,
+        min_seq: Any = None,
     ) -> JsonObject:
         if params is None:
             params = {}  # P-001: a missing params is {}
@@ -279,12 +291,16 @@ class SocketService:
             not isinstance(layers, list) or not all(isinstance(x, str) for x in layers)
         ):  # ADR 0080
             raise InvalidParams("layers", "must be a list of session names when given")
+        wanted = None if min_seq is None else request_min_seq(min_seq)  # ADR 0086
         progress = None
         if params.get("_progress_token") is not None:  # P-006
             progress = self._progress_writer(writer, method)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self._executor,
+            _recorded,
+            {} if written is None else written,
+            wanted,
             self.service.call,
             method,
             params,
@@ -318,3 +334,15 @@ async def _send(writer: asyncio.StreamWriter, frame: JsonObject) -> None:
 def serve_socket(service: Service, path: Path, publication: Publishing | None = None) -> None:
     """Run the socket service in this thread until it shuts down."""
     asyncio.run(SocketService(service, path).run(publication))
+
+
+def _recorded(
+    written: dict[str, int],
+    wanted: dict[str, int] | None,
+    call: Callable[..., JsonObject],
+    *args: Any,
+) -> JsonObject:
+    """Run `call` in this worker thread, noting the writes it makes into `written`, a read
+    waiting for `wanted` first (the request's min_seq, ADR 0086)."""
+    with recording_writes(written), reading_after(wanted):
+        return call(*args)

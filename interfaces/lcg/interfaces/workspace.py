@@ -13,7 +13,7 @@ from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from lcg.commands.graph_file import check_the_log, open_graph, open_the_log
 from lcg.commands.memory_admission import MemoryService
@@ -36,7 +36,7 @@ from lcg.projections.extraction.openai_compat import OpenAiCompatibleExtractor
 from lcg.projections.extraction.port import Extractor
 from lcg.projections.extraction.sampling import SamplingClassifier, SamplingExtractor
 from lcg.projections.extraction.spacy_rules import default_extractor
-from lcg.projections.faults import CorruptEvent
+from lcg.projections.faults import CorruptEvent, StorageFailure
 from lcg.projections.graph import schema
 from lcg.projections.own_files import refuse_foreign_sqlite, refuse_foreign_tree
 from lcg.projections.private_files import DIR_MODE, make_private
@@ -48,6 +48,9 @@ from lcg.projections.vectors.follower import lanes as vector_lanes
 from lcg.projections.vectors.index import VectorIndex
 from lcg.projections.wal.lease import WriterLease
 from lcg.projections.wal.port import LogStore
+
+if TYPE_CHECKING:
+    from lcg.interfaces.pg_node import Node
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
@@ -129,6 +132,7 @@ class Workspace:
         self._pool: ThreadPoolExecutor | None = None
         self._follower: VectorFollower | None = None
         self._memory: MemorySessions | None = None
+        self._node: Node | None = None  # on a PostgreSQL log: its follower and leases (0085)
         # A workspace created by this open: its first files are made private once more at the
         # end of the open. Later files are checksummed (0600) or SQLite sidecars (the mode of
         # their database); anything else sits in a 0700 directory and is tightened next open.
@@ -274,9 +278,14 @@ class Workspace:
         self._writer.listeners.append(text)
         for group, error in self.catch_up_failures.items():
             self._writer.block(group, error)
-        self.log_damage = check_the_log(self.log, runner)
+        self.log_damage = check_the_log(self.log, runner, self.settings.files)
         for group, corrupt in self.log_damage.items():
             self._writer.refuse_damaged(group, corrupt)
+        if self.settings.store_url:
+            from lcg.interfaces.pg_node import open_node  # noqa: PLC0415 (psycopg: ADR 0053)
+
+            self._node = open_node(self)
+            self._stack.callback(self._release, "_node", self._node.close)  # after the memory
         self._open_memory(cache, vectors)
         if self._new_workspace:  # what the libraries just created in it, with the umask
             self._make_private(new_files=True)
@@ -307,7 +316,7 @@ class Workspace:
     def _open_memory(self, cache: EmbeddingCache, vectors: VectorIndex) -> None:
         """The sessions' memory services and their one intent processor (ADR 0026, ADR 0071),
         stopped first at close so that no write is applied while the rest shuts down."""
-        self._memory = open_memory_sessions(self, cache, vectors)
+        self._memory = open_memory_sessions(self, cache, vectors, self._node)
         self._stack.callback(self._release, "_memory", self._memory.close)
         self._memory.processor.start()
 
@@ -316,6 +325,11 @@ class Workspace:
         processes; one-shot commands and tests run the jobs when they choose), a session
         first served later too. Stopped first at close, with the memory services."""
         self.memory_sessions.schedule()
+
+    @property
+    def node(self) -> Node | None:
+        """The node's follower and leases on a PostgreSQL log (None on a log file)."""
+        return self._node
 
     @property
     def memory_sessions(self) -> MemorySessions:
@@ -381,6 +395,18 @@ class Workspace:
     def faults(self) -> list[str]:
         """What keeps this open workspace from taking writes (empty when it is healthy)."""
         return [] if self._writer is None else self._writer.faults()
+
+    def probe_log(self) -> str | None:
+        """On a PostgreSQL log, a round trip to its server (health_check, ADR 0085): why it
+        failed, or None. A log file is not probed (its writes say so)."""
+        probe = getattr(self._log, "probe", None)
+        if not self.settings.store_url or probe is None:
+            return None
+        try:
+            probe()
+        except StorageFailure as failure:
+            return f"the log is unreachable, reads answer from the projections: {failure}"
+        return None
 
     def met_corruption(self, error: BaseException) -> DamagedFile:
         """A read or write met corruption in graph.sqlite: refuse further writes and have the

@@ -135,3 +135,19 @@ class LogBehindProjections(Exception):
 
 # Every failure above: the CLI exits with EXIT_STORAGE, JSON-RPC answers STORAGE_ERROR.
 FAULTS = (StorageFailure, GroupBehind, CorruptEvent, LogBehindProjections)
+
+
+class Fenced(Exception):
+    """A write under a lease whose epoch has moved on: another holder took it over
+    (`lcg.projections.wal.pg_lease`, ADR 0075). Here, not there: the writer names it without
+    loading psycopg (ADR 0053)."""
+
+    def __init__(self, name: str, epoch: int, current: int | None) -> None:
+        now = "nobody holds it" if current is None else f"it is at epoch {current}"
+        super().__init__(
+            f"the lease {name!r} was taken over (this holder's epoch is {epoch}, {now});"
+            " nothing was written"
+        )
+        self.name = name
+        self.epoch = epoch
+        self.current = current

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pydantic import Field
 
 from lcg.interfaces.app import App
-from lcg.interfaces.params import Params
+from lcg.interfaces.read_after import ReadAfterParams
 from lcg.queries import cypher
 
 MAX_QUERY = 20_000
 
 
-class QueryCypherParams(Params):
+class QueryCypherParams(ReadAfterParams):
     query: str = Field(
         min_length=1,
         max_length=MAX_QUERY,

@@ -28,7 +28,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from lcg.projections.faults import StorageFailure
+from lcg.projections.faults import Fenced, StorageFailure
 from lcg.projections.wal import postgres  # a module import: postgres imports this one
 
 CREATE = (
@@ -52,20 +52,7 @@ _RELEASE = (
     " AND epoch = %(epoch)s"
 )
 _FENCE = "SELECT epoch FROM lcg_leases WHERE name = %s FOR SHARE"
-
-
-class Fenced(Exception):
-    """A write under a lease whose epoch has moved on: another holder took it over."""
-
-    def __init__(self, name: str, epoch: int, current: int | None) -> None:
-        now = "nobody holds it" if current is None else f"it is at epoch {current}"
-        super().__init__(
-            f"the lease {name!r} was taken over (this holder's epoch is {epoch}, {now});"
-            " nothing was written"
-        )
-        self.name = name
-        self.epoch = epoch
-        self.current = current
+__all__ = ["Fenced", "Keeper", "LeaseState", "PgLease", "fence"]
 
 
 @dataclass(frozen=True, slots=True)

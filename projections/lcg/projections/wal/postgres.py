@@ -210,10 +210,13 @@ class PostgresLog:
         return StorageFailure(self._where, action, reason)
 
     @contextmanager
-    def _connection(self, action: str) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection; a server or connection failure is a StorageFailure."""
+    def _connection(
+        self, action: str, timeout: float | None = None
+    ) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection (waited for at most `timeout` s, else the pool's); a server or
+        connection failure is a StorageFailure."""
         try:
-            with self._pool.connection() as conn:
+            with self._pool.connection(timeout=timeout) as conn:
                 yield conn
         except (psycopg.OperationalError, psycopg.InterfaceError, psycopg.InternalError) as error:
             raise self._failure(action, error) from error
@@ -251,6 +254,12 @@ class PostgresLog:
             row = conn.execute(statement, params).fetchone()
         assert row is not None
         return row[0]
+
+    def probe(self, timeout: float = 2.0) -> None:
+        """A round trip to the server (health_check's probe); the storage error when it cannot
+        be made within about `timeout` seconds."""
+        with self._connection("reach", timeout) as conn:
+            conn.execute("SELECT 1").fetchone()
 
     def groups(self) -> list[GroupId]:
         with self._connection("list the groups of") as conn:
@@ -359,9 +368,12 @@ class PostgresLog:
 
         return read_pages(fetch, self.codec, self._where, group_id, after, upto, page)
 
-    def check(self, group_id: GroupId, upto: int, *, seal: bool) -> CorruptEvent | None:
-        """The group's first event up to `upto` that is missing, differs from its checksum or
-        (having none) cannot be decoded; None if all are whole. `seal` stores the missing sums."""
+    def check(
+        self, group_id: GroupId, upto: int, *, seal: bool, after: int = 0
+    ) -> CorruptEvent | None:
+        """The group's first event in `after + 1..upto` that is missing, differs from its
+        checksum or (having none) cannot be decoded; None if all are whole. `seal` stores the
+        missing sums. `after`: what this node checked at an earlier open (ADR 0085)."""
         decode = self.codec.decode
 
         def decodes(topic: str, state: bytes) -> object:
@@ -380,13 +392,19 @@ class PostgresLog:
                 (int(seq), str(topic).encode("utf-8"), bytes(state))
                 for seq, topic, state in conn.execute(
                     "SELECT originator_version, topic, state FROM stored_events"
-                    " WHERE originator_id=%s AND originator_version<=%s"
-                    " ORDER BY originator_version",
-                    (stream, upto),
+                    " WHERE originator_id=%s AND originator_version>%s"
+                    " AND originator_version<=%s ORDER BY originator_version",
+                    (stream, after, upto),
                 )
             )
             checked = sums.walk(
-                events, expected, bad_sums, upto, decodes, store_errors=(psycopg.DataError,)
+                events,
+                expected,
+                bad_sums,
+                upto,
+                decodes,
+                store_errors=(psycopg.DataError,),
+                after=after,
             )
             if checked.damage is not None:
                 damage = checked.damage

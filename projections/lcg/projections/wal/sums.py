@@ -108,12 +108,13 @@ def walk(
     decode: Decode,
     *,
     store_errors: tuple[type[Exception], ...],
+    after: int = 0,
 ) -> Checked:
-    """The check of a stream's events (seq, topic bytes, state) read in order up to `upto`,
-    against their stored sums; one of `store_errors` while reading damages the first seq not
-    yet checked."""
+    """The check of a stream's events (seq, topic bytes, state) read in order from `after + 1`
+    up to `upto`, against their stored sums; one of `store_errors` while reading damages the
+    first seq not yet checked."""
     unsealed: list[tuple[int, int]] = []
-    previous = 0
+    previous = after
     try:
         for seq, topic, state in events:
             damage = _damage(seq, previous, bad_sums)
