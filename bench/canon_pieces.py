@@ -60,11 +60,12 @@ def main() -> None:
 def _columnar_read() -> Any:
     """The module of the jobs' columnar read: `columns` since issue 25 split it out of
     `measure`, `measure` in a checkout before that."""
+    import importlib
+
     try:
-        from lcg.projections.canonization import columns
+        return importlib.import_module("lcg.projections.canonization.columns")
     except ImportError:
-        from lcg.projections.canonization import measure as columns
-    return columns
+        return importlib.import_module("lcg.projections.canonization.measure")
 
 
 def _cycle(conn: sqlite3.Connection, session: str, now: datetime) -> dict[str, Any]:
