@@ -86,7 +86,7 @@ from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
-from lcg.projections.canonization import measure
+from lcg.projections.canonization import columns, measure
 from lcg.projections.canonization import state as canon
 from lcg.projections.embedding.minilm import MiniLmEmbedder
 
@@ -141,7 +141,7 @@ def timed(pieces: Pieces, targets: list[tuple[Any, str, str]]) -> Iterator[None]
 
 def _sweep_targets(jobs: MemoryJobs) -> list[tuple[Any, str, str]]:
     return [
-        (measure, "load_columns", "load"),
+        (columns, "load_columns", "load"),
         (measure, "gc_evidence", "facts"),
         (job_planner, "plan_sweep", "plan"),
         (jobs.writer, "execute", "batch"),
@@ -150,11 +150,11 @@ def _sweep_targets(jobs: MemoryJobs) -> list[tuple[Any, str, str]]:
 
 def _cycle_targets(jobs: MemoryJobs) -> list[tuple[Any, str, str]]:
     return [
-        (measure, "load_cycle_columns", "load"),
-        (measure, "degree_score_column", "scores"),
+        (columns, "load_cycle_columns", "load"),
+        (columns, "degree_score_column", "scores"),
         (job_planner, "cycle_needs", "session_stats"),
-        (measure, "cycle_measures", "session_stats"),
-        (measure, "cycle_evidence", "session_stats"),
+        (columns, "cycle_measures", "session_stats"),
+        (columns, "cycle_evidence", "session_stats"),
         (job_planner, "plan_cycle_over", "plan"),
         (jobs.writer, "execute", "append"),
     ]

@@ -10,7 +10,8 @@ The pieces are the ones `MemoryJobs` calls in that checkout: `measure.load`,
 existed, `measure.load_columns`, `cycle_rows` + `cycle_needs` + `cycle_measures` +
 `cycle_evidence`, `plan_cycle_over` after it, and `measure.load_cycle_columns` (the kept
 counters: its scores counted with the measures) in place of `load_columns` + `cycle_rows` since
-ADR 0040; `measure.gc_evidence` and `plan_sweep` in all.
+ADR 0040; `measure.gc_evidence` and `plan_sweep` in all. The columnar read is in `columns` since
+issue 25 split it out of `measure`.
 Each result carries a digest of the decisions (the plan's transitions and cursors, the sweep),
 so the two checkouts can be seen to decide the same.
 """
@@ -56,21 +57,33 @@ def main() -> None:
     print(json.dumps(out))
 
 
+def _columnar_read() -> Any:
+    """The module of the jobs' columnar read: `columns` since issue 25 split it out of
+    `measure`, `measure` in a checkout before that."""
+    import importlib
+
+    try:
+        return importlib.import_module("lcg.projections.canonization.columns")
+    except ImportError:
+        return importlib.import_module("lcg.projections.canonization.measure")
+
+
 def _cycle(conn: sqlite3.Connection, session: str, now: datetime) -> dict[str, Any]:
     from lcg.domain.memory.canonization import Cursors, Knobs, plan_cycle_with_cursors
     from lcg.domain.memory.gc import GcKnobs
     from lcg.projections.canonization import measure
 
     knobs, gc_knobs = Knobs(), GcKnobs()
-    columnar = hasattr(measure, "load_columns")
-    kept = hasattr(measure, "load_cycle_columns")
+    read = _columnar_read()
+    columnar = hasattr(read, "load_columns")
+    kept = hasattr(read, "load_cycle_columns")
     gc.collect()
     started = time.perf_counter()
     if kept:  # the kept counters (ADR 0040): the scores run inside the load
         from lcg.domain.memory.canonization import cycle_needs, plan_cycle_over
 
         spent = [0.0]
-        score = getattr(measure, "degree_score_column")  # noqa: B009
+        score = getattr(read, "degree_score_column")  # noqa: B009
 
         def timed_score(*args: Any) -> Any:
             begun = time.perf_counter()
@@ -79,15 +92,15 @@ def _cycle(conn: sqlite3.Connection, session: str, now: datetime) -> dict[str, A
             finally:
                 spent[0] += time.perf_counter() - begun
 
-        setattr(measure, "degree_score_column", timed_score)  # noqa: B010 (a bench's timer)
+        setattr(read, "degree_score_column", timed_score)  # noqa: B010 (a bench's timer)
         conn.execute("BEGIN")
-        kept_columns = measure.load_cycle_columns(conn, session, gc_knobs)
+        kept_columns = read.load_cycle_columns(conn, session, gc_knobs)
         loaded = time.perf_counter() - spent[0]
-        setattr(measure, "degree_score_column", score)  # noqa: B010
+        setattr(read, "degree_score_column", score)  # noqa: B010
         rows = kept_columns.rows
         needed = cycle_needs(rows, knobs, Cursors())
-        measures = measure.cycle_measures(conn, kept_columns, needed, knobs, now)
-        evidence = measure.cycle_evidence(conn, kept_columns, knobs)
+        measures = read.cycle_measures(conn, kept_columns, needed, knobs, now)
+        evidence = read.cycle_evidence(conn, kept_columns, knobs)
         conn.execute("COMMIT")
         measured = time.perf_counter()
         plan = plan_cycle_over(rows, measures, knobs, now, evidence, Cursors())
@@ -95,12 +108,12 @@ def _cycle(conn: sqlite3.Connection, session: str, now: datetime) -> dict[str, A
         from lcg.domain.memory.canonization import cycle_needs, plan_cycle_over
 
         conn.execute("BEGIN")
-        columns = measure.load_columns(conn, session)
+        columns = read.load_columns(conn, session)
         loaded = time.perf_counter()
-        rows = measure.cycle_rows(columns, gc_knobs)
+        rows = read.cycle_rows(columns, gc_knobs)
         needed = cycle_needs(rows, knobs, Cursors())
-        measures = measure.cycle_measures(conn, columns, needed, knobs, now)
-        evidence = measure.cycle_evidence(conn, columns, knobs)
+        measures = read.cycle_measures(conn, columns, needed, knobs, now)
+        evidence = read.cycle_evidence(conn, columns, knobs)
         conn.execute("COMMIT")
         measured = time.perf_counter()
         plan = plan_cycle_over(rows, measures, knobs, now, evidence, Cursors())
@@ -125,10 +138,11 @@ def _sweep(conn: sqlite3.Connection, session: str, now: datetime) -> dict[str, A
     from lcg.domain.memory.gc import GcKnobs, Trigger, plan_sweep
     from lcg.projections.canonization import measure
 
-    columnar = hasattr(measure, "load_columns")
+    read = _columnar_read()
+    columnar = hasattr(read, "load_columns")
     started = time.perf_counter()
     if columnar:
-        facts: Any = measure.load_columns(conn, session).facts
+        facts: Any = read.load_columns(conn, session).facts
         loaded = time.perf_counter()
     else:
         snap = measure.load(conn, session)

@@ -92,7 +92,7 @@ def test_write_and_read_commands_round_trip_through_the_console_script(tmp_path:
     assert first["name"] == "Ada Lovelace"
     assert first["labels"] == ["Person"]
     assert first["summary"] == "Mathematician"
-    assert json.loads(first["attributes"]) == {"born": 1815}
+    assert first["attributes"] == {"born": 1815}  # the object written (ADR 0092)
     assert first["group_id"] == "g"
 
     shown = lcg_json(tmp_path, "status", "--json")

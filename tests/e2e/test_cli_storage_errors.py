@@ -108,4 +108,4 @@ def test_issue_24_a_cli_read_meeting_a_damaged_row_exits_7_naming_the_file(
     said = _one_storage_line(lcg(workspace, "list-entities"))
     assert str(settings.graph_path) in said
     nodes = lcg_json(workspace, "list-entities", "--json")["nodes"]  # rebuilt at this open
-    assert [(n["name"], n["attributes"]) for n in nodes] == [("Ada", '{"note":"a damaged row"}')]
+    assert [(n["name"], n["attributes"]) for n in nodes] == [("Ada", {"note": "a damaged row"})]

@@ -52,7 +52,7 @@ def test_search_finds_passages_by_default_and_entities_or_facts_on_request(
     assert f"(episode {episode})" in first
 
     entities = lcg_json(tmp_path, "search", "Kestrel", "--what", "entities", "--json")
-    assert entities["nodes"][0]["name"] == "Kestrel"  # the tool's result object, as is
+    assert entities["nodes"][0]["name"] == "Kestrel"  # the tool's result (attributes: objects)
     as_text = lcg(tmp_path, "search", "Kestrel", "--what", "entities", "-g", "kestrel")
     assert f"(entity {entities['nodes'][0]['uuid']})" in as_text.stdout.splitlines()[0]
 

@@ -64,7 +64,7 @@ def test_k_ast_011_cli_refusal_leaves_stored_attributes_and_the_wal_unchanged(
     assert _invoke("call", "knowledge_get_edges_by_group", "{}", *workspace)[1] == before
     entities = json.loads(_invoke("list-entities", "--json", *workspace)[1])
     assert entities == json.loads(entities_before)
-    assert {node["attributes"] for node in entities["nodes"]} == {'{"k":1}'}
+    assert [node["attributes"] for node in entities["nodes"]] == [{"k": 1}, {"k": 1}]
     log = json.loads(_invoke("log", "--group", "liminis", "--json", *workspace)[1])
     assert log["max_seq"] == 3
 
@@ -83,6 +83,43 @@ def test_k_ast_011_cli_accepts_an_object_and_the_tool_path_keeps_the_seed_contra
     assert code == 0, output
     nodes = json.loads(_invoke("list-entities", "--json", *workspace)[1])["nodes"]
     assert {node["name"]: node["attributes"] for node in nodes} == {
-        "Ada": '{"role":"lead"}',
-        "Bob": "{}",
+        "Ada": {"role": "lead"},
+        "Bob": {},
     }
+
+
+def test_p_110_k_ast_016_a_tool_row_keeps_attributes_as_json_text_the_clis_json_the_object(
+    tmp_path: Path,
+) -> None:
+    """Issue 26 item 6, ADR 0092: a tool's entity and edge rows carry `attributes` as JSON
+    text (P-110), and `lcg call` prints the tool's result as it is; `lcg list-entities --json`
+    and `lcg search --what entities|facts --json` give the object that went in."""
+    workspace = ["--workspace", str(tmp_path)]
+    written = {"role": "lead", "since": 2024, "tags": ["a", "b"], "nested": {"k": None}}
+    for name in ("Ada", "Bob"):
+        code, output = _invoke(
+            "assert-entity", name, "--attributes", json.dumps(written), *workspace
+        )
+        assert code == 0, output
+    code, output = _invoke(
+        "assert-relationship", "Ada", "KNOWS", "Bob", "--attributes", '{"pages": 65}', *workspace
+    )
+    assert code == 0, output
+
+    wire = json.loads(_invoke("call", "knowledge_list_entities", "{}", *workspace)[1])
+    text = json.dumps(written, separators=(",", ":"))
+    assert [node["attributes"] for node in wire["nodes"]] == [text, text]
+    edges = json.loads(_invoke("call", "knowledge_get_edges_by_group", "{}", *workspace)[1])
+    assert [edge["attributes"] for edge in edges["edges"]] == ['{"pages":65}']
+
+    listed = json.loads(_invoke("list-entities", "--json", *workspace)[1])
+    assert [node["attributes"] for node in listed["nodes"]] == [written, written]
+    assert [{k: v for k, v in n.items() if k != "attributes"} for n in listed["nodes"]] == [
+        {k: v for k, v in n.items() if k != "attributes"} for n in wire["nodes"]
+    ]
+    found = json.loads(_invoke("search", "Ada", "--what", "entities", "--json", *workspace)[1])
+    assert [node["attributes"] for node in found["nodes"]][:1] == [written]
+    facts = json.loads(
+        _invoke("search", "Ada knows Bob", "--what", "facts", "--weak", "--json", *workspace)[1]
+    )
+    assert [edge["attributes"] for edge in facts["edges"]] == [{"pages": 65}]

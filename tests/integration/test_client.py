@@ -17,9 +17,11 @@ NOTE = "Maria Chen leads the Kestrel scheduler team. The job queue lives in Redi
 
 def _write(memory: Memory) -> str:
     episode = memory.add("team note", NOTE, group="kestrel")
-    memory.add_entity("Maria Chen", summary="leads Kestrel", group="kestrel")
+    memory.add_entity(
+        "Maria Chen", summary="leads Kestrel", attributes={"role": "lead"}, group="kestrel"
+    )
     memory.add_entity("Kestrel", summary="the job scheduler", labels=["Product"], group="kestrel")
-    memory.add_fact("Maria Chen", "LEADS", "Kestrel", group="kestrel")
+    memory.add_fact("Maria Chen", "LEADS", "Kestrel", attributes={"since": 2024}, group="kestrel")
     return episode
 
 
@@ -30,8 +32,8 @@ def _answers(memory: Memory) -> dict[str, Any]:
     facts = memory.search("who leads", what="facts")
     return {
         "passages": [(p.name, p.content) for p in passages],
-        "entities": sorted((e.name, e.summary, e.labels) for e in entities),
-        "facts": [(f.fact, f.predicate, f.group_id) for f in facts],
+        "entities": sorted((e.name, e.summary, e.labels, str(e.attributes)) for e in entities),
+        "facts": [(f.fact, f.predicate, f.group_id, f.attributes) for f in facts],
         "head": memory.head("kestrel"),
         "episodes": memory.call("knowledge_get_episodes", group_id="kestrel")["count"],
     }
@@ -61,11 +63,11 @@ def test_open_and_connect_give_the_same_answers_and_the_same_errors(tmp_path: Pa
         here = _answers(local)
         local_refusals = _refusals(local)
     assert here["passages"] == [("team note", NOTE)]
-    assert here["entities"] == [
-        ("Kestrel", "the job scheduler", ("Product",)),
-        ("Maria Chen", "leads Kestrel", ("Entity",)),
+    assert here["entities"] == [  # attributes as written, not JSON text (issue 26, ADR 0092)
+        ("Kestrel", "the job scheduler", ("Product",), "{}"),
+        ("Maria Chen", "leads Kestrel", ("Entity",), "{'role': 'lead'}"),
     ]
-    assert here["facts"][0] == ("Maria Chen LEADS Kestrel", "LEADS", "kestrel")
+    assert here["facts"][0] == ("Maria Chen LEADS Kestrel", "LEADS", "kestrel", {"since": 2024})
     assert (here["head"], here["episodes"]) == (4, 1)
     assert local_refusals[0] == (
         "knowledge_assert_entity",
@@ -144,6 +146,7 @@ def test_search_types_and_a_bad_session_or_no_service_raise_tool_error(tmp_path:
         entities = memory.search("Maria Chen", what="entities", limit=1)
         assert len(entities) == 1
         assert isinstance(entities[0], Entity)
+        assert entities[0].attributes == {"role": "lead"}
         with pytest.raises(ToolError) as floor:
             memory.search("Redis", what="facts", min_score=0.2)  # type: ignore[call-overload]
         assert (floor.value.kind, floor.value.field) == ("invalid_params", "min_score")

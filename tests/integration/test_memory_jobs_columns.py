@@ -38,6 +38,7 @@ from lcg.interfaces.config import Settings
 from lcg.interfaces.settings_file import Tuning
 from lcg.interfaces.tools.memory_read import admission_payload
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.canonization import columns as columns_read
 from lcg.projections.canonization import measure
 from lcg.projections.embedding.port import Embedder
 from tests.conftest import SteppingClock, make_workspace
@@ -121,13 +122,13 @@ def _rebuilt(rows: ConceptRows, measures: dict[ConceptId, Measures]) -> dict[str
 
 
 def _kept_counters_read_as_the_edges(
-    conn: sqlite3.Connection, columns: measure.Columns, rows: ConceptRows, gc_knobs: GcKnobs
+    conn: sqlite3.Connection, columns: columns_read.Columns, rows: ConceptRows, gc_knobs: GcKnobs
 ) -> None:
     """ADR 0040: the kept counters are the plain count of the session's edges, and the cycle's
     read of them gives every concept the row (and the same score floats) the edges give."""
     assert kept_concept_stats(conn, SESSION) == expected_concept_stats(conn, SESSION)
     assert kept_session_stats(conn, SESSION) == expected_session_stats(conn, SESSION)
-    kept = measure.load_cycle_columns(conn, SESSION, gc_knobs)
+    kept = columns_read.load_cycle_columns(conn, SESSION, gc_knobs)
     for name in ("node_ids", "statuses", "concept_types", "canonical_keys", "scores"):
         assert list(getattr(kept.rows, name)) == list(getattr(rows, name)), name
     assert list(kept.rows.gc_survived) == list(rows.gc_survived)
@@ -138,18 +139,19 @@ def _agree(ws: Workspace, knobs: Knobs, gc_knobs: GcKnobs, now: datetime) -> Non
     conn = ws.reader()
     cursors = ws.memory.jobs_or_fail().cursors
     stats = measure.session_stats(conn, measure.load(conn, SESSION), knobs, gc_knobs, now, cursors)
-    columns = measure.load_columns(conn, SESSION)
-    rows = measure.cycle_rows(columns, gc_knobs)
+    columns = columns_read.load_columns(conn, SESSION)
+    rows = columns_read.cycle_rows(columns, gc_knobs)
     _kept_counters_read_as_the_edges(conn, columns, rows, gc_knobs)
     by_id = {c.node_id: c for c in stats.concepts}
     for bulk in (0, 10**9):  # every concept read the whole session's way, then one by one
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(measure, "BULK_MEASURES", bulk)
-            measured = measure.cycle_measures(conn, columns, rows.node_ids, knobs, now)
+            patch.setattr(columns_read, "BULK_MEASURES", bulk)
+            measured = columns_read.cycle_measures(conn, columns, rows.node_ids, knobs, now)
         assert _rebuilt(rows, measured) == by_id
-    evidence = measure.cycle_evidence(conn, columns, knobs)
+    evidence = columns_read.cycle_evidence(conn, columns, knobs)
     assert evidence == stats.evidence
-    needed = measure.cycle_measures(conn, columns, cycle_needs(rows, knobs, cursors), knobs, now)
+    wanted = cycle_needs(rows, knobs, cursors)
+    needed = columns_read.cycle_measures(conn, columns, wanted, knobs, now)
     assert plan_cycle_over(rows, needed, knobs, now, evidence, cursors) == (
         plan_cycle_with_cursors(stats, knobs, now)
     )

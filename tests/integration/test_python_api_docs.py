@@ -49,7 +49,7 @@ def test_every_python_example_of_the_api_page_runs_as_written(
 
     added, memory, replay, errors, beside, repos = outputs[:6]
     assert added[0].startswith("team note Maria Chen leads the Kestrel scheduler team")
-    assert added[1].startswith("Maria Chen ")
+    assert added[1].startswith("Maria Chen lead ")  # attributes as written (ADR 0092)
     assert added[2:] == ["Maria Chen LEADS Kestrel", "1 episode(s)"]
     assert memory[0] == "applied"
     assert memory[1].startswith("The Kestrel job queue lives in Redis [Resource]")

@@ -10,11 +10,7 @@ MAX_LINES = 600
 
 # Modules over the limit when the rule came in: each is to be split by responsibility, and
 # leaves this list when it is (the list may only shrink).
-OVER_THE_LIMIT = frozenset(
-    {
-        "projections/lcg/projections/canonization/measure.py",
-    }
-)
+OVER_THE_LIMIT: frozenset[str] = frozenset()
 
 
 def _line_counts() -> dict[str, int]:

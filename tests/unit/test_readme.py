@@ -59,3 +59,20 @@ def test_m_trn_023_the_readme_shows_session_urls() -> None:
     """Several sessions in one serve (ADR 0071): each entry's URL is `/mcp/s/<session>`."""
     urls = [server["url"] for server in _configs() if "/mcp/s/" in server.get("url", "")]
     assert urls == ["http://127.0.0.1:7700/mcp/s/ops", "http://127.0.0.1:7700/mcp/s/docs"]
+
+
+# An ADR number ("ADR 0059", a link into docs/adr/) or a checklist id (K-WAL-035, M-DER-094,
+# P-110, A-17, OQ-3): design detail the README leaves to docs/reference.md (issue 26 item 1).
+DESIGN_IDS = re.compile(
+    r"\bADR[ -]?\d{2,4}\b|adr/\d{4}|\b(?:K|M|P|A|OQ)-[A-Z]{2,4}-\d{2,3}\b|\b(?:P|A|OQ)-\d{1,3}\b"
+)
+
+
+def test_issue_26_the_readme_names_no_adr_number_and_no_checklist_id() -> None:
+    found = [
+        f"line {number}: {match.group(0)}"
+        for number, line in enumerate(README.splitlines(), start=1)
+        for match in DESIGN_IDS.finditer(line)
+    ]
+    assert found == [], "move these to docs/reference.md: " + ", ".join(found)
+    assert DESIGN_IDS.search("see ADR 0059 and M-DER-094, P-110, A-17") is not None

@@ -42,6 +42,7 @@ from lcg.domain.memory.canonization import (
     plan_cycle_over,
 )
 from lcg.domain.memory.gc import GcKnobs, Pause, Sweep, Trigger, no_pause, plan_sweep
+from lcg.projections.canonization import columns as canon_columns
 from lcg.projections.canonization import measure as canon_measure
 from lcg.projections.canonization import state as canon
 from lcg.projections.graph import schema
@@ -96,11 +97,11 @@ def plan_cycle(
     edge counters: no edge is read), then the measures of only the concepts the cycle's
     windows evaluate."""
     with _read_transaction(conn):
-        columns = canon_measure.load_cycle_columns(conn, session, gc_knobs, pause)
+        columns = canon_columns.load_cycle_columns(conn, session, gc_knobs, pause)
         rows = columns.rows
         needed = cycle_needs(rows, knobs, cursors)
-        measures = canon_measure.cycle_measures(conn, columns, needed, knobs, now)
-        evidence = canon_measure.cycle_evidence(conn, columns, knobs)
+        measures = canon_columns.cycle_measures(conn, columns, needed, knobs, now)
+        evidence = canon_columns.cycle_evidence(conn, columns, knobs)
     return plan_cycle_over(rows, measures, knobs, now, evidence, cursors)
 
 
@@ -113,7 +114,7 @@ def plan_sweep_over(
     pause: Pause = no_pause,
 ) -> tuple[Sweep, int]:
     """A sweep of what `conn` sees now (the caller holds the transaction) and the epoch."""
-    columns = canon_measure.load_columns(conn, session, pause)
+    columns = canon_columns.load_columns(conn, session, pause)
     evidence = canon_measure.gc_evidence(conn, session)
     sweep = plan_sweep(columns.facts, evidence, gc_knobs, now, trigger, pause=pause)
     return sweep, columns.clock.epoch

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self, overload
 
 from lcg.commands.graph_file import ForeignProjections
 from lcg.domain.errors import DomainError
+from lcg.interfaces.attribute_rows import attributes_object
 from lcg.interfaces.cli_caller import LocalCaller, ServiceError, open_caller, service_at
 from lcg.interfaces.config import Settings, session_name
 from lcg.interfaces.jsonrpc import INVALID_PARAMS, UNAVAILABLE, RpcError, error_from_exception
@@ -92,6 +93,7 @@ class Entity:
     summary: str
     labels: tuple[str, ...]
     score: float
+    attributes: dict[str, Any] = dataclasses.field(default_factory=dict)  # as written
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +107,7 @@ class Fact:
     source_uuid: str
     target_uuid: str
     score: float
+    attributes: dict[str, Any] = dataclasses.field(default_factory=dict)  # as written
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,16 +260,19 @@ class Memory:
         target: str,
         *,
         fact: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
         group: str = DEFAULT_GROUP,
     ) -> str:
         """Create or replace the edge SOURCE PREDICATE TARGET between two entities of `group`
-        (knowledge_assert_relationship); its uuid."""
+        (knowledge_assert_relationship: what you leave out of an existing one is reset); its
+        uuid."""
         result = self.call(
             "knowledge_assert_relationship",
             source_name=source,
             predicate=predicate,
             target_name=target,
             fact=fact,
+            attributes=None if attributes is None else dict(attributes),
             group_id=group,
         )
         return str(result["edge_uuid"])
@@ -333,6 +339,7 @@ class Memory:
                     n["summary"],
                     tuple(n["labels"]),
                     n["score"],
+                    attributes_object(n.get("attributes")),
                 )
                 for n in nodes
             ]
@@ -347,6 +354,7 @@ class Memory:
                     e["source_node_uuid"],
                     e["target_node_uuid"],
                     e["score"],
+                    attributes_object(e.get("attributes")),
                 )
                 for e in edges
             ]

@@ -34,6 +34,7 @@ from lcg.interfaces import (
     log_setup,
     serve,
 )
+from lcg.interfaces.attribute_rows import with_attribute_objects
 from lcg.interfaces.cli import print_version
 from lcg.interfaces.cli_call import checked_request
 from lcg.interfaces.cli_common import (
@@ -287,8 +288,8 @@ def list_entities(
                 if name not in known:
                     raise unknown_group(name, known)
         result = app.call("knowledge_list_entities", {"group_ids": group, "num_results": limit})
-    if as_json:
-        print_json(result)
+    if as_json:  # attributes as the object they went in as (ADR 0092)
+        print_json(with_attribute_objects(result))
         return
     _print_entities(result["nodes"])
 

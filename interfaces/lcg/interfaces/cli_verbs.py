@@ -17,6 +17,7 @@ import typer
 from rich.text import Text
 
 from lcg.domain.errors import InvalidParams
+from lcg.interfaces.attribute_rows import with_attribute_objects
 from lcg.interfaces.cli_common import errors, out, print_json, workspace_caller
 from lcg.interfaces.cli_memory import FLAGS as MEMORY_FLAGS
 from lcg.interfaces.cli_memory import AgentOpt, SessionOpt, agent_id, scope_of
@@ -90,8 +91,8 @@ def search(
         params["relevance_floor"] = False
     with workspace_caller(workspace, "lcg search", reads=True, flags=flags) as caller:
         result = caller.call(SEARCH_TOOLS[what], params)
-    if as_json:
-        print_json(result)
+    if as_json:  # an entity's or a fact's attributes as an object (ADR 0092)
+        print_json(with_attribute_objects(result))
         return
     lines = _search_lines(what, result)
     for line in lines:

@@ -21,7 +21,7 @@ from lcg.domain.memory.context import quote
 from lcg.domain.memory.evidence import ConceptId
 from lcg.domain.memory.identity import is_node_uuid, is_short_id
 from lcg.domain.memory.repo_paths import repo_of_key
-from lcg.projections.canonization import measure
+from lcg.projections.canonization import columns
 from lcg.projections.memory import state
 from lcg.projections.memory.state import Node
 from lcg.queries import recall
@@ -282,7 +282,7 @@ def _admission(reads: ReadHandle, jobs: SessionJobs, session: str, node: str) ->
     conn = reads.reader()
     now = reads.clock()
     concept = ConceptId(node)
-    rows, measures, evidence = measure.admission_inputs(
+    rows, measures, evidence = columns.admission_inputs(
         conn, session, concept, jobs.knobs, jobs.gc_knobs, now
     )
     return evaluate_over(concept, rows, measures, jobs.knobs, now, evidence)
