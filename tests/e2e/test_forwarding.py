@@ -186,7 +186,7 @@ def test_m_trn_031_two_serves_racing_to_hold_exactly_one_holds(tmp_path: Path) -
                 assert proc.wait(DEADLINE) == 0
 
 
-def test_lcg_canon_run_and_the_other_commands_go_through_a_lambo_serve_holding_the_store(
+def test_m_trn_001_lcg_canon_run_and_the_other_commands_go_through_a_lambo_serve_holding_it(
     tmp_path: Path,
 ) -> None:
     """The operator's CLI beside a stdio holder (issue 27 item 1): `lcg canon run`, `lcg gc
@@ -313,7 +313,7 @@ def test_m_trn_041_042_048_049_without_xdg_the_holder_publishes_in_tmp_lambo_uid
         anyio.run(main, runtime)
 
 
-def test_a_serve_of_another_session_forwards_to_the_holder_of_its_store(
+def test_m_trn_032_a_serve_of_another_session_forwards_to_the_holder_of_its_store(
     tmp_path: Path,
 ) -> None:
     """The store's holder serves every session of it (ADR 0067): a serve of session "other"

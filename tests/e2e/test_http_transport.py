@@ -316,7 +316,9 @@ def test_m_trn_022_m_trn_060_m_trn_069_a_body_over_4_mib_is_refused_413_before_p
     assert open_loopback.post(INITIALIZE).status_code == 200
 
 
-def test_dns_rebinding_a_foreign_host_or_origin_is_refused(open_loopback: HttpServe) -> None:
+def test_m_trn_010_dns_rebinding_a_foreign_host_or_origin_is_refused(
+    open_loopback: HttpServe,
+) -> None:
     foreign_host = open_loopback.post(INITIALIZE, headers={"host": "evil.example:80"})
     assert foreign_host.status_code == 421
     foreign_origin = open_loopback.post(INITIALIZE, headers={"origin": "http://evil.example"})
@@ -333,7 +335,9 @@ def test_m_trn_015_a_non_loopback_bind_without_a_credential_refuses_to_start(
     assert not (tmp_path / ".lcg").exists()
 
 
-def test_a_body_sent_too_slowly_is_answered_408(open_loopback: HttpServe) -> None:
+def test_m_trn_010_m_cfg_034_slow_loris_a_body_sent_too_slowly_is_answered_408(
+    open_loopback: HttpServe,
+) -> None:
     """A client that declares 100 bytes and sends one is cut at the body deadline (1 s)."""
     host, port = open_loopback.base.removeprefix("http://").rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=DEADLINE) as conn:

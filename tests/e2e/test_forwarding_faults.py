@@ -1,0 +1,198 @@
+"""Faults around the stdio serves that forward to the holder of their store (issue 27, "Bad
+input and faults"; ADR 0066): a forwarding serve that goes away with a write in flight, a
+write in flight when the holder is SIGKILLed and the next serve started then, and `lcg serve
+--mcp-stdio` holding and forwarding as `lambo serve` does. Real processes; the SDK's stdio
+client, and raw pipes where a client must vanish mid-call."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from tests.helpers.forwarding import (
+    SESSION,
+    bare_holder,
+    derive,
+    lease_record,
+    published,
+    requests_waiting,
+    runtime_dir,
+    serve_env,
+    settled,
+)
+from tests.helpers.mcp_session import CONSOLE_SCRIPTS, mcp_client, text_of
+from tests.helpers.memory_log import concepts_and_writes
+from tests.helpers.raw_stdio import RawStdio, line, tool_call
+from tests.helpers.service_process import DEADLINE, wait_until
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("ss") is None, reason="needs iproute2's ss"),
+]
+
+LAMBO = ("serve", "--session", SESSION)
+LCG_STDIO = ("serve", "--mcp-stdio", "--session", SESSION)
+
+
+def lambo(env: dict[str, str]) -> AbstractAsyncContextManager[Client]:
+    return mcp_client(*LAMBO, command="lambo", env=env)
+
+
+@contextmanager
+def stopped(pid: int) -> Iterator[None]:
+    """The process stopped (SIGSTOP): what is written to its sockets waits there unread."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # killed meanwhile
+            os.kill(pid, signal.SIGCONT)
+
+
+async def recalled(client: Client, query: str) -> str:
+    found = await client.call_tool("lambo_recall", {"agent_id": "reader", "query": query})
+    assert not found.is_error, found
+    return text_of(found)
+
+
+async def eventually_recalled(client: Client, content: str) -> None:
+    with anyio.fail_after(DEADLINE):
+        while content not in await recalled(client, content):
+            await anyio.sleep(0.05)
+
+
+def test_m_trn_033_a_forwarding_serve_killed_mid_call_still_has_its_write_applied_once(
+    tmp_path: Path,
+) -> None:
+    """A forwarding serve writes a derive to the (stopped) holder and is SIGKILLed before any
+    answer: the holder, let go, reads the request from the closed connection, admits and
+    applies it, and its answer to nobody harms nothing. The write is there exactly once, every
+    write of the session applied, and the holder serves on."""
+    content = "written by a client that vanished mid-call"
+    with runtime_dir() as runtime:
+        env = serve_env(tmp_path, runtime)
+        with bare_holder(tmp_path, env, tmp_path / "holder.log") as holder:
+            forward = published(tmp_path, holder.pid)["forward"]
+            argv = [str(CONSOLE_SCRIPTS / "lambo"), *LAMBO]
+            with RawStdio(tmp_path / "forwarder", argv, env) as gone:
+                gone.initialize()
+                gone.send(line(tool_call(1, "lambo_stats", {"agent_id": "gone"})) + b"\n")
+                assert "result" in gone.read(), gone.log  # a pooled connection to the holder
+                arguments = {
+                    "agent_id": "gone",
+                    "concepts": [{"content": content, "concept_type": "entity"}],
+                }
+                with stopped(holder.pid):
+                    gone.send(line(tool_call(2, "lambo_derive", arguments)) + b"\n")
+                    wait_until(lambda: requests_waiting(forward) >= 1, "the derive to be sent")
+                    gone.proc.kill()
+                    gone.proc.wait(DEADLINE)
+
+            async def check() -> None:
+                async with lambo(env) as reader:
+                    await eventually_recalled(reader, content)
+                    receipt = await derive(reader, "reader", "the holder serves on")
+                    assert (await settled(reader, "reader", receipt))["receipt"][
+                        "state"
+                    ] == "applied"
+
+            anyio.run(check)
+        assert holder.returncode == 0, (tmp_path / "holder.log").read_text()
+    found, states = concepts_and_writes(tmp_path, SESSION, content)
+    assert found == 1
+    assert states
+    assert set(states) == {"applied"}, states
+
+
+def test_m_trn_037_a_write_in_flight_at_the_holders_death_is_not_written_and_a_new_serve_holds(
+    tmp_path: Path,
+) -> None:
+    """The holder is SIGKILLed with a forwarded derive unread in its socket: the derive gets
+    the tool error saying nothing was read or written, and nothing is. The next serve started
+    (not the forwarder) becomes the holder; the forwarder, never restarted, forwards to it,
+    and the receipt it was acked before the crash resolves there."""
+    lost = "a derive the dead holder never read"
+
+    async def main(runtime: Path) -> None:
+        env = serve_env(tmp_path, runtime)
+        with bare_holder(tmp_path, env, tmp_path / "first.log") as first:
+            forward = published(tmp_path, first.pid)["forward"]
+            async with lambo(env) as forwarder:
+                acked = await derive(forwarder, "b", "acked before the crash")
+                answers = []
+
+                async def in_flight() -> None:
+                    arguments = {
+                        "agent_id": "b",
+                        "concepts": [{"content": lost, "concept_type": "entity"}],
+                    }
+                    answers.append(await forwarder.call_tool("lambo_derive", arguments))
+
+                with stopped(first.pid):
+                    async with anyio.create_task_group() as tasks:
+                        tasks.start_soon(in_flight)
+                        while requests_waiting(forward) < 1:
+                            await anyio.sleep(0.01)
+                        first.kill()
+                (answer,) = answers
+                assert answer.is_error, answer
+                assert "nothing was read or written" in text_of(answer)
+                first.wait(DEADLINE)
+                with bare_holder(tmp_path, env, tmp_path / "second.log") as second:
+                    state = (await settled(forwarder, "b", acked))["receipt"]["state"]
+                    assert state in ("applied", "applied_after_restart"), state
+                    assert "acked before the crash" in await recalled(forwarder, "crash")
+                    assert lost not in await recalled(forwarder, lost)
+                    assert lease_record(tmp_path)["pid"] == second.pid  # it did not take over
+        assert first.returncode == -signal.SIGKILL
+
+    with runtime_dir() as runtime:
+        anyio.run(main, runtime)
+    assert concepts_and_writes(tmp_path, SESSION, lost)[0] == 0
+
+
+def test_m_trn_030_032_033_lcg_serve_mcp_stdio_holds_and_forwards_as_lambo_serve_does(
+    tmp_path: Path,
+) -> None:
+    """Two `lcg serve --mcp-stdio` of one store: the first holds and publishes, the second
+    forwards (its writes read back through either), and the operator's `lcg canon run` and
+    `lcg call` go through the holder's `.lcg/service.sock`."""
+
+    async def main(runtime: Path) -> None:
+        env = serve_env(tmp_path, runtime)
+        async with (
+            mcp_client(*LCG_STDIO, command="lcg", env=env) as first,
+            mcp_client(*LCG_STDIO, command="lcg", env=env) as second,
+        ):
+            record = published(tmp_path)
+            assert record["command"].startswith("lcg serve --mcp-stdio"), record
+            receipt = await derive(second, "b", "forwarded by lcg serve")
+            assert (await settled(second, "b", receipt))["receipt"]["state"] == "applied"
+            assert "forwarded by lcg serve" in await recalled(first, "forwarded")
+            for command in (
+                ("canon", "run", "--session", SESSION, "--json"),
+                (
+                    "call",
+                    "knowledge_add_episode",
+                    '{"name": "n", "episode_body": "b", "group_id": "g"}',
+                ),
+            ):
+                done = await anyio.run_process(
+                    [str(CONSOLE_SCRIPTS / "lcg"), *command], env=env, check=False
+                )
+                stderr = done.stderr.decode()
+                assert done.returncode == 0, (command, stderr)
+                assert "goes through" in stderr, (command, stderr)
+            assert lease_record(tmp_path)["pid"] == record["pid"]
+
+    with runtime_dir() as runtime:
+        anyio.run(main, runtime)
