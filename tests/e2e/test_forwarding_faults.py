@@ -29,6 +29,7 @@ from tests.helpers.forwarding import (
     serve_env,
     settled,
 )
+from tests.helpers.http_serve import HttpServe, http_client
 from tests.helpers.mcp_session import CONSOLE_SCRIPTS, mcp_client, text_of
 from tests.helpers.memory_log import concepts_and_writes
 from tests.helpers.raw_stdio import RawStdio, line, tool_call
@@ -196,3 +197,45 @@ def test_m_trn_030_032_033_lcg_serve_mcp_stdio_holds_and_forwards_as_lambo_serve
 
     with runtime_dir() as runtime:
         anyio.run(main, runtime)
+
+
+def test_m_trn_032_038_an_http_serve_holding_the_store_publishes_for_stdio_serves_and_the_cli(
+    tmp_path: Path,
+) -> None:
+    """`lcg serve --http` holds the store and publishes as a stdio holder does (ADR 0091): a
+    `lambo serve` started beside it forwards every call to it (forwarding stays a stdio
+    serve's), what it writes is read over HTTP, `lcg canon run` goes through the holder's
+    `.lcg/service.sock`, and a clean stop removes both sockets."""
+    workspace = tmp_path / "ws"
+
+    async def main(runtime: Path, url: str) -> None:
+        async with lambo(serve_env(workspace, runtime)) as stdio:
+            receipt = await derive(stdio, "b", "forwarded to the HTTP holder")
+            assert (await settled(stdio, "b", receipt))["receipt"]["state"] == "applied"
+        async with http_client(url) as client:
+            assert "forwarded to the HTTP holder" in await recalled(client, "forwarded")
+        done = await anyio.run_process(
+            [str(CONSOLE_SCRIPTS / "lcg"), "canon", "run", "--session", SESSION, "--json"],
+            env=serve_env(workspace, runtime),
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "goes through" in done.stderr.decode()
+
+    with runtime_dir() as runtime:
+        serve = HttpServe(
+            workspace,
+            "serve",
+            "--http",
+            "--session",
+            SESSION,
+            env={"XDG_RUNTIME_DIR": str(runtime)},
+        )
+        try:
+            forward = Path(published(workspace, serve.proc.pid)["forward"])
+            assert forward.parent == runtime / "lambo"
+            anyio.run(main, runtime, serve.url)
+        finally:
+            assert serve.stop() == 0, serve.log
+        assert not forward.exists()
+        assert not (workspace / ".lcg" / "service.sock").exists()

@@ -14,6 +14,7 @@ import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import anyio
 import httpx2
@@ -292,6 +293,24 @@ def test_m_trn_013_m_trn_014_loopback_without_a_credential_is_open_and_healthz_s
     anyio.run(main)
     health = httpx2.get(f"{open_loopback.base}/healthz")
     assert health.json() == {"ok": True, "state": "healthy"}
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_m_trn_010_both_protocol_generations_the_sdk_speaks_are_served(
+    open_loopback: HttpServe, mode: Literal["legacy", "auto"]
+) -> None:
+    """The SDK's client with the initialize handshake (2025 protocols) and with discovery
+    (the 2026 one, no MCP session): each lists the tools and calls one."""
+
+    async def main() -> str:
+        async with http_client(open_loopback.url, mode=mode) as client:
+            assert "lambo_recall" in await tool_names(client)
+            answer = await client.call_tool("lambo_recall", {"agent_id": "a", "query": "gen"})
+            assert not answer.is_error, text_of(answer)
+            return client.protocol_version
+
+    version = anyio.run(main)
+    assert version.startswith("2025-") if mode == "legacy" else version.startswith("2026-")
 
 
 def test_m_trn_022_m_trn_060_m_trn_069_a_body_over_4_mib_is_refused_413_before_parsing(
