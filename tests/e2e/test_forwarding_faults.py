@@ -1,8 +1,10 @@
 """Faults around the stdio serves that forward to the holder of their store (issue 27, "Bad
-input and faults"; ADR 0066): a forwarding serve that goes away with a write in flight, a
-write in flight when the holder is SIGKILLed and the next serve started then, and `lcg serve
---mcp-stdio` holding and forwarding as `lambo serve` does. Real processes; the SDK's stdio
-client, and raw pipes where a client must vanish mid-call."""
+input and faults"; ADR 0066, 0091): a forwarding serve that goes away with a write in flight,
+the holder's own client gone mid-call, a write in flight when the holder is SIGKILLed and the
+next serve started then, `lcg serve --mcp-stdio` holding and forwarding as `lambo serve`
+does, and an HTTP serve holding the store for stdio serves and the CLI. Real processes (each
+test starts two to four serves, hence 5-10 s apiece on a quiet box); the SDK's stdio and HTTP
+clients, and raw pipes where a client must vanish mid-call."""
 
 from __future__ import annotations
 
@@ -239,3 +241,45 @@ def test_m_trn_032_038_an_http_serve_holding_the_store_publishes_for_stdio_serve
             assert serve.stop() == 0, serve.log
         assert not forward.exists()
         assert not (workspace / ".lcg" / "service.sock").exists()
+
+
+def test_m_trn_033_037_the_holders_own_client_gone_mid_call_its_write_settles_then_a_takeover(
+    tmp_path: Path,
+) -> None:
+    """The holder's own stdio client sends a derive and closes both pipes without reading
+    the answer: the holder finishes the call, drops its answer, and exits cleanly (0, no
+    traceback) handing the write on; the forwarder beside it, never restarted, takes the
+    store over on its next calls and recalls the write, applied exactly once."""
+    content = "sent by the holder's client just before it vanished"
+    arguments = {"agent_id": "a", "concepts": [{"content": content, "concept_type": "entity"}]}
+
+    async def main(runtime: Path) -> None:
+        env = serve_env(tmp_path, runtime)
+        argv = [str(CONSOLE_SCRIPTS / "lambo"), *LAMBO]
+        with RawStdio(tmp_path / "holder", argv, env) as holder:
+            holder.initialize()
+            published(tmp_path, holder.proc.pid)
+            async with lambo(env) as forwarder:
+                await recalled(forwarder, "anything")  # forwarded to the holder
+                holder.send(line(tool_call(1, "lambo_derive", arguments)) + b"\n")
+                assert holder.proc.stdin is not None
+                assert holder.proc.stdout is not None
+                holder.proc.stdin.close()
+                holder.proc.stdout.close()
+                assert holder.proc.wait(DEADLINE) == 0, holder.log
+                assert "the client closed its end of the pipe" in holder.log
+                with anyio.fail_after(DEADLINE):
+                    while True:  # a call may meet the holder's going: the tool error, then on
+                        found = await forwarder.call_tool(
+                            "lambo_recall", {"agent_id": "b", "query": content}
+                        )
+                        if not found.is_error and content in text_of(found):
+                            break
+                        await anyio.sleep(0.05)
+                assert lease_record(tmp_path)["pid"] != holder.proc.pid
+
+    with runtime_dir() as runtime:
+        anyio.run(main, runtime)
+    found, states = concepts_and_writes(tmp_path, SESSION, content)
+    assert found == 1
+    assert set(states) == {"applied"}, states
