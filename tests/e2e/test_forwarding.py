@@ -288,7 +288,12 @@ def test_m_trn_046_a_socket_path_over_104_bytes_turns_forwarding_off_only(tmp_pa
     with runtime_dir() as base:
         runtime = base / ("r" * (104 - len(str(base))))
         runtime.mkdir()
-        anyio.run(off_yet_serving, serve_env(tmp_path, runtime), "over the 104-byte limit")
+        env = serve_env(tmp_path, runtime)
+        anyio.run(off_yet_serving, env, "over the 104-byte limit")
+        with bare_holder(tmp_path, env, tmp_path / "holder.log"):  # and its log says why
+            logged = (tmp_path / "holder.log").read_text()
+            assert "forwarding is off (this serve still serves its own client)" in logged
+            assert "over the 104-byte limit" in logged
 
 
 def test_m_trn_041_042_048_049_without_xdg_the_holder_publishes_in_tmp_lambo_uid_and_is_found(

@@ -3,8 +3,8 @@ input and faults"; ADR 0066, 0091): a forwarding serve that goes away with a wri
 the holder's own client gone mid-call, a write in flight when the holder is SIGKILLed and the
 next serve started then, `lcg serve --mcp-stdio` holding and forwarding as `lambo serve`
 does, and an HTTP serve holding the store for stdio serves and the CLI. Real processes (each
-test starts two to four serves, hence 5-10 s apiece on a quiet box); the SDK's stdio and HTTP
-clients, and raw pipes where a client must vanish mid-call."""
+test starts two to four serves: the subject is the process boundary); the SDK's stdio and
+HTTP clients, and raw pipes where a client must vanish mid-call."""
 
 from __future__ import annotations
 
