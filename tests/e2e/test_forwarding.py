@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -25,6 +24,7 @@ from tests.helpers.forwarding import (
     derive,
     lease_record,
     published,
+    refuses_oversized_then_serves,
     requests_waiting,
     runtime_dir,
     serve_env,
@@ -369,20 +369,7 @@ def test_m_trn_068_the_forwarding_endpoint_refuses_a_request_over_4_mib_and_goes
     with runtime_dir() as runtime:
         env = serve_env(tmp_path, runtime)
         with bare_holder(tmp_path, env, tmp_path / "holder.log") as holder:
-            path = published(tmp_path, holder.pid)["forward"]
-            with socket.socket(socket.AF_UNIX) as sock:
-                sock.settimeout(DEADLINE)
-                sock.connect(path)
-                lines = sock.makefile("rwb")
-                big = b'{"jsonrpc":"2.0","id":7,"method":"lambo_recall","params":{"q":"'
-                lines.write(big + b"x" * (5 * 1024 * 1024) + b'"}}\n')
-                lines.write(b'{"jsonrpc":"2.0","id":8,"method":"health_check"}\n')
-                lines.flush()
-                refused = lines.readline()
-                assert b'"id":7' in refused
-                assert b"-32600" in refused
-                assert b"request too large" in refused
-                assert b'"healthy":true' in lines.readline()
+            refuses_oversized_then_serves(published(tmp_path, holder.pid)["forward"])
 
 
 def test_m_trn_049_a_serve_refuses_to_forward_to_a_socket_named_for_another_store(

@@ -26,6 +26,7 @@ from tests.helpers.forwarding import (
     derive,
     lease_record,
     published,
+    refuses_oversized_then_serves,
     requests_waiting,
     runtime_dir,
     serve_env,
@@ -201,13 +202,14 @@ def test_m_trn_030_032_033_lcg_serve_mcp_stdio_holds_and_forwards_as_lambo_serve
         anyio.run(main, runtime)
 
 
-def test_m_trn_032_038_an_http_serve_holding_the_store_publishes_for_stdio_serves_and_the_cli(
+def test_m_trn_032_038_068_an_http_serve_holding_the_store_publishes_for_stdio_and_the_cli(
     tmp_path: Path,
 ) -> None:
     """`lcg serve --http` holds the store and publishes as a stdio holder does (ADR 0091): a
     `lambo serve` started beside it forwards every call to it (forwarding stays a stdio
     serve's), what it writes is read over HTTP, `lcg canon run` goes through the holder's
-    `.lcg/service.sock`, and a clean stop removes both sockets."""
+    `.lcg/service.sock`, its socket applies the 4 MiB line rule, and a clean stop removes both
+    sockets."""
     workspace = tmp_path / "ws"
 
     async def main(runtime: Path, url: str) -> None:
@@ -237,6 +239,7 @@ def test_m_trn_032_038_an_http_serve_holding_the_store_publishes_for_stdio_serve
             forward = Path(published(workspace, serve.proc.pid)["forward"])
             assert forward.parent == runtime / "lambo"
             anyio.run(main, runtime, serve.url)
+            refuses_oversized_then_serves(str(forward))
         finally:
             assert serve.stop() == 0, serve.log
         assert not forward.exists()
