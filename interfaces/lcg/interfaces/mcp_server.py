@@ -284,7 +284,7 @@ class LcgMcpServer:
                         gone = True
                         log.info(
                             "the client closed its end of the pipe: its answers are dropped; "
-                            "the calls it sent still finish (a write acked is applied)"
+                            "the calls it sent still finish, and what they wrote is kept"
                         )
                 exchange.answered(message)
                 closed = self.close_request_id
