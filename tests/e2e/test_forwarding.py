@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -25,6 +24,7 @@ from tests.helpers.forwarding import (
     derive,
     lease_record,
     published,
+    refuses_oversized_then_serves,
     requests_waiting,
     runtime_dir,
     serve_env,
@@ -186,7 +186,7 @@ def test_m_trn_031_two_serves_racing_to_hold_exactly_one_holds(tmp_path: Path) -
                 assert proc.wait(DEADLINE) == 0
 
 
-def test_lcg_canon_run_and_the_other_commands_go_through_a_lambo_serve_holding_the_store(
+def test_m_trn_001_lcg_canon_run_and_the_other_commands_go_through_a_lambo_serve_holding_it(
     tmp_path: Path,
 ) -> None:
     """The operator's CLI beside a stdio holder (issue 27 item 1): `lcg canon run`, `lcg gc
@@ -288,7 +288,12 @@ def test_m_trn_046_a_socket_path_over_104_bytes_turns_forwarding_off_only(tmp_pa
     with runtime_dir() as base:
         runtime = base / ("r" * (104 - len(str(base))))
         runtime.mkdir()
-        anyio.run(off_yet_serving, serve_env(tmp_path, runtime), "over the 104-byte limit")
+        env = serve_env(tmp_path, runtime)
+        anyio.run(off_yet_serving, env, "over the 104-byte limit")
+        with bare_holder(tmp_path, env, tmp_path / "holder.log"):  # and its log says why
+            logged = (tmp_path / "holder.log").read_text()
+            assert "forwarding is off (this serve still serves its own client)" in logged
+            assert "over the 104-byte limit" in logged
 
 
 def test_m_trn_041_042_048_049_without_xdg_the_holder_publishes_in_tmp_lambo_uid_and_is_found(
@@ -313,7 +318,7 @@ def test_m_trn_041_042_048_049_without_xdg_the_holder_publishes_in_tmp_lambo_uid
         anyio.run(main, runtime)
 
 
-def test_a_serve_of_another_session_forwards_to_the_holder_of_its_store(
+def test_m_trn_032_a_serve_of_another_session_forwards_to_the_holder_of_its_store(
     tmp_path: Path,
 ) -> None:
     """The store's holder serves every session of it (ADR 0067): a serve of session "other"
@@ -364,20 +369,7 @@ def test_m_trn_068_the_forwarding_endpoint_refuses_a_request_over_4_mib_and_goes
     with runtime_dir() as runtime:
         env = serve_env(tmp_path, runtime)
         with bare_holder(tmp_path, env, tmp_path / "holder.log") as holder:
-            path = published(tmp_path, holder.pid)["forward"]
-            with socket.socket(socket.AF_UNIX) as sock:
-                sock.settimeout(DEADLINE)
-                sock.connect(path)
-                lines = sock.makefile("rwb")
-                big = b'{"jsonrpc":"2.0","id":7,"method":"lambo_recall","params":{"q":"'
-                lines.write(big + b"x" * (5 * 1024 * 1024) + b'"}}\n')
-                lines.write(b'{"jsonrpc":"2.0","id":8,"method":"health_check"}\n')
-                lines.flush()
-                refused = lines.readline()
-                assert b'"id":7' in refused
-                assert b"-32600" in refused
-                assert b"request too large" in refused
-                assert b'"healthy":true' in lines.readline()
+            refuses_oversized_then_serves(published(tmp_path, holder.pid)["forward"])
 
 
 def test_m_trn_049_a_serve_refuses_to_forward_to_a_socket_named_for_another_store(

@@ -17,10 +17,9 @@ import anyio
 import httpx2
 import pytest
 
-from lcg.projections.graph import schema
-from lcg.projections.memory import state
 from tests.helpers.http_serve import INITIALIZE, MCP_HEADERS, HttpServe, http_client
 from tests.helpers.mcp_session import text_of
+from tests.helpers.memory_log import concepts_and_writes
 from tests.helpers.service_process import DEADLINE, wait_until
 
 pytestmark = pytest.mark.slow
@@ -83,7 +82,7 @@ def tight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServe]:
     assert serve.stop() == 0, serve.log
 
 
-def test_issue_27_slow_loris_a_head_sent_too_slowly_is_cut(tight: HttpServe) -> None:
+def test_m_trn_010_m_cfg_034_slow_loris_a_head_sent_too_slowly_is_cut(tight: HttpServe) -> None:
     """A client that sends its request line and headers a few bytes at a time, never ending
     them within the head deadline, is closed without an answer; so is one that connects and
     sends nothing. A real client is served after."""
@@ -106,7 +105,9 @@ def test_issue_27_slow_loris_a_head_sent_too_slowly_is_cut(tight: HttpServe) -> 
     _recall_works(tight)
 
 
-def test_issue_27_connections_past_the_ceiling_are_closed_at_accept(tight: HttpServe) -> None:
+def test_m_trn_010_m_cfg_034_connections_past_the_ceiling_are_closed_at_accept(
+    tight: HttpServe,
+) -> None:
     """With 20 connections open (the ceiling) one more is closed before anything is read;
     once the head deadline has cut the idle ones a real client is served again."""
     host, port = _address(tight)
@@ -132,7 +133,7 @@ def roomy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServe]:
     assert serve.stop() == 0, serve.log
 
 
-def test_issue_27_a_thousand_idle_connections_and_a_real_client_is_still_served(
+def test_m_trn_010_a_thousand_idle_connections_and_a_real_client_is_still_served(
     roomy: HttpServe,
 ) -> None:
     host, port = _address(roomy)
@@ -179,24 +180,7 @@ def _derive_and_hang_up(serve: HttpServe, session: str, content: str, n: int) ->
         conn.sendall(request + body)  # closed with a reset right after: the call is in flight
 
 
-def _rows(workspace: Path, content: str) -> tuple[int, list[str]]:
-    """(concepts holding `content`, the states of every write of the session), read from the
-    graph file with no serve running."""
-    conn = schema.connect(str(workspace / ".lcg" / "graph.sqlite"), read_only=True)
-    try:
-        found = len(state.concepts_with_content(conn, SESSION, content))
-        states = [
-            row[0]
-            for row in conn.execute(
-                "SELECT state FROM memory_writes WHERE group_id=?", (SESSION,)
-            ).fetchall()
-        ]
-    finally:
-        conn.close()
-    return found, states
-
-
-def test_issue_27_a_client_gone_mid_call_still_has_its_write_applied_once(
+def test_m_trn_010_a_client_gone_mid_call_still_has_its_write_applied_once(
     tmp_path: Path,
 ) -> None:
     """Twelve derives whose clients reset the connection right after sending: a second client
@@ -226,7 +210,7 @@ def test_issue_27_a_client_gone_mid_call_still_has_its_write_applied_once(
     finally:
         assert serve.stop() == 0, serve.log
     for content in contents:
-        found, states = _rows(workspace, content)
+        found, states = concepts_and_writes(workspace, SESSION, content)
         assert found == 1
     assert states == ["applied"] * len(contents)
     again = _lambo_serve(workspace)
@@ -235,4 +219,4 @@ def test_issue_27_a_client_gone_mid_call_still_has_its_write_applied_once(
     finally:
         assert again.stop() == 0, again.log
     for content in contents:
-        assert _rows(workspace, content)[0] == 1
+        assert concepts_and_writes(workspace, SESSION, content)[0] == 1

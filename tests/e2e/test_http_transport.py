@@ -14,6 +14,7 @@ import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import anyio
 import httpx2
@@ -294,6 +295,24 @@ def test_m_trn_013_m_trn_014_loopback_without_a_credential_is_open_and_healthz_s
     assert health.json() == {"ok": True, "state": "healthy"}
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_m_trn_010_both_protocol_generations_the_sdk_speaks_are_served(
+    open_loopback: HttpServe, mode: Literal["legacy", "auto"]
+) -> None:
+    """The SDK's client with the initialize handshake (2025 protocols) and with discovery
+    (the 2026 one, no MCP session): each lists the tools and calls one."""
+
+    async def main() -> str:
+        async with http_client(open_loopback.url, mode=mode) as client:
+            assert "lambo_recall" in await tool_names(client)
+            answer = await client.call_tool("lambo_recall", {"agent_id": "a", "query": "gen"})
+            assert not answer.is_error, text_of(answer)
+            return client.protocol_version
+
+    version = anyio.run(main)
+    assert version.startswith("2025-") if mode == "legacy" else version.startswith("2026-")
+
+
 def test_m_trn_022_m_trn_060_m_trn_069_a_body_over_4_mib_is_refused_413_before_parsing(
     open_loopback: HttpServe,
 ) -> None:
@@ -316,7 +335,9 @@ def test_m_trn_022_m_trn_060_m_trn_069_a_body_over_4_mib_is_refused_413_before_p
     assert open_loopback.post(INITIALIZE).status_code == 200
 
 
-def test_dns_rebinding_a_foreign_host_or_origin_is_refused(open_loopback: HttpServe) -> None:
+def test_m_trn_010_dns_rebinding_a_foreign_host_or_origin_is_refused(
+    open_loopback: HttpServe,
+) -> None:
     foreign_host = open_loopback.post(INITIALIZE, headers={"host": "evil.example:80"})
     assert foreign_host.status_code == 421
     foreign_origin = open_loopback.post(INITIALIZE, headers={"origin": "http://evil.example"})
@@ -333,7 +354,9 @@ def test_m_trn_015_a_non_loopback_bind_without_a_credential_refuses_to_start(
     assert not (tmp_path / ".lcg").exists()
 
 
-def test_a_body_sent_too_slowly_is_answered_408(open_loopback: HttpServe) -> None:
+def test_m_trn_010_m_cfg_034_slow_loris_a_body_sent_too_slowly_is_answered_408(
+    open_loopback: HttpServe,
+) -> None:
     """A client that declares 100 bytes and sends one is cut at the body deadline (1 s)."""
     host, port = open_loopback.base.removeprefix("http://").rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=DEADLINE) as conn:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -116,3 +117,21 @@ def requests_waiting(path: str) -> int:
         ["ss", "-xnH", "src", path], capture_output=True, text=True, check=True, timeout=DEADLINE
     ).stdout
     return sum(1 for line in listing.splitlines() if int(line.split()[2]) > 0)
+
+
+def refuses_oversized_then_serves(path: str) -> None:
+    """The socket at `path` applies the stdio rule (M-TRN-068): a line over 4 MiB is discarded
+    unread and answered -32600 with its id, and the connection serves the next request."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(DEADLINE)
+        sock.connect(path)
+        lines = sock.makefile("rwb")
+        big = b'{"jsonrpc":"2.0","id":7,"method":"lambo_recall","params":{"q":"'
+        lines.write(big + b"x" * (5 * 1024 * 1024) + b'"}}\n')
+        lines.write(b'{"jsonrpc":"2.0","id":8,"method":"health_check"}\n')
+        lines.flush()
+        refused = lines.readline()
+        assert b'"id":7' in refused
+        assert b"-32600" in refused
+        assert b"request too large" in refused
+        assert b'"healthy":true' in lines.readline()

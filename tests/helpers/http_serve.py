@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx2
 from mcp import Client
@@ -82,12 +82,17 @@ class HttpServe:
 
 
 @asynccontextmanager
-async def http_client(url: str, token: str | None = None) -> AsyncIterator[Client]:
-    """The SDK's client over its streamable HTTP transport, with the bearer token if given."""
+async def http_client(
+    url: str, token: str | None = None, mode: Literal["legacy", "auto"] = "auto"
+) -> AsyncIterator[Client]:
+    """The SDK's client over its streamable HTTP transport, with the bearer token if given;
+    mode "legacy" forces the initialize handshake (the older protocol generation)."""
     headers = {} if token is None else {"authorization": f"Bearer {token}"}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=DEADLINE) as http,
-        Client(streamable_http_client(url, http_client=http), read_timeout_seconds=60) as client,
+        Client(
+            streamable_http_client(url, http_client=http), mode=mode, read_timeout_seconds=60
+        ) as client,
     ):
         yield client
 

@@ -19,6 +19,8 @@ from typing import Any
 import orjson
 
 from lcg.interfaces.config import Settings
+from lcg.projections.graph import schema
+from lcg.projections.memory import state
 from lcg.projections.wal.store import stream_id
 
 ACCEPTED = "memory_write_accepted"
@@ -64,3 +66,16 @@ def graph_rows(workspace: Path, sql: str, *params: object) -> list[tuple[Any, ..
     """Rows of a query on graph.sqlite (the projections)."""
     with closing(sqlite3.connect(Settings(workspace).graph_path, timeout=30)) as conn:
         return [tuple(row) for row in conn.execute(sql, params).fetchall()]
+
+
+def concepts_and_writes(workspace: Path, session: str, content: str) -> tuple[int, list[str]]:
+    """(concepts of `session` holding `content`, the states of every write of the session),
+    read from graph.sqlite: a write applied once is (1, [..., "applied", ...])."""
+    conn = schema.connect(str(Settings(workspace).graph_path), read_only=True)
+    try:
+        found = len(state.concepts_with_content(conn, session, content))
+        rows = conn.execute("SELECT state FROM memory_writes WHERE group_id=?", (session,))
+        states = [row[0] for row in rows.fetchall()]
+    finally:
+        conn.close()
+    return found, states

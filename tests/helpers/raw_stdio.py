@@ -8,6 +8,7 @@ import os
 import selectors
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -41,18 +42,23 @@ def line(frame: Frame) -> bytes:
 
 
 class RawStdio:
-    """One `lcg serve --mcp-stdio -w WORKSPACE` child: write lines, read frames; its stderr
-    goes to a file beside the workspace."""
+    """One `lcg serve --mcp-stdio -w WORKSPACE` child (or `argv` in `env`): write lines, read
+    frames; its stderr goes to a file beside the workspace."""
 
-    def __init__(self, workspace: Path) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        argv: Sequence[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.log_path = workspace.parent / f"{workspace.name}-stdio.log"
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(
-                [str(LCG), "serve", "--mcp-stdio", "-w", str(workspace)],
+                list(argv or [str(LCG), "serve", "--mcp-stdio", "-w", str(workspace)]),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
-                env=clean_env(),
+                env=clean_env() if env is None else env,
             )
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None

@@ -54,6 +54,27 @@ def test_m_cfg_034_the_limits_are_settings(tmp_path: Path) -> None:
         _settings(tmp_path, "[serve]\nmax_sessions = 0\n")
 
 
+def test_m_cfg_034_every_serve_limit_is_a_setting_and_an_unknown_serve_key_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Issue 27 item 4: bind, port, the rates, the session ceiling, the body and head
+    deadlines and the connection ceiling are `[serve]` keys; a misspelt one is refused naming
+    it and the closest known key, as any unknown key."""
+    text = (
+        '[serve]\nbind = "127.0.0.2"\nport = 7701\nbody_timeout_secs = 5.5\n'
+        "header_timeout_secs = 2.5\nmax_connections = 64\n"
+    )
+    tuning = _settings(tmp_path, text).tuning
+    assert tuning.text("serve", "bind") == "127.0.0.2"
+    assert tuning.get_int("serve", "port") == 7701
+    assert tuning.get_float("serve", "body_timeout_secs") == 5.5
+    assert tuning.get_float("serve", "header_timeout_secs") == 2.5
+    assert tuning.get_int("serve", "max_connections") == 64
+    with pytest.raises(InvalidParams, match=r"\[serve\] header_timeout.*unknown key") as error:
+        _settings(tmp_path, "[serve]\nheader_timeout = 3\n")
+    assert "header_timeout_secs" in str(error.value)
+
+
 def test_m_trn_018_m_cfg_020_a_credential_entry_is_read_and_checked(tmp_path: Path) -> None:
     entry = f'[[serve.credential]]\nname = "ci"\ntoken = "{TOKEN}"\nscopes = ["read", "memory"]\n'
     (credential,) = _settings(tmp_path, entry).tuning.credentials

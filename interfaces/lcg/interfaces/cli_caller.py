@@ -1,10 +1,10 @@
 """How a CLI command reaches the workspace: in this process, or through the service holding it.
 
-A workspace has one writer. When `lcg serve` (or a stdio MCP serve, which listens on the same
-socket while it holds the workspace: ADR 0066) holds it, a CLI command would be refused with
-"workspace busy"; instead it sends its call to the socket service at `.lcg/service.sock`,
-says so on stderr, and gets the same result and the same errors (issue 10: reads are never
-locked out, writes go through the one writer).
+A workspace has one writer. When `lcg serve` (or a stdio or HTTP MCP serve, which listens on
+the same socket while it holds the workspace: ADR 0066, 0091) holds it, a CLI command would
+be refused with "workspace busy"; instead it sends its call to the socket service at
+`.lcg/service.sock`, says so on stderr, and gets the same result and the same errors (issue
+10: reads are never locked out, writes go through the one writer).
 """
 
 from __future__ import annotations
@@ -159,9 +159,9 @@ def open_caller(
     reads: bool = False,
 ) -> Iterator[Caller]:
     """Open the workspace here, or, when another process holds it and serves its socket,
-    reach it through that service (and `say` so): `lcg serve`, or a stdio MCP serve, which
-    listens there too while it holds the workspace (ADR 0066). A holder with no socket (a CLI
-    command, an HTTP serve) still lets a command that only `reads` read the workspace
+    reach it through that service (and `say` so): `lcg serve`, or a stdio or HTTP MCP serve,
+    which listens there too while it holds the workspace (ADR 0066, 0091). A holder with no
+    socket (a CLI command) still lets a command that only `reads` read the workspace
     directly, read-only; anything else is refused saying what works.
 
     A healthy service holds the workspace's lease, so a command that would take the lease

@@ -231,7 +231,7 @@ class Forwarder:
     async def _holder_socket(self) -> Path | None:
         """Where the holder published, as its lease record says (M-TRN-048), once checked:
         the name of this store (M-TRN-049), a private directory (M-TRN-045), a path that
-        fits; None for a holder that publishes nothing (a CLI command, an HTTP serve). The
+        fits; None for a holder that publishes nothing (a CLI command). The
         holder itself (pid, command) is the operator's business, logged, never told to the
         model (M-ERR-002)."""
         settings = self.service.settings

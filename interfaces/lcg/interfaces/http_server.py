@@ -66,6 +66,7 @@ from lcg.interfaces.portal.reads import PortalReads
 from lcg.interfaces.portal.web import routes as portal_routes
 from lcg.interfaces.scopes import Visibility
 from lcg.interfaces.service import Service
+from lcg.interfaces.socket_server import Publishing
 
 MAX_BODY: Final = DEFAULT_MAX_REQUEST_BODY_SIZE  # 4 MiB (M-TRN-022, M-TRN-060)
 OPEN: Final = ""  # the key of the one server when no credential is configured
@@ -337,8 +338,11 @@ def build_app(
     options: HttpOptions,
     port: int,
     on_close: Callable[[], None],
+    publication: Publishing | None = None,
 ) -> Starlette:
-    """The Starlette app of one serve: `/mcp`, `/mcp/s/<session>` and `/healthz`."""
+    """The Starlette app of one serve: `/mcp`, `/mcp/s/<session>` and `/healthz`; while it
+    runs, a healthy service is also `publication`'s (ADR 0091: the forwarding socket and
+    `.lcg/service.sock`, so stdio serves forward to it and the CLI goes through it)."""
     budget = _SessionBudget(options.max_sessions)
     security = security_settings(options.bind, port)
     scopes = _scopes_by_key(visibility, options.credentials)
@@ -360,7 +364,13 @@ def build_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with managers.running(), anyio.create_task_group() as tasks:
             tasks.start_soon(_stop_when_closed, service, on_close)
-            yield
+            if publication is not None and service.state == "healthy":
+                await publication.open()
+            try:
+                yield
+            finally:
+                if publication is not None:  # withdrawn before the workspace is released
+                    await publication.aclose()
             tasks.cancel_scope.cancel()
         portal.close()
 
@@ -428,7 +438,11 @@ def listen(bind: str, port: int) -> socket.socket:
 
 
 def serve_http(
-    service: Service, visibility: Visibility, session: str, options: HttpOptions
+    service: Service,
+    visibility: Visibility,
+    session: str,
+    options: HttpOptions,
+    publication: Publishing | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM or knowledge_close; `listen` may raise OSError."""
     sock = listen(options.bind, options.port)
@@ -438,7 +452,7 @@ def serve_http(
     def stop() -> None:
         holder[0].should_exit = True
 
-    app = build_app(service, visibility, session, options, port, stop)
+    app = build_app(service, visibility, session, options, port, stop, publication)
     config = uvicorn.Config(
         app,
         log_config=None,  # lcg's logging (stderr or --log-file) carries uvicorn's lines

@@ -295,11 +295,20 @@ class LcgMcpServer:
         exchange: _Exchange,
         scope: anyio.CancelScope,
     ) -> None:
+        gone = False  # the client closed its end: answers are dropped, calls still settle
         async with messages:
             async for item in messages:
                 message = item.message
-                data = message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                await write_all(wire_out, data.encode())
+                if not gone:
+                    data = message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    try:
+                        await write_all(wire_out, data.encode())
+                    except (BrokenPipeError, ConnectionResetError):
+                        gone = True
+                        log.info(
+                            "the client closed its end of the pipe: its answers are dropped; "
+                            "the calls it sent still finish, and what they wrote is kept"
+                        )
                 exchange.answered(message)
                 closed = self.close_request_id
                 if (

@@ -368,6 +368,7 @@ def _serve_http(
 ) -> None:
     """Check the credentials and the bind rule, open the workspace (a held one refuses to
     start, naming the holder: M-TRN-039), then serve MCP over HTTP until stopped."""
+    from lcg.interfaces.forward_holder import Publication
     from lcg.interfaces.http_auth import credentials_of, held_by, refuse_open_bind
     from lcg.interfaces.http_server import HttpOptions, serve_http
     from lcg.interfaces.service import Service
@@ -387,7 +388,9 @@ def _serve_http(
     )
     refuse_open_bind(options.bind, options.credentials)
     _refuse_foreign_workspace(settings)
-    service = Service(settings, command=f"lcg serve --http{held_as}")
+    # the HTTP holder publishes too: stdio serves beside it forward, the CLI goes through
+    # its .lcg/service.sock (ADR 0091)
+    service = Service(settings, command=f"lcg serve --http{held_as}", publishes=True)
     service.ledger = ledger
     if service.start() != "healthy":
         if service.held:
@@ -398,7 +401,8 @@ def _serve_http(
             )
         log.warning("every call will fail until restarted: %s", service.reason)
     try:
-        serve_http(service, visibility, settings.session, options)
+        publication = Publication(service, dict(os.environ))
+        serve_http(service, visibility, settings.session, options, publication)
     except OSError as error:
         code = EXIT_BUSY if error.errno == errno.EADDRINUSE else EXIT_FAILURE
         _fail(f"cannot listen on {options.bind}:{options.port}: {error.strerror}", code)
