@@ -143,9 +143,26 @@ def once_per_run(
 
 
 @pytest.fixture(scope="session")
-def tool_pages(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict[str, str]:
-    """The tool pages (docs/tools/) as the generator writes them, rendered once per test run
-    (a render runs every tool's example in a fresh workspace: seconds of CPU)."""
+def example_results(
+    tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> dict[str, dict[str, Any]]:
+    """Every tool's documented example result, run once per test run (each in a fresh
+    workspace: seconds of CPU), as JSON: what the tool pages are rendered from."""
     from lcg.interfaces import tool_docs
 
-    return once_per_run(tmp_path_factory, worker_id, "tool-pages", tool_docs.render_pages)
+    return once_per_run(tmp_path_factory, worker_id, "example-results", tool_docs.example_results)
+
+
+@pytest.fixture(scope="session")
+def tool_pages(
+    tmp_path_factory: pytest.TempPathFactory,
+    worker_id: str,
+    example_results: dict[str, dict[str, Any]],
+) -> dict[str, str]:
+    """The tool pages (docs/tools/) as the generator writes them, rendered once per test run
+    from the examples' results."""
+    from lcg.interfaces import tool_docs
+
+    return once_per_run(
+        tmp_path_factory, worker_id, "tool-pages", lambda: tool_docs.render_pages(example_results)
+    )

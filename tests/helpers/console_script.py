@@ -55,17 +55,21 @@ def run(
     )
 
 
-def lcg_in_process(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def lcg_in_process(
+    workspace: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """`lcg ARGS --workspace WORKSPACE` run in this process (typer's CliRunner), for a test
     whose subject is the command rather than the process: the console script's argument
     handling (log options, serve flags), its exit code and its two streams, with no LCG_*
-    variable but the test's embedder. What only a process has stays with `lcg`: the umask,
-    logging set up before the command, a TTY or not, a kill, the console script itself."""
+    variable but the test's embedder and `env`'s. What only a process has stays with `lcg`:
+    the umask, logging set up before the command, a TTY or not, a kill, the console script."""
     log_options, rest = log_setup.split_log_options([*args, "--workspace", str(workspace)])
     unset: dict[str, str | None] = {
         k: None for k in os.environ if k.startswith("LCG_") and k != EMBEDDER
     }
-    result = CliRunner().invoke(cli, [*log_options, *with_serve_default(rest)], env=unset)
+    result = CliRunner().invoke(
+        cli, [*log_options, *with_serve_default(rest)], env={**unset, **(env or {})}
+    )
     return subprocess.CompletedProcess(
         [str(LCG), *args], result.exit_code, result.stdout, result.stderr
     )

@@ -1,5 +1,5 @@
 """`lcg store copy` and `lcg store verify` (issue 28 item 4; ADR 0073), and `lcg restore`
-into a PostgreSQL log: the real console script, the real server, real workspaces.
+into a PostgreSQL log: the CLI's commands in the test's process, the real server, real workspaces.
 
 A copy keeps the log's identity, so the workspace switched to the copy serves its projections
 as they are (no row replayed); verify names the first group and seq that differ (exit 1).
@@ -16,15 +16,14 @@ import pytest
 
 from lcg.projections.embedding.port import Embedder
 from lcg.projections.wal.postgres import describe
-from tests.helpers.console_script import LCG, graph_rows, names, refused, run, said, seed
-from tests.helpers.service_process import clean_env
+from tests.helpers.console_script import graph_rows, lcg_in_process, names, refused, said, seed
 
 pytestmark = pytest.mark.postgres
 
 
 def lcg(workspace: Path, *args: str, url: str = "") -> subprocess.CompletedProcess[str]:
-    env = clean_env(LCG_STORE_URL=url) if url else clean_env()
-    return run([str(LCG), *args, "--workspace", str(workspace)], env=env)
+    """The command in this process (its subject is the command, not the process)."""
+    return lcg_in_process(workspace, *args, env={"LCG_STORE_URL": url} if url else None)
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:

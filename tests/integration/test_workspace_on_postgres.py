@@ -7,6 +7,7 @@ open; a workspace is tied to its log's identity. The real server (tests/helpers/
 from __future__ import annotations
 
 import functools
+import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -130,18 +131,19 @@ def _stable(result: dict[str, Any], where: str) -> Any:
 
 
 def test_every_tool_answers_on_postgresql_as_on_sqlite(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, example_results: dict[str, dict[str, Any]]
 ) -> None:
     """Each tool's documented example (a fresh workspace holding the docs' story, then the
-    call), on the workspace's file and on an empty PostgreSQL log: the same answer but for
-    where the log is (a checkpoint has no file of the log to fold; a recovery names it)."""
+    call), on the workspace's file (the run's example results, which the tool pages are
+    rendered from) and on an empty PostgreSQL log: the same answer but for where the log is
+    (a checkpoint has no file of the log to fold; a recovery names it)."""
     differing: dict[str, tuple[Any, Any]] = {}
     for operation in operations.OPERATIONS:
-        on_file = tool_docs.run_example(operation)
+        on_file = example_results[operation.name]
         reset(pg_url)
         with monkeypatch.context() as patch:
             patch.setattr(tool_docs, "Settings", functools.partial(Settings, store_url=pg_url))
-            on_server = tool_docs.run_example(operation)
+            on_server = json.loads(json.dumps(tool_docs.run_example(operation)))
         if _stable(on_file, "\0") != _stable(on_server, describe(pg_url)):
             differing[operation.name] = (on_file, on_server)
     assert set(differing) == {"knowledge_prepare_checkpoint", "knowledge_recover"}, differing

@@ -401,10 +401,17 @@ def families() -> dict[str, list[AnyOperation]]:
     return grouped
 
 
-def render_pages() -> dict[str, str]:
-    """Each family's page text by file name (`graph.md`, ...)."""
+def example_results() -> dict[str, Params]:
+    """Every tool's example result by tool name (each in a fresh workspace: `run_example`)."""
+    return {tool.name: run_example(tool) for tools in families().values() for tool in tools}
+
+
+def render_pages(results: Mapping[str, Params] | None = None) -> dict[str, str]:
+    """Each family's page text by file name (`graph.md`, ...), from `results` when given
+    (`example_results`' value, run once), else from running each example now."""
+    ran = example_results() if results is None else results
     return {
-        f"{family}.md": _page(family, tools, [run_example(tool) for tool in tools])
+        f"{family}.md": _page(family, tools, [ran[tool.name] for tool in tools])
         for family, tools in families().items()
     }
 

@@ -261,6 +261,12 @@ class PostgresLog:
         with self._connection("reach", timeout) as conn:
             conn.execute("SELECT 1").fetchone()
 
+    def wake_followers(self, timeout: float = 1.0) -> None:
+        """An empty notice on the channel: a follower waiting for notices wakes at once and
+        ignores it (`parse_notice` reads no group from it). `LogFollower.stop` sends it."""
+        with self._connection("wake the followers of", timeout) as conn:
+            conn.execute(_NOTIFY, ("",))
+
     def groups(self) -> list[GroupId]:
         with self._connection("list the groups of") as conn:
             rows = conn.execute("SELECT group_id FROM lcg_groups ORDER BY group_id").fetchall()
