@@ -94,6 +94,11 @@ def test_portal_api_every_endpoint_answers_as_its_openapi_document_says(
     assert [e["seq"] for e in more["events"]] == [4, 5]
     graph = get(portal, spec, "/api/graph")
     assert len(graph["nodes"]) == 4
+    assert graph["offset"] == 0
+    paged = get(portal, spec, "/api/graph", limit=3, offset=2)
+    assert [n["id"] for n in paged["nodes"]] == [n["id"] for n in graph["nodes"]][2:]
+    assert paged["total_nodes"] == 4
+    assert paged["truncated"]
     assert {"depends_on", "contradicts"} <= {e["kind"] for e in graph["edges"]}
     around = get(portal, spec, "/api/graph", focus=ruling, hops=1)
     assert {n["content"] for n in around["nodes"]} == {RULING, CITING, CORRECTION}
@@ -162,10 +167,35 @@ def test_portal_api_as_of_seq_shows_the_memory_as_it_stood(
     assert get(portal, spec, "/api/stats")["stats"]["concept_count"] == 4
 
 
+def test_portal_api_overview_takes_as_of_seq(portal: Portal, spec: dict[str, Any]) -> None:
+    """The overview of one session as it stood at seq N: its counts, WAL row and jobs from the
+    snapshot; the live overview lists every memory session at its head."""
+    now = get(portal, spec, "/api/overview")
+    assert now["as_of_seq"] is None
+    assert now["session"] is None
+    assert now["sessions"][0]["concept_count"] == 4
+    then = get(portal, spec, "/api/overview", as_of_seq=2)
+    assert then["as_of_seq"] == 2
+    assert then["session"] == "liminis"
+    assert [s["session"] for s in then["sessions"]] == ["liminis"]
+    assert then["sessions"][0]["concept_count"] == 1
+    assert then["wal"]["liminis"]["max_seq"] == 2
+    assert [j["session"] for j in then["jobs"]] == ["liminis"]
+    named = get(portal, spec, "/api/overview", session="liminis")
+    assert named["as_of_seq"] is None
+    assert named["sessions"][0]["concept_count"] == 4
+    page = httpx.get(f"{portal.base}/portal", params={"as_of_seq": 2}, timeout=60)
+    assert page.status_code == 200
+    assert "as of seq 2" in page.text
+
+
 @pytest.mark.parametrize(
     ("path", "params", "status", "named"),
     [
         ("/api/recall", {"query": "x", "as_of_seq": 10**6}, 400, "as_of_seq"),
+        ("/api/overview", {"as_of_seq": 10**6}, 400, "as_of_seq"),
+        ("/api/overview", {"session": "nosuchsession"}, 404, "session"),
+        ("/api/graph", {"offset": -1}, 400, "offset"),
         ("/api/recall", {"query": "x", "as_of_seq": 0}, 400, "as_of_seq"),
         ("/api/recall", {}, 400, "query"),
         ("/api/recall", {"query": "x", "top_k": 101}, 400, "top_k"),

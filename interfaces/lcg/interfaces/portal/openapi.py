@@ -93,9 +93,23 @@ def document() -> dict[str, Any]:
         "paths": {
             "/api/overview": _get(
                 "Sessions, health, WAL heads and pins, jobs, vector backlog",
-                [],
+                [
+                    _param(
+                        "session",
+                        STR,
+                        doc="Only this session (default: every memory session).",
+                    ),
+                    _param(
+                        "as_of_seq",
+                        {"type": "integer", "minimum": 1},
+                        doc="The session (given or the serve's own) as of this seq; health,"
+                        " backlog and tick are the serve's now.",
+                    ),
+                ],
                 _obj(
                     {
+                        "session": {"type": ["string", "null"]},
+                        "as_of_seq": NULL_INT,
                         "health": OBJ,
                         "sessions": {"type": "array", "items": OBJ},
                         "wal": OBJ,
@@ -206,6 +220,11 @@ def document() -> dict[str, Any]:
                     _param("focus", STR),
                     _param("hops", {"type": "integer", "minimum": 1, "maximum": HOPS_MAX}),
                     _param("limit", {"type": "integer", "minimum": 1, "maximum": GRAPH_MAX}),
+                    _param(
+                        "offset",
+                        {"type": "integer", "minimum": 0},
+                        doc="Skip this many nodes (write order; a neighbourhood: nearest first).",
+                    ),
                     AS_OF,
                 ],
                 _obj(
@@ -222,6 +241,7 @@ def document() -> dict[str, Any]:
                             "items": _obj({"source": STR, "target": STR, "kind": STR}),
                         },
                         "total_nodes": INT,
+                        "offset": INT,
                         "truncated": {"type": "boolean"},
                     }
                 ),
