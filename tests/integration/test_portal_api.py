@@ -130,8 +130,9 @@ def test_m_cfg_053_m_rec_144_176_recall_hits_carry_their_annotations_by_kind(
 def test_m_rec_227_235_possibly_superseded_and_superseded_annotations(
     portal: Portal, tmp_path: Path
 ) -> None:
-    """The two kinds a small workspace cannot reach by writes alone (a measured near-duplicate
-    pair, a supersession demotion), from the facts recall hands the annotation step."""
+    """The two kinds from the facts recall hands the annotation step; through `/api/recall`
+    on a workspace where both happened by writes and canonization:
+    tests/integration/test_portal_superseded.py."""
     conn = sqlite3.connect(tmp_path / "canon.sqlite")
     install_canon(conn)
     conn.execute(
