@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
