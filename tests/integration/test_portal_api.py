@@ -148,6 +148,25 @@ def test_m_rec_227_235_possibly_superseded_and_superseded_annotations(
     assert notes["new"] == ()
 
 
+def test_portal_api_hits_carry_each_legs_own_score(portal: Portal, spec: dict[str, Any]) -> None:
+    """Per-leg scores, not only ranks: bm25's keyword score, vector's cosine, recent's fixed
+    score; a graph neighbour has its hop as its rank and no score of its own."""
+    search = by_content(get(portal, spec, "/api/search", query="users table"), RULING)
+    assert set(search["scores"]) == set(search["ranks"]) >= {"bm25", "vector"}
+    assert search["scores"]["bm25"] > 0
+    assert 0 < search["scores"]["vector"] <= 1
+    assert search["score"] == pytest.approx(max(search["scores"].values()), abs=1e-6)  # max
+    recall = get(portal, spec, "/api/recall", query="users table")
+    for hit in recall["hits"]:
+        legs = set(hit.get("ranks") or {}) - {"graph"}
+        assert set(hit["scores"]) == legs, hit
+        if "recent" in hit["scores"]:
+            assert hit["scores"]["recent"] == 0.25
+    page = httpx.get(f"{portal.base}/portal/recall", params={"query": "users table"}, timeout=60)
+    bm25 = search["scores"]["bm25"]
+    assert f"bm25 #{search['ranks']['bm25']} ({bm25:.3f})" in page.text
+
+
 def test_portal_api_as_of_seq_shows_the_memory_as_it_stood(
     portal: Portal, spec: dict[str, Any]
 ) -> None:

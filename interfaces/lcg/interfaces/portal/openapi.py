@@ -12,6 +12,9 @@ from lcg.queries.recall_annotations import KINDS
 STR: Final = {"type": "string"}
 INT: Final = {"type": "integer"}
 NULL_INT: Final = {"type": ["integer", "null"]}
+# each query leg's own score (bm25, vector, recent); a graph neighbour's is absent: its
+# "graph" rank is a hop, with no score of its own
+LEG_SCORES: Final = {"type": "object", "additionalProperties": {"type": "number"}}
 OBJ: Final = {"type": "object"}
 
 STAMP: Final = {"session": STR, "head": INT, "as_of_seq": NULL_INT}
@@ -58,8 +61,9 @@ RECALL_HIT = _obj(
         "possibly_superseded_by": STR,
         "truncated_in_context": {"type": "boolean"},
         "annotations": {"type": "array", "items": ANNOTATION},
+        "scores": LEG_SCORES,
     },
-    ["node_id", "content", "concept_type", "score", "is_canonical", "annotations"],
+    ["node_id", "content", "concept_type", "score", "is_canonical", "annotations", "scores"],
 )
 ERROR = _obj({"error": STR, "field": {"type": ["string", "null"]}})
 
@@ -156,6 +160,7 @@ def document() -> dict[str, Any]:
                                     "status": STR,
                                     "score": {"type": "number"},
                                     "ranks": {"type": "object", "additionalProperties": INT},
+                                    "scores": LEG_SCORES,
                                 }
                             ),
                         },

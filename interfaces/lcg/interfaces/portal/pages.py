@@ -166,14 +166,14 @@ def recall_page(reads: PortalReads, args: Args) -> str:
         )
         if "skipped_redundant" in hit:
             badges += '<span class="badge badge-skipped_redundant">skipped_redundant</span>'
-        ranks = ", ".join(f"{k} #{v}" for k, v in (hit.get("ranks") or {}).items())
+        legs = leg_cells(hit.get("ranks") or {}, hit["scores"])
         hits.append(
             [
                 concept_link(args, hit["node_id"]),
                 f'<span class="content">{e(hit["content"])}</span>',
                 e(hit["concept_type"]),
                 e(f"{hit['score']:.3f}"),
-                e(ranks),
+                legs,
                 badges,
             ]
         )
@@ -183,9 +183,31 @@ def recall_page(reads: PortalReads, args: Args) -> str:
         + '<h2>Context block</h2><pre id="context">'
         + e(found["context"])
         + "</pre><h2>Hits</h2>"
-        + table(["id", "content", "type", "score", "ranks per leg", "annotations"], hits),
+        + table(["id", "content", "type", "score", "per leg: rank (score)", "annotations"], hits)
+        + LEGS_NOTE,
         args,
     )
+
+
+LEGS_NOTE: Final = (
+    '<p class="legs-note">Each leg\'s own score: bm25 the keyword score (higher is better, not'
+    " capped at 1), vector the cosine, recent a fixed 0.25 for the session's latest writes."
+    " A graph neighbour has only its hop: its score is the concept it was reached from,"
+    " decayed; a concept kept beside a contradicted hit has no leg.</p>"
+)
+
+
+def leg_cells(ranks: dict[str, int], scores: dict[str, float]) -> str:
+    """`bm25 #1 (7.41)`, `graph hop 1 (no own score)`: HTML, escaped."""
+    cells = []
+    for leg, rank in ranks.items():
+        if leg == "graph":
+            cells.append(f"graph hop {rank} (no own score)")
+        elif leg in scores:
+            cells.append(f"{leg} #{rank} ({scores[leg]:.3f})")
+        else:
+            cells.append(f"{leg} #{rank}")
+    return e(", ".join(cells))
 
 
 def concept_page(reads: PortalReads, args: Args) -> str:

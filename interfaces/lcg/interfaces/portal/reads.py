@@ -161,6 +161,7 @@ class PortalReads:
         for hit in recalled.hits:
             shown = hit_payload(hit)
             shown["annotations"] = [dict(note) for note in hit.annotations]
+            shown["scores"] = dict(hit.scores or {})
             hits.append(shown)
         return {
             **where.stamp(),
@@ -182,6 +183,7 @@ class PortalReads:
                 "status": nodes[hit.node_id].status,
                 "score": hit.score,
                 "ranks": dict(hit.ranks),
+                "scores": dict(hit.scores),
             }
             for hit in found
             if hit.node_id in nodes
