@@ -25,9 +25,16 @@ from lcg.interfaces.settings_file import Tuning
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.canonization import state as canon
 from lcg.projections.embedding.port import Embedder
+from lcg.queries.session_verify import verify_session
 from tests.conftest import SteppingClock, make_workspace
 from tests.helpers.portal import Portal, serving
-from tests.integration.test_memory_writes import concept, derive, node_by_content, settled
+from tests.integration.test_memory_writes import (
+    SESSION,
+    concept,
+    derive,
+    node_by_content,
+    settled,
+)
 
 OLDER = "the release pins version 2.3 of the parser"
 NEWER = "the release pins version 2.4 of the parser"
@@ -102,6 +109,11 @@ def built(
     settings = Settings(workspace=where, tuning=tuning, embedder="minilm")
     with make_workspace(settings, minilm) as ws:
         ids = _write_story(ws)
+        report = verify_session(ws.reader(), ws.log, SESSION, ws.clock())
+    assert report.ok, report.problems
+    # lambo session verify lists both kinds (M-REC-227: "either way", shown or not)
+    assert ids["older"] in report.annotations["possibly_superseded"]
+    assert report.annotations["superseded"] == [ids["hero"]]
     with serving(where, story=False, embedder="minilm") as running:
         yield running, ids
 
