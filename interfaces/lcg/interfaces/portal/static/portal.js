@@ -4,10 +4,11 @@
 //
 // A large graph is drawn in steps (ADR 0087): cytoscape's element creation is most of a big
 // first draw (about 2 s for 5,000 nodes on a loaded box, before its first frame), so the
-// first `data-first` nodes are drawn at once and the rest are added a batch at a time after
-// it, the counter saying how many are shown. Past 150 nodes every node has its place on one
-// grid sized for the whole page (preset positions: no layout pass, and nothing moves when a
-// batch arrives); the viewport is fitted to the whole grid from the start.
+// first `data-first` nodes are fetched and drawn alone, and the page's other nodes are
+// fetched next and added a batch at a time, the counter saying how many are shown. Past 150
+// nodes every node has its place on one grid sized for the whole page (preset positions: no
+// layout pass, and nothing moves when a batch arrives); the viewport is fitted to the whole
+// grid from the start.
 (function () {
   "use strict";
   var box = document.getElementById("graph");
@@ -16,14 +17,29 @@
   var BIG = 800;  // no labels, haystack edges, edges hidden while panning
   var BATCH = 1000;  // nodes added per step after the first draw
   var SPACING = 24;
-  // the fetch starts before cytoscape.min.js is parsed (that script comes after this one)
-  var arriving = fetch(box.dataset.api, { credentials: "same-origin" })
-    .then(function (r) { if (!r.ok) { throw new Error("graph: HTTP " + r.status); } return r.json(); });
+  var api = new URL(box.dataset.api, location.href);
+  var limit = parseInt(api.searchParams.get("limit") || "5000", 10);
+  var first = parseInt(box.dataset.first || "0", 10);  // 0: all at once
+  var stepped = first > 0 && first < limit;
+  function get(url) {
+    return fetch(url, { credentials: "same-origin" }).then(function (r) {
+      if (!r.ok) { throw new Error("graph: HTTP " + r.status); }
+      return r.json();
+    });
+  }
+  // the first fetch starts before cytoscape.min.js is parsed (that script comes after this
+  // one); with steps it asks for the first nodes only, the whole page once those are drawn
+  var head = new URL(api.href);
+  if (stepped) { head.searchParams.set("limit", String(first)); }
+  var arriving = get(head.href);
   var loaded = new Promise(function (resolve) {
     if (window.cytoscape) { resolve(); } else { window.addEventListener("load", resolve); }
   });
   function checkboxes(holder, values, onChange, className, on) {
+    var have = {};
+    holder.querySelectorAll("input").forEach(function (c) { have[c.value] = true; });
     values.forEach(function (value) {
+      if (have[value]) { return; }
       var label = document.createElement("label");
       var input = document.createElement("input");
       input.type = "checkbox"; input.checked = on(value); input.value = value;
@@ -33,47 +49,68 @@
     });
   }
   function draw(data) {
-    var total = data.nodes.length;
+    var offset = parseInt((document.getElementById("graph-pages") || box).dataset.offset ||
+      "0", 10);
+    // the page's size: what the session holds past the offset, at most the page's limit
+    var total = stepped ? Math.max(0, Math.min(limit, data.total_nodes - offset)) :
+      data.nodes.length;
     var big = total > BIG;
-    var first = parseInt(box.dataset.first || "0", 10);  // 0: all at once
-    first = first > 0 ? Math.min(first, total) : total;
-    var small = total <= SMALL && first === total;  // drawn at once, laid out force-directed
+    var upfront = stepped ? data.nodes.length : (first > 0 ? Math.min(first, total) : total);
+    var small = total <= SMALL && upfront >= total;  // drawn at once, laid out force-directed
+    var cols = Math.max(1, Math.ceil(Math.sqrt(total * 1.5)));  // wider than tall
+    var rows = Math.max(1, Math.ceil(total / cols));
     // Past 800 nodes the semantic edges (near-duplicate links, most of a big session's
     // edges) start unchecked: edges are most of the first draw's cost.
     var edgeOn = {};
-    data.edges.forEach(function (e) { edgeOn[e.kind] = !(big && e.kind === "semantic"); });
     var nodeOn = {};
-    var index = {};
-    var cols = Math.max(1, Math.ceil(Math.sqrt(total * 1.5)));  // wider than tall
-    var rows = Math.max(1, Math.ceil(total / cols));
-    var nodes = data.nodes.map(function (n, i) {
-      index[n.id] = i;
-      var node = { group: "nodes", data: { id: n.id, label: n.content.slice(0, 40),
-        type: n.concept_type, status: n.status } };
-      if (!small) { node.position = { x: (i % cols) * SPACING, y: Math.floor(i / cols) * SPACING }; }
-      return node;
-    });
-    // each edge is drawn with the later of its two ends
-    var edges = data.edges.map(function (e, i) {
-      return { at: Math.max(index[e.source], index[e.target]), kind: e.kind,
-        element: { group: "edges", data: { id: "e" + i, source: e.source, target: e.target,
-          kind: e.kind } } };
-    });
-    var drawn = 0;  // nodes 0..drawn-1 are in the graph
+    var nodes = [];  // the page's nodes in order, as cytoscape elements
+    var edges = [];  // {ends: [index, index], kind, element}
+    var inGraph = {};  // the ids of the nodes and edges cytoscape holds
+    var next = 0;  // nodes before this one are all in the graph
+    function take(found) {  // the nodes and edges of a fetch (the whole page replaces the head)
+      var index = {};
+      nodes = found.nodes.map(function (n, i) {
+        index[n.id] = i;
+        var node = { group: "nodes", data: { id: n.id, label: n.content.slice(0, 40),
+          type: n.concept_type, status: n.status } };
+        if (!small) { node.position = { x: (i % cols) * SPACING, y: Math.floor(i / cols) * SPACING }; }
+        return node;
+      });
+      edges = found.edges.map(function (e) {
+        if (!(e.kind in edgeOn)) { edgeOn[e.kind] = !(big && e.kind === "semantic"); }
+        var id = e.kind + " " + e.source + " " + e.target;
+        return { ends: [index[e.source], index[e.target]], kind: e.kind,
+          element: { group: "edges", data: { id: id, source: e.source, target: e.target,
+            kind: e.kind } } };
+      });
+    }
     function shown(node) {
       return nodeOn[node.data.type] !== false && nodeOn[node.data.status] !== false;
     }
-    function part(lo, hi) {
+    function edgesIn(kind) {  // the edges of a kind (any: null) whose two ends are drawn
       var out = [];
-      for (var i = lo; i < hi; i++) {
-        if (!shown(nodes[i])) { nodes[i].style = { display: "none" }; } else { delete nodes[i].style; }
-        out.push(nodes[i]);
-      }
       edges.forEach(function (e) {
-        if (e.at >= lo && e.at < hi && edgeOn[e.kind]) { out.push(e.element); }
+        var element = e.element;
+        if ((kind === null ? edgeOn[e.kind] : e.kind === kind) && !inGraph[element.data.id] &&
+            inGraph[element.data.source] && inGraph[element.data.target]) {
+          inGraph[element.data.id] = true;
+          out.push(element);
+        }
       });
       return out;
     }
+    function part(upto) {  // the nodes up to `upto` not drawn yet, and the edges they close
+      var out = [];
+      for (; next < upto; next++) {
+        var node = nodes[next];
+        if (inGraph[node.data.id]) { continue; }
+        if (!shown(node)) { node.style = { display: "none" }; } else { delete node.style; }
+        inGraph[node.data.id] = true;
+        out.push(node);
+      }
+      return out.concat(edgesIn(null));
+    }
+    take(data);
     var width = box.clientWidth || 800;
     var height = box.clientHeight || 600;
     var extentX = (cols - 1) * SPACING + 2 * SPACING;
@@ -81,7 +118,7 @@
     var zoom = Math.min(2, width / extentX, height / extentY);
     var started = performance.now();
     var cy = cytoscape({
-      container: box, elements: part(0, first),
+      container: box, elements: part(upfront),
       layout: small ? { name: "cose", animate: false, numIter: 300 } : { name: "preset", fit: false },
       zoom: small ? 1 : zoom,
       pan: small ? { x: 0, y: 0 } : { x: (width - (extentX - 2 * SPACING) * zoom) / 2,
@@ -100,12 +137,11 @@
           "curve-style": big ? "haystack" : "bezier" } }
       ]
     });
-    drawn = first;
     window.lcgGraph = cy;
     var counter = document.getElementById("graph-count");
     var pages = document.getElementById("graph-pages");
-    var offset = pages ? parseInt(pages.dataset.offset || "0", 10) : 0;
     function count() {
+      var drawn = cy.nodes().length;
       var more = drawn < total ? " (drawing the rest)" : "";
       var beyond = data.total_nodes > total ? " · nodes " + (total ? offset + 1 : 0) + "–" +
         (offset + total) + " of " + data.total_nodes : "";
@@ -121,11 +157,6 @@
       location.href = box.dataset.concept + (box.dataset.concept.indexOf("?") < 0 ? "?" : "&") +
         "focus=" + encodeURIComponent(ev.target.id());
     });
-    function distinct(key) {
-      var seen = {};
-      data.nodes.forEach(function (n) { seen[n[key]] = true; });
-      return Object.keys(seen).sort();
-    }
     function refilter() {
       document.querySelectorAll("input.filter").forEach(function (c) { nodeOn[c.value] = c.checked; });
       cy.batch(function () {
@@ -135,33 +166,41 @@
         });
       });
     }
-    function always() { return true; }
-    checkboxes(document.getElementById("type-filters"), distinct("concept_type"), refilter,
-      "filter", always);
-    checkboxes(document.getElementById("status-filters"), distinct("status"), refilter,
-      "filter", always);
     function toggleEdges(ev) {
       var kind = ev.target.value;
       edgeOn[kind] = ev.target.checked;
-      if (ev.target.checked) {  // the drawn nodes' edges of this kind
-        cy.add(edges.filter(function (e) { return e.kind === kind && e.at < drawn; })
-          .map(function (e) { return e.element; }));
+      if (ev.target.checked) {
+        cy.add(edgesIn(kind));
       } else {
-        cy.remove(cy.edges().filter(function (e) { return e.data("kind") === kind; }));
+        var gone = cy.edges().filter(function (e) { return e.data("kind") === kind; });
+        gone.forEach(function (e) { delete inGraph[e.id()]; });
+        cy.remove(gone);
       }
       count();
     }
-    checkboxes(document.getElementById("edge-filters"), Object.keys(edgeOn).sort(), toggleEdges,
-      "edge-filter", function (kind) { return edgeOn[kind]; });
+    function filters(found) {
+      function distinct(key) {
+        var seen = {};
+        found.nodes.forEach(function (n) { seen[n[key]] = true; });
+        return Object.keys(seen).sort();
+      }
+      function always() { return true; }
+      checkboxes(document.getElementById("type-filters"), distinct("concept_type"), refilter,
+        "filter", always);
+      checkboxes(document.getElementById("status-filters"), distinct("status"), refilter,
+        "filter", always);
+      checkboxes(document.getElementById("edge-filters"), Object.keys(edgeOn).sort(),
+        toggleEdges, "edge-filter", function (kind) { return edgeOn[kind]; });
+    }
+    filters(data);
     function rest() {  // one batch per task, so the page answers between them
-      if (drawn >= total) {
-        box.dataset.complete = String(drawn);
+      if (next >= nodes.length) {
+        box.dataset.complete = String(cy.nodes().length);
         window.lcgGraphAllDrawnAt = performance.now();
+        count();
         return;
       }
-      var upto = Math.min(total, drawn + BATCH);
-      cy.add(part(drawn, upto));
-      drawn = upto;
+      cy.add(part(Math.min(nodes.length, next + BATCH)));
       count();
       setTimeout(rest, 0);
     }
@@ -169,13 +208,22 @@
       window.lcgGraphDrawnMs = performance.now() - started;  // from the data's arrival
       window.lcgGraphFirstDrawAt = performance.now();  // from navigation start
       box.dataset.drawn = String(cy.nodes().length);
-      setTimeout(rest, 0);
+      if (!stepped || data.nodes.length >= total) { setTimeout(rest, 0); return; }
+      get(api.href).then(function (whole) {  // the page's other nodes, drawn in batches
+        data = whole;
+        total = whole.nodes.length;  // the session may have grown since the head was read
+        take(whole);
+        next = 0;  // the head's nodes are skipped: they are in the graph already
+        filters(whole);
+        rest();
+      }).catch(failed);
     });
+  }
+  function failed(error) {
+    var p = document.createElement("p"); p.className = "error"; p.textContent = String(error);
+    box.appendChild(p);
   }
   Promise.all([arriving, loaded])
     .then(function (done) { draw(done[0]); })
-    .catch(function (error) {
-      var p = document.createElement("p"); p.className = "error"; p.textContent = String(error);
-      box.appendChild(p);
-    });
+    .catch(failed);
 })();
