@@ -28,19 +28,25 @@ from lcg.projections.embedding.port import Embedder
 from lcg.queries.session_verify import verify_session
 from tests.conftest import SteppingClock, make_workspace
 from tests.helpers.portal import Portal, serving
-from tests.integration.test_memory_writes import (
-    SESSION,
-    concept,
-    derive,
-    node_by_content,
-    settled,
-)
+from tests.integration.test_memory_writes import AGENT, SESSION, concept, derive, node_by_content
+from tests.integration.test_memory_writes import settled as settled_once
 
 OLDER = "the release pins version 2.3 of the parser"
 NEWER = "the release pins version 2.4 of the parser"
 HERO = "user schema owns the accounts table"
 MOVED = "accounts moved to the tenants table"
 AGENTS = ("agent-a", "agent-b", "agent-c")
+
+
+def settled(app: App, receipt: str, agent: str = AGENT) -> dict[str, Any]:
+    """The receipt once applied: asked again while pending (MiniLM on a loaded box can take
+    longer than one wait), failing on any other state."""
+    for _ in range(12):  # 10 s each
+        body = settled_once(app, receipt, agent)
+        if body["state"] != "pending":
+            break
+    assert body["state"] == "applied", body
+    return body
 
 
 def _later(ws: Workspace, minutes: float) -> None:
