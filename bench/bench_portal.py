@@ -1,7 +1,8 @@
 """The portal (issue 29, ADR 0077/0078): recall through `/api/recall` vs `lambo_recall` over
 MCP, and the graph page's time to first draw at 5,000 nodes.
 
-    .venv/bin/python -m bench.bench_portal [--facts 200] [--calls 300] [--nodes 5000] [--only-graph]
+    .venv/bin/python -m bench.bench_portal [--facts 200] [--calls 300] [--nodes 5000]
+        [--loads 3] [--only-graph] [--graph-workspace DIR]
 
 1. Recall: one `lcg serve --http` seeded with `--facts` facts serves both `/mcp` and `/api/`;
    the same queries go to `lambo_recall` (the SDK's streamable HTTP client) and to
@@ -10,11 +11,14 @@ MCP, and the graph page's time to first draw at 5,000 nodes.
    (aim <= 1.2x).
 2. Graph: a second serve seeded with `--nodes` concepts (then each written again citing the
    one before it: a chain of N-1 edges), the graph page opened in headless Chromium (playwright on
-   Debian's chromium); timed from navigation start to cytoscape's first render
-   (`window.lcgGraphDrawnMs` is the draw alone, from the data's arrival), 3 loads, best and
-   median. The graph's serve embeds with the hashing embedder (seeding 10,000 writes with
-   MiniLM takes most of an hour on a loaded box; the page does not depend on it). Progress
-   goes to stderr; the markdown table to stdout.
+   Debian's chromium) in two modes, interleaved load by load: all nodes in one first draw
+   (`first=0`, the baseline) and the page's default (the first 500, then the rest in
+   batches; ADR 0087). Timed from navigation start to cytoscape's first render
+   (`window.lcgGraphDrawnMs` is the draw alone, from the data's arrival) and to all nodes
+   drawn; `--loads` loads per mode, medians. The graph's serve embeds with the hashing
+   embedder (seeding 10,000 writes with MiniLM takes most of an hour on a loaded box; the
+   page does not depend on it); `--graph-workspace` keeps it for the next run. Progress goes
+   to stderr; the markdown table to stdout.
 """
 
 from __future__ import annotations
@@ -116,34 +120,46 @@ async def seed_graph(call: AsyncCall, facts: list[str]) -> int:
     return refused
 
 
-def draw_times(base: str, loads: int) -> tuple[list[float], list[float], int]:
+MODES = {"all at once (first=0)": "?first=0", "in steps (default first draw)": ""}
+Draws = dict[str, dict[str, list[float]]]
+
+
+def draw_times(base: str, loads: int) -> tuple[Draws, int]:
+    """Each mode's times over `loads` loads, the modes interleaved load by load: navigation
+    start to first draw, the data's arrival to first draw, navigation start to all drawn."""
     from playwright.sync_api import sync_playwright
 
-    total: list[float] = []
-    draw: list[float] = []
+    times: Draws = {mode: {"first": [], "draw": [], "all": []} for mode in MODES}
     drawn = 0
     with sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        for _ in range(loads):
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(f"{base}/portal/graph")
-            page.wait_for_selector("#graph[data-drawn]", timeout=600_000)
-            total.append(float(page.evaluate("window.lcgGraphFirstDrawAt")))
-            draw.append(float(page.evaluate("window.lcgGraphDrawnMs")))
-            drawn = int(page.get_attribute("#graph", "data-drawn") or 0)
-            page.close()
+        for n in range(loads):
+            for mode in list(MODES)[:: 1 if n % 2 else -1]:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.goto(f"{base}/portal/graph{MODES[mode]}")
+                page.wait_for_selector("#graph[data-complete]", timeout=600_000)
+                times[mode]["first"].append(float(page.evaluate("window.lcgGraphFirstDrawAt")))
+                times[mode]["draw"].append(float(page.evaluate("window.lcgGraphDrawnMs")))
+                times[mode]["all"].append(float(page.evaluate("window.lcgGraphAllDrawnAt")))
+                drawn = int(page.get_attribute("#graph", "data-complete") or 0)
+                log(f"  {mode}: first draw {times[mode]['first'][-1]:.0f} ms")
+                page.close()
         browser.close()
-    return total, draw, drawn
+    return times, drawn
 
 
-async def graph_draw(workdir: Path, nodes: int, loads: int) -> tuple[list[float], list[float], int]:
+async def graph_draw(workdir: Path, nodes: int, loads: int, kept: Path | None) -> tuple[Draws, int]:
     rng = random.Random(7)
     facts = [fact(rng, n) for n in range(nodes)]
+    where = kept or workdir / "graph"
+    seeded = (where / ".lcg").exists()
     # the hashing embedder (ADR 0061): what is timed is the page, not the seeding's model
-    graph_serve = http_serve(workdir / "graph", LCG_EMBEDDER="hashing")
+    graph_serve = http_serve(where, LCG_EMBEDDER="hashing")
     async with graph_serve as url, over_http(url) as mcp:
-        log(f"seeding {nodes} concepts")
-        refused = await seed_graph(mcp, facts)
+        refused = 0
+        if not seeded:
+            log(f"seeding {nodes} concepts")
+            refused = await seed_graph(mcp, facts)
         base = url.removesuffix("/mcp")
         async with httpx2.AsyncClient(timeout=120) as http:
             stats = (await http.get(f"{base}/api/stats")).json()["stats"]
@@ -153,12 +169,12 @@ async def graph_draw(workdir: Path, nodes: int, loads: int) -> tuple[list[float]
 
 def report(
     times: dict[str, list[float]],
-    graph: tuple[list[float], list[float], int],
+    graph: tuple[Draws, int],
     args: argparse.Namespace,
 ) -> str:
     p50 = {label: percentile(ms, 50) for label, ms in times.items()}
     p95 = {label: percentile(ms, 95) for label, ms in times.items()}
-    total, draw, drawn = graph
+    draws, drawn = graph
     recall = (
         []
         if args.only_graph
@@ -173,16 +189,23 @@ def report(
             "",
         ]
     )
+    median = {m: {k: statistics.median(v) for k, v in t.items()} for m, t in draws.items()}
+    baseline, steps = (median[m] for m in MODES)
+    rows = [
+        f"| {mode} | {t['first']:.0f} | {t['draw']:.0f} | {t['all']:.0f} |"
+        for mode, t in median.items()
+    ]
     return "\n".join(
         [
             *recall,
-            f"graph page: {drawn} nodes drawn, {len(total)} loads",
+            f"graph page: {drawn} nodes drawn, {args.loads} loads per mode, medians",
             "",
-            "| measure | best ms | median ms |",
-            "|---|---|---|",
-            f"| navigation start to first draw | {min(total):.0f} |"
-            f" {statistics.median(total):.0f} |",
-            f"| data arrived to first draw | {min(draw):.0f} | {statistics.median(draw):.0f} |",
+            "| graph page | navigation start to first draw ms | data arrived to first draw ms"
+            " | navigation start to all drawn ms |",
+            "|---|---:|---:|---:|",
+            *rows,
+            f"| ratio steps / all at once | {steps['first'] / baseline['first']:.2f}x"
+            f" | {steps['draw'] / baseline['draw']:.2f}x | {steps['all'] / baseline['all']:.2f}x |",
         ]
     )
 
@@ -194,6 +217,12 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--loads", type=int, default=3)
     parser.add_argument("--only-graph", action="store_true", help="Skip the recall part.")
+    parser.add_argument(
+        "--graph-workspace",
+        type=Path,
+        default=None,
+        help="The graph's workspace: seeded when new, reused as it is when it holds one.",
+    )
     args = parser.parse_args()
     rng = random.Random(1)
     facts = [fact(rng, n) for n in range(args.facts)]
@@ -204,7 +233,7 @@ def main() -> None:
             times = anyio.run(recall_latency, workdir, facts, args.calls)
             p50 = {k: round(percentile(v, 50), 2) for k, v in times.items()}
             log(f"recall p50 ms: {p50}")
-        graph = anyio.run(graph_draw, workdir, args.nodes, args.loads)
+        graph = anyio.run(graph_draw, workdir, args.nodes, args.loads, args.graph_workspace)
     print(report(times, graph, args))
 
 

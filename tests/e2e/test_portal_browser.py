@@ -141,3 +141,30 @@ def test_portal_as_of_seq_shows_the_older_memory(
     assert CITING not in page.inner_text("#context")
     assert RULING in page.inner_text("#context")
     page.screenshot(path=str(artifacts / "portal-as-of.png"), full_page=True)
+
+
+def test_portal_graph_draws_in_steps_and_pages(page: Any, portal: Portal, artifacts: Path) -> None:
+    """A graph larger than its first draw (`first`, default 500) shows the first nodes at
+    once, then adds the rest a batch at a time, the counter saying how many are shown; past
+    the page's `limit` the previous and next links page through the session (ADR 0087)."""
+    visit(page, portal, "/portal/graph?first=2")
+    page.wait_for_selector("#graph[data-complete]")
+    assert page.get_attribute("#graph", "data-drawn") == "2"  # the first draw
+    assert page.get_attribute("#graph", "data-complete") == "4"
+    assert page.inner_text("#graph-count").startswith("showing 4 of 4 nodes, 2 edges")
+    # an edge is drawn once both its ends are: the same two edges as drawing at once
+    assert page.evaluate("window.lcgGraph.edges().length") == 2
+    assert page.is_hidden("#graph-next")
+    assert page.is_hidden("#graph-previous")
+    visit(page, portal, "/portal/graph?limit=3")
+    page.wait_for_selector("#graph[data-complete]")
+    assert "nodes 1–3 of 4" in page.inner_text("#graph-count")
+    assert page.is_visible("#graph-next")
+    page.click("#graph-next")
+    page.wait_for_selector("#graph[data-complete]")
+    assert page.console_errors == []
+    assert page.get_attribute("#graph", "data-complete") == "1"
+    assert "nodes 4–4 of 4" in page.inner_text("#graph-count")
+    assert page.is_visible("#graph-previous")
+    assert page.is_hidden("#graph-next")
+    page.screenshot(path=str(artifacts / "portal-graph-paged.png"))

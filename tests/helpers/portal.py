@@ -21,6 +21,7 @@ from lcg.interfaces.http_server import listen
 from lcg.interfaces.portal.reads import PortalReads
 from lcg.interfaces.portal.web import routes
 from lcg.interfaces.service import Service
+from lcg.projections.embedding.choice import EmbedderName
 
 AGENT = "agent-a"
 RULING = "user schema owns the users table"
@@ -54,9 +55,12 @@ class Portal:
 
 @contextmanager
 def serving(
-    workspace: Path, credentials: tuple[Credential, ...] = (), story: bool = True
+    workspace: Path,
+    credentials: tuple[Credential, ...] = (),
+    story: bool = True,
+    embedder: EmbedderName = "hashing",
 ) -> Iterator[Portal]:
-    settings = Settings(workspace=workspace, embedder="hashing")
+    settings = Settings(workspace=workspace, embedder=embedder)
     service = Service(settings, command="pytest portal")
     assert service.start() == "healthy", service.reason
     reads = PortalReads(service)

@@ -94,6 +94,11 @@ def test_portal_api_every_endpoint_answers_as_its_openapi_document_says(
     assert [e["seq"] for e in more["events"]] == [4, 5]
     graph = get(portal, spec, "/api/graph")
     assert len(graph["nodes"]) == 4
+    assert graph["offset"] == 0
+    paged = get(portal, spec, "/api/graph", limit=3, offset=2)
+    assert [n["id"] for n in paged["nodes"]] == [n["id"] for n in graph["nodes"]][2:]
+    assert paged["total_nodes"] == 4
+    assert paged["truncated"]
     assert {"depends_on", "contradicts"} <= {e["kind"] for e in graph["edges"]}
     around = get(portal, spec, "/api/graph", focus=ruling, hops=1)
     assert {n["content"] for n in around["nodes"]} == {RULING, CITING, CORRECTION}
@@ -125,8 +130,9 @@ def test_m_cfg_053_m_rec_144_176_recall_hits_carry_their_annotations_by_kind(
 def test_m_rec_227_235_possibly_superseded_and_superseded_annotations(
     portal: Portal, tmp_path: Path
 ) -> None:
-    """The two kinds a small workspace cannot reach by writes alone (a measured near-duplicate
-    pair, a supersession demotion), from the facts recall hands the annotation step."""
+    """The two kinds from the facts recall hands the annotation step; through `/api/recall`
+    on a workspace where both happened by writes and canonization:
+    tests/integration/test_portal_superseded.py."""
     conn = sqlite3.connect(tmp_path / "canon.sqlite")
     install_canon(conn)
     conn.execute(
@@ -140,6 +146,25 @@ def test_m_rec_227_235_possibly_superseded_and_superseded_annotations(
         {"kind": "superseded", "by": "new", "at": "2026-09-30T12:00:00+00:00"},
     )
     assert notes["new"] == ()
+
+
+def test_portal_api_hits_carry_each_legs_own_score(portal: Portal, spec: dict[str, Any]) -> None:
+    """Per-leg scores, not only ranks: bm25's keyword score, vector's cosine, recent's fixed
+    score; a graph neighbour has its hop as its rank and no score of its own."""
+    search = by_content(get(portal, spec, "/api/search", query="users table"), RULING)
+    assert set(search["scores"]) == set(search["ranks"]) >= {"bm25", "vector"}
+    assert search["scores"]["bm25"] > 0
+    assert 0 < search["scores"]["vector"] <= 1
+    assert search["score"] == pytest.approx(max(search["scores"].values()), abs=1e-6)  # max
+    recall = get(portal, spec, "/api/recall", query="users table")
+    for hit in recall["hits"]:
+        legs = set(hit.get("ranks") or {}) - {"graph"}
+        assert set(hit["scores"]) == legs, hit
+        if "recent" in hit["scores"]:
+            assert hit["scores"]["recent"] == 0.25
+    page = httpx.get(f"{portal.base}/portal/recall", params={"query": "users table"}, timeout=60)
+    bm25 = search["scores"]["bm25"]
+    assert f"bm25 #{search['ranks']['bm25']} ({bm25:.3f})" in page.text
 
 
 def test_portal_api_as_of_seq_shows_the_memory_as_it_stood(
@@ -162,10 +187,35 @@ def test_portal_api_as_of_seq_shows_the_memory_as_it_stood(
     assert get(portal, spec, "/api/stats")["stats"]["concept_count"] == 4
 
 
+def test_portal_api_overview_takes_as_of_seq(portal: Portal, spec: dict[str, Any]) -> None:
+    """The overview of one session as it stood at seq N: its counts, WAL row and jobs from the
+    snapshot; the live overview lists every memory session at its head."""
+    now = get(portal, spec, "/api/overview")
+    assert now["as_of_seq"] is None
+    assert now["session"] is None
+    assert now["sessions"][0]["concept_count"] == 4
+    then = get(portal, spec, "/api/overview", as_of_seq=2)
+    assert then["as_of_seq"] == 2
+    assert then["session"] == "liminis"
+    assert [s["session"] for s in then["sessions"]] == ["liminis"]
+    assert then["sessions"][0]["concept_count"] == 1
+    assert then["wal"]["liminis"]["max_seq"] == 2
+    assert [j["session"] for j in then["jobs"]] == ["liminis"]
+    named = get(portal, spec, "/api/overview", session="liminis")
+    assert named["as_of_seq"] is None
+    assert named["sessions"][0]["concept_count"] == 4
+    page = httpx.get(f"{portal.base}/portal", params={"as_of_seq": 2}, timeout=60)
+    assert page.status_code == 200
+    assert "as of seq 2" in page.text
+
+
 @pytest.mark.parametrize(
     ("path", "params", "status", "named"),
     [
         ("/api/recall", {"query": "x", "as_of_seq": 10**6}, 400, "as_of_seq"),
+        ("/api/overview", {"as_of_seq": 10**6}, 400, "as_of_seq"),
+        ("/api/overview", {"session": "nosuchsession"}, 404, "session"),
+        ("/api/graph", {"offset": -1}, 400, "offset"),
         ("/api/recall", {"query": "x", "as_of_seq": 0}, 400, "as_of_seq"),
         ("/api/recall", {}, 400, "query"),
         ("/api/recall", {"query": "x", "top_k": 101}, 400, "top_k"),

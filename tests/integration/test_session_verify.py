@@ -10,6 +10,8 @@ here makes a possibly-superseded pair.)
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from lcg.interfaces.app import App
+from lcg.interfaces.cli_verify import running_holder
 from lcg.interfaces.workspace import Workspace
 from lcg.queries.session_verify import verify_session
 from tests.helpers.mcp_session import CONSOLE_SCRIPTS
@@ -91,6 +94,52 @@ def test_m_rec_176_a_clean_session_verifies_and_lists_its_annotation_kinds(
     text = verify(workspace.settings.workspace, "--session", SESSION)
     assert text.returncode == 0
     assert "ok: the graph agrees with the log" in text.stdout
+    # this test's process holds the workspace (its writer lease) as a serve would: verify
+    # read the files beside it, and says so, naming the holder and the seq of the report
+    assert found["holder"] == f"pid {os.getpid()}, `pytest`"
+    seq = workspace.log.head(SESSION)
+    assert f"note: pid {os.getpid()}, `pytest` holds this workspace" in text.stderr
+    assert "verify did not go through it" in text.stderr
+    assert f"the session up to seq {seq}" in text.stderr
+
+
+@pytest.mark.usefixtures("story")
+def test_m_cfg_052_verify_with_no_holder_names_none(workspace: Workspace) -> None:
+    """Once the holder has closed the workspace (its lease record emptied), verify names no
+    holder and prints no note."""
+    assert running_holder(workspace.settings.lease_path) == f"pid {os.getpid()}, `pytest`"
+    workspace.close()
+    alone = verify(workspace.settings.workspace, "--session", SESSION, "--json")
+    assert alone.returncode == 0, alone.stderr
+    assert json.loads(alone.stdout)["holder"] is None
+    assert "holds this workspace" not in alone.stderr
+
+
+def test_a_lease_record_left_by_a_process_that_is_gone_is_no_holder(tmp_path: Path) -> None:
+    lease = tmp_path / "writer.lock"
+    lease.write_text(
+        json.dumps(
+            {
+                "pid": _gone_pid(),
+                "host": socket.gethostname(),
+                "command": "lambo serve",
+                "since": "",
+            }
+        )
+    )
+    assert running_holder(lease) is None
+    lease.write_text(
+        json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": "lambo serve"})
+    )
+    assert running_holder(lease) == f"pid {os.getpid()}, `lambo serve`"
+    lease.write_text("")  # released: the holder empties its record
+    assert running_holder(lease) is None
+
+
+def _gone_pid() -> int:
+    ended = subprocess.Popen(["true"])  # a process that has ended (and been reaped)
+    ended.wait()
+    return ended.pid
 
 
 @pytest.mark.usefixtures("story")

@@ -3,12 +3,15 @@
 each problem by its kind and concept; 3 when the workspace holds no such session.
 
 It reads the workspace's files read-only, beside a serve that holds it or not: the graph in
-one read transaction, the WAL up to the positions that transaction saw.
+one read transaction, the WAL up to the positions that transaction saw. It never goes through
+a running serve (ADR 0087 keeps ADR 0079's choice): when one holds the workspace, the command
+says so (stderr; `holder` in --json), naming the serve and the seq the report stands at.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -47,12 +50,51 @@ def verify(
         if name not in opened.log.groups():
             _fail(f"--session: the workspace holds no session {name!r}", EXIT_REFUSED)
         report = verify_session(opened.reader(), opened.log, name, opened.clock())
-    found = report.to_json()
+    holder = running_holder(settings.lease_path)
+    found = {**report.to_json(), "holder": holder}
     if as_json:
         typer.echo(orjson.dumps(found, option=orjson.OPT_INDENT_2).decode())
     else:
         typer.echo(_text(found))
+    if holder is not None:
+        typer.echo(beside_holder(holder, report.seq), err=True)
     raise typer.Exit(EXIT_OK if report.ok else EXIT_PROJECTION)
+
+
+def running_holder(lease_path: Path) -> str | None:
+    """The process holding the workspace's writer lease, as `pid N, `command``; None when
+    none does (no record, or one left by a process of this host that is gone). A holder on
+    another host (a shared directory) is taken as running: it cannot be checked from here."""
+    from lcg.interfaces.http_auth import held_by
+    from lcg.projections.wal.lease import read_record
+
+    record = read_record(lease_path)
+    if not record or not isinstance(record.get("pid"), int):
+        return None
+    pid = int(str(record["pid"]))
+    host = str(record.get("host", ""))
+    if host == socket.gethostname() and not _alive(pid):
+        return None
+    return held_by(f"pid {pid} on {host}, `{record.get('command', '')}`")
+
+
+def beside_holder(holder: str, seq: int) -> str:
+    return (
+        f"note: {holder} holds this workspace; verify did not go through it: it read the "
+        f"workspace's files read-only beside it, so this report is the session up to seq {seq} "
+        "as that process had projected it when verify read it (writes it applies after are "
+        "not in it; run verify again to check them)"
+    )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True
 
 
 def _text(found: dict[str, Any]) -> str:

@@ -38,23 +38,25 @@ class Graph:
     truncated: bool
 
 
-def session_graph(conn: sqlite3.Connection, session: str, limit: int) -> Graph:
-    """The session's first `limit` concepts (by write order) and the edges among them."""
+def session_graph(conn: sqlite3.Connection, session: str, limit: int, offset: int = 0) -> Graph:
+    """The session's concepts `offset`..`offset+limit` (by write order) and the edges among
+    them."""
     (total,) = conn.execute(
         "SELECT COUNT(*) FROM memory_nodes WHERE group_id=? AND node_kind='concept'", (session,)
     ).fetchone()
     rows = conn.execute(
         "SELECT uuid, content, concept_type FROM memory_nodes WHERE group_id=? AND"
-        " node_kind='concept' ORDER BY seq, uuid LIMIT ?",
-        (session, limit),
+        " node_kind='concept' ORDER BY seq, uuid LIMIT ? OFFSET ?",
+        (session, limit, offset),
     ).fetchall()
     return _graph(conn, session, rows, int(total))
 
 
 def neighbourhood(
-    conn: sqlite3.Connection, session: str, focus: str, hops: int, limit: int
+    conn: sqlite3.Connection, session: str, focus: str, hops: int, limit: int, offset: int = 0
 ) -> Graph:
-    """`focus` and the concepts within `hops` edges of it, either way, at most `limit`."""
+    """`focus` and the concepts within `hops` edges of it, either way, nearest first: at most
+    `limit` of them from `offset`."""
     seen = [focus]
     known = {focus}
     frontier = [focus]
@@ -88,7 +90,7 @@ def neighbourhood(
         )
     order = {uuid: index for index, uuid in enumerate(seen)}
     rows.sort(key=lambda row: order[row[0]])
-    return _graph(conn, session, rows[:limit], len(rows))
+    return _graph(conn, session, rows[offset : offset + limit], len(rows))
 
 
 def _graph(

@@ -76,6 +76,7 @@ class RecalledHit:
     session: str | None = None  # a layered session's hit: the session it is from (M-REC-243)
     # what a layer skipped for its copy merged into this hit: (that layer, the skip) (M-REC-204)
     also_skipped_redundant: tuple[tuple[str, redundancy.Skipped], ...] = ()
+    scores: dict[str, float] | None = None  # each query leg's own score (the portal's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +101,7 @@ class _Shown:
     possibly_superseded_by: str | None = None
     fused: dict[str, float] | None = None
     annotations: tuple[Annotation, ...] = ()
+    scores: dict[str, float] | None = None
 
 
 def recall_memory(reads: ReadHandle, jobs: SessionJobs | None, request: RecallRequest) -> Recalled:
@@ -244,7 +246,7 @@ def _ordinary(
     # "Contradicts" line either way.
     ranked = {hit.node_id for hit in found}
     order: list[tuple[Node, float, dict[str, int]]] = []
-    fusion = {hit.node_id: hit.fused for hit in every if hit.fused}
+    legged = {hit.node_id: hit for hit in every}
     added: dict[str, list[str]] = {}
     for hit in found:
         order.append((nodes[hit.node_id], hit.score, hit.ranks))
@@ -274,8 +276,8 @@ def _ordinary(
                 repo_scope=repo_of_key(node.canonical_key),
             )
         )
-        shown[node.uuid] = _Shown(
-            ranks, tuple(added.get(node.uuid, ())), repeats, fused=fusion.get(node.uuid)
+        shown[node.uuid] = _shown(
+            ranks, tuple(added.get(node.uuid, ())), repeats, legged.get(node.uuid)
         )
     # Possibly superseded, not declared (#198): the structured field on the older hit. The line
     # is shown only under a contract whose trigger precision was measured (BGE-M3); the bundled
@@ -543,6 +545,21 @@ def _content(nodes: dict[str, Node], uuid: str) -> str | None:
     return None if node is None else node.content
 
 
+def _shown(
+    ranks: dict[str, int],
+    companion_of: tuple[str, ...],
+    skipped: tuple[redundancy.Skipped, ...],
+    leg_hit: RecallHit | None,
+) -> _Shown:
+    """What a hit carries beside its block; its fused values and leg scores when a query
+    leg found it."""
+    if leg_hit is None:
+        return _Shown(ranks, companion_of, skipped)
+    return _Shown(
+        ranks, companion_of, skipped, fused=leg_hit.fused or None, scores=leg_hit.scores or None
+    )
+
+
 def _recalled(
     views: list[HitView],
     rendered: context.RenderedContext,
@@ -568,6 +585,7 @@ def _recalled(
                 view.repo_scope,
                 None if extra is None else extra.fused,
                 () if extra is None else extra.annotations,
+                scores=None if extra is None else extra.scores,
             )
         )
     return Recalled(rendered.text, tuple(hits), tuple(warnings), tuple(views))

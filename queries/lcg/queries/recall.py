@@ -34,6 +34,10 @@ class RecallHit:
     # both fused values of a hit a query leg found, `max` and `rrf`, whichever ranked the
     # recall (the --ledger recall line's `fusion`, M-REC-028); empty for a graph neighbour
     fused: dict[str, float] = field(default_factory=dict)
+    # each query leg's own score of the hit (bm25: the keyword score, higher is better, not
+    # capped at 1; vector: the cosine; recent: its fixed RECENT_SCORE); a graph neighbour's
+    # "graph" rank is its hop, with no score of its own (its score is its parent's, decayed)
+    scores: dict[str, float] = field(default_factory=dict)
 
 
 def recall_concepts(
@@ -67,9 +71,19 @@ def recall_concepts(
         fused = _expand(ctx, session, fused, traversal_depth)
     if ctx.stages.reorders:
         fused = _staged(ctx, session, query, fused, top_k)
+    by_leg = {name: dict(hits) for name, hits in legs.items()}
     return [
-        RecallHit(e.key, e.score, e.ranks, values.get(e.key, {})) for e in fused[: take or top_k]
+        RecallHit(e.key, e.score, e.ranks, values.get(e.key, {}), _leg_scores(by_leg, e))
+        for e in fused[: take or top_k]
     ]
+
+
+def _leg_scores(by_leg: dict[str, dict[str, float]], entry: Fused[str]) -> dict[str, float]:
+    return {
+        name: round(by_leg[name][entry.key], 6)
+        for name in entry.ranks
+        if entry.key in by_leg.get(name, {})
+    }
 
 
 def _both_fused(

@@ -12,6 +12,9 @@ from lcg.queries.recall_annotations import KINDS
 STR: Final = {"type": "string"}
 INT: Final = {"type": "integer"}
 NULL_INT: Final = {"type": ["integer", "null"]}
+# each query leg's own score (bm25, vector, recent); a graph neighbour's is absent: its
+# "graph" rank is a hop, with no score of its own
+LEG_SCORES: Final = {"type": "object", "additionalProperties": {"type": "number"}}
 OBJ: Final = {"type": "object"}
 
 STAMP: Final = {"session": STR, "head": INT, "as_of_seq": NULL_INT}
@@ -58,8 +61,9 @@ RECALL_HIT = _obj(
         "possibly_superseded_by": STR,
         "truncated_in_context": {"type": "boolean"},
         "annotations": {"type": "array", "items": ANNOTATION},
+        "scores": LEG_SCORES,
     },
-    ["node_id", "content", "concept_type", "score", "is_canonical", "annotations"],
+    ["node_id", "content", "concept_type", "score", "is_canonical", "annotations", "scores"],
 )
 ERROR = _obj({"error": STR, "field": {"type": ["string", "null"]}})
 
@@ -93,9 +97,23 @@ def document() -> dict[str, Any]:
         "paths": {
             "/api/overview": _get(
                 "Sessions, health, WAL heads and pins, jobs, vector backlog",
-                [],
+                [
+                    _param(
+                        "session",
+                        STR,
+                        doc="Only this session (default: every memory session).",
+                    ),
+                    _param(
+                        "as_of_seq",
+                        {"type": "integer", "minimum": 1},
+                        doc="The session (given or the serve's own) as of this seq; health,"
+                        " backlog and tick are the serve's now.",
+                    ),
+                ],
                 _obj(
                     {
+                        "session": {"type": ["string", "null"]},
+                        "as_of_seq": NULL_INT,
                         "health": OBJ,
                         "sessions": {"type": "array", "items": OBJ},
                         "wal": OBJ,
@@ -142,6 +160,7 @@ def document() -> dict[str, Any]:
                                     "status": STR,
                                     "score": {"type": "number"},
                                     "ranks": {"type": "object", "additionalProperties": INT},
+                                    "scores": LEG_SCORES,
                                 }
                             ),
                         },
@@ -206,6 +225,11 @@ def document() -> dict[str, Any]:
                     _param("focus", STR),
                     _param("hops", {"type": "integer", "minimum": 1, "maximum": HOPS_MAX}),
                     _param("limit", {"type": "integer", "minimum": 1, "maximum": GRAPH_MAX}),
+                    _param(
+                        "offset",
+                        {"type": "integer", "minimum": 0},
+                        doc="Skip this many nodes (write order; a neighbourhood: nearest first).",
+                    ),
                     AS_OF,
                 ],
                 _obj(
@@ -222,6 +246,7 @@ def document() -> dict[str, Any]:
                             "items": _obj({"source": STR, "target": STR, "kind": STR}),
                         },
                         "total_nodes": INT,
+                        "offset": INT,
                         "truncated": {"type": "boolean"},
                     }
                 ),

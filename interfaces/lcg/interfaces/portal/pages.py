@@ -16,9 +16,11 @@ from starlette.responses import HTMLResponse, Response
 
 from lcg.domain.errors import DomainError
 from lcg.interfaces.portal.args import Args
-from lcg.interfaces.portal.reads import PortalError, PortalReads
+from lcg.interfaces.portal.reads import GRAPH_DEFAULT, GRAPH_MAX, PortalError, PortalReads
 
 Page = Callable[[PortalReads, Args], str]
+
+FIRST_DRAW: Final = 500  # the graph page's first draw; the rest follows in batches (ADR 0087)
 
 NAV: Final = (
     ("/portal", "Overview"),
@@ -94,7 +96,8 @@ def concept_link(args: Args, node_id: str, text: str | None = None) -> str:
 
 
 def overview(reads: PortalReads, args: Args) -> str:
-    found = reads.overview()
+    asked = args.text("session") is not None or args.text("as_of_seq") is not None
+    found = reads.overview(reads.where(args.text("session"), _as_of(args)) if asked else None)
     health = found["health"]
     sessions = table(
         ["session", "concepts", "interactions", "edges", "head", "applied", "pinned to"],
@@ -133,7 +136,8 @@ def overview(reads: PortalReads, args: Args) -> str:
         f" · vector follower backlog: {e(backlog['pending'])}"
         f"{' (' + e(backlog['error']) + ')' if backlog['error'] else ''}"
         f" · jobs every {e(found['tick_interval_secs'])} s</p>"
-        f"<h2>Sessions</h2>{sessions}<h2>Jobs</h2>{jobs}",
+        + as_of_form("/portal", args)
+        + f"<h2>Sessions</h2>{sessions}<h2>Jobs</h2>{jobs}",
         args,
     )
 
@@ -162,14 +166,14 @@ def recall_page(reads: PortalReads, args: Args) -> str:
         )
         if "skipped_redundant" in hit:
             badges += '<span class="badge badge-skipped_redundant">skipped_redundant</span>'
-        ranks = ", ".join(f"{k} #{v}" for k, v in (hit.get("ranks") or {}).items())
+        legs = leg_cells(hit.get("ranks") or {}, hit["scores"])
         hits.append(
             [
                 concept_link(args, hit["node_id"]),
                 f'<span class="content">{e(hit["content"])}</span>',
                 e(hit["concept_type"]),
                 e(f"{hit['score']:.3f}"),
-                e(ranks),
+                legs,
                 badges,
             ]
         )
@@ -179,9 +183,31 @@ def recall_page(reads: PortalReads, args: Args) -> str:
         + '<h2>Context block</h2><pre id="context">'
         + e(found["context"])
         + "</pre><h2>Hits</h2>"
-        + table(["id", "content", "type", "score", "ranks per leg", "annotations"], hits),
+        + table(["id", "content", "type", "score", "per leg: rank (score)", "annotations"], hits)
+        + LEGS_NOTE,
         args,
     )
+
+
+LEGS_NOTE: Final = (
+    '<p class="legs-note">Each leg\'s own score: bm25 the keyword score (higher is better, not'
+    " capped at 1), vector the cosine, recent a fixed 0.25 for the session's latest writes."
+    " A graph neighbour has only its hop: its score is the concept it was reached from,"
+    " decayed; a concept kept beside a contradicted hit has no leg.</p>"
+)
+
+
+def leg_cells(ranks: dict[str, int], scores: dict[str, float]) -> str:
+    """`bm25 #1 (7.41)`, `graph hop 1 (no own score)`: HTML, escaped."""
+    cells = []
+    for leg, rank in ranks.items():
+        if leg == "graph":
+            cells.append(f"graph hop {rank} (no own score)")
+        elif leg in scores:
+            cells.append(f"{leg} #{rank} ({scores[leg]:.3f})")
+        else:
+            cells.append(f"{leg} #{rank}")
+    return e(", ".join(cells))
 
 
 def concept_page(reads: PortalReads, args: Args) -> str:
@@ -257,26 +283,51 @@ def concept_page(reads: PortalReads, args: Args) -> str:
 
 def graph_page(reads: PortalReads, args: Args) -> str:
     where = reads.where(args.text("session"), _as_of(args))
+    limit = args.bounded("limit", GRAPH_DEFAULT, 1, GRAPH_MAX)
+    offset = args.bounded("offset", 0, 0, 2**62)
+    first = args.bounded("first", FIRST_DRAW, 0, GRAPH_MAX)
+    focus = args.text("focus")
     api = link(
         "/api/graph",
         session=where.session,
-        focus=args.text("focus"),
+        focus=focus,
         as_of_seq=args.text("as_of_seq"),
-        limit=args.text("limit"),
+        limit=limit,
+        offset=offset or None,
     )
     concept = link("/portal/concept", session=where.session, as_of_seq=args.text("as_of_seq"))
+
+    def page(at: int) -> str:
+        return link(
+            "/portal/graph",
+            session=where.session,
+            focus=focus,
+            as_of_seq=args.text("as_of_seq"),
+            limit=args.text("limit"),
+            offset=at or None,
+            first=args.text("first"),
+        )
+
+    # shown by portal.js when there are nodes before or after this page
+    pager = (
+        f'<a id="graph-previous" hidden href="{e(page(max(0, offset - limit)))}">'
+        f"previous {e(limit)} nodes</a> "
+        f'<a id="graph-next" hidden href="{e(page(offset + limit))}">next {e(limit)} nodes</a>'
+    )
     filters = (
         '<div id="filters">types: <span id="type-filters"></span> · statuses: '
         '<span id="status-filters"></span> · edges: <span id="edge-filters"></span> · '
-        '<span id="graph-count"></span></div>'
+        f'<span id="graph-count"></span> <span id="graph-pages" data-offset="{e(offset)}">'
+        f"{pager}</span></div>"
     )
     return layout(
         "Graph",
-        as_of_form("/portal/graph", args, focus=args.text("focus"))
+        as_of_form("/portal/graph", args, focus=focus)
         + filters
-        + f'<div id="graph" data-api="{e(api)}" data-concept="{e(concept)}"></div>'
-        '<script src="/portal/static/cytoscape.min.js"></script>'
-        '<script src="/portal/static/portal.js"></script>',
+        + f'<div id="graph" data-api="{e(api)}" data-concept="{e(concept)}" '
+        f'data-first="{e(first)}"></div>'
+        '<script src="/portal/static/portal.js"></script>'
+        '<script src="/portal/static/cytoscape.min.js"></script>',
         args,
     )
 

@@ -115,28 +115,36 @@ class PortalReads:
 
     # -- the endpoints -------------------------------------------------------------------
 
-    def overview(self) -> dict[str, Any]:
+    def overview(self, where: Where | None = None) -> dict[str, Any]:
         """Sessions with their counts and heads, health, WAL heads and pins, the job
-        schedule and last runs, the vector follower's backlog."""
-        app = self.live()
+        schedule and last runs, the vector follower's backlog. With `where` (a `session` or
+        an `as_of_seq` asked for): that session alone, as of the seq when one is given (its
+        snapshot's counts, WAL row and jobs); health, the follower's backlog and the tick
+        are the serving process's now (they have no history)."""
+        live = self.live()
+        app = live if where is None else self.app_at(where)
         status = operations.dispatch(app, "knowledge_status", {})
+        groups = app.workspace.log.groups() if where is None else [GroupId(where.session)]
         sessions = []
-        for group in app.workspace.log.groups():
+        for group in groups:
             conn = app.reads.reader()
             counts = memory_graph.session_counts(conn, group)
-            if counts["node_count"] == 0:
+            if counts["node_count"] == 0 and where is None:
                 continue  # a knowledge group, not a memory session
             sessions.append({"session": str(group), **counts})
-        workspace = app.workspace
+        workspace = live.workspace
         pending, follow_error = workspace.vector_follow_state
         jobs = []
         for session in sessions:
             canon = operations.dispatch(app, "lcg_canon_status", {"session": session["session"]})
             jobs.append(_jsonable(canon))
+        wal = _jsonable(status.get("wal_groups", {}))
         return {
+            "session": None if where is None else where.session,
+            "as_of_seq": None if where is None else where.as_of_seq,
             "health": self.service.health(),
             "sessions": sessions,
-            "wal": _jsonable(status.get("wal_groups", {})),
+            "wal": wal if where is None else {where.session: wal.get(where.session, {})},
             "jobs": jobs,
             "tick_interval_secs": workspace.settings.tuning.tick_interval.total_seconds(),
             "vector_backlog": {"pending": pending, "error": follow_error},
@@ -153,6 +161,7 @@ class PortalReads:
         for hit in recalled.hits:
             shown = hit_payload(hit)
             shown["annotations"] = [dict(note) for note in hit.annotations]
+            shown["scores"] = dict(hit.scores or {})
             hits.append(shown)
         return {
             **where.stamp(),
@@ -174,6 +183,7 @@ class PortalReads:
                 "status": nodes[hit.node_id].status,
                 "score": hit.score,
                 "ranks": dict(hit.ranks),
+                "scores": dict(hit.scores),
             }
             for hit in found
             if hit.node_id in nodes
@@ -254,15 +264,19 @@ class PortalReads:
             "next_after_seq": last if last < upto else None,
         }
 
-    def graph(self, where: Where, focus: str | None, hops: int, limit: int) -> dict[str, Any]:
+    def graph(
+        self, where: Where, focus: str | None, hops: int, limit: int, offset: int = 0
+    ) -> dict[str, Any]:
+        """Nodes `offset`..`offset+limit` (write order; a neighbourhood: nearest first) and
+        the edges among them."""
         app = self.app_at(where)
         conn = app.reads.reader()
         if focus is None:
-            drawn = memory_graph.session_graph(conn, where.session, limit)
+            drawn = memory_graph.session_graph(conn, where.session, limit, offset)
         else:
             if memory_graph.nodes_of(conn, [focus]).get(focus) is None:
                 raise PortalError(404, f"focus {focus!r} not found", "focus")
-            drawn = memory_graph.neighbourhood(conn, where.session, focus, hops, limit)
+            drawn = memory_graph.neighbourhood(conn, where.session, focus, hops, limit, offset)
         return {
             **where.stamp(),
             "nodes": [
@@ -278,6 +292,7 @@ class PortalReads:
                 {"source": e.source, "target": e.target, "kind": e.kind} for e in drawn.edges
             ],
             "total_nodes": drawn.total_nodes,
+            "offset": offset,
             "truncated": drawn.truncated,
         }
 

@@ -134,13 +134,15 @@ def routes(reads: PortalReads, credentials: Sequence[Credential]) -> list[BaseRo
             args.text("focus"),
             args.bounded("hops", 2, 1, HOPS_MAX),
             args.bounded("limit", GRAPH_DEFAULT, 1, GRAPH_MAX),
+            args.bounded("offset", 0, 0, 2**62),
         )
 
     def canon(args: Args) -> dict[str, Any]:
         return reads.canon(_where(reads, args))
 
     def overview(args: Args) -> dict[str, Any]:
-        return reads.overview()
+        asked = args.text("session") is not None or args.text("as_of_seq") is not None
+        return reads.overview(_where(reads, args) if asked else None)
 
     async def openapi(request: Request) -> Response:
         return JSONResponse(document())
