@@ -29,7 +29,6 @@ from tests.integration.test_pg_nodes import (
     lease_holder,
     node_of,
     serve,
-    workspace_of,
 )
 
 pytestmark = pytest.mark.postgres
