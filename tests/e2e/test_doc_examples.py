@@ -129,10 +129,10 @@ SYNOPSES = (
     "lcg ontology show [--group G] [--json]",
     "lcg ontology check [--group G]",
     "lcg recover STRATEGY",
-    "lcg derive CONTENT... [--type logic] [--depends-on REF]... [--against REF]... [--agent A]"
-    " [--wait-ms N]",
+    "lcg derive CONTENT... [--type logic] [--depends-on REF]... [--against REF]..."
+    " [--repo-scope REPO] [--agent A] [--wait-ms N]",
     "lcg record-action ACTION [--produces X]... [--modifies X]... [--depends-on X]..."
-    " [--against REF]...",
+    " [--against REF]... [--repo-scope REPO]",
     "lcg stats [--receipt R] [--wait-ms N] [--agent A]",
     "lcg recall QUERY [--top-k N] [--max-tokens N]",
     "lcg inspect FOCUS [--depth N]",
