@@ -406,12 +406,10 @@ def example_results() -> dict[str, Params]:
     return {tool.name: run_example(tool) for tools in families().values() for tool in tools}
 
 
-def render_pages(results: Mapping[str, Params] | None = None) -> dict[str, str]:
-    """Each family's page text by file name (`graph.md`, ...), from `results` when given
-    (`example_results`' value, run once), else from running each example now."""
-    ran = example_results() if results is None else results
+def render_pages(results: Mapping[str, Params]) -> dict[str, str]:
+    """Each family's page text by file name (`graph.md`, ...), from `example_results()`."""
     return {
-        f"{family}.md": _page(family, tools, [ran[tool.name] for tool in tools])
+        f"{family}.md": _page(family, tools, [results[tool.name] for tool in tools])
         for family, tools in families().items()
     }
 
@@ -568,8 +566,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("directory", nargs="?", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
     args = parser.parse_args(argv)
-    directory: Path = args.directory
-    pages = render_pages()
+    directory, pages = Path(args.directory), render_pages(example_results())
     if args.check:
         stale = stale_pages(pages, directory)
         for name in stale:
