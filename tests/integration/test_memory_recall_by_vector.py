@@ -16,8 +16,11 @@ import pytest
 from lcg.domain.errors import DomainError
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
+from lcg.interfaces.service import Service
 from lcg.interfaces.settings_file import Tuning
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.embedding.hashing import HashingEmbedder
+from tests.integration.test_memory_layers import QUIET, applied, tool
 from tests.integration.test_memory_writes import AGENT, call, concept, derive, settled
 
 SAREE = "red silk saree with a gold border"
@@ -188,3 +191,31 @@ class TestClientVectorsOff:
         assert error.value.message.startswith("configuration error: ")
         assert "embeds text only" in error.value.message
         assert "iVBORw0KGgo" not in error.value.message
+
+
+def test_m_rec_260_a_recall_by_vector_on_a_layered_session_reads_the_session_alone(
+    tmp_path: Path,
+) -> None:
+    tuning = QUIET.with_values(embedder__accept_client_vectors=True)
+    settings = Settings(
+        workspace=tmp_path, session="lambo", layers=("general",), tuning=tuning, embedder="hashing"
+    )
+    service = Service(settings, command="pytest")
+    assert service.start() == "healthy", service.reason
+    try:
+        general = {"content": SAREE, "concept_type": "entity"}
+        applied(service, tool(service, "lambo_derive", concepts=[general], scope="general"))
+        applied(service, tool(service, "lambo_derive", concepts=[concept(INVOICE, "entity")]))
+        contract = tool(service, "lambo_stats")["structuredContent"]["embedding_contract"]
+        values = [float(v) for v in HashingEmbedder().embed([SAREE])[0]]
+        vector = {"values": values, "contract": contract}
+        content = tool(service, "lambo_recall", query_vector=vector)["structuredContent"]
+        assert [(hit["content"], hit["session"]) for hit in content["hits"]] == [
+            (INVOICE, "lambo")
+        ]
+        said = "recall: by vector reads this session only; its layers (general) were not searched"
+        assert said in content["warnings"]
+        scoped = tool(service, "lambo_recall", query_vector=vector, scope="general")
+        assert scoped["structuredContent"]["hits"][0]["content"] == SAREE
+    finally:
+        service.close()
