@@ -210,9 +210,7 @@ def test_m_rec_260_a_recall_by_vector_on_a_layered_session_reads_the_session_alo
         values = [float(v) for v in HashingEmbedder().embed([SAREE])[0]]
         vector = {"values": values, "contract": contract}
         content = tool(service, "lambo_recall", query_vector=vector)["structuredContent"]
-        assert [(hit["content"], hit["session"]) for hit in content["hits"]] == [
-            (INVOICE, "lambo")
-        ]
+        assert [(hit["content"], hit["session"]) for hit in content["hits"]] == [(INVOICE, "lambo")]
         said = "recall: by vector reads this session only; its layers (general) were not searched"
         assert said in content["warnings"]
         scoped = tool(service, "lambo_recall", query_vector=vector, scope="general")
