@@ -1,10 +1,12 @@
 """lambo_recall by query_vector over a real MCP stdio server (issue 33, ADR 0093): started with
 LCG_EMBEDDER_ACCEPT_CLIENT_VECTORS=true, a client copies embedding_contract from lambo_stats,
 computes the vector of a stored concept's text with the same embedder, and recalls by it; a
-mismatched contract is an isError answer naming what differs, without the values sent."""
+mismatched contract is an isError answer naming what differs, without the values sent; the
+--ledger lines say only by: "vector"."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,9 @@ async def _call(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
     return structured(result)
 
 
-def test_m_rec_011_272_284_recall_by_a_client_vector_over_stdio(tmp_path: Path) -> None:
+def test_m_rec_011_272_282_284_recall_by_a_client_vector_over_stdio(tmp_path: Path) -> None:
+    ledger = tmp_path / "calls.jsonl"
+
     async def main() -> None:
         async with mcp_client(
             "serve",
@@ -34,6 +38,8 @@ def test_m_rec_011_272_284_recall_by_a_client_vector_over_stdio(tmp_path: Path) 
             "demo",
             "--workspace",
             str(tmp_path / "ws"),
+            "--ledger",
+            str(ledger),
             env={"LCG_EMBEDDER": "hashing", "LCG_EMBEDDER_ACCEPT_CLIENT_VECTORS": "true"},
         ) as client:
             names = await tool_names(client)
@@ -82,3 +88,11 @@ def test_m_rec_011_272_284_recall_by_a_client_vector_over_stdio(tmp_path: Path) 
             assert "someone-elses-model" not in text
 
     anyio.run(main)
+    lines = [json.loads(line) for line in ledger.read_text().splitlines() if line]
+    recalls = [line for line in lines if line.get("tool") == "lambo_recall"]
+    assert [(line["ok"], line["by"]) for line in recalls] == [(True, "vector"), (False, "vector")]
+    assert "query" not in recalls[0]
+    assert recalls[0]["hits"]
+    text = ledger.read_text()
+    assert str(UNUSUAL) not in text
+    assert "someone-elses-model" not in text
