@@ -1,4 +1,5 @@
-"""Client vectors (seed 001 "Client vectors", M-IMG-027..046, M-REC-011/272/284): a vector a
+"""Client vectors (seed 001 "Client vectors", M-IMG-027/028, M-IMG-040..046,
+M-REC-011/272/284): a vector a
 client computed, checked against the session's embedding contract and normalised to unit length.
 
 Pure rules: the shape `{values, contract}`, `contract` `{kind, model, dim}` equal to the

@@ -1,6 +1,7 @@
-"""lambo_derive_image's image argument rules (seed 001 "lambo_derive_image", M-IMG-010..026,
-M-LIM-021..025/037; ADR 0093): `{mime, data}`, the base64 text, the decoded size, the type the
-bytes are against the declared one, the pixel size; the image id; the caption's limit.
+"""lambo_derive_image's image argument rules (seed 001 "lambo_derive_image", M-IMG-012..020,
+M-IMG-022..026, M-LIM-021..025/037; ADR 0093): `{mime, data}`, the base64 text, the decoded
+size, the type the bytes are against the declared one, the pixel size; the image id; the
+caption's limit.
 
 Pure rules, not yet wired to a tool (lambo_derive_image is not served yet). Every limit is
 checked on the text before it is decoded, so nothing past a limit is read. A refusal names the
