@@ -85,10 +85,10 @@ def test_m_cfg_024_025_033_defaults(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "env", "field", "why"),
     [
-        ("[embedder]\naccept_client_vectors = true\n", {}, "lambo.toml [embedder]"
-         " accept_client_vectors", "client vectors"),
-        ("", {"LCG_EMBEDDER_ACCEPT_CLIENT_VECTORS": "true"},
-         "LCG_EMBEDDER_ACCEPT_CLIENT_VECTORS", "client vectors"),
+        ('[embedder]\naccept_client_vectors = "yes"\n', {}, "lambo.toml [embedder]"
+         " accept_client_vectors", "true or false"),
+        ("", {"LCG_EMBEDDER_ACCEPT_CLIENT_VECTORS": "perhaps"},
+         "LCG_EMBEDDER_ACCEPT_CLIENT_VECTORS", "'perhaps'"),
         ('match_strategy = "canonical"\n', {}, "lambo.toml match_strategy", "keyword-only"),
         ('match_strategy = "fuzzy"\n', {}, "lambo.toml match_strategy", "hybrid | canonical"),
         ("[recall]\ntop_k = 0\n", {}, "lambo.toml [recall] top_k", "from 1 to 100"),
@@ -103,6 +103,19 @@ def test_m_cfg_026_027_028_033_values_this_server_refuses(
         Settings.load(env, _lambo(tmp_path, text))
     assert error.value.field == field
     assert why in error.value.message
+
+
+@pytest.mark.parametrize(
+    ("text", "env"),
+    [
+        ("[embedder]\naccept_client_vectors = true\n", {}),
+        ("", {"LCG_EMBEDDER_ACCEPT_CLIENT_VECTORS": "true"}),
+    ],
+)
+def test_m_cfg_026_client_vectors_are_accepted_when_the_operator_enables_them(
+    tmp_path: Path, text: str, env: dict[str, str]
+) -> None:
+    assert Settings.load(env, _lambo(tmp_path, text)).tuning.accept_client_vectors is True
 
 
 def test_m_cfg_028_hybrid_and_false_are_accepted_as_written(tmp_path: Path) -> None:

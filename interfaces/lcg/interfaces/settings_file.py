@@ -142,6 +142,11 @@ class Tuning:
         )
 
     @property
+    def accept_client_vectors(self) -> bool:
+        """[embedder] accept_client_vectors: a client's own vectors are accepted (ADR 0093)."""
+        return self._bool("embedder", "accept_client_vectors")
+
+    @property
     def supersession_line(self) -> str:
         return str(self.get("embedder", "suspected_supersession_line"))
 

@@ -204,9 +204,9 @@ KEYS: Final[tuple[Key, ...]] = (
         " precision was measured at 0.90 or more, which the bundled MiniLM's was not (the"
         " pair is then only in the hit's possibly_superseded_by)"),
     Key("embedder", "accept_client_vectors", bool, False,
-        refused=((True, "client vectors (lambo_derive_image's vector, lambo_recall's"
-                  " query_vector) are not supported by this server yet"),),
-        meaning="client vectors; only false is accepted: this server embeds every text itself"),
+        meaning="client vectors: true accepts lambo_recall's query_vector, a vector the"
+        " client computed under this server's embedding contract (model, dim, unit length"
+        " after the check; ADR 0093); false refuses it as a configuration error"),
     Key(TOP, "match_strategy", str, "hybrid", choices=("hybrid", "canonical"),
         refused=(("canonical", "keyword-only concepts (canonical) are not supported by this"
                   " server yet: every concept is stored with its embedding"),),

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+import numpy as np
+
 from lcg.domain.memory import context, evidence, markers, questions, redundancy
 from lcg.domain.memory.context import AlsoItem, HitView, RestsOn
 from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
@@ -43,7 +45,10 @@ NAME_CANDIDATES = 200  # concepts the keyword index proposes as a question's nam
 
 @dataclass(frozen=True, slots=True)
 class RecallRequest:
-    """A recall's validated arguments: the query is not blank and within its bounds."""
+    """A recall's validated arguments: the query is within its bounds, and not blank unless
+    the recall is by a vector. `by_vector` is a checked, unit-length client vector (M-REC-272)
+    the vector leg searches by instead of the query's embedding; it is held for this call only,
+    never stored or cached (M-REC-281)."""
 
     session: str
     agent_id: str
@@ -51,6 +56,7 @@ class RecallRequest:
     top_k: int
     max_tokens: int
     traversal_depth: int
+    by_vector: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +113,11 @@ class _Shown:
 def recall_memory(reads: ReadHandle, jobs: SessionJobs | None, request: RecallRequest) -> Recalled:
     """The recall of `request.query` in its session: a dependency question's traversal, or
     the fused hits with their warning lines and marks. `jobs`: the session's daemon, whose
-    contradiction list the Contradicted lines follow (None: evaluated on this recall)."""
-    anchor = _anchor(reads, request.session, request.query)
+    contradiction list the Contradicted lines follow (None: evaluated on this recall). A
+    recall by vector is always the blended recall: traversal would ignore the vector
+    (M-REC-102)."""
+    blended = request.by_vector is not None
+    anchor = None if blended else _anchor(reads, request.session, request.query)
     if anchor is not None:
         return _traversal(reads, anchor, request)
     return _ordinary(reads, jobs, request, _await_concepts(reads, request.session))
@@ -211,6 +220,9 @@ def _ordinary(
         # read past top_k: skipped hits give their slots to later ones, and a contradicted
         # Canonical or Venerable hit is kept past top_k (M-REC-131)
         take=request.top_k + redundancy.checked_count(request.top_k),
+        by_vector=None
+        if request.by_vector is None
+        else np.asarray(request.by_vector, dtype=np.float32),
     )
     nodes = state.nodes_by_uuid(conn, [hit.node_id for hit in found])
     candidates = [
@@ -416,12 +428,8 @@ def _contradicted(
     """The hits and cited concepts a contradiction fires on now, each with the one recall
     shows (the rule of lcg.domain.memory.evidence, evaluated on this recall)."""
     known = memory_evidence.load(conn, session, asked)
-    return evidence.current_contradictions(
-        [known.concepts[u] for u in asked if u in known.concepts],
-        known.contradictions,
-        known.support,
-        now,
-    )
+    found = [known.concepts[u] for u in asked if u in known.concepts]
+    return evidence.current_contradictions(found, known.contradictions, known.support, now)
 
 
 def _held_past_top_k(

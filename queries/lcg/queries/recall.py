@@ -11,9 +11,11 @@ one edge away from the strongest hits at a decayed score.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from lcg.projections.embedding.port import Vectors
 from lcg.projections.memory import state
+from lcg.projections.text.reader import TextHit
 from lcg.projections.vectors import catalog
 from lcg.queries.fusion import Fused, Fusion, best_per_key, fuse, fused_order
 from lcg.queries.search import GRAPH_DECAY, SearchContext, text_leg, vector_leg
@@ -48,21 +50,29 @@ def recall_concepts(
     traversal_depth: int,
     fusion: Fusion = "max",
     take: int | None = None,
+    by_vector: Vectors | None = None,
 ) -> list[RecallHit]:
     """The session's best `top_k` concepts for `query`, best first (ties by node id).
 
     `take` returns that many of the ranked hits instead (skip_redundant reads past top_k for
     the hits it skips); the legs read as many candidates either way, so the first `top_k`
-    are the same."""
+    are the same. `by_vector`: the vector leg searches by it instead of the query's
+    embedding (a recall by vector, M-REC-270), which is neither stored nor cached; blank
+    text then finds nothing through the keyword leg and leaves recent interactions out
+    (M-REC-274)."""
     limit = max(50, top_k * 4)
     groups = [session]
-    finish_text = text_leg(ctx, "concept", query, groups, limit)
+    if by_vector is not None:
+        vector = by_vector
+        ctx = replace(ctx, embed_query=lambda _text: vector)
+    words = bool(query.strip())
+    finish_text = text_leg(ctx, "concept", query, groups, limit) if words else _no_words
     vectors = vector_leg(ctx, "concept", query, groups, limit).get(catalog.CONCEPT, [])
     legs = {
         "bm25": best_per_key([(hit.owner_uuid, hit.score) for hit in finish_text()]),
         "vector": best_per_key([(owner, score) for (owner, _), score in vectors]),
     }
-    if query.strip():
+    if words:
         recent = state.recent_concepts(ctx.conn, session, RECENT_INTERACTIONS)
         legs["recent"] = [(node, RECENT_SCORE) for node in recent]
     fused = fuse(legs, fusion, raw=fusion == "max")
@@ -84,6 +94,11 @@ def _leg_scores(by_leg: dict[str, dict[str, float]], entry: Fused[str]) -> dict[
         for name in entry.ranks
         if entry.key in by_leg.get(name, {})
     }
+
+
+def _no_words() -> list[TextHit]:
+    """The keyword leg of a recall by vector sent without text: it finds nothing."""
+    return []
 
 
 def _both_fused(

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import Field
 
 from lcg.domain.errors import InvalidParams
-from lcg.domain.memory import layers, limits, text
+from lcg.domain.memory import client_vectors, layers, limits, text
 from lcg.domain.memory.text import MemoryArgumentError
 from lcg.interfaces.app import App
 from lcg.interfaces.ledger_lines import RECALL_DETAIL, fusion_of, recall_detail
@@ -28,6 +28,10 @@ from lcg.interfaces.tools.memory import (
 )
 from lcg.queries.memory_layers import LayerRead, recall_layered
 from lcg.queries.memory_recall import RecalledHit, RecallRequest, recall_memory
+
+BY_VECTOR_ONE_SESSION = (
+    "recall: by vector reads this session only; its layers ({layers}) were not searched"
+)
 
 
 class RecallParams(MemoryParams):
@@ -62,8 +66,10 @@ class RecallParams(MemoryParams):
     )
     query_vector: dict[str, Any] | None = Field(
         None,
-        description="{values, contract}: recall by a vector you computed. Needs client vectors, "
-        "which this server does not accept, so it is refused as a configuration error.",
+        description="{values, contract}: recall by a vector you computed, contract being "
+        "{kind, model, dim} exactly as lambo_stats's embedding_contract, at most 4096 finite "
+        "values, not all zero. Accepted only when the operator enabled client vectors "
+        "([embedder] accept_client_vectors = true); otherwise a configuration error.",
         json_schema_extra={"type": "object", "maxProperties": 2},
     )
     scope: str | None = Field(
@@ -81,9 +87,9 @@ def lambo_recall(app: App, params: RecallParams) -> MemoryResult:
     content. Call it before acting on a task; "what depends on X" is answered by graph
     traversal."""
     addressed, service = scoped(app, params.agent_id, params.scope)
-    _refuse_unconfigured(params)
+    by_vector = _by_vector(app, params)
     query = params.query or ""
-    if not query.strip():
+    if by_vector is None and not query.strip():
         raise InvalidParams("query", "is required (blank text counts as none)")
     text.check_text("query", query)
     top_k, max_tokens, traversal_depth = app.reads.settings.tuning.recall_defaults
@@ -94,9 +100,12 @@ def lambo_recall(app: App, params: RecallParams) -> MemoryResult:
         top_k if params.top_k is None else params.top_k,
         max_tokens if params.max_tokens is None else params.max_tokens,
         traversal_depth if params.traversal_depth is None else params.traversal_depth,
+        by_vector,
     )
     warnings: list[str] = []
-    if app.layers and params.scope is None:  # the session and its layers, merged (ADR 0080)
+    if app.layers and params.scope is None and by_vector is not None:  # one session (M-REC-260)
+        warnings.append(BY_VECTOR_ONE_SESSION.format(layers=", ".join(app.layers)))
+    if app.layers and params.scope is None and by_vector is None:  # merged (ADR 0080)
         stack = [_layer(app, layer) for layer in app.layers]
         recalled = recall_layered(app.reads, service.jobs, request, stack)
     else:
@@ -159,22 +168,32 @@ def _ledger_hit(hit: RecalledHit, session: str) -> dict[str, Any]:
     return line
 
 
-def _refuse_unconfigured(params: RecallParams) -> None:
+def _by_vector(app: App, params: RecallParams) -> tuple[float, ...] | None:
+    """The checked, unit-length vector a recall searches by, or None for a recall by words.
+    An image is refused as a configuration error (this server's embedder embeds text only),
+    a client vector unless the operator accepts them (M-REC-277/278); a refusal never repeats
+    what was sent (M-REC-283)."""
+    if params.image is not None and params.query_vector is not None:
+        raise MemoryArgumentError(
+            "image, query_vector: send at most one of image and query_vector",
+            field="image",
+            rule="at most one",
+        )
     if params.image is not None:
         raise MemoryArgumentError(
             "configuration error: recall by image needs an embedder that embeds images; this "
-            "server's embedder embeds text only. Recall by words instead",
+            'server\'s embedder embeds text only (embedding_modalities ["text"]). Recall by '
+            "words, or by a query_vector where client vectors are accepted",
             field="image",
             rule="configuration",
         )
-    if params.query_vector is not None:
-        raise MemoryArgumentError(
-            "configuration error: recall by a client vector needs client vectors accepted "
-            "(the reference's [embedder] accept_client_vectors = true), which this server does "
-            "not offer. Recall by words instead",
-            field="query_vector",
-            rule="configuration",
-        )
+    if params.query_vector is None:
+        return None
+    if not app.reads.settings.tuning.accept_client_vectors:
+        raise client_vectors.not_configured("query_vector")
+    own = app.reads.embedder.contract
+    session = client_vectors.Contract(own.kind, own.model, own.dim)
+    return client_vectors.check_client_vector("query_vector", params.query_vector, session).values
 
 
 def hit_payload(hit: RecalledHit) -> dict[str, Any]:
