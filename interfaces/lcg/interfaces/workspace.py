@@ -355,7 +355,7 @@ class Workspace:
         self._query_cache.cache_clear()
 
     def _embed_query(self, text: str) -> Vectors:
-        vector: Vectors = self.embedder.embed([text])[0]
+        vector: Vectors = self.embedder.embed_queries([text])[0]
         vector.setflags(write=False)  # shared by every caller of the cache
         return vector
 

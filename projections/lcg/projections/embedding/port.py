@@ -58,6 +58,15 @@ class CountingEmbedder:
         self.texts += len(texts)
         return self.inner.embed(texts)
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """Questions' vectors: the inner embedder's `embed_queries` where it has one (a model
+        that embeds a question unlike a stored text, e5), else its `embed`."""
+        self.calls += 1
+        self.texts += len(texts)
+        queries = getattr(self.inner, "embed_queries", None)
+        vectors: Vectors = self.inner.embed(texts) if queries is None else queries(texts)
+        return vectors
+
 
 def normalise(vectors: Vectors) -> Vectors:
     """Rows scaled to unit length (a zero row stays zero)."""
