@@ -2,20 +2,29 @@
 of its layers recalled as its own plain recall (its own dedupe, contradiction and floor
 rules), then merged under one max_tokens budget (lcg.domain.memory.layers.merge) and
 rendered once. A layer that cannot be read leaves the session's own hits and one warning.
+
+The layers' recalls run on the read handle's search pool while this thread recalls the session
+(SQLite, FAISS and numpy release the GIL), after the query is embedded once for all of them.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from lcg.domain.errors import DomainError
-from lcg.domain.memory import context, layers
+from lcg.domain.memory import context, layers, questions
 from lcg.domain.memory.layers import SessionHits
+from lcg.projections.embedding.port import Vectors
+from lcg.projections.text.scorer import TextScorer
+from lcg.projections.vectors.index import VectorIndex
 from lcg.queries.memory_reads import SessionJobs
 from lcg.queries.memory_recall import Recalled, RecalledHit, RecallRequest, recall_memory
-from lcg.queries.reads import ReadHandle
+from lcg.queries.reads import ReadHandle, ReadSettings
 
 log = logging.getLogger(__name__)
 
@@ -38,18 +47,23 @@ def recall_layered(
     """The merged recall of `request.session` and its layers `stack`; every hit names its
     session (M-REC-243). A layer not serving, or failing to answer, leaves one warning
     (M-REC-252) and the rest of the stack's hits."""
+    started = _start_layers(reads, request, stack)
     own = recall_memory(reads, jobs, request)
     parts: list[SessionHits] = []
     found: dict[tuple[str, str], RecalledHit] = {
         (request.session, hit.node_id): hit for hit in own.hits
     }
     down: list[str] = []
-    for layer in stack:
+    for layer, future in zip(stack, started, strict=True):
         if layer.unavailable is not None:
             down.append(layer.session)
             continue
         try:
-            got = recall_memory(reads, layer.jobs, replace(request, session=layer.session))
+            got = (
+                future.result()
+                if future is not None
+                else recall_memory(reads, layer.jobs, replace(request, session=layer.session))
+            )
         except DomainError:
             raise
         except Exception:
@@ -87,3 +101,63 @@ def recall_layered(
 def _session_hits(session: str, recalled: Recalled) -> SessionHits:
     companions = frozenset(hit.node_id for hit in recalled.hits if hit.companion_of)
     return SessionHits(session, recalled.views, companions, recalled.warnings)
+
+
+def _start_layers(
+    reads: ReadHandle, request: RecallRequest, stack: Sequence[LayerRead]
+) -> list[Future[Recalled] | None]:
+    """Each serving layer's recall started on the search pool (None: recalled on this thread
+    afterwards). The query is embedded first, once: the cache every session's vector leg
+    reads does not join two threads missing it at once. A dependency question is recalled in
+    turn, as before: its traversal needs no embedding, and a layer's anchor is compared with
+    the session's."""
+    pool = reads.search_pool
+    serving = [layer for layer in stack if layer.unavailable is None]
+    if pool is None or not serving or questions.is_dependency_question(request.query):
+        return [None for _ in stack]
+    reads.embed_query(request.query)
+    inline = _OnThisThread(reads)
+    return [
+        None
+        if layer.unavailable is not None
+        else pool.submit(recall_memory, inline, layer.jobs, replace(request, session=layer.session))
+        for layer in stack
+    ]
+
+
+class _OnThisThread:
+    """`reads` without its search pool, for a recall that itself runs on that pool: its BM25
+    leg runs on its own thread, so no pool task ever waits for another (with every worker
+    waiting so, none would be left to run what they wait for)."""
+
+    def __init__(self, reads: ReadHandle) -> None:
+        self._reads = reads
+
+    @property
+    def settings(self) -> ReadSettings:
+        return self._reads.settings
+
+    @property
+    def vectors(self) -> VectorIndex:
+        return self._reads.vectors
+
+    @property
+    def text_scorer(self) -> TextScorer:
+        return self._reads.text_scorer
+
+    @property
+    def search_pool(self) -> Executor | None:
+        return None
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        return self._reads.clock
+
+    def reader(self) -> sqlite3.Connection:
+        return self._reads.reader()
+
+    def embed_query(self, text: str) -> Vectors:
+        return self._reads.embed_query(text)
+
+    def settle_vectors(self, groups: Sequence[str] | None, kind: str, timeout: float) -> int:
+        return self._reads.settle_vectors(groups, kind, timeout)
