@@ -6,9 +6,11 @@ Sizes are concepts per side: the layered workspace holds N in session `lambo` an
 layer `general`; the plain workspace holds the same 2N in one session. Both are built through
 the memory write path in bulk (bench.recall_latency.derive_many: accept and apply in the
 writer's batches), from the same REALTALK-worded facts, with the same embedding cache filled
-before anything is timed. The queries are REALTALK questions; each measurement embeds its
-query (the query cache is cleared), and the two sides alternate query by query, so the ratio
-is taken in one run on one box.
+before anything is timed. Each workspace is built once per size into a snapshot kept under
+.bench-cache (`layers[-hashing]-<N>`, marked with its texts' digest) and copied afresh for each
+run, since a measured recall counts its hits as accessed (a write). The queries are REALTALK
+questions; each measurement embeds its query (the query cache is cleared), and the two sides
+alternate query by query, so the ratio is taken in one run on one box.
 
     .venv/bin/python -m bench.bench_layers [--sizes 10000] [--queries 200] [--repeats 2]
         [--embedder minilm|hashing]

@@ -286,7 +286,9 @@ def test_the_last_querys_scores_are_reused_only_until_the_postings_change(
     scorer = workspace.text_scorer
     first = reader.scored_docs(scorer, "passage", "guitar lesson", ["g1"], 1000)
     again = reader.scored_docs(scorer, "passage", "guitar lesson", ["g2"], 1000)
-    assert first and again and not {doc for doc, _ in first} & {doc for doc, _ in again}
+    assert first
+    assert again
+    assert not {doc for doc, _ in first} & {doc for doc, _ in again}
     by_fts5_and_by_memory(workspace, "passage", "guitar lesson", ["g2"])
     call(
         "knowledge_add_episode",
@@ -296,5 +298,6 @@ def test_the_last_querys_scores_are_reused_only_until_the_postings_change(
         group_id="g2",
     )
     after = reader.scored_docs(scorer, "passage", "guitar lesson", ["g2"], 1000)
-    assert after is not None and len(after) == len(again) + 1
+    assert after is not None
+    assert len(after) == len(again) + 1
     by_fts5_and_by_memory(workspace, "passage", "guitar lesson", ["g2"])
