@@ -6,9 +6,11 @@ Sizes are concepts per side: the layered workspace holds N in session `lambo` an
 layer `general`; the plain workspace holds the same 2N in one session. Both are built through
 the memory write path in bulk (bench.recall_latency.derive_many: accept and apply in the
 writer's batches), from the same REALTALK-worded facts, with the same embedding cache filled
-before anything is timed. The queries are REALTALK questions; each measurement embeds its
-query (the query cache is cleared), and the two sides alternate query by query, so the ratio
-is taken in one run on one box.
+before anything is timed. Each workspace is built once per size into a snapshot kept under
+.bench-cache (`layers[-hashing]-<N>`, marked with its texts' digest) and copied afresh for each
+run, since a measured recall counts its hits as accessed (a write). The queries are REALTALK
+questions; each measurement embeds its query (the query cache is cleared), and the two sides
+alternate query by query, so the ratio is taken in one run on one box.
 
     .venv/bin/python -m bench.bench_layers [--sizes 10000] [--queries 200] [--repeats 2]
         [--embedder minilm|hashing]
@@ -22,6 +24,8 @@ rate (ADR 0088) is set out of the way: the bench measures recall, not the rate.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -45,6 +49,7 @@ from lcg.projections.embedding.choice import EmbedderName
 
 SESSION, LAYER, PLAIN = "lambo", "general", "plain"
 TOP_K = 10
+SNAPSHOT_MARKER = "built-from"  # the texts' digest and the build's seconds
 UNLIMITED = Tuning().with_values(serve__per_session_rps=100_000, serve__burst=1_000_000)
 
 
@@ -79,6 +84,38 @@ def build(
     return time.perf_counter() - started
 
 
+def snapshot(
+    directory: Path,
+    kept: Path,
+    sessions: Sequence[tuple[str, Sequence[str]]],
+    embedder: EmbedderName,
+    cache: Path | None = None,
+) -> float:
+    """`directory` as `build` leaves it, copied from the snapshot `kept` when one was built
+    before from the same sessions' texts (a measured recall counts its hits as accessed, a
+    write, so each run starts from a copy); built there first otherwise. The seconds the
+    build took (this run's or the snapshot's). `cache`: the workspace whose embedding cache a
+    new snapshot starts from (MiniLM)."""
+    digest = hashlib.sha256()
+    for session, texts in sessions:
+        digest.update(f"{session}\0{embedder}\0".encode())
+        for text in texts:
+            digest.update(text.encode() + b"\0")
+    marker = kept / SNAPSHOT_MARKER
+    if not (
+        marker.is_file() and marker.read_text(encoding="utf-8").split()[0] == digest.hexdigest()
+    ):
+        shutil.rmtree(kept, ignore_errors=True)
+        if cache is not None:
+            copy_cache(cache, kept)
+        seconds = build(kept, sessions, embedder)
+        marker.write_text(f"{digest.hexdigest()} {seconds:.1f}\n", encoding="utf-8")
+    state = Settings(workspace=directory).state_dir
+    shutil.rmtree(state, ignore_errors=True)
+    shutil.copytree(Settings(workspace=kept).state_dir, state)
+    return float(marker.read_text(encoding="utf-8").split()[1])
+
+
 def recall(app: App, query: str, scope: str | None = None) -> dict[str, Any]:
     app.workspace.forget_query_embeddings()  # every measurement embeds its query
     params: dict[str, Any] = {"agent_id": AGENT, "query": query, "top_k": TOP_K}
@@ -95,13 +132,17 @@ def measure(
     texts = concept_texts(conversations, 2 * size)
     suffix = "" if embedder == "minilm" else f"-{embedder}"
     layered_dir, plain_dir = CACHE / f"layers{suffix}", CACHE / f"layers-plain{suffix}"
-    for directory in (layered_dir, plain_dir):
-        reset_workspace(directory)  # the embedding caches are kept
     if embedder == "minilm":
+        reset_workspace(layered_dir)  # the embedding cache is kept
         fill_cache(layered_dir, [framed(text) for text in texts], f"layers {size:,}")
-        copy_cache(layered_dir, plain_dir)
-    build_seconds = build(layered_dir, [(SESSION, texts[:size]), (LAYER, texts[size:])], embedder)
-    build_seconds += build(plain_dir, [(PLAIN, texts)], embedder)
+    kept = CACHE / f"layers{suffix}-{size}"
+    filled = layered_dir if embedder == "minilm" else None
+    build_seconds = snapshot(
+        layered_dir, kept, [(SESSION, texts[:size]), (LAYER, texts[size:])], embedder, filled
+    )
+    build_seconds += snapshot(
+        plain_dir, CACHE / f"layers-plain{suffix}-{size}", [(PLAIN, texts)], embedder, filled
+    )
     layered = Workspace(
         Settings(
             workspace=layered_dir,

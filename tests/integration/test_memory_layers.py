@@ -417,3 +417,32 @@ def test_m_rec_202_203_204_a_layers_skipped_repeats_follow_its_merged_copy(
         assert [h["content"] for h in hits if h["session"] == "general"] == [RULING]
     finally:
         served.close()
+
+
+def test_m_rec_240_the_layers_recalled_beside_the_session_embed_the_query_once(
+    stocked: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The layer's recall runs on the search pool beside the session's (ADR 0088 addendum):
+    the query is embedded once for both, and the answer is the one read in turn."""
+    app = stocked.app
+    assert app is not None
+    workspace = app.workspace
+    embedded: list[str] = []
+    embed = workspace.embedder.embed
+
+    def counting(texts: list[str]) -> Any:
+        embedded.extend(texts)
+        return embed(texts)
+
+    monkeypatch.setattr(workspace.embedder, "embed", counting)
+    query = "release notes worktree branches"
+    workspace.forget_query_embeddings()
+    beside = tool(stocked, "lambo_recall", query=query)
+    assert embedded.count(query) == 1
+    workspace.forget_query_embeddings()
+    monkeypatch.setattr(workspace, "_pool", None)  # no pool: each session in turn
+    in_turn = tool(stocked, "lambo_recall", query=query)
+    assert embedded.count(query) == 2
+    assert beside["structuredContent"] == in_turn["structuredContent"]
+    assert beside["text"] == in_turn["text"]
+    assert [h["session"] for h in beside["structuredContent"]["hits"]] == ["lambo", "general"]

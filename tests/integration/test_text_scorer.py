@@ -275,3 +275,29 @@ def test_a_scorer_that_failed_to_follow_a_commit_catches_up_at_the_next(
     found = call("knowledge_search_passages", query="zanzibar", min_score=0.0)["passages"]
     assert found[0]["name"] == "lost?"
     assert found[0]["ranks"]["text"] == 1
+
+
+def test_the_last_querys_scores_are_reused_only_until_the_postings_change(
+    workspace: Workspace, call: Call
+) -> None:
+    """A layered recall asks the same phrases once per session: the second group's search
+    reuses the scores, and a write in between is seen."""
+    fill(call)
+    scorer = workspace.text_scorer
+    first = reader.scored_docs(scorer, "passage", "guitar lesson", ["g1"], 1000)
+    again = reader.scored_docs(scorer, "passage", "guitar lesson", ["g2"], 1000)
+    assert first
+    assert again
+    assert not {doc for doc, _ in first} & {doc for doc, _ in again}
+    by_fts5_and_by_memory(workspace, "passage", "guitar lesson", ["g2"])
+    call(
+        "knowledge_add_episode",
+        name="late",
+        episode_body="Guitar lesson, guitar lesson, guitar lesson.",
+        source="text",
+        group_id="g2",
+    )
+    after = reader.scored_docs(scorer, "passage", "guitar lesson", ["g2"], 1000)
+    assert after is not None
+    assert len(after) == len(again) + 1
+    by_fts5_and_by_memory(workspace, "passage", "guitar lesson", ["g2"])

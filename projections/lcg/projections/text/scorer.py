@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from lcg.projections import checksummed
 from lcg.projections.damage import Repair, report, set_aside
@@ -46,6 +47,8 @@ B = 0.75
 BUILD_BATCH = 2_000
 FORMAT = "2"  # of the checkpoint file; another format is rebuilt
 REBUILD = "set aside; the scorer is rebuilt from the FTS5 tables"
+
+Scores = npt.NDArray[np.float64]  # one BM25 score per postings slot
 
 
 class TextScorer:
@@ -72,6 +75,10 @@ class TextScorer:
         self._postings = {kind: Postings() for kind in self.tables}
         self._lock = threading.RLock()
         self._changes = 0
+        self._mutations = 0  # counts every change of the postings: the memo below is of one
+        # The last query's scores, by (kind, phrases, mutations): a layered recall asks the
+        # same phrases once per session it reads, and the scores do not depend on the groups.
+        self._memo: tuple[tuple[str, tuple[str, ...], int], Scores] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -157,21 +164,12 @@ class TextScorer:
                 codes = [self._groups[g] for g in groups if g in self._groups]
                 if not codes:
                     return []
-            average = postings.total_tokens / live
-            scores = np.zeros(len(postings.slot_doc), dtype=np.float64)
-            for phrase in phrases:
-                term = postings.term_ids.get(phrase)
-                if term is None:
-                    continue
-                slots = copy(postings.slots[term], np.int32)
-                hits = int(np.count_nonzero(take(postings.slot_alive, np.uint8, slots)))
-                if hits == 0:
-                    continue
-                idf = math.log((live - hits + 0.5) / (hits + 0.5))
-                idf = idf if idf > 0.0 else 1e-6
-                freq = copy(postings.freqs[term], np.float32).astype(np.float64)
-                norm = K1 * (1.0 - B + B * take(postings.slot_len, np.float64, slots) / average)
-                scores[slots] += idf * freq * (K1 + 1.0) / (freq + norm)
+            key = (kind, tuple(phrases), self._mutations)
+            if self._memo is not None and self._memo[0] == key:
+                scores = self._memo[1]
+            else:
+                scores = _scores(postings, phrases, live)
+                self._memo = (key, scores)
             found = np.flatnonzero(scores)
             found = found[take(postings.slot_alive, np.uint8, found) == 1]
             if codes is not None:
@@ -228,6 +226,7 @@ class TextScorer:
 
     def _drop(self, group: str | None) -> None:
         """A purge marker: every document of the group (None: of every group) is gone."""
+        self._mutations += 1
         for kind, postings in self._postings.items():
             if group is None:
                 self._postings[kind] = Postings()
@@ -242,6 +241,7 @@ class TextScorer:
             self._groups.clear()
 
     def _add(self, text_table: TextTable, rows: Sequence[tuple[int, str, str, str]]) -> None:
+        self._mutations += 1
         postings = self._postings[text_table.kind]
         slots: dict[int, int] = {}
         lengths: dict[int, int] = {}
@@ -270,6 +270,7 @@ class TextScorer:
             self._postings[text_table.kind] = compact(postings)
 
     def _remove(self, kind: str, doc: int) -> None:
+        self._mutations += 1
         postings = self._postings[kind]
         slot = postings.doc_slot.pop(doc, None)
         if slot is None:
@@ -291,6 +292,7 @@ class TextScorer:
         self.applied = int(row[0] or 0)
         self._groups = {}
         self._postings = {kind: Postings() for kind in self.tables}
+        self._mutations += 1
         for text_table in self.tables.values():
             last = 0
             while True:
@@ -330,11 +332,32 @@ class TextScorer:
         self.applied = int(meta[1])
         self._groups = {name: code for code, name in enumerate(groups) if name}
         self._postings = postings
+        self._mutations += 1
         return True
 
     def _set_aside(self, problem: str) -> None:
         aside = set_aside(self.path, self.clock())
         self.repairs.append(report(self.path, problem, REBUILD, aside))
+
+
+def _scores(postings: Postings, phrases: Sequence[str], live: int) -> Scores:
+    """Each slot's BM25 score for the phrases (0 where none occurs)."""
+    average = postings.total_tokens / live
+    scores = np.zeros(len(postings.slot_doc), dtype=np.float64)
+    for phrase in phrases:
+        term = postings.term_ids.get(phrase)
+        if term is None:
+            continue
+        slots = copy(postings.slots[term], np.int32)
+        hits = int(np.count_nonzero(take(postings.slot_alive, np.uint8, slots)))
+        if hits == 0:
+            continue
+        idf = math.log((live - hits + 0.5) / (hits + 0.5))
+        idf = idf if idf > 0.0 else 1e-6
+        freq = copy(postings.freqs[term], np.float32).astype(np.float64)
+        norm = K1 * (1.0 - B + B * take(postings.slot_len, np.float64, slots) / average)
+        scores[slots] += idf * freq * (K1 + 1.0) / (freq + norm)
+    return scores
 
 
 def coverage_weight(rows: int, hits: int) -> float:
