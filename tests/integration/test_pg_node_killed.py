@@ -19,14 +19,13 @@ import pytest
 from lcg.commands.tenure import INTENTS
 from lcg.domain.ids import GroupId
 from lcg.projections.wal.store import stream_id
-from tests.conftest import EMBEDDER
 from tests.helpers.memory_log import ACCEPTED, APPLIED, FAILED
-from tests.helpers.service_process import ServiceProcess, wait_until
+from tests.helpers.service_process import wait_until
 from tests.integration.test_pg_nodes import (
     AGENT,
     SESSION,
-    TTL_MS,
-    lease_holder,
+    holder_process,
+    intents_held_by,
     node_of,
     serve,
 )
@@ -49,22 +48,10 @@ def session_events(url: str) -> list[tuple[str, dict[str, Any]]]:
 def test_a_sigkilled_intents_holder_is_taken_over_and_each_acked_write_resolves_once(
     tmp_path: Path, pg_url: str
 ) -> None:
-    env = {
-        "LCG_STORE_URL": pg_url,
-        "LCG_STORE_LEASE_TTL_MS": TTL_MS,
-        "LCG_SESSION": SESSION,
-        EMBEDDER: "hashing",
-    }
-    a = ServiceProcess(tmp_path / "a", env=env)
+    a = holder_process(tmp_path / "a", pg_url)
     b = None
     try:
-        assert a.wait_ready()["healthy"], a.log
-        held = wait_until(
-            lambda: (
-                (found := lease_holder(pg_url, INTENTS)) and f":{a.proc.pid}:" in found[0] and found
-            ),
-            "the serve process to take the intents lease",
-        )
+        held = intents_held_by(a, pg_url)
         b = serve(tmp_path / "b", pg_url)
         acked: list[str] = []
         with a.connect() as client:

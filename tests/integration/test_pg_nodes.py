@@ -204,25 +204,36 @@ def lease_holder(url: str, name: str) -> tuple[str, int] | None:
     return None if found is None else (str(found[0]), int(found[1]))
 
 
-def test_a_sigstopped_holder_hands_its_jobs_over_and_applies_nothing_when_woken(
-    tmp_path: Path, pg_url: str
-) -> None:
+def holder_process(root: Path, url: str) -> ServiceProcess:
+    """An `lcg serve` process on the log (a short lease), not yet started."""
     env = {
-        "LCG_STORE_URL": pg_url,
+        "LCG_STORE_URL": url,
         "LCG_STORE_LEASE_TTL_MS": TTL_MS,
         "LCG_SESSION": SESSION,
         EMBEDDER: "hashing",
     }
-    a = ServiceProcess(tmp_path / "a", env=env)
+    return ServiceProcess(root, env=env)
+
+
+def intents_held_by(process: ServiceProcess, url: str) -> tuple[str, int]:
+    """Wait until the started process holds the intents lease: (holder, epoch)."""
+    assert process.wait_ready()["healthy"], process.log
+    held: tuple[str, int] = wait_until(
+        lambda: (
+            (found := lease_holder(url, INTENTS)) and f":{process.proc.pid}:" in found[0] and found
+        ),
+        "the serve process to take the intents lease",
+    )
+    return held
+
+
+def test_a_sigstopped_holder_hands_its_jobs_over_and_applies_nothing_when_woken(
+    tmp_path: Path, pg_url: str
+) -> None:
+    a = holder_process(tmp_path / "a", pg_url)
     b: Service | None = None
     try:
-        assert a.wait_ready()["healthy"], a.log
-        held = wait_until(
-            lambda: (
-                (found := lease_holder(pg_url, INTENTS)) and f":{a.proc.pid}:" in found[0] and found
-            ),
-            "the serve process to take the intents lease",
-        )
+        held = intents_held_by(a, pg_url)
         b = serve(tmp_path / "b", pg_url)
         os.kill(a.proc.pid, signal.SIGSTOP)  # paused: it stops renewing
         try:
