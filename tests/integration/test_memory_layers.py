@@ -428,13 +428,13 @@ def test_m_rec_240_the_layers_recalled_beside_the_session_embed_the_query_once(
     assert app is not None
     workspace = app.workspace
     embedded: list[str] = []
-    embed = workspace.embedder.embed
+    embed = workspace.embedder.embed_queries  # the workspace embeds a question as a query
 
     def counting(texts: list[str]) -> Any:
         embedded.extend(texts)
         return embed(texts)
 
-    monkeypatch.setattr(workspace.embedder, "embed", counting)
+    monkeypatch.setattr(workspace.embedder, "embed_queries", counting)
     query = "release notes worktree branches"
     workspace.forget_query_embeddings()
     beside = tool(stocked, "lambo_recall", query=query)
