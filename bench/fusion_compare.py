@@ -255,33 +255,48 @@ def evaluate(dump: Dump, out: Path, model: str) -> str:
     every = [True] * len(conv)
     splits = {"tuning half": tune, "held-out half": held, "all": every}
 
-    def system(label: str, fuser: Fuser, mask: Sequence[bool]) -> System:
+    def system(label: str, fuser: Fuser | None, mask: Sequence[bool]) -> System:
         qs = [q for q, keep in zip(dump.questions, mask, strict=True) if keep]
-        return score_system(label, rankings(dump, fuser, mask), qs)
+        return score_system(label, rankings(dump, fuser or fuse_max, mask), qs)
 
-    chosen: list[tuple[str, Fuser]] = [
+    chosen: list[tuple[str, Fuser | None]] = [
         ("max (today)", fuse_max),
         ("text leg alone", fuse_text),
         ("vector leg alone", fuse_vector),
     ]
-    tuning_lines = ["| family | setting | tuning-half R@10 |", "|---|---|---:|"]
-    for family, candidates in FAMILIES.items():
-        scored = [(system(label, f, tune).scores[:, 1].mean(), label, f) for label, f in candidates]
-        for value, label, _ in sorted(scored, key=lambda s: -s[0])[:5]:
-            tuning_lines.append(f"| {family} | {label} | {value:.3f} |")
-        best = max(scored, key=lambda s: s[0])
-        chosen.append((best[1] + " (tuned)", best[2]))
-        log(f"{family}: best on the tuning half {best[1]} {best[0]:.3f}")
-    lines = [f"# Passage fusion on REALTALK, vector leg {model}", ""]
-    lines += ["Best five of each family on the tuning half (R@10):", "", *tuning_lines, ""]
-    for split, mask in splits.items():
-        qs = [q for q, keep in zip(dump.questions, mask, strict=True) if keep]
-        systems = [system(label, f, mask) for label, f in chosen]
-        lines += [f"## {split} ({len(qs)} questions)", "", *table(systems, qs), ""]
-    report = "\n".join(lines)
+    title = f"# Passage fusion on REALTALK, vector leg {model}"
+    report = tuned_report(title, system, chosen, splits, dump.questions)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report, encoding="utf-8")
     return report
+
+
+def tuned_report(
+    title: str,
+    system: Callable[[str, Fuser | None, Sequence[bool]], System],
+    chosen: list[tuple[str, Fuser | None]],
+    splits: dict[str, list[bool]],
+    questions: Sequence[Question],
+) -> str:
+    """Tune each of FAMILIES on the "tuning half" split (its best five listed), add each
+    family's best to `chosen`, then one table per split of every chosen system."""
+    tuning = ["| family | setting | tuning-half R@10 |", "|---|---|---:|"]
+    for family, candidates in FAMILIES.items():
+        scored = [
+            (system(label, f, splits["tuning half"]).scores[:, 1].mean(), label, f)
+            for label, f in candidates
+        ]
+        for value, label, _ in sorted(scored, key=lambda s: -s[0])[:5]:
+            tuning.append(f"| {family} | {label} | {value:.3f} |")
+        best = max(scored, key=lambda s: s[0])
+        chosen.append((best[1] + " (tuned)", best[2]))
+        log(f"{family}: best on the tuning half {best[1]} {best[0]:.3f}")
+    lines = [title, "", "Best five of each family on the tuning half (R@10):", "", *tuning, ""]
+    for split, mask in splits.items():
+        qs = [q for q, keep in zip(questions, mask, strict=True) if keep]
+        systems = [system(label, f, mask) for label, f in chosen]
+        lines += [f"## {split} ({len(qs)} questions)", "", *table(systems, qs), ""]
+    return "\n".join(lines)
 
 
 def table(systems: Sequence[System], questions: Sequence[Question]) -> list[str]:

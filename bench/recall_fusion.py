@@ -34,7 +34,6 @@ import faiss
 import numpy as np
 
 from bench.fusion_compare import (
-    FAMILIES,
     Fuser,
     Legs,
     _ranked,
@@ -42,7 +41,7 @@ from bench.fusion_compare import (
     fuse_text,
     fuse_vector,
     load_dump,
-    table,
+    tuned_report,
 )
 from bench.realtalk import DATA, Question, load_realtalk
 from bench.recall_common import RECALL_TOP_K
@@ -157,21 +156,9 @@ def evaluate(dump: RecallDump, out: Path, model: str = "MiniLM int8") -> str:
         ("text leg alone", fuse_text),
         ("vector leg alone", fuse_vector),
     ]
-    tuning = ["| family | setting | tuning-half R@10 |", "|---|---|---:|"]
-    for family, candidates in FAMILIES.items():
-        scored = [(system(label, f, tune).scores[:, 1].mean(), label, f) for label, f in candidates]
-        for value, label, _ in sorted(scored, key=lambda s: -s[0])[:5]:
-            tuning.append(f"| {family} | {label} | {value:.3f} |")
-        best = max(scored, key=lambda s: s[0])
-        chosen.append((best[1] + " (tuned)", best[2]))
-        log(f"{family}: best on the tuning half {best[1]} {best[0]:.3f}")
-    lines = [f"# lambo_recall fusion on REALTALK ({model})", ""]
-    lines += ["Best five of each family on the tuning half (R@10):", "", *tuning, ""]
-    for split, mask in splits.items():
-        qs = [q for q, keep in zip(dump.questions, mask, strict=True) if keep]
-        systems = [system(label, f, mask) for label, f in chosen]
-        lines += [f"## {split} ({len(qs)} questions)", "", *table(systems, qs), ""]
-    report = "\n".join(lines).replace("R@10 - max", "R@10 - raw max")
+    title = f"# lambo_recall fusion on REALTALK ({model})"
+    report = tuned_report(title, system, chosen, splits, dump.questions)
+    report = report.replace("R@10 - max", "R@10 - raw max")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report, encoding="utf-8")
     return report
