@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
 
-from lcg.domain.memory import context, evidence, markers, questions, redundancy
+from lcg.domain.memory import context, evidence, questions, redundancy
 from lcg.domain.memory.context import AlsoItem, HitView, RestsOn
 from lcg.domain.memory.identity import MINILM_MERGE_THRESHOLD
 from lcg.domain.memory.questions import NameCandidate
@@ -32,7 +33,7 @@ from lcg.projections.memory import state
 from lcg.projections.memory.state import Node
 from lcg.projections.text import reader as text_reader
 from lcg.projections.vectors.follower import CONCEPTS
-from lcg.queries import recall
+from lcg.queries import recall, recall_marks
 from lcg.queries.memory_reads import SessionJobs, display_type
 from lcg.queries.reads import ReadHandle, search_context
 from lcg.queries.recall import RecallHit
@@ -120,7 +121,9 @@ def recall_memory(reads: ReadHandle, jobs: SessionJobs | None, request: RecallRe
     anchor = None if blended else _anchor(reads, request.session, request.query)
     if anchor is not None:
         return _traversal(reads, anchor, request)
-    return _ordinary(reads, jobs, request, _await_concepts(reads, request.session))
+    late = await_concepts(reads, request.session)
+    found = retrieve(reads, request, [request.session])[request.session]
+    return recall_found(reads, jobs, request, late, found)
 
 
 # -- dependency questions ----------------------------------------------------------------------
@@ -167,7 +170,7 @@ def _traversal(reads: ReadHandle, anchor: questions.Anchor, request: RecallReque
         (nodes[uuid] for uuid in dependents if uuid in nodes),
         key=lambda node: (-radii[node.uuid], node.uuid),
     )[: request.top_k]
-    views = _canonized(
+    views = recall_marks.canonized(
         conn,
         [
             HitView(
@@ -191,7 +194,7 @@ def _traversal(reads: ReadHandle, anchor: questions.Anchor, request: RecallReque
 # -- ordinary recall -------------------------------------------------------------------------
 
 
-def _await_concepts(reads: ReadHandle, session: str) -> list[str]:
+def await_concepts(reads: ReadHandle, session: str) -> list[str]:
     """Wait, bounded, for the session's concepts applied just before to be in the vector
     index, so recall finds them by meaning too; a warning when some were not (ADR 0047)."""
     started = time.perf_counter()
@@ -203,27 +206,42 @@ def _await_concepts(reads: ReadHandle, session: str) -> list[str]:
     return [f"recall: {vectors_pending(pending, waited_ms)['message']}"]
 
 
-def _ordinary(
-    reads: ReadHandle, jobs: SessionJobs | None, request: RecallRequest, late: list[str]
-) -> Recalled:  # `late`: the warning that some concept vectors were not indexed yet
+def retrieve(
+    reads: ReadHandle, request: RecallRequest, sessions: Sequence[str]
+) -> dict[str, list[RecallHit]]:
+    """The retrieval core's ranked hits of each of `sessions` for `request`, in one retrieval
+    (lcg.queries.recall.recall_each), each ranked as that session's own recall ranks it."""
+    ctx = search_context(reads)
+    if request.by_vector is not None:  # a recall by vector reads one session (M-REC-260)
+        vector = np.asarray(request.by_vector, dtype=np.float32)
+        ctx = replace(ctx, embed_query=lambda _text: vector)
+    return recall.recall_each(
+        ctx,
+        sessions,
+        request.query,
+        request.top_k,
+        request.traversal_depth,
+        "rrf" if reads.settings.search_fusion == "rrf" else "max",
+        # read past top_k: skipped hits give their slots to later ones, and a contradicted
+        # Canonical or Venerable hit is kept past top_k (M-REC-131)
+        take=request.top_k + redundancy.checked_count(request.top_k),
+    )
+
+
+def recall_found(
+    reads: ReadHandle,
+    jobs: SessionJobs | None,
+    request: RecallRequest,
+    late: list[str],
+    found: list[RecallHit],
+) -> Recalled:
+    """The ordinary recall of `request.session` from its retrieved hits: its contradiction,
+    rests-on, dedupe and floor rules, lines and marks. `late`: the warning that some concept
+    vectors were not indexed yet."""
     conn = reads.reader()
     settings = reads.settings
     skip = settings.tuning.skip_redundant
     session = request.session
-    found: list[RecallHit] = recall.recall_concepts(
-        search_context(reads),
-        session,
-        request.query,
-        request.top_k,
-        request.traversal_depth,
-        "rrf" if settings.search_fusion == "rrf" else "max",
-        # read past top_k: skipped hits give their slots to later ones, and a contradicted
-        # Canonical or Venerable hit is kept past top_k (M-REC-131)
-        take=request.top_k + redundancy.checked_count(request.top_k),
-        by_vector=None
-        if request.by_vector is None
-        else np.asarray(request.by_vector, dtype=np.float32),
-    )
     nodes = state.nodes_by_uuid(conn, [hit.node_id for hit in found])
     candidates = [
         hit for hit in found if hit.node_id in nodes and nodes[hit.node_id].node_kind == "concept"
@@ -297,7 +315,9 @@ def _ordinary(
     replaced = state.possibly_superseded_by(conn, session, [v.node_id for v in views])
     if replaced and reads.settings.tuning.supersession_line == "on":  # M-CFG-027
         views = _with_supersession_lines(conn, views, replaced)
-    views, marked = _marked(conn, _canonized(conn, views), reads.clock(), request.agent_id)
+    views, marked = recall_marks.marked(
+        conn, recall_marks.canonized(conn, views), reads.clock(), request.agent_id
+    )
     rendered = context.render_context(views, request.max_tokens)
     for older, newer in replaced.items():
         shown[older] = replace(shown[older], possibly_superseded_by=newer)
@@ -355,71 +375,6 @@ def _annotated(
         conn, session, list(shown), with_line, companions, rests, skipped, replaced
     )
     return {uuid: replace(extra, annotations=notes[uuid]) for uuid, extra in shown.items()}
-
-
-def _marked(
-    conn: sqlite3.Connection, views: list[HitView], now: datetime, agent: str
-) -> tuple[list[HitView], list[str]]:
-    """Conflict and high-risk markers first on each hit's block (lcg.domain.memory.markers),
-    and the same lines for `warnings`."""
-    ids = [view.node_id for view in views]
-    since = (now - markers.WINDOW).isoformat()
-    recent = state.recent_writes(conn, ids, since)
-    if not any(recent.values()):
-        return views, []
-    statuses = canon.statuses(conn, ids)
-    radii = state.blast_radii(conn, ids)
-    out: list[HitView] = []
-    lines: list[str] = []
-    for view in views:
-        writes = [
-            markers.RecentWrite(agent_id, datetime.fromisoformat(at), kind)
-            for agent_id, at, kind in recent[view.node_id]
-        ]
-        found = [
-            line
-            for line in (
-                markers.conflict(writes, now, agent),
-                markers.high_risk(
-                    view.content, statuses[view.node_id], radii[view.node_id], writes, now
-                ),
-            )
-            if line is not None
-        ]
-        lines.extend(found)
-        out.append(replace(view, warning_lines=(*found, *view.warning_lines)) if found else view)
-    return out, lines
-
-
-def _canonized(conn: sqlite3.Connection, views: list[HitView]) -> list[HitView]:
-    """Hits with their canonization: Canonical ones marked, with their live blast radius
-    (canonization.md §3: recall uses the live graph, no age floor), and a concept demoted by
-    supersession, while it is not Canonical, with its `⤓ Superseded` history line (§6)."""
-    ids = [view.node_id for view in views]
-    states = {node: canon.node_state(conn, node) for node in ids}
-    canonical = [node for node in ids if states[node].status == "Canonical"]
-    radii = state.blast_radii(conn, canonical)
-    superseding = [
-        s.superseded_by
-        for s in states.values()
-        if s.status != "Canonical" and s.demotion_cause == "supersession" and s.superseded_by
-    ]
-    named = state.nodes_by_uuid(conn, [node for node in superseding if node is not None])
-    out: list[HitView] = []
-    for view in views:
-        held = states[view.node_id]
-        if held.status == "Canonical":
-            out.append(replace(view, is_canonical=True, blast_radius=radii[view.node_id]))
-        elif held.demotion_cause == "supersession" and held.superseded_by is not None:
-            by = named.get(held.superseded_by)
-            assert held.last_demotion_at is not None
-            line = context.superseded_line(
-                held.last_demotion_at, None if by is None else by.content, held.superseded_by
-            )
-            out.append(replace(view, warning_lines=(*view.warning_lines, line)))
-        else:
-            out.append(view)
-    return out
 
 
 def _contradicted(

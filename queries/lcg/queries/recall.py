@@ -1,7 +1,7 @@
 """lambo_recall's retrieval: keyword, vector and recent legs over a session's concepts, fused,
 then expanded through the memory graph (seed 001, M-REC 4.2).
 
-The legs are the search projections `knowledge_*` search reads (search.text_leg over the
+The legs are the search projections `knowledge_*` search reads (search.text_leg's over the
 `concept` kind of the text projection, search.vector_leg over the concept FAISS index), so one
 retrieval core serves both families. Fusion is `max` of the legs' raw scores by default (a
 hit's relevance is the highest of its keyword, vector and recent scores, M-REC-026: bm25 is
@@ -11,14 +11,16 @@ one edge away from the strongest hits at a decayed score.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
-from lcg.projections.embedding.port import Vectors
 from lcg.projections.memory import state
+from lcg.projections.text import reader as text
 from lcg.projections.text.reader import TextHit
+from lcg.projections.text.scorer import TextScorer
 from lcg.projections.vectors import catalog
 from lcg.queries.fusion import Fused, Fusion, best_per_key, fuse, fused_order
-from lcg.queries.search import GRAPH_DECAY, SearchContext, text_leg, vector_leg
+from lcg.queries.search import GRAPH_DECAY, SearchContext
 from lcg.queries.stages import run_stages
 
 RECENT_SCORE = 0.25  # the recent leg's fixed score: below a real match by meaning (ADR 0027)
@@ -50,26 +52,68 @@ def recall_concepts(
     traversal_depth: int,
     fusion: Fusion = "max",
     take: int | None = None,
-    by_vector: Vectors | None = None,
 ) -> list[RecallHit]:
     """The session's best `top_k` concepts for `query`, best first (ties by node id).
 
     `take` returns that many of the ranked hits instead (skip_redundant reads past top_k for
     the hits it skips); the legs read as many candidates either way, so the first `top_k`
-    are the same. `by_vector`: the vector leg searches by it instead of the query's
-    embedding (a recall by vector, M-REC-270), which is neither stored nor cached; blank
-    text then finds nothing through the keyword leg and leaves recent interactions out
-    (M-REC-274)."""
+    are the same. A recall by vector (M-REC-270) gives a `ctx` whose `embed_query` answers
+    its vector, which is neither stored nor cached; blank text then finds nothing through the
+    keyword leg and leaves recent interactions out (M-REC-274)."""
+    return recall_each(ctx, [session], query, top_k, traversal_depth, fusion, take)[session]
+
+
+def recall_each(
+    ctx: SearchContext,
+    sessions: Sequence[str],
+    query: str,
+    top_k: int,
+    traversal_depth: int,
+    fusion: Fusion = "max",
+    take: int | None = None,
+) -> dict[str, list[RecallHit]]:
+    """Each session's hits as `recall_concepts` ranks that session alone, in one retrieval
+    (a layered recall's, ADR 0097): the query scored once by the keyword index and embedded
+    once, each session's candidates cut from that one pass, their owners and catalog rows
+    read in one query each; then each session's legs fused, expanded and staged on their
+    own. Every leg reads as many candidates per session as a one-session recall does."""
     limit = max(50, top_k * 4)
-    groups = [session]
-    if by_vector is not None:
-        vector = by_vector
-        ctx = replace(ctx, embed_query=lambda _text: vector)
     words = bool(query.strip())
-    finish_text = text_leg(ctx, "concept", query, groups, limit) if words else _no_words
-    vectors = vector_leg(ctx, "concept", query, groups, limit).get(catalog.CONCEPT, [])
+    finish_text = _text_legs(ctx, query, sessions, limit) if words else _no_words
+    vectors = _vector_legs(ctx, query, sessions, limit)
+    texts = finish_text()
+    return {
+        session: _ranked(
+            ctx,
+            session,
+            query,
+            top_k,
+            traversal_depth,
+            fusion,
+            take,
+            texts.get(session, []),
+            vectors.get(session, []),
+            words,
+        )
+        for session in sessions
+    }
+
+
+def _ranked(
+    ctx: SearchContext,
+    session: str,
+    query: str,
+    top_k: int,
+    traversal_depth: int,
+    fusion: Fusion,
+    take: int | None,
+    text_hits: list[TextHit],
+    vectors: list[tuple[tuple[str, int], float]],
+    words: bool,
+) -> list[RecallHit]:
+    """One session's legs fused, expanded through its graph and staged."""
     legs = {
-        "bm25": best_per_key([(hit.owner_uuid, hit.score) for hit in finish_text()]),
+        "bm25": best_per_key([(hit.owner_uuid, hit.score) for hit in text_hits]),
         "vector": best_per_key([(owner, score) for (owner, _), score in vectors]),
     }
     if words:
@@ -88,6 +132,69 @@ def recall_concepts(
     ]
 
 
+def _text_legs(
+    ctx: SearchContext, query: str, sessions: Sequence[str], limit: int
+) -> Callable[[], dict[str, list[TextHit]]]:
+    """Start each session's keyword leg (search.text_leg's, the concept kind); the returned
+    function waits for them. The in-memory scorer scores the query once for every session
+    (its last scores are kept) and runs on the pool while this thread embeds the query; the
+    documents' owners are then read in one query. FTS5 (a phrase, or bm25_engine "fts5")
+    answers each session with its own query, at once, on this thread."""
+    scorer = ctx.text_scorer
+    if scorer is None or ctx.pool is None:
+        ranked = _scored_each(scorer, query, sessions, limit) if scorer is not None else None
+        found = _owners(ctx, query, sessions, limit, ranked)
+        return lambda: found
+    future = ctx.pool.submit(_scored_each, scorer, query, sessions, limit)
+    return lambda: _owners(ctx, query, sessions, limit, future.result())
+
+
+def _scored_each(
+    scorer: TextScorer, query: str, sessions: Sequence[str], limit: int
+) -> dict[str, list[tuple[int, float]]] | None:
+    """(doc_id, bm25) best first per session; None when FTS5 must answer (a phrase)."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    for session in sessions:
+        scored = text.scored_docs(scorer, "concept", query, [session], limit)
+        if scored is None:
+            return None
+        out[session] = scored
+    return out
+
+
+def _owners(
+    ctx: SearchContext,
+    query: str,
+    sessions: Sequence[str],
+    limit: int,
+    ranked: dict[str, list[tuple[int, float]]] | None,
+) -> dict[str, list[TextHit]]:
+    if ranked is None:  # FTS5 ranks each session
+        return {s: text.search(ctx.conn, "concept", query, [s], limit) for s in sessions}
+    found = {
+        hit.doc_id: hit for hit in text.hits(ctx.conn, [p for s in sessions for p in ranked[s]])
+    }
+    return {s: [found[doc] for doc, _ in ranked[s] if doc in found] for s in sessions}
+
+
+def _vector_legs(
+    ctx: SearchContext, query: str, sessions: Sequence[str], limit: int
+) -> dict[str, list[tuple[tuple[str, int], float]]]:
+    """Each session's concept vector leg (search.vector_leg's): the query embedded once, each
+    session's index searched, the hits' catalog rows read in one query."""
+    embedding = ctx.embed_query(query)
+    found = {s: ctx.vectors.search("concept", [s], embedding, limit) for s in sessions}
+    entries = catalog.describe(ctx.conn, [hit.vec_id for hits in found.values() for hit in hits])
+    legs: dict[str, list[tuple[tuple[str, int], float]]] = {}
+    for session, hits in found.items():
+        leg = legs[session] = []
+        for hit in hits:
+            entry = entries.get(hit.vec_id)
+            if entry is not None and entry.embedding == catalog.CONCEPT:
+                leg.append(((entry.owner_uuid, entry.part), hit.score))
+    return legs
+
+
 def _leg_scores(by_leg: dict[str, dict[str, float]], entry: Fused[str]) -> dict[str, float]:
     return {
         name: round(by_leg[name][entry.key], 6)
@@ -96,9 +203,9 @@ def _leg_scores(by_leg: dict[str, dict[str, float]], entry: Fused[str]) -> dict[
     }
 
 
-def _no_words() -> list[TextHit]:
-    """The keyword leg of a recall by vector sent without text: it finds nothing."""
-    return []
+def _no_words() -> dict[str, list[TextHit]]:
+    """The keyword legs of a recall by vector sent without text: they find nothing."""
+    return {}
 
 
 def _both_fused(
