@@ -5,10 +5,11 @@ that cannot be read leaves the session's own hits and one warning.
 
 One retrieval serves every session of the call (ADR 0097): the query scored once by the
 keyword index and embedded once, each session's candidates cut from that pass as its own
-recall would read them, the owners and catalog rows read in one query each. Each layer's rules
-then run on the read handle's search pool while this thread runs the session's (SQLite and
-numpy release the GIL). A dependency question is recalled session by session, as a plain
-recall answers it (a layer's traversal joins only when its anchor is the caller's).
+recall would read them, the owners and catalog rows read in one query each. Each layer's
+ranking and rules then run on the read handle's search pool while this thread runs the
+session's (SQLite and numpy release the GIL). A dependency question is recalled session by
+session, as a plain recall answers it (a layer's traversal joins only when its anchor is the
+caller's).
 """
 
 from __future__ import annotations

@@ -208,24 +208,14 @@ def await_concepts(reads: ReadHandle, session: str) -> list[str]:
 
 def retrieve(
     reads: ReadHandle, request: RecallRequest, sessions: Sequence[str]
-) -> dict[str, list[RecallHit]]:
-    """The retrieval core's ranked hits of each of `sessions` for `request`, in one retrieval
-    (lcg.queries.recall.recall_each), each ranked as that session's own recall ranks it."""
+) -> dict[str, recall.Candidates]:
+    """Each of `sessions`' candidates for `request`, from one retrieval
+    (lcg.queries.recall.candidates), each as that session's own recall reads them."""
     ctx = search_context(reads)
     if request.by_vector is not None:  # a recall by vector reads one session (M-REC-260)
         vector = np.asarray(request.by_vector, dtype=np.float32)
         ctx = replace(ctx, embed_query=lambda _text: vector)
-    return recall.recall_each(
-        ctx,
-        sessions,
-        request.query,
-        request.top_k,
-        request.traversal_depth,
-        "rrf" if reads.settings.search_fusion == "rrf" else "max",
-        # read past top_k: skipped hits give their slots to later ones, and a contradicted
-        # Canonical or Venerable hit is kept past top_k (M-REC-131)
-        take=request.top_k + redundancy.checked_count(request.top_k),
-    )
+    return recall.candidates(ctx, sessions, request.query, request.top_k)
 
 
 def recall_found(
@@ -233,11 +223,34 @@ def recall_found(
     jobs: SessionJobs | None,
     request: RecallRequest,
     late: list[str],
+    candidates: recall.Candidates,
+) -> Recalled:
+    """The ordinary recall of `request.session` from its retrieved candidates: ranked, then
+    its contradiction, rests-on, dedupe and floor rules, lines and marks. `late`: the
+    warning that some concept vectors were not indexed yet. Reads through this thread's
+    connection (a layer's runs on the search pool)."""
+    found = recall.ranked(
+        search_context(reads),
+        request.session,
+        request.query,
+        candidates,
+        request.top_k,
+        request.traversal_depth,
+        "rrf" if reads.settings.search_fusion == "rrf" else "max",
+        # read past top_k: skipped hits give their slots to later ones, and a contradicted
+        # Canonical or Venerable hit is kept past top_k (M-REC-131)
+        take=request.top_k + redundancy.checked_count(request.top_k),
+    )
+    return _ordinary(reads, jobs, request, late, found)
+
+
+def _ordinary(
+    reads: ReadHandle,
+    jobs: SessionJobs | None,
+    request: RecallRequest,
+    late: list[str],
     found: list[RecallHit],
 ) -> Recalled:
-    """The ordinary recall of `request.session` from its retrieved hits: its contradiction,
-    rests-on, dedupe and floor rules, lines and marks. `late`: the warning that some concept
-    vectors were not indexed yet."""
     conn = reads.reader()
     settings = reads.settings
     skip = settings.tuning.skip_redundant

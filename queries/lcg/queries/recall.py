@@ -60,63 +60,53 @@ def recall_concepts(
     are the same. A recall by vector (M-REC-270) gives a `ctx` whose `embed_query` answers
     its vector, which is neither stored nor cached; blank text then finds nothing through the
     keyword leg and leaves recent interactions out (M-REC-274)."""
-    return recall_each(ctx, [session], query, top_k, traversal_depth, fusion, take)[session]
+    found = candidates(ctx, [session], query, top_k)[session]
+    return ranked(ctx, session, query, found, top_k, traversal_depth, fusion, take)
 
 
-def recall_each(
-    ctx: SearchContext,
-    sessions: Sequence[str],
-    query: str,
-    top_k: int,
-    traversal_depth: int,
-    fusion: Fusion = "max",
-    take: int | None = None,
-) -> dict[str, list[RecallHit]]:
-    """Each session's hits as `recall_concepts` ranks that session alone, in one retrieval
-    (a layered recall's, ADR 0097): the query scored once by the keyword index and embedded
-    once, each session's candidates cut from that one pass, their owners and catalog rows
-    read in one query each; then each session's legs fused, expanded and staged on their
-    own. Every leg reads as many candidates per session as a one-session recall does."""
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """One session's keyword and vector leg hits, as its own recall reads them; `words`:
+    whether the query has any (without, the keyword and recent legs find nothing)."""
+
+    text_hits: list[TextHit]
+    vectors: list[tuple[tuple[str, int], float]]
+    words: bool
+
+
+def candidates(
+    ctx: SearchContext, sessions: Sequence[str], query: str, top_k: int
+) -> dict[str, Candidates]:
+    """Each session's leg hits as a recall of that session alone reads them, from one
+    retrieval (a layered recall's, ADR 0097): the query scored once by the keyword index and
+    embedded once, each session's candidates cut from that pass, their owners and catalog
+    rows read in one query each. Every leg reads as many candidates per session as a
+    one-session recall does."""
     limit = max(50, top_k * 4)
     words = bool(query.strip())
     finish_text = _text_legs(ctx, query, sessions, limit) if words else _no_words
     vectors = _vector_legs(ctx, query, sessions, limit)
     texts = finish_text()
-    return {
-        session: _ranked(
-            ctx,
-            session,
-            query,
-            top_k,
-            traversal_depth,
-            fusion,
-            take,
-            texts.get(session, []),
-            vectors.get(session, []),
-            words,
-        )
-        for session in sessions
-    }
+    return {s: Candidates(texts.get(s, []), vectors.get(s, []), words) for s in sessions}
 
 
-def _ranked(
+def ranked(
     ctx: SearchContext,
     session: str,
     query: str,
+    found: Candidates,
     top_k: int,
     traversal_depth: int,
-    fusion: Fusion,
-    take: int | None,
-    text_hits: list[TextHit],
-    vectors: list[tuple[tuple[str, int], float]],
-    words: bool,
+    fusion: Fusion = "max",
+    take: int | None = None,
 ) -> list[RecallHit]:
-    """One session's legs fused, expanded through its graph and staged."""
+    """One session's candidates fused, expanded through its graph and staged: its best
+    `top_k` (or `take`) concepts, best first (ties by node id)."""
     legs = {
-        "bm25": best_per_key([(hit.owner_uuid, hit.score) for hit in text_hits]),
-        "vector": best_per_key([(owner, score) for (owner, _), score in vectors]),
+        "bm25": best_per_key([(hit.owner_uuid, hit.score) for hit in found.text_hits]),
+        "vector": best_per_key([(owner, score) for (owner, _), score in found.vectors]),
     }
-    if words:
+    if found.words:
         recent = state.recent_concepts(ctx.conn, session, RECENT_INTERACTIONS)
         legs["recent"] = [(node, RECENT_SCORE) for node in recent]
     fused = fuse(legs, fusion, raw=fusion == "max")
