@@ -5,18 +5,16 @@ that cannot be read leaves the session's own hits and one warning.
 
 One retrieval serves every session of the call (ADR 0097): the query scored once by the
 keyword index and embedded once, each session's candidates cut from that pass as its own
-recall would read them, the owners and catalog rows read in one query each. Each layer's
-ranking and rules then run on the read handle's search pool while this thread runs the
-session's (SQLite and numpy release the GIL). A dependency question is recalled session by
-session, as a plain recall answers it (a layer's traversal joins only when its anchor is the
-caller's).
+recall would read them, the owners and catalog rows read in one query each; then each
+session's ranking and rules in turn, on the calling thread. A dependency question is recalled
+session by session, as a plain recall answers it (a layer's traversal joins only when its
+anchor is the caller's).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -76,7 +74,7 @@ def recall_layered(
             down.append(layer.session)
             continue
         try:
-            got = answer.result() if isinstance(answer, Future) else answer()
+            got = answer()
         except DomainError:
             raise
         except Exception:
@@ -111,34 +109,30 @@ def recall_layered(
     return Recalled(rendered.text, hits, (*merged.warnings, *unavailable), tuple(views), own.header)
 
 
-# a layer's recall: running on the pool, to run on this thread, or none (not serving)
-Answer = Future[Recalled] | Callable[[], Recalled] | None
+Answer = Callable[[], Recalled] | None  # a layer's recall, to run; None: it is not serving
 
 
 def _one_retrieval(
     reads: ReadHandle, jobs: SessionJobs | None, request: RecallRequest, stack: Sequence[LayerRead]
 ) -> tuple[Recalled, list[Answer]]:
-    """The session's recall, and each serving layer's started, from one retrieval over all
-    of them (each session's vectors settled first, as its own recall settles them). Each
-    layer's rules run on the search pool while this thread runs the session's; without a
-    pool they run on this thread afterwards."""
+    """The session's recall from one retrieval over it and every serving layer (each
+    session's vectors settled first, as its own recall settles them), and each layer's
+    recall from the same retrieval, to run in turn on this thread."""
     late = {request.session: await_concepts(reads, request.session)}
-    failed: dict[str, Future[Recalled]] = {}
+    failed: dict[str, Answer] = {}
     for layer in stack:
         if layer.unavailable is None:
             try:
                 late[layer.session] = await_concepts(reads, layer.session)
             except Exception as error:  # noqa: BLE001 (read as this layer's answer)
-                failed[layer.session] = Future()
-                failed[layer.session].set_exception(error)
+                failed[layer.session] = partial(_raise, error)
     retrieved = retrieve(reads, request, list(late))  # the session first, then its layers
-    pool = reads.search_pool
-    answers: list[Answer] = []
-    for layer in stack:
-        if layer.unavailable is not None or layer.session in failed:
-            answers.append(failed.get(layer.session))
-            continue
-        rules = partial(
+    own = recall_found(reads, jobs, request, late[request.session], retrieved[request.session])
+    answers = [
+        None
+        if layer.unavailable is not None
+        else failed.get(layer.session)
+        or partial(
             recall_found,
             reads,
             layer.jobs,
@@ -146,9 +140,13 @@ def _one_retrieval(
             late[layer.session],
             retrieved[layer.session],
         )
-        answers.append(pool.submit(rules) if pool is not None else rules)
-    own = recall_found(reads, jobs, request, late[request.session], retrieved[request.session])
+        for layer in stack
+    ]
     return own, answers
+
+
+def _raise(error: Exception) -> Recalled:
+    raise error
 
 
 def _session_hits(session: str, recalled: Recalled) -> SessionHits:

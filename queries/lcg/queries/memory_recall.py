@@ -227,8 +227,7 @@ def recall_found(
 ) -> Recalled:
     """The ordinary recall of `request.session` from its retrieved candidates: ranked, then
     its contradiction, rests-on, dedupe and floor rules, lines and marks. `late`: the
-    warning that some concept vectors were not indexed yet. Reads through this thread's
-    connection (a layer's runs on the search pool)."""
+    warning that some concept vectors were not indexed yet."""
     found = recall.ranked(
         search_context(reads),
         request.session,
