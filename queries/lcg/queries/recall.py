@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from lcg.projections.memory import state
 from lcg.projections.text import reader as text
 from lcg.projections.text.reader import TextHit
-from lcg.projections.text.scorer import TextScorer
 from lcg.projections.vectors import catalog
 from lcg.queries.fusion import Fused, Fusion, best_per_key, fuse, fused_order
 from lcg.queries.search import GRAPH_DECAY, SearchContext
@@ -26,6 +25,7 @@ from lcg.queries.stages import run_stages
 RECENT_SCORE = 0.25  # the recent leg's fixed score: below a real match by meaning (ADR 0027)
 RECENT_INTERACTIONS = 5  # how many of the session's last writes the recent leg reads
 EXPAND_FROM = 3  # strong hits whose neighbours are added per hop
+CONCEPT = "concept"  # the kind of document and vector a recall reads
 
 
 @dataclass
@@ -126,30 +126,19 @@ def _text_legs(
     ctx: SearchContext, query: str, sessions: Sequence[str], limit: int
 ) -> Callable[[], dict[str, list[TextHit]]]:
     """Start each session's keyword leg (search.text_leg's, the concept kind); the returned
-    function waits for them. The in-memory scorer scores the query once for every session
-    (its last scores are kept) and runs on the pool while this thread embeds the query; the
-    documents' owners are then read in one query. FTS5 (a phrase, or bm25_engine "fts5")
+    function waits for them. The in-memory scorer scores the query and finds its matching
+    documents once, split by session (TextScorer.search_each), on the pool while this thread
+    embeds the query; the documents' owners are then read in one query. FTS5 (a phrase, or bm25_engine "fts5")
     answers each session with its own query, at once, on this thread."""
     scorer = ctx.text_scorer
     if scorer is None or ctx.pool is None:
-        ranked = _scored_each(scorer, query, sessions, limit) if scorer is not None else None
+        ranked = (
+            None if scorer is None else text.scored_each(scorer, CONCEPT, query, sessions, limit)
+        )
         found = _owners(ctx, query, sessions, limit, ranked)
         return lambda: found
-    future = ctx.pool.submit(_scored_each, scorer, query, sessions, limit)
+    future = ctx.pool.submit(text.scored_each, scorer, CONCEPT, query, sessions, limit)
     return lambda: _owners(ctx, query, sessions, limit, future.result())
-
-
-def _scored_each(
-    scorer: TextScorer, query: str, sessions: Sequence[str], limit: int
-) -> dict[str, list[tuple[int, float]]] | None:
-    """(doc_id, bm25) best first per session; None when FTS5 must answer (a phrase)."""
-    out: dict[str, list[tuple[int, float]]] = {}
-    for session in sessions:
-        scored = text.scored_docs(scorer, "concept", query, [session], limit)
-        if scored is None:
-            return None
-        out[session] = scored
-    return out
 
 
 def _owners(
@@ -160,7 +149,7 @@ def _owners(
     ranked: dict[str, list[tuple[int, float]]] | None,
 ) -> dict[str, list[TextHit]]:
     if ranked is None:  # FTS5 ranks each session
-        return {s: text.search(ctx.conn, "concept", query, [s], limit) for s in sessions}
+        return {s: text.search(ctx.conn, CONCEPT, query, [s], limit) for s in sessions}
     found = {
         hit.doc_id: hit for hit in text.hits(ctx.conn, [p for s in sessions for p in ranked[s]])
     }
@@ -173,7 +162,7 @@ def _vector_legs(
     """Each session's concept vector leg (search.vector_leg's): the query embedded once, each
     session's index searched, the hits' catalog rows read in one query."""
     embedding = ctx.embed_query(query)
-    found = {s: ctx.vectors.search("concept", [s], embedding, limit) for s in sessions}
+    found = {s: ctx.vectors.search(CONCEPT, [s], embedding, limit) for s in sessions}
     entries = catalog.describe(ctx.conn, [hit.vec_id for hits in found.values() for hit in hits])
     legs: dict[str, list[tuple[tuple[str, int], float]]] = {}
     for session, hits in found.items():

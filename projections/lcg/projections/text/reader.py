@@ -117,6 +117,20 @@ def scored_docs(
     return scorer.search(kind, terms, groups, limit)
 
 
+def scored_each(
+    scorer: TextScorer, kind: str, query: str, groups: Sequence[str], limit: int
+) -> dict[str, list[tuple[int, float]]] | None:
+    """`scored_docs` of each group alone, from one pass over the scorer's postings; None
+    when a query word is a phrase to the tokenizer (FTS5 must answer)."""
+    words = query_words(query)
+    if not words:
+        return {group: [] for group in groups}
+    terms = scorer.tokenizer.terms(" ".join(words))
+    if len(terms) != len(words):
+        return None
+    return scorer.search_each(kind, terms, groups, limit)
+
+
 def search(
     conn: sqlite3.Connection,
     kind: str,

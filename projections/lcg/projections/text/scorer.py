@@ -155,32 +155,61 @@ class TextScorer:
         better). `phrases` are single terms as the tokenizer gives them; repeats count again,
         as repeated phrases do in FTS5."""
         with self._lock:
-            postings = self._postings[kind]
-            live = postings.live
-            if live == 0 or not phrases:
+            scored = self._matching(kind, phrases)
+            if scored is None:
                 return []
-            codes = None
+            scores, found = scored
             if groups is not None:
                 codes = [self._groups[g] for g in groups if g in self._groups]
                 if not codes:
                     return []
-            key = (kind, tuple(phrases), self._mutations)
-            if self._memo is not None and self._memo[0] == key:
-                scores = self._memo[1]
-            else:
-                scores = _scores(postings, phrases, live)
-                self._memo = (key, scores)
-            found = np.flatnonzero(scores)
-            found = found[take(postings.slot_alive, np.uint8, found) == 1]
-            if codes is not None:
+                postings = self._postings[kind]
                 found = found[np.isin(take(postings.slot_group, np.int32, found), codes)]
-            if len(found) > limit:
-                found = found[np.argpartition(-scores[found], limit - 1)[:limit]]
-            found = found[np.argsort(-scores[found], kind="stable")]
-            docs = take(postings.slot_doc, np.int64, found)
-            return [
-                (int(doc), float(score)) for doc, score in zip(docs, scores[found], strict=True)
-            ]
+            return self._best(kind, scores, found, limit)
+
+    def search_each(
+        self, kind: str, phrases: Sequence[str], groups: Sequence[str], limit: int
+    ) -> dict[str, list[tuple[int, float]]]:
+        """`search` of each group alone, from one pass over the postings: the query scored
+        and its matching live documents found once, then split by group (a layered recall's
+        keyword leg, ADR 0097)."""
+        with self._lock:
+            scored = self._matching(kind, phrases)
+            if scored is None:
+                return {group: [] for group in groups}
+            scores, found = scored
+            of_group = take(self._postings[kind].slot_group, np.int32, found)
+            return {
+                group: []
+                if group not in self._groups
+                else self._best(kind, scores, found[of_group == self._groups[group]], limit)
+                for group in groups
+            }
+
+    def _matching(self, kind: str, phrases: Sequence[str]) -> tuple[Scores, np.ndarray] | None:
+        """Every slot's score for the phrases and the live slots that match (None: none can)."""
+        postings = self._postings[kind]
+        live = postings.live
+        if live == 0 or not phrases:
+            return None
+        key = (kind, tuple(phrases), self._mutations)
+        if self._memo is not None and self._memo[0] == key:
+            scores = self._memo[1]
+        else:
+            scores = _scores(postings, phrases, live)
+            self._memo = (key, scores)
+        found = np.flatnonzero(scores)
+        return scores, found[take(postings.slot_alive, np.uint8, found) == 1]
+
+    def _best(
+        self, kind: str, scores: Scores, found: np.ndarray, limit: int
+    ) -> list[tuple[int, float]]:
+        """The `limit` best of the slots `found`, best first."""
+        if len(found) > limit:
+            found = found[np.argpartition(-scores[found], limit - 1)[:limit]]
+        found = found[np.argsort(-scores[found], kind="stable")]
+        docs = take(self._postings[kind].slot_doc, np.int64, found)
+        return [(int(doc), float(score)) for doc, score in zip(docs, scores[found], strict=True)]
 
     def coverage(self, kind: str, phrases: Sequence[str], docs: Sequence[int]) -> dict[int, float]:
         """Each of `docs`'s share of the phrases' weight (`reader.coverage`): the summed
