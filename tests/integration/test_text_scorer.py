@@ -301,3 +301,24 @@ def test_the_last_querys_scores_are_reused_only_until_the_postings_change(
     assert after is not None
     assert len(after) == len(again) + 1
     by_fts5_and_by_memory(workspace, "passage", "guitar lesson", ["g2"])
+
+
+def test_m_rec_240_one_pass_over_the_postings_ranks_each_group_as_its_own_search(
+    workspace: Workspace, call: Call
+) -> None:
+    """A layered recall's keyword leg (ADR 0097): the matches found once and split by group
+    give each group what a search of that group alone gives, at any limit; a group the
+    scorer does not know finds nothing."""
+    fill(call)
+    scorer = workspace.text_scorer
+    for text_table in TEXT_TABLES:
+        for query in QUERIES:
+            for limit in (1, 3, 1000):
+                each = reader.scored_each(scorer, text_table.kind, query, [*GROUPS, "nope"], limit)
+                assert each is not None
+                for group in (*GROUPS, "nope"):
+                    alone = reader.scored_docs(scorer, text_table.kind, query, [group], limit)
+                    assert each[group] == alone, (text_table.kind, query, group, limit)
+    found = reader.scored_each(scorer, "passage", "guitar lesson", list(GROUPS), 5)
+    assert found is not None
+    assert found["g1"]
