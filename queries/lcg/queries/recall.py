@@ -1,12 +1,14 @@
 """lambo_recall's retrieval: keyword, vector and recent legs over a session's concepts, fused,
 then expanded through the memory graph (seed 001, M-REC 4.2).
 
-The legs are the search projections `knowledge_*` search reads (search.text_leg's over the
-`concept` kind of the text projection, search.vector_leg over the concept FAISS index), so one
-retrieval core serves both families. Fusion is `max` of the legs' raw scores by default (a
-hit's relevance is the highest of its keyword, vector and recent scores, M-REC-026: bm25 is
-not capped at 1) or `rrf`. Graph expansion adds, hop by hop up to `traversal_depth`, concepts
-one edge away from the strongest hits at a decayed score.
+The legs read the search projections `knowledge_*` search reads (the `concept` kind of the
+text projection and its in-memory BM25 scorer, the concept FAISS index), so one retrieval core
+serves both families. `candidates` reads the legs of one or several sessions in one pass (a
+layered recall's, ADR 0097): each session gets the candidates a recall of it alone reads.
+`ranked` fuses one session's: `max` of the legs' raw scores by default (a hit's relevance is
+the highest of its keyword, vector and recent scores, M-REC-026: bm25 is not capped at 1) or
+`rrf`; graph expansion then adds, hop by hop up to `traversal_depth`, concepts one edge away
+from the strongest hits at a decayed score.
 """
 
 from __future__ import annotations
@@ -128,8 +130,8 @@ def _text_legs(
     """Start each session's keyword leg (search.text_leg's, the concept kind); the returned
     function waits for them. The in-memory scorer scores the query and finds its matching
     documents once, split by session (TextScorer.search_each), on the pool while this thread
-    embeds the query; the documents' owners are then read in one query. FTS5 (a phrase, or bm25_engine "fts5")
-    answers each session with its own query, at once, on this thread."""
+    embeds the query; the documents' owners are then read in one query. FTS5 (a phrase, or
+    bm25_engine "fts5") answers each session with its own query, at once, on this thread."""
     scorer = ctx.text_scorer
     if scorer is None or ctx.pool is None:
         ranked = (
