@@ -40,12 +40,14 @@ def _answers(memory: Memory) -> dict[str, Any]:
 
 
 def _refusals(memory: Memory) -> list[tuple[str, str, str | None, str]]:
-    """Three refusals as (tool, kind, field, message)."""
+    """Five refusals as (tool, kind, field, message)."""
     seen = []
     attempts: list[Callable[[], object]] = [
         lambda: memory.call("knowledge_assert_entity", group_id="kestrel"),
         lambda: memory.call("knowledge_wal_mark_delete", name="never", group_id="kestrel"),
         lambda: memory.search(" "),
+        lambda: memory.search("job queue", groups=["kestrel"], min_seq={"kestrel": 10**6}),
+        lambda: memory.recall("job queue", min_seq={"kestrel": -1}),
     ]
     for attempt in attempts:
         with pytest.raises(ToolError) as refused:
@@ -57,9 +59,11 @@ def _refusals(memory: Memory) -> list[tuple[str, str, str | None, str]]:
 
 @pytest.mark.slow
 def test_open_and_connect_give_the_same_answers_and_the_same_errors(tmp_path: Path) -> None:
+    (tmp_path / "lcg.toml").write_text("[store]\nmin_seq_wait_ms = 100\n", encoding="utf-8")
     with Memory.open(tmp_path) as local:
         assert local.via == "process"
         episode = _write(local)
+        assert local.written == {"kestrel": 4}  # the four writes' last seq (ADR 0086)
         here = _answers(local)
         local_refusals = _refusals(local)
     assert here["passages"] == [("team note", NOTE)]
@@ -77,6 +81,10 @@ def test_open_and_connect_give_the_same_answers_and_the_same_errors(tmp_path: Pa
     )
     assert local_refusals[1][:2] == ("knowledge_wal_mark_delete", "not_found")
     assert local_refusals[2][:3] == ("knowledge_search_passages", "invalid_params", "query")
+    too_far, malformed = local_refusals[3:]
+    assert too_far[:3] == ("knowledge_search_passages", "conflict", "min_seq")
+    assert "applied group 'kestrel' to seq 4" in too_far[3]
+    assert malformed[:3] == ("lambo_recall", "invalid_params", "min_seq")
 
     service = ServiceProcess(tmp_path)
     try:
@@ -87,8 +95,11 @@ def test_open_and_connect_give_the_same_answers_and_the_same_errors(tmp_path: Pa
             assert _answers(remote) == here
             assert _refusals(remote) == local_refusals
         with Memory.connect(socket=tmp_path / ".lcg" / "service.sock") as remote:
+            assert remote.written == {}  # reads write nothing
             remote.call("knowledge_delete_episode", episode_uuid=episode)
+            assert remote.written == {"kestrel": 5}  # from the socket's `written` member
             assert remote.call("knowledge_get_episodes", group_id="kestrel")["count"] == 0
+            assert remote.search("job queue", groups=["kestrel"], min_seq=remote.written) == []
         with Memory.open(tmp_path) as beside:  # the service holds it: through its socket
             assert beside.via == "socket"
             assert beside.search("job queue", groups=["kestrel"]) == []
