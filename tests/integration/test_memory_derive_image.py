@@ -19,12 +19,16 @@ import pytest
 from lcg.domain.errors import DomainError
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
+from lcg.interfaces.service import Service
 from lcg.interfaces.settings_file import Tuning
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.embedding.hashing import HashingEmbedder
 from lcg.projections.embedding.port import Embedder
 from lcg.projections.memory import state
 from tests.conftest import make_workspace
 from tests.helpers.images import JPEG_5X3, b64, png
+from tests.integration.test_memory_layers import QUIET, tool
+from tests.integration.test_memory_layers import applied as layer_applied
 from tests.integration.test_memory_writes import (
     AGENT,
     SESSION,
@@ -229,12 +233,13 @@ def test_m_img_031_parent_of_names_the_image_and_frames_only_its_ends(
     assert error.field in {"vector.values", "parent_of[0].parent"}
 
 
-def test_m_img_051_058_replay_and_a_rebuilt_index_use_the_stored_vector(
+def test_m_img_051_replay_and_a_rebuilt_index_use_the_stored_vector(
     settings: Settings, embedder: Embedder
 ) -> None:
-    """The vector is in the log: a reopened workspace with its embedding cache and vector
-    indexes deleted finds the image by that vector at cosine 1, which embedding the caption
-    (about an unrelated kurta) could not give."""
+    """The vector is in the log: a workspace reopened with nothing but its WAL (projections,
+    embedding cache and vector indexes deleted, so everything is replayed) finds the image by
+    that vector at cosine 1, which embedding the caption (about a saree; the vector is an
+    invoice's) could not give."""
     with make_workspace(settings, embedder) as ws:
         app = App(ws)
         sent = vector_of(ws, INVOICE)
@@ -242,11 +247,12 @@ def test_m_img_051_058_replay_and_a_rebuilt_index_use_the_stored_vector(
         settled(app, derive(app, concept(KURTA, "entity")))
     lcg = settings.workspace / ".lcg"
     for path in lcg.iterdir():
-        if path.name.startswith("embeddings") or path.name == "vectors":
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
+        if path.name.startswith("wal.sqlite") or path.name == "writer.lock":
+            continue
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
     with make_workspace(settings, embedder) as ws:
         app = App(ws)
         hits = recall_by(app, sent)
@@ -254,6 +260,25 @@ def test_m_img_051_058_replay_and_a_rebuilt_index_use_the_stored_vector(
         assert hits[0]["score"] == pytest.approx(1.0, abs=1e-4)
         caption = np.asarray(ws.embedder.embed([f"{SAREE} [image:r17]"])[0])
         assert float(caption @ np.asarray(sent)) / np.linalg.norm(sent) < 0.9
+
+
+def test_m_img_051_m_sta_103_an_image_intent_left_pending_applies_with_its_vector(
+    settings: Settings, embedder: Embedder
+) -> None:
+    """An acked image write the process did not apply before it closed is applied by the next
+    process from its intent, with the vector the intent carries."""
+    with make_workspace(settings, embedder) as ws:
+        app = App(ws)
+        sent = vector_of(ws, INVOICE)
+        with ws.memory.processor.paused():
+            ack = image(app, SAREE, sent, image_id="r17")
+            ws.memory.close()
+    with make_workspace(settings, embedder) as ws:
+        app = App(ws)
+        body = applied(app, ack)
+        assert body["state"] == "applied_after_restart"
+        assert body["detail"].startswith("derived 1 image concept: 1 created")
+        assert recall_by(app, sent)[0]["content"] == f"{SAREE} [image:r17]"
 
 
 # -- refusals ---------------------------------------------------------------------------------
@@ -407,3 +432,37 @@ def test_m_img_030_event_time_as_for_derive(app: App, workspace: Workspace) -> N
         event_time="2025-09-05T10:00:00Z",
     )
     assert applied(app, ack)["state"] == "applied"
+
+
+def test_m_img_032_m_lay_scope_writes_the_image_to_a_layer(tmp_path: Path) -> None:
+    """On a layered session, scope names the session the image is written to (as for
+    lambo_derive): the ack says so, the layer's recall by the vector finds it, the session's
+    own does not hold it."""
+    tuning = QUIET.with_values(embedder__accept_client_vectors=True)
+    settings = Settings(
+        workspace=tmp_path, session="lambo", layers=("general",), tuning=tuning, embedder="hashing"
+    )
+    service = Service(settings, command="pytest")
+    assert service.start() == "healthy", service.reason
+    try:
+        own = tool(service, "lambo_stats")["structuredContent"]["embedding_contract"]
+        values = [float(v) for v in HashingEmbedder().embed([KURTA])[0]]
+        vector = {"values": values, "contract": own}
+        ack = tool(
+            service,
+            "lambo_derive_image",
+            caption=SAREE,
+            concept_type="resource",
+            image_id="r17",
+            vector=vector,
+            scope="general",
+        )
+        assert ack["structuredContent"]["session"] == "general"
+        assert "written to session 'general'" in ack["text"]
+        layer_applied(service, ack)
+        scoped = tool(service, "lambo_recall", query_vector=vector, scope="general")
+        assert scoped["structuredContent"]["hits"][0]["content"] == f"{SAREE} [image:r17]"
+        mine = tool(service, "lambo_recall", query_vector=vector)["structuredContent"]["hits"]
+        assert all(hit["content"] != f"{SAREE} [image:r17]" for hit in mine)
+    finally:
+        service.close()
