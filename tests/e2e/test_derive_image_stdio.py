@@ -78,7 +78,7 @@ def test_m_img_001_002_003_listed_exactly_when_client_vectors_are_on(tmp_path: P
     assert on == {*LAMBO_TOOLS, "lambo_derive_image"}
 
 
-def test_m_img_050_053_058_061_derive_by_vector_then_recall_it_first_over_stdio(
+def test_m_img_050_052_053_058_061_derive_by_vector_then_recall_it_first_over_stdio(
     tmp_path: Path,
 ) -> None:
     ledger = tmp_path / "calls.jsonl"
@@ -132,7 +132,7 @@ def test_m_img_050_053_058_061_derive_by_vector_then_recall_it_first_over_stdio(
             assert recalled["hits"][0]["node_id"] == body["created"][0]
 
             png_data, jpeg = b64(png(3, 2)), JPEG_5X3
-            refusals = [
+            refusals: list[tuple[dict[str, Any], str]] = [
                 ({"image": {"mime": "image/jpeg", "data": png_data}}, "declared image/jpeg"),
                 ({"image": {"mime": "image/png", "data": jpeg}}, "declared image/png"),
                 ({"image": {"mime": "image/png", "data": png_data}}, "configuration error"),

@@ -466,3 +466,18 @@ def test_m_img_032_m_lay_scope_writes_the_image_to_a_layer(tmp_path: Path) -> No
         assert all(hit["content"] != f"{SAREE} [image:r17]" for hit in mine)
     finally:
         service.close()
+
+
+def test_m_img_072_an_actions_text_refuses_an_image_suffix(app: App, workspace: Workspace) -> None:
+    """lambo_record_action's action, like lambo_derive's content, refuses a word that reads as
+    [image:<id>] once folded and stemmed, writing nothing; text that only mentions one is
+    fine."""
+    for action in ("photographed [IMAGE:R17]", "photographed [image:abc]s"):
+        before = head(workspace)
+        with pytest.raises(DomainError) as error:
+            call(app, "lambo_record_action", agent_id=AGENT, action=action)
+        assert (error.value.field, error.value.rule) == ("action", "image suffix")
+        assert head(workspace) == before
+    for action in ("see [image: diagram]", "photographed [image:r17]s"):
+        ack = call(app, "lambo_record_action", agent_id=AGENT, action=action)
+        assert settled(app, ack["structuredContent"]["receipt"])["state"] == "applied"
