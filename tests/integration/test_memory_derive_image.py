@@ -481,3 +481,17 @@ def test_m_img_072_an_actions_text_refuses_an_image_suffix(app: App, workspace: 
     for action in ("see [image: diagram]", "photographed [image:r17]s"):
         ack = call(app, "lambo_record_action", agent_id=AGENT, action=action)
         assert settled(app, ack["structuredContent"]["receipt"])["state"] == "applied"
+
+
+def test_m_sta_055_m_img_050_stats_and_inspect_show_the_image_concept(
+    app: App, workspace: Workspace
+) -> None:
+    """Client vectors accepted, the embedder still embeds text only; the image concept is a
+    concept like any other to lambo_stats and lambo_inspect, by its content."""
+    body = applied(app, image(app, SAREE, vector_of(workspace, KURTA), image_id="r17"))
+    stats = call(app, "lambo_stats", agent_id=AGENT)["structuredContent"]
+    assert stats["embedding_modalities"] == ["text"]
+    assert stats["concept_count"] == 1
+    shown = call(app, "lambo_inspect", agent_id=AGENT, focus=f"{SAREE} [image:r17]")
+    assert f"{SAREE} [image:r17]" in shown["text"]
+    assert body["created"][0][:8] in shown["text"]
