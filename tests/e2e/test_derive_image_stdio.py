@@ -8,6 +8,7 @@ server's log carry the base64 or a vector value."""
 from __future__ import annotations
 
 import json
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import anyio
 from mcp import Client
 
 from lcg.projections.embedding.hashing import HashingEmbedder
+from tests.helpers.http_serve import HttpServe, http_client
 from tests.helpers.images import JPEG_5X3, b64, png
 from tests.helpers.mcp_session import mcp_client, structured, text_of, tool_names
 
@@ -167,3 +169,44 @@ def test_m_img_050_052_053_058_061_derive_by_vector_then_recall_it_first_over_st
         assert repr(next(v for v in sent if v)) not in written
         assert b64(png(3, 2))[:16] not in written
         assert JPEG_5X3[:16] not in written
+
+
+def test_m_img_001_002_every_session_of_an_http_serve_lists_it_alike(tmp_path: Path) -> None:
+    """Over Streamable HTTP, the serve's own session and another one at `/mcp/s/<session>`
+    list the same tools: lambo_derive_image with client vectors on (a setting of the whole
+    process), and an image concept derived through one session is that session's."""
+    token = secrets.token_hex(16)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "lcg.toml").write_text(
+        f'[embedder]\naccept_client_vectors = true\n\n[[serve.credential]]\nname = "all"\n'
+        f'token = "{token}"\nscopes = ["memory"]\n',
+        encoding="utf-8",
+    )
+    served = HttpServe(
+        workspace, "serve", "--session", "alpha", "--transport", "http", command="lambo", env={}
+    )
+    try:
+
+        async def main() -> tuple[set[str], set[str]]:
+            async with http_client(served.url, token) as alpha:
+                own = await tool_names(alpha)
+            async with http_client(f"{served.base}/mcp/s/beta", token) as beta:
+                other = await tool_names(beta)
+                contract = (await _call(beta, "lambo_stats", agent_id=AGENT))["embedding_contract"]
+                values = [float(v) for v in HashingEmbedder().embed([KURTA])[0]]
+                ack = await _call(
+                    beta,
+                    "lambo_derive_image",
+                    agent_id=AGENT,
+                    caption=SAREE,
+                    concept_type="entity",
+                    vector={"values": values, "contract": contract},
+                )
+                assert (await _settled(beta, ack["receipt"]))["state"] == "applied"
+            return own, other
+
+        own, other = anyio.run(main)
+    finally:
+        assert served.stop() == 0, served.log
+    assert own == other == {*LAMBO_TOOLS, "lambo_derive_image"}
