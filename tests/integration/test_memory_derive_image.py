@@ -294,7 +294,7 @@ def test_m_img_012_018_019_021_argument_refusals_write_nothing(
         ({"concept_type": "observation", "vector": good}, "concept_type", "concept type"),
         ({"image_id": "R17", "vector": good}, "image_id", "image id"),
         ({"image_id": "", "vector": good}, "image_id", "image id"),
-        ({"image_id": "a" * 65, "vector": good}, "image_id", "image id"),
+        ({"image_id": "a" * 65, "vector": good}, "image_id", "size cap"),
         ({"image_id": "r-17", "vector": good}, "image_id", "image id"),
         ({}, "vector", "exactly one"),
     ]

@@ -130,7 +130,8 @@ def _check_value(field: str, value: object, spec: dict[str, Any]) -> None:
     elif isinstance(value, str) and "maxLength" in spec:
         if field == "agent_id":  # the one string the seed caps in characters, with its rules
             text.check_agent_id(value)
-        elif field == "image_id":  # lambo_derive_image's id: its pattern's own refusal
+        elif field == "image_id":  # lambo_derive_image's id: its cap, then its own rule
+            text.check_size(field, value, cap=int(spec["maxLength"]))
             images.check_image_id(field, value)
         else:
             text.check_size(field, value, cap=int(spec["maxLength"]))

@@ -45,8 +45,9 @@ class DeriveImageParams(MemoryParams):
     )
     image_id: str | None = Field(
         None,
-        json_schema_extra={"maxLength": limits.MAX_IMAGE_ID_CHARS, "pattern": "^[a-z0-9]{1,64}$"},
-        description="Your id for the image, 1 to 64 lowercase letters and digits; omitted, "
+        json_schema_extra={"maxLength": limits.MAX_IMAGE_ID_CHARS},
+        description="Your id for the image, 1 to 64 lowercase letters and digits "
+        "(^[a-z0-9]{1,64}$); omitted, "
         "the first 16 hex characters of a digest of the normalized vector.",
     )
     vector: dict[str, Any] | None = Field(
@@ -77,9 +78,8 @@ class DeriveImageParams(MemoryParams):
 def lambo_derive_image(app: App, params: DeriveImageParams) -> MemoryResult:
     """Store one image as a concept: a caption and the image's vector, computed by you under
     this session's embedding_contract (lambo_stats). Its content is the caption plus
-    [image:<image_id>]; a recall by query_vector or by the caption's words finds it. Returns
-    before the write is applied, with a receipt, exactly as lambo_derive does. Listed only
-    where the operator accepts client vectors ([embedder] accept_client_vectors = true)."""
+    [image:<image_id>]. Returns before the write is applied, with a receipt, exactly as
+    lambo_derive does. Listed only where the operator accepts client vectors."""
     args = DeriveImageArgs(
         params.agent_id,
         params.caption,
