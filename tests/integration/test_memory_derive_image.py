@@ -226,11 +226,6 @@ def test_m_img_031_parent_of_names_the_image_and_frames_only_its_ends(
     (image_node,) = state.concepts_with_content(conn, SESSION, f"{SAREE} [image:r17]")
     (parent,) = state.concepts_with_content(conn, SESSION, "festive outfits")
     assert state.edge_uuid(conn, SESSION, "parent_of", parent.uuid, image_node.uuid)
-    long_end = {"parent": "p" * 16_000, "child": "c"}
-    error = refused(
-        app, workspace, vector={"values": [1.0], "contract": contract(app)}, parent_of=[long_end]
-    )
-    assert error.field in {"vector.values", "parent_of[0].parent"}
 
 
 def test_m_img_051_replay_and_a_rebuilt_index_use_the_stored_vector(
@@ -495,3 +490,33 @@ def test_m_sta_055_m_img_050_stats_and_inspect_show_the_image_concept(
     shown = call(app, "lambo_inspect", agent_id=AGENT, focus=f"{SAREE} [image:r17]")
     assert f"{SAREE} [image:r17]" in shown["text"]
     assert body["created"][0][:8] in shown["text"]
+
+
+def test_m_img_011_033_the_caption_is_not_framed_only_the_parent_of_ends_are(
+    app: App, workspace: Workspace
+) -> None:
+    """A 16,000-byte caption is stored (lambo_derive would frame it with itself, over 8,189);
+    a parent_of end framed with the caption and its suffix over 16,384 bytes is refused
+    naming that end; a missing or blank caption is refused."""
+    good = {"values": vector_of(workspace, KURTA), "contract": contract(app)}
+    long = "a" * 16_000
+    ack = call(
+        app,
+        "lambo_derive_image",
+        agent_id=AGENT,
+        caption=long,
+        concept_type="entity",
+        image_id="r17",
+        vector=good,
+    )
+    assert applied(app, ack)["state"] == "applied"
+    end = {"parent": "p" * 400, "child": f"{long} [image:r17]"}
+    error = refused(app, workspace, caption=long, image_id="r17", vector=good, parent_of=[end])
+    assert (error.field, error.rule) == ("parent_of[0].parent", "embedding-text limit")
+    error = refused(app, workspace, caption="   ", vector=good)
+    assert (error.field, error.rule) == ("caption", "required")
+    before = head(workspace)
+    with pytest.raises(DomainError) as missing:
+        call(app, "lambo_derive_image", agent_id=AGENT, concept_type="entity", vector=good)
+    assert missing.value.field == "caption"
+    assert head(workspace) == before
