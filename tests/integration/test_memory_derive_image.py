@@ -520,3 +520,22 @@ def test_m_img_011_033_the_caption_is_not_framed_only_the_parent_of_ends_are(
         call(app, "lambo_derive_image", agent_id=AGENT, concept_type="entity", vector=good)
     assert missing.value.field == "caption"
     assert head(workspace) == before
+
+
+def test_m_rec_010_277_283_a_recall_image_is_checked_like_derive_images_then_refused(
+    app: App, workspace: Workspace
+) -> None:
+    """lambo_recall's image has the same shape and limits as lambo_derive_image's: a bad one
+    is refused by its field and rule, a good one (real PNG, JPEG) as a configuration error;
+    neither repeats the base64."""
+    cases = [
+        ({"mime": "image/jpeg", "data": b64(png(2, 2))}, "image.mime", "mime"),
+        ({"mime": "image/png", "data": b64(png(4097, 1))}, "image.data", "pixels"),
+        ({"mime": "image/png", "data": b64(png(3, 2))}, "image", "configuration"),
+        ({"mime": "image/jpeg", "data": JPEG_5X3}, "image", "configuration"),
+    ]
+    for raw, field, rule in cases:
+        with pytest.raises(DomainError) as error:
+            call(app, "lambo_recall", agent_id=AGENT, image=raw)
+        assert (error.value.field, error.value.rule) == (field, rule)
+        assert raw["data"][:24] not in error.value.message
