@@ -3,7 +3,8 @@ client vectors are accepted; a client copies embedding_contract from lambo_stats
 image concept by a vector it computed, waits for it to apply, and recalls it first by a
 near-identical query_vector; refusals (real PNG and JPEG bytes, a mismatched contract) are
 isError answers naming the field and the rule, and neither they, the --ledger file nor the
-server's log carry the base64 or a vector value."""
+server's log carry the base64 or a vector value. Over Streamable HTTP, every session of one
+serve lists it alike."""
 
 from __future__ import annotations
 
