@@ -36,7 +36,9 @@ WAIT_MS = 30_000
 
 
 def serve(workspace: Path) -> Any:
-    return mcp_in_process(workspace, session=SESSION)
+    """Client vectors accepted, so that lambo_derive_image is listed too (M-IMG-001)."""
+    env = {"LCG_EMBEDDER_ACCEPT_CLIENT_VECTORS": "true"}
+    return mcp_in_process(workspace, session=SESSION, env=env)
 
 
 def text_of(result: Any) -> str:

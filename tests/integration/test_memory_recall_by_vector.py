@@ -20,6 +20,7 @@ from lcg.interfaces.service import Service
 from lcg.interfaces.settings_file import Tuning
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.hashing import HashingEmbedder
+from tests.helpers.images import b64, png
 from tests.integration.test_memory_layers import QUIET, applied, tool
 from tests.integration.test_memory_writes import AGENT, call, concept, derive, settled
 
@@ -187,10 +188,10 @@ class TestClientVectorsOff:
         self, app: App
     ) -> None:
         with pytest.raises(DomainError) as error:
-            _recall(app, image={"mime": "image/png", "data": "iVBORw0KGgo="})
+            _recall(app, image={"mime": "image/png", "data": b64(png(3, 2))})
         assert error.value.message.startswith("configuration error: ")
         assert "embeds text only" in error.value.message
-        assert "iVBORw0KGgo" not in error.value.message
+        assert b64(png(3, 2))[:12] not in error.value.message
 
 
 def test_m_rec_260_a_recall_by_vector_on_a_layered_session_reads_the_session_alone(

@@ -29,6 +29,7 @@ BASE: dict[str, dict[str, Any]] = {  # the smallest arguments each tool's parser
     "lambo_inspect": {"agent_id": "a", "focus": "f"},
     "lambo_stale": {"agent_id": "a"},
     "lambo_saints": {"agent_id": "a"},
+    "lambo_derive_image": {"agent_id": "a", "caption": "c", "concept_type": "entity"},
 }
 ITEMS: dict[str, dict[str, Any]] = {  # a valid element of each list of objects
     "concepts": {"content": "c", "concept_type": "logic"},
