@@ -20,6 +20,7 @@ from lcg.projections.embedding.hashing import HashingEmbedder
 from tests.helpers.http_serve import HttpServe, http_client
 from tests.helpers.images import JPEG_5X3, b64, png
 from tests.helpers.mcp_session import mcp_client, structured, text_of, tool_names
+from tests.helpers.service_process import ServiceProcess
 
 AGENT = "dresscode"
 SAREE = "red silk saree, gold border"
@@ -211,3 +212,30 @@ def test_m_img_001_002_every_session_of_an_http_serve_lists_it_alike(tmp_path: P
     finally:
         assert served.stop() == 0, served.log
     assert own == other == {*LAMBO_TOOLS, "lambo_derive_image"}
+
+
+def test_m_img_001_002_an_attached_serve_lists_it_exactly_when_its_holder_can_serve_it(
+    tmp_path: Path,
+) -> None:
+    """`lcg serve --mcp-stdio --connect` reads no settings of its own: the holder's health
+    says whether it accepts client vectors, and the attached serve lists what it says."""
+
+    async def listed(socket: Path) -> set[str]:
+        async with mcp_client(
+            "serve", "--mcp-stdio", "--scope", "memory", "--connect", str(socket)
+        ) as client:
+            return await tool_names(client)
+
+    seen = {}
+    for on in (False, True):
+        env = {"LCG_EMBEDDER": "hashing"}
+        if on:
+            env["LCG_EMBEDDER_ACCEPT_CLIENT_VECTORS"] = "true"
+        holder = ServiceProcess(tmp_path / f"holder-{on}", env=env)
+        try:
+            assert holder.wait_ready()["healthy"] is True, holder.log
+            seen[on] = anyio.run(listed, holder.socket_path)
+        finally:
+            assert holder.stop() == 0
+    assert seen[False] == LAMBO_TOOLS
+    assert seen[True] == {*LAMBO_TOOLS, "lambo_derive_image"}

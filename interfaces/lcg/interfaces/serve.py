@@ -424,8 +424,13 @@ def _serve_attached(visibility: Visibility, path: Path, session: str) -> None:
     async def main(wire_in: int, wire_out: int) -> None:
         health = await client.start()
         log.info("attached to %s (%s)", path, health.get("state"))
+        # the holder's settings decide what it can serve: lambo_derive_image is listed here
+        # exactly when the holder accepts client vectors (M-IMG-001/002, ADR 0095)
+        holder = dataclasses.replace(
+            visibility, client_vectors=health.get("client_vectors") is True
+        )
         try:
-            server = _mcp_server(client, visibility, exit_on_close=False, session=session)
+            server = _mcp_server(client, holder, exit_on_close=False, session=session)
             await server.serve_stdio(wire_in, wire_out)
         finally:
             await client.aclose()
