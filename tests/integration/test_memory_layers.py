@@ -226,6 +226,7 @@ def test_m_rec_252_a_layer_that_cannot_be_served_leaves_the_sessions_hits_and_on
 def test_m_lay_020_021_030_receipts_only_through_the_session_written_through(
     service: Service,
 ) -> None:
+    """Also M-STA-090: answered at the session written through, `forbidden` anywhere else."""
     ack = derive(service, RULING, "general")
     receipt = ack["structuredContent"]["receipt"]
     at_general = tool(service, "lambo_stats", "general", [], receipt=receipt, wait_ms=20_000)

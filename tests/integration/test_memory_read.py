@@ -138,6 +138,7 @@ def test_m_stl_003_004_006_citations_of_a_contradicted_concept_are_stale(
 def test_m_stl_014_018_m_der_067_a_contradiction_settles_with_its_stale_report(
     app: App, workspace: Workspace
 ) -> None:
+    """Also M-STA-083: a derive with `against` carries `stale_report` on its settled receipt."""
     settled(app, derive(app, concept("the cache lives in redis", "entity")))
     settled(
         app, derive(app, concept("sessions use the cache", depends_on=["the cache lives in redis"]))
