@@ -108,6 +108,7 @@ def test_m_rec_281_the_vector_is_neither_stored_nor_cached(app: App, workspace: 
 def test_m_rec_284_m_img_040_041_a_mismatched_contract_is_refused_showing_the_sessions(
     app: App, change: dict[str, Any], differs: str
 ) -> None:
+    """Also M-STA-057: the contract checked is the one lambo_stats reports."""
     contract = _contract(app)
     values = [UNUSUAL] * int(contract["dim"])
     with pytest.raises(DomainError) as error:
