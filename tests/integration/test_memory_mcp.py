@@ -80,7 +80,9 @@ def test_m_arg_009_tools_list_shows_the_lambo_tools_with_bounded_schemas(
     """tools/list of `lcg serve --mcp-stdio --session demo` advertises the lambo tools of
     the memory scope with their models' schemas (M-ARG-010: the runtime's bounds); each
     requires agent_id (M-ARG-001) and takes nothing else (M-ARG-002); every string property
-    has a maxLength or an enum and every integer a minimum and a maximum (M-ARG-009)."""
+    has a maxLength or an enum and every integer a minimum and a maximum (M-ARG-009). Also
+    M-DER-001, M-ACT-001, M-RES-001, M-INS-001, M-SNT-001, M-STL-001: each tool is listed
+    under its seed name."""
 
     async def main() -> dict[str, Any]:
         async with serve(tmp_path / "ws") as client:
@@ -89,6 +91,14 @@ def test_m_arg_009_tools_list_shows_the_lambo_tools_with_bounded_schemas(
     tools = anyio.run(main)
     lambo = {name for name in tools if name.startswith("lambo_")}
     assert lambo == LAMBO_TOOLS
+    assert {
+        "lambo_derive",
+        "lambo_record_action",
+        "lambo_reserve",
+        "lambo_inspect",
+        "lambo_saints",
+        "lambo_stale",
+    } <= lambo
     assert {name for name, op in BY_NAME.items() if op.scope is Scope.MEMORY} == LAMBO_TOOLS
     checked = 0
     for name in sorted(LAMBO_TOOLS):

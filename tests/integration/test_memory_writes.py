@@ -61,6 +61,7 @@ def head(workspace: Workspace) -> int:
 
 
 def test_m_der_081_082_083_084_the_ack_is_four_lines_and_names_no_node(app: App) -> None:
+    """Also M-DER-080: the call answers `pending`, before the write is applied."""
     ack = call(app, "lambo_derive", agent_id=AGENT, concepts=[concept("user schema", "entity")])
     lines = ack["text"].split("\n")
     content = ack["structuredContent"]
@@ -178,6 +179,7 @@ def _refused(app: App, workspace: Workspace, match: str, **params: Any) -> Domai
 def test_m_der_028_033_a_reference_that_matches_nothing_is_refused(
     app: App, workspace: Workspace
 ) -> None:
+    """Also M-DER-027: a reference must name a concept that already exists."""
     error = _refused(
         app,
         workspace,
@@ -272,6 +274,7 @@ def test_m_der_051_057_065_contradictions_are_recorded_both_ways(
 
 
 def test_m_der_074_075_077_parent_of_stays_acyclic(app: App, workspace: Workspace) -> None:
+    """Also M-DER-070/073: `parent_of` pairs whose ends the call creates are applied."""
     pairs = [{"parent": "auth", "child": "sessions"}, {"parent": "sessions", "child": "tokens"}]
     settled(app, derive(app, concept("auth", "entity"), parent_of=pairs))
     auth = node_by_content(workspace, "auth")
@@ -356,6 +359,7 @@ def test_m_act_031_032_035_action_refusals(app: App, workspace: Workspace) -> No
         ({"agent_id": AGENT, "concepts": [concept("x")], "created_at": "2024"}, "created_at"),
         ({"agent_id": AGENT, "concepts": [concept("x")], "flushed_at": "2024"}, "flushed_at"),
         ({"agent_id": AGENT, "concepts": [concept("x")], "colour": 1}, "colour"),
+        ({"agent_id": AGENT, "concepts": [{**concept("x"), "weight": 2}]}, "concepts[0]"),
         ({"agent_id": AGENT, "concepts": [concept("x", "Entity")]}, "concepts[0].concept_type"),
         ({"agent_id": "a\nb", "concepts": [concept("x")]}, "agent_id"),
         ({"agent_id": AGENT, "concepts": [concept("x\u202e")]}, "concepts[0].content"),
@@ -389,6 +393,8 @@ def test_m_act_031_032_035_action_refusals(app: App, workspace: Workspace) -> No
 def test_m_arg_m_der_every_argument_rule_refuses_before_the_ack(
     app: App, workspace: Workspace, params: dict[str, Any], field: str
 ) -> None:
+    """Also M-DER-002/003/004/005/020: an unknown argument or concept key, 65 concepts, content
+    over 16 KB and 9 citations are refused by field before the ack."""
     before = head(workspace)
     with pytest.raises(DomainError) as error:
         call(app, "lambo_derive", **params)
@@ -551,7 +557,8 @@ def test_m_der_100_117_118_119_a_value_change_is_a_replacement_candidate_not_a_m
 ) -> None:
     """Under MiniLM a sentence with one number changed clears the merge threshold; the digit
     guard refuses the merge (ADR 0025), and the receipt lists the older concept instead. Also
-    M-STA-082: the receipt object carries `replacement_candidates`."""
+    M-STA-082: the receipt object carries `replacement_candidates`; M-DER-120: each candidate
+    has id, node_id, excerpt, cosine and new_id, and `merged` only when merged."""
     settled(app, derive(app, concept(OLD_VERSION)))  # cosine 0.988 with NEW_VERSION
     older = node_by_content(workspace, OLD_VERSION)
     receipt = derive(app, concept(NEW_VERSION))
@@ -565,6 +572,7 @@ def test_m_der_100_117_118_119_a_value_change_is_a_replacement_candidate_not_a_m
     assert candidate["node_id"] == older.uuid
     assert candidate["new_id"] == newer.uuid[:8]
     assert candidate["cosine"] >= 0.98
+    assert OLD_VERSION.startswith(candidate["excerpt"].rstrip("…"))
     assert "merged" not in candidate
     assert "newer" not in candidate
     assert (

@@ -206,12 +206,14 @@ def test_still_names_accepts_text_and_a_present_concept() -> None:
 
 
 def test_still_names_reports_a_removed_concept() -> None:
+    """M-DER-035/036/062: what a reference named is fixed; a removed one fails the write."""
     assert still_names(Resolved(STORE, STORE, "id"), session(CACHE_NODE)) == (
         "named a concept that was removed before the write was applied"
     )
 
 
 def test_still_names_reports_a_short_id_that_now_matches_several_concepts() -> None:
+    """M-DER-037/062: a short id that came to match a second concept fails the write."""
     twin = Node(CACHE_TWIN, "concept", "Another")
     assert still_names(Resolved("AAAAAAAA", CACHE, "short_id"), session(CACHE_NODE, twin)) == (
         "named something else when the write was applied (its short id now matches "

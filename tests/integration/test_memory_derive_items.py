@@ -1,0 +1,153 @@
+"""lambo_derive items no other test names (seed 001, M-DER): reference forms, citations and
+contradictions as recorded, cycles closed between acceptance and apply, and embeddings, on a
+real workspace through the one dispatch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lcg.domain.errors import DomainError
+from lcg.interfaces.app import App
+from lcg.interfaces.workspace import Workspace
+from lcg.projections.memory import state
+from tests.integration.test_memory_writes import (
+    AGENT,
+    call,
+    concept,
+    derive,
+    head,
+    node_by_content,
+    settled,
+)
+
+RULING = "the cache lives in redis"
+
+
+def _refused(app: App, workspace: Workspace, **params: Any) -> DomainError:
+    before = head(workspace)
+    with pytest.raises(DomainError) as error:
+        call(app, "lambo_derive", agent_id=AGENT, **params)
+    assert head(workspace) == before, "a refused call wrote nothing"
+    return error.value
+
+
+def _edge(workspace: Workspace, kind: str) -> tuple[str, str, str, int]:
+    (row,) = (
+        workspace.reader()
+        .execute(
+            "SELECT source, target, about_time, reinforced FROM memory_edges WHERE kind=?",
+            (kind,),
+        )
+        .fetchall()
+    )
+    return str(row[0]), str(row[1]), str(row[2]), int(row[3])
+
+
+def test_m_der_025_026_058_a_longer_hex_prefix_and_a_substring_are_text_that_matches_nothing(
+    app: App, workspace: Workspace
+) -> None:
+    settled(app, derive(app, concept(RULING, "entity")))
+    ruling = node_by_content(workspace, RULING)
+    for reference in (ruling.uuid[:9], ruling.uuid.replace("-", ""), "cache lives", "redis"):
+        for key in ("depends_on", "against"):  # an against reference resolves the same way
+            error = _refused(app, workspace, concepts=[concept("x", **{key: [reference]})])
+            assert "matches nothing" in error.message, reference
+    for reference in (ruling.uuid[:8], ruling.uuid, RULING):  # the three reference forms
+        body = settled(app, derive(app, concept(f"cites by {reference}", depends_on=[reference])))
+        assert body["state"] == "applied"
+
+
+def test_m_der_013_052_053_a_contradiction_is_dated_by_the_writes_about_time_once(
+    app: App, workspace: Workspace
+) -> None:
+    settled(app, derive(app, concept(RULING, "entity")))
+    at = "2025-06-01T00:00:00Z"
+    correction = concept("the cache moved to memcached", "observation", against=[RULING])
+    settled(app, derive(app, correction, event_time=at))
+    node = node_by_content(workspace, "the cache moved to memcached")
+    assert node.about_time.startswith("2025-06-01T00:00:00")  # the write's about-time
+    _, _, dated, reinforced = _edge(workspace, "contradicts")
+    assert dated.startswith("2025-06-01T00:00:00")
+    assert reinforced == 0
+    settled(app, derive(app, correction))  # again, now: one edge, reinforced, not re-dated
+    _, _, again, reinforced = _edge(workspace, "contradicts")
+    assert again == dated
+    assert reinforced == 1
+
+
+def test_m_der_041_043_a_citation_counts_toward_the_blast_radius_and_none_adds_no_clause(
+    app: App, workspace: Workspace
+) -> None:
+    plain = settled(app, derive(app, concept(RULING, "entity")))
+    assert "citation" not in plain["detail"]
+    ruling = node_by_content(workspace, RULING)
+    assert state.blast_radius(workspace.reader(), ruling.uuid) == 0
+    settled(app, derive(app, concept("sessions use the cache", depends_on=[RULING])))
+    assert state.blast_radius(workspace.reader(), ruling.uuid) == 1
+
+
+def test_m_der_055_a_contradiction_makes_no_conflict_line(app: App) -> None:
+    settled(app, derive(app, concept(RULING, "entity")))
+    settled(app, derive(app, concept("the cache moved", "observation", against=[RULING])))
+    text = str(call(app, "lambo_recall", agent_id=AGENT, query="cache redis moved")["text"])
+    assert "⚠ Contradicted" in text
+    assert "onflict" not in text
+
+
+def test_m_der_061_separate_writes_may_cite_and_contradict_one_concept(
+    app: App, workspace: Workspace
+) -> None:
+    settled(app, derive(app, concept(RULING, "entity")))
+    settled(app, derive(app, concept("sessions use the cache", depends_on=[RULING])))
+    body = settled(app, derive(app, concept("sessions use the cache", against=[RULING])))
+    assert body["state"] == "applied"
+    citing = node_by_content(workspace, "sessions use the cache").uuid
+    ruling = node_by_content(workspace, RULING).uuid
+    assert _edge(workspace, "depends_on")[:2] == (citing, ruling)
+    assert _edge(workspace, "contradicts")[:2] == (citing, ruling)
+
+
+def test_m_der_066_a_contradiction_may_close_a_loop_a_citation_may_not(
+    app: App, workspace: Workspace
+) -> None:
+    settled(app, derive(app, concept(RULING, "entity")))
+    settled(app, derive(app, concept("sessions use the cache", depends_on=[RULING])))
+    body = settled(app, derive(app, concept(RULING, "entity", against=["sessions use the cache"])))
+    assert body["state"] == "applied"
+    error = _refused(
+        app, workspace, concepts=[concept(RULING, "entity", depends_on=["sessions use the cache"])]
+    )
+    assert "loop" in error.message or "cycle" in error.message
+
+
+def test_m_der_076_a_cycle_closed_between_acceptance_and_apply_fails_on_the_receipt(
+    app: App, workspace: Workspace
+) -> None:
+    settled(app, derive(app, concept("auth", "entity"), concept("tokens", "entity")))
+    with workspace.memory.processor.paused():
+        first = derive(
+            app, concept("auth", "entity"), parent_of=[{"parent": "auth", "child": "tokens"}]
+        )
+        second = derive(
+            app, concept("tokens", "entity"), parent_of=[{"parent": "tokens", "child": "auth"}]
+        )
+    assert settled(app, first)["state"] == "applied"
+    body = settled(app, second)
+    assert body["state"] == "failed"
+    assert "cycle" in body["detail"]
+
+
+def test_m_der_131_137_every_concept_written_keeps_its_embedding(
+    app: App, workspace: Workspace
+) -> None:
+    workspace.settle()
+    before = workspace.vectors.count()
+    body = settled(
+        app,
+        derive(app, concept(RULING, "entity"), concept("sessions use it"), concept("tokens")),
+    )
+    assert body["embedded"] == 3
+    workspace.settle()
+    assert workspace.vectors.count() == before + 3
