@@ -14,6 +14,7 @@ from lcg.interfaces.workspace import Workspace
 from lcg.projections.memory import state
 from tests.integration.test_memory_writes import (
     AGENT,
+    SESSION,
     call,
     concept,
     derive,
@@ -151,3 +152,18 @@ def test_m_der_131_137_every_concept_written_keeps_its_embedding(
     assert body["embedded"] == 3
     workspace.settle()
     assert workspace.vectors.count() == before + 3
+
+
+def test_m_der_064_a_concept_is_never_merged_into_what_it_contradicts(
+    app: App, workspace: Workspace
+) -> None:
+    """An observation never matches by key, so the same text again merges by its vector
+    alone; naming the first in `against` keeps the second apart."""
+    text = "the build cache is cold on a fresh runner"
+    settled(app, derive(app, concept(text, "observation")))
+    merged = settled(app, derive(app, concept(text, "observation")))
+    assert (merged["semantic_merged"], merged["created_count"]) == (1, 0)
+    (first,) = state.concepts_with_content(workspace.reader(), SESSION, text)
+    body = settled(app, derive(app, concept(text, "observation", against=[first.uuid])))
+    assert (body["semantic_merged"], body["created_count"]) == (0, 1)
+    assert len(state.concepts_with_content(workspace.reader(), SESSION, text)) == 2
