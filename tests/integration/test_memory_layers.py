@@ -365,6 +365,8 @@ def test_m_rsc_050_051_repo_scope_lets_a_resource_path_into_a_layer_not_a_logic_
 def test_m_rsc_052_an_action_text_in_a_layer_is_covered_by_repo_scope_like_its_targets(
     stocked: Service,
 ) -> None:
+    """Also M-ACT-009/016/037: into a layer a bare relative path as the action text is refused,
+    and with `repo_scope` it and its targets take the scoped key and are written."""
     before = heads(stocked)
     assert "is a relative path" in refused(
         stocked, "lambo_record_action", scope="general", action="./run.sh"
