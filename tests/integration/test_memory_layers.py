@@ -274,12 +274,15 @@ def test_m_res_006_007_m_ins_005_reserve_and_inspect_in_a_layer(stocked: Service
 
 
 def test_m_snt_m_stl_saints_and_stale_take_the_scope(stocked: Service) -> None:
+    """M-SNT-005, M-STL-020: `scope` lists a layer instead, and is refused as recall's is."""
     saints = tool(stocked, "lambo_saints", scope="general")
     assert "in session 'general'" in saints["text"]
     stale = tool(stocked, "lambo_stale", scope="general")
     assert "in session 'general'" in stale["text"]
     message = refused(stocked, "lambo_stale", scope="team")
     assert message == "scope must name this session or one of its layers: lambo, general"
+    assert refused(stocked, "lambo_saints", scope="team") == message
+    assert refused(stocked, "lambo_recall", scope="team", query="x") == message
 
 
 def test_m_lay_029_an_unlayered_call_answers_as_before(stocked: Service) -> None:

@@ -140,7 +140,7 @@ def test_m_rec_217_at_most_one_line_per_hit_naming_the_newest(
         }
 
 
-def test_m_rec_225_a_possibly_superseded_pair_makes_nothing_stale(app: App) -> None:
+def test_m_rec_225_m_stl_013_a_possibly_superseded_pair_makes_nothing_stale(app: App) -> None:
     settled(app, derive(app, concept(V23)))
     settled(app, derive(app, concept("the nightly build reads it", depends_on=[V23])))
     assert FLAGGED in settled(app, derive(app, concept(V24)))["detail"]

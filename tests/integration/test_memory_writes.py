@@ -474,6 +474,7 @@ def test_m_sta_124_a_full_lane_drops_the_write_and_writes_nothing(
 
 
 def test_m_res_reserve_conflict_and_release(app: App, workspace: Workspace) -> None:
+    """M-RES-003/005: node_id names a node; `release: true` releases instead of taking."""
     settled(app, derive(app, concept("shared concept", "entity")))
     node = node_by_content(workspace, "shared concept").uuid
     held = call(app, "lambo_reserve", agent_id=AGENT, node_id=node, ttl_seconds=60)
