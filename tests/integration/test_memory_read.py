@@ -82,6 +82,7 @@ def test_m_ins_006_020_022_023_focus_forms_dependents_and_blast_radius(
 
 @pytest.mark.usefixtures("story")
 def test_m_ins_007_009_010_substring_several_and_nothing(app: App) -> None:
+    """Also M-ERR-016: a focus matching several concepts is refused with the candidates."""
     found = _inspect(app, "tenants")
     assert found["structuredContent"]["content"] == "accounts moved to the tenants table"
     assert "as a substring" in found["text"]

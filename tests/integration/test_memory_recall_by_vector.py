@@ -176,6 +176,7 @@ class TestClientVectorsOff:
     def test_m_rec_278_m_img_007_029_query_vector_is_a_configuration_error_naming_the_setting(
         self, app: App
     ) -> None:
+        """Also M-ERR-030: `configuration error` and the setting to change."""
         contract = _contract(app)
         vector = {"values": [UNUSUAL] * int(contract["dim"]), "contract": contract}
         with pytest.raises(DomainError) as error:
