@@ -214,3 +214,28 @@ def test_m_rec_139_a_contradiction_changes_no_score_or_rank(
             hits = _recall(app, "billing ledger postgres mongodb")["structuredContent"]["hits"]
             seen.append([(h["content"], round(h["score"], 6), h["is_canonical"]) for h in hits][:2])
     assert seen[0] == seen[1]
+
+
+def test_m_cfg_023_fusion_rrf_ranks_recall_by_reciprocal_rank(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """`[fusion] strategy = "rrf"` in the settings file ranks recall by reciprocal rank: a
+    hit's score is its legs' weighted 1/(k + rank), so the same texts score otherwise than
+    under the default max of the legs' raw scores (where a hit only the recent leg found
+    scores that leg's fixed 0.25)."""
+    scores = {}
+    for strategy in ("max", "rrf"):
+        where = tmp_path / strategy
+        where.mkdir()
+        (where / "lcg.toml").write_text(f'[fusion]\nstrategy = "{strategy}"\n', encoding="utf-8")
+        settings = Settings.load({}, where)
+        assert settings.search_fusion == strategy
+        with make_workspace(settings, embedder) as ws:
+            app = App(ws)
+            for text in ("user schema owns the users table", "zebra crossings are white"):
+                settled(app, derive(app, concept(text)))
+            ws.settle()
+            hits = _recall(app, "user schema users table")["structuredContent"]["hits"]
+            scores[strategy] = {hit["content"]: round(hit["score"], 6) for hit in hits}
+    assert scores["max"]["zebra crossings are white"] == 0.25
+    assert scores["rrf"]["zebra crossings are white"] != 0.25
