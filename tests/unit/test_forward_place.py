@@ -52,6 +52,7 @@ def test_m_trn_047_the_name_comes_from_session_and_store_alone(tmp_path: Path) -
 
 
 def test_m_trn_046_a_path_over_104_bytes_turns_forwarding_off() -> None:
+    """Also M-LIM-045."""
     fits(Path("/" + "d" * 99 + "/x.s"))  # 104 bytes
     with pytest.raises(ForwardingOff, match="105 bytes, over the 104-byte limit"):
         fits(Path("/" + "d" * 100 + "/x.s"))
