@@ -208,6 +208,7 @@ def test_a_replay_of_process_chunk_calls_no_extractor_and_equals_the_incremental
 def test_k_del_001_to_007_013_group_ids_is_required_before_anything_is_deleted(
     ws: Workspace, tool: str, key: str, group_ids: Any
 ) -> None:
+    """K-DEL-013: an omitted group_ids never deletes across every group."""
     _chunk(ws)
     call = make_call(App(ws))
     value = {"source_file": "notes.md", "chunk_id": "notes-0001"}[key]
