@@ -320,6 +320,8 @@ def test_m_rsc_060_061_063_064_recall_labels_and_carries_the_repository(app: App
 def test_m_rsc_062_065_inspect_labels_and_refuses_an_ambiguous_focus(
     app: App, workspace: Workspace
 ) -> None:
+    """Also M-INS-011/027: a scoped path is labelled with its repository, and a focus that
+    matches it and another is refused listing each with its repository and node id."""
     first = derive(app, concept("README.md", "resource"), repo_scope=ACME)["created"][0]
     answer = call(app, "lambo_inspect", agent_id=AGENT, focus=first)
     assert answer["text"].startswith(f'README.md [Resource, repo "{ACME}"] (id {first[:8]}')
