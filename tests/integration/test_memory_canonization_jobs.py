@@ -99,6 +99,8 @@ def _recall_hit(app: App, node: str) -> dict[str, Any]:
 def test_m_can_the_seeds_demo_none_candidate_venerable_canonical_with_null_null_9(
     tuned: Workspace,
 ) -> None:
+    """Also M-SNT-004 (a saint's row) and M-CAN-060 (its dependents count is the blast radius
+    recall shows)."""
     app = App(tuned)
     _story(app)
     hero = node_by_content(tuned, HERO).uuid
@@ -127,6 +129,15 @@ def test_m_can_the_seeds_demo_none_candidate_venerable_canonical_with_null_null_
     saints = call(app, "lambo_saints", agent_id=AGENT)["structuredContent"]
     assert [s["node_id"] for s in saints["saints"]] == [hero]
     assert saints["saints"][0]["blast_radius"] == 9
+    assert set(saints["saints"][0]) == {  # M-SNT-004
+        "node_id",
+        "content",
+        "concept_type",
+        "blast_radius",
+        "access_count",
+        "created_at",
+    }
+    assert saints["saints"][0]["content"] == HERO
     stats = call(app, "lambo_stats", agent_id=AGENT)["structuredContent"]
     assert stats["canonical_count"] == 1
     assert stats["canonization_cycles"] == 4

@@ -219,3 +219,14 @@ def test_m_rec_260_a_recall_by_vector_on_a_layered_session_reads_the_session_alo
         assert scoped["structuredContent"]["hits"][0]["content"] == SAREE
     finally:
         service.close()
+
+
+def test_m_trn_070_a_vector_over_its_own_limit_in_a_small_request_names_that_limit(
+    app: App,
+) -> None:
+    contract = _contract(app)
+    vector = {"values": [UNUSUAL] * 4097, "contract": contract}
+    with pytest.raises(DomainError) as error:
+        _recall(app, query="x", query_vector=vector)
+    assert error.value.field == "query_vector.values"
+    assert "4096" in error.value.message
