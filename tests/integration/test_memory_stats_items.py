@@ -17,6 +17,7 @@ from lcg.interfaces.config import Settings
 from lcg.interfaces.settings_file import Tuning
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.port import Embedder
+from lcg.projections.faults import StorageFailure
 from lcg.projections.memory import state
 from tests.conftest import make_workspace
 from tests.helpers.mcp_session import mcp_in_process
@@ -268,3 +269,30 @@ def test_m_sta_129_130_a_startup_probe_measures_before_the_first_write(app: App)
         fresh["write_queue_probe_serial_items_per_sec"]
         == (fresh["write_queue_serial_items_per_sec"])
     )
+
+
+def test_m_sta_028_degraded_says_the_store_stopped_taking_the_sessions_writes(
+    app: App, workspace: Workspace
+) -> None:
+    """SQLite's own SQLITE_FULL on the projection database: the write is refused naming the
+    cause, nothing is acked, `degraded` reads true; once the store takes writes again a write
+    is applied and `degraded` reads false. (SQLite had rolled the transaction back itself, so
+    the writer's ROLLBACK failed and its "no transaction is active" hid the cause; and the
+    batch then committed empty, which cleared the failure before anyone could read it.)"""
+    settled(app, derive(app, concept("before the disk filled")))
+    conn = workspace.runner.conn
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count={pages}")
+    try:
+        with pytest.raises(StorageFailure, match="database or disk is full"):
+            _fill(app)
+        assert _stats(app)["structuredContent"]["degraded"] is True
+    finally:
+        conn.execute(f"PRAGMA max_page_count={2**30}")
+    assert settled(app, derive(app, concept("after the disk was freed")))["state"] == "applied"
+    assert _stats(app)["structuredContent"]["degraded"] is False
+
+
+def _fill(app: App) -> None:
+    for n in range(50):
+        derive(app, concept(f"a long fact number {n} " + "padding " * 500))
