@@ -140,7 +140,7 @@ def test_m_der_076_a_cycle_closed_between_acceptance_and_apply_fails_on_the_rece
     assert "cycle" in body["detail"]
 
 
-def test_m_der_131_137_every_concept_written_keeps_its_embedding(
+def test_m_der_131_137_m_rec_025_every_concept_written_keeps_its_embedding(
     app: App, workspace: Workspace
 ) -> None:
     workspace.settle()
@@ -167,3 +167,30 @@ def test_m_der_064_a_concept_is_never_merged_into_what_it_contradicts(
     body = settled(app, derive(app, concept(text, "observation", against=[first.uuid])))
     assert (body["semantic_merged"], body["created_count"]) == (0, 1)
     assert len(state.concepts_with_content(workspace.reader(), SESSION, text)) == 2
+
+
+def test_m_der_098_the_ack_does_not_wait_for_the_embedder(app: App, workspace: Workspace) -> None:
+    with workspace.memory.processor.paused():
+        before = workspace.embedder.texts
+        ack = call(app, "lambo_derive", agent_id=AGENT, concepts=[concept("not embedded yet")])
+        assert ack["structuredContent"]["receipt_state"] == "pending"
+        assert workspace.embedder.texts == before  # embedding happens after the ack
+    assert settled(app, ack["structuredContent"]["receipt"])["embedded"] == 1
+    assert workspace.embedder.texts > before
+
+
+def test_m_der_040_a_concept_merged_into_what_it_cites_drops_the_citation(
+    app: App, workspace: Workspace
+) -> None:
+    """An observation never matches by key: the same text again merges into the first by its
+    vector; citing that first concept is then dropped (a reinforcement) and the write is
+    applied."""
+    text = "the build cache is cold on a fresh runner"
+    settled(app, derive(app, concept(text, "observation")))
+    (first,) = state.concepts_with_content(workspace.reader(), SESSION, text)
+    body = settled(app, derive(app, concept(text, "observation", depends_on=[first.uuid])))
+    assert body["state"] == "applied"
+    assert (body["semantic_merged"], body["created_count"]) == (1, 0)
+    assert body["reinforced"] >= 1
+    edges = workspace.reader().execute("SELECT 1 FROM memory_edges WHERE kind='depends_on'")
+    assert edges.fetchall() == []

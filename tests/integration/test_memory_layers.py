@@ -137,8 +137,8 @@ def test_m_lay_005_018_a_scoped_write_is_applied_by_the_layers_stream(stocked: S
 def test_m_lay_003_008_009_010_011_013_014_each_refusal_writes_nothing_in_any_session(
     stocked: Service, name: str, params: dict[str, Any], said: str
 ) -> None:
-    """Also M-DER-034/063: a citation or contradiction of a concept only another session holds
-    is refused, naming its scope."""
+    """Also M-DER-034/063, M-REC-146: a citation or contradiction of a concept only another
+    session holds is refused, naming its scope."""
     before = heads(stocked)
     if name == "lambo_derive":
         concept: dict[str, Any] = {"content": params.get("content", "tags are signed")}

@@ -159,6 +159,7 @@ def test_m_rec_012_image_and_query_vector_together_are_refused(app: App) -> None
 def test_m_rec_003_blank_text_beside_a_vector_counts_as_none(
     app: App, workspace: Workspace
 ) -> None:
+    """Also M-REC-005: beside query_vector, query may be blank and then counts as none."""
     settled(app, derive(app, concept(SAREE, "entity")))
     vector = {"values": _vector_of(workspace, SAREE), "contract": _contract(app)}
     hits = _recall(app, query="   ", query_vector=vector)["structuredContent"]["hits"]

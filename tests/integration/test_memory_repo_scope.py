@@ -302,6 +302,7 @@ def test_m_rsc_033_034_037_038_what_an_inferred_entry_becomes(
 
 
 def test_m_rsc_060_061_063_064_recall_labels_and_carries_the_repository(app: App) -> None:
+    """Also M-DER-015: `repo_scope` names the repository a path-like resource belongs to."""
     derive(app, concept("README.md", "resource"), repo_scope=ACME)
     derive(app, concept("CONTRIBUTING.md", "resource"))
     found = recall_hits(app, "README.md CONTRIBUTING.md")

@@ -296,3 +296,13 @@ def test_m_sta_028_degraded_says_the_store_stopped_taking_the_sessions_writes(
 def _fill(app: App) -> None:
     for n in range(50):
         derive(app, concept(f"a long fact number {n} " + "padding " * 500))
+
+
+def test_m_sta_135_a_write_refused_while_the_session_closes_is_counted_apart(
+    app: App, workspace: Workspace
+) -> None:
+    workspace.memory.close()
+    ack = call(app, "lambo_derive", agent_id=AGENT, concepts=[concept("too late")])
+    assert ack["structuredContent"]["receipt_state"] == "dropped"
+    payload = _stats(app)["structuredContent"]
+    assert (payload["write_queue_dropped"], payload["write_queue_dropped_closed"]) == (1, 1)

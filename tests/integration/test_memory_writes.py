@@ -218,6 +218,7 @@ def test_m_der_030_an_interactions_id_is_refused(app: App, workspace: Workspace)
 def test_m_der_031_060_a_concept_citing_itself_or_citing_and_contradicting_one(
     app: App, workspace: Workspace
 ) -> None:
+    """Also M-DER-059: an `against` naming the concept itself is refused as a citation is."""
     settled(app, derive(app, concept("the ruling", "constraint")))
     _refused(
         app,
@@ -230,6 +231,12 @@ def test_m_der_031_060_a_concept_citing_itself_or_citing_and_contradicting_one(
         workspace,
         "both cited and contradicted",
         concepts=[concept("z", depends_on=["the ruling"], against=["the ruling"])],
+    )
+    _refused(
+        app,
+        workspace,
+        "names the concept itself",
+        concepts=[concept("the ruling", "constraint", against=["the ruling"])],
     )
 
 
