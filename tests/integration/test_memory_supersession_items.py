@@ -152,3 +152,14 @@ def test_m_rec_225_m_stl_013_a_possibly_superseded_pair_makes_nothing_stale(app:
 def _hits_text(app: App) -> list[str]:
     answer = call(app, "lambo_recall", agent_id=AGENT, query="nightly build parser version")
     return str(answer["text"]).split("\n")
+
+
+def test_m_lim_041_at_most_three_replacement_candidates_per_new_concept(app: App) -> None:
+    for minor in (1, 3, 5, 7, 9):
+        settled(app, derive(app, concept(f"the release pins version 2.{minor} of the parser")))
+    body = settled(app, derive(app, concept(V24)))
+    listed = body["replacement_candidates"]
+    assert len(listed["candidates"]) == 3
+    assert listed["total"] >= 3
+    cosines = [c["cosine"] for c in listed["candidates"]]
+    assert cosines == sorted(cosines, reverse=True)  # closest first
