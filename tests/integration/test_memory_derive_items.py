@@ -53,7 +53,8 @@ def test_m_der_025_026_058_a_longer_hex_prefix_and_a_substring_are_text_that_mat
     ruling = node_by_content(workspace, RULING)
     for reference in (ruling.uuid[:9], ruling.uuid.replace("-", ""), "cache lives", "redis"):
         for key in ("depends_on", "against"):  # an against reference resolves the same way
-            error = _refused(app, workspace, concepts=[concept("x", **{key: [reference]})])
+            named = {"content": "x", "concept_type": "logic", key: [reference]}
+            error = _refused(app, workspace, concepts=[named])
             assert "matches nothing" in error.message, reference
     for reference in (ruling.uuid[:8], ruling.uuid, RULING):  # the three reference forms
         body = settled(app, derive(app, concept(f"cites by {reference}", depends_on=[reference])))

@@ -4,6 +4,7 @@ failure and that the detail was logged, never the detail itself."""
 from __future__ import annotations
 
 import pytest
+from mcp.types import TextContent
 
 from lcg.interfaces.jsonrpc import error_from_exception
 from lcg.interfaces.mcp_server import _memory_error
@@ -14,8 +15,8 @@ def _text(error: BaseException) -> str:
     result = _memory_error(error_from_exception(error))
     assert result.is_error is True
     (item,) = result.content
-    text: str = item.text
-    return text
+    assert isinstance(item, TextContent)
+    return item.text
 
 
 def test_m_err_032_a_handler_fault_is_an_internal_error_with_no_effect_beyond_what_was_written(
