@@ -195,3 +195,48 @@ def test_m_der_040_a_concept_merged_into_what_it_cites_drops_the_citation(
     assert body["reinforced"] >= 1
     edges = workspace.reader().execute("SELECT 1 FROM memory_edges WHERE kind='depends_on'")
     assert edges.fetchall() == []
+
+
+def test_m_err_027_029_each_reference_refusal_reason_on_each_tool_that_resolves_references(
+    app: App, workspace: Workspace
+) -> None:
+    """The reasons a reference is refused for (the one naming another scope is in
+    test_memory_layers.py), on derive's depends_on and against and record_action's against
+    and depends_on; each refused before the ack with nothing written."""
+    settled(app, derive(app, concept(RULING, "entity")))
+    settled(app, derive(app, concept("sessions use the cache", depends_on=[RULING])))
+    settled(app, derive(app, concept("port is 8080", "observation")))
+    settled(app, derive(app, concept("port is 8080", "logic")))
+    (interaction,) = [
+        str(row[0])
+        for row in workspace.reader().execute(
+            "SELECT uuid FROM memory_nodes WHERE node_kind != 'concept' LIMIT 1"
+        )
+    ]
+    derived: list[tuple[dict[str, Any], str]] = [
+        (concept("x", depends_on=["nothing like it"]), "matches nothing"),
+        (concept("x", against=["nothing like it"]), "matches nothing"),
+        (concept("x", depends_on=["port is 8080"]), "matches several"),
+        (concept("x", against=["port is 8080"]), "matches several"),
+        (concept("x", depends_on=[interaction]), "interaction"),
+        (concept("x", against=[interaction]), "interaction"),
+        (concept(RULING, "entity", depends_on=[RULING]), "names the concept itself"),
+        (concept(RULING, "entity", depends_on=["sessions use the cache"]), "loop"),
+        (concept("x", depends_on=[RULING], against=[RULING]), "both cited and contradicted"),
+    ]
+    for refused_concept, reason in derived:
+        error = _refused(app, workspace, concepts=[refused_concept])
+        assert error.message.startswith("reference refused"), error.message
+        assert reason in error.message, (reason, error.message)
+    acted: list[tuple[dict[str, Any], str]] = [
+        ({"against": ["nothing like it"]}, "matches nothing"),
+        ({"against": ["port is 8080"]}, "matches several"),
+        ({"depends_on": [interaction]}, "interaction"),
+    ]
+    for params, reason in acted:
+        before = head(workspace)
+        with pytest.raises(DomainError) as error:
+            call(app, "lambo_record_action", agent_id=AGENT, action="ran it", **params)
+        assert error.value.message.startswith("reference refused"), error.value.message
+        assert reason in error.value.message, (reason, error.value.message)
+        assert head(workspace) == before
