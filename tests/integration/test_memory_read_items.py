@@ -13,6 +13,7 @@ from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.port import Embedder
+from lcg.projections.memory import state
 from tests.conftest import make_workspace
 from tests.integration.test_memory_writes import (
     AGENT,
@@ -101,3 +102,24 @@ def test_m_ins_026_inspect_shows_a_concepts_citations(app: App, workspace: Works
     (edge,) = result["structuredContent"]["edges"]
     assert (edge["target"], edge["kind"]) == (shared, "depends_on")
     assert f"-[depends_on]-> {shared[:8]}" in result["text"]
+
+
+def test_m_stl_015_016_m_lim_033_a_stale_report_is_bounded_and_keeps_the_true_total(
+    app: App, workspace: Workspace
+) -> None:
+    """60 citations of what a write contradicts: the receipt's stale_report keeps the true
+    total and at most 50 rows within 2,048 bytes of ids, cited ids and snippets (the stale
+    half of M-LIM-033; the candidates' half needs 2 KB of near concepts)."""
+    settled(app, derive(app, concept(SHARED, "entity")))
+    for batch in range(2):
+        cites = [concept(f"step {batch}-{n} of it", depends_on=[SHARED]) for n in range(30)]
+        settled(app, derive(app, *cites))
+    body = settled(app, derive(app, concept("the checklist was retired", against=[SHARED])))
+    report = body["stale_report"]
+    dependents = state.blast_radius(workspace.reader(), node_by_content(workspace, SHARED).uuid)
+    assert report["total"] == dependents > 50  # the true total (near texts may have merged)
+    assert 0 < len(report["rows"]) <= 50
+    used = sum(
+        len(f"{row['node_id']}{row['cited_id']}{row['content']}".encode()) for row in report["rows"]
+    )
+    assert used <= 2048
