@@ -235,8 +235,8 @@ def test_m_err_027_029_each_reference_refusal_reason_on_each_tool_that_resolves_
     ]
     for params, reason in acted:
         before = head(workspace)
-        with pytest.raises(DomainError) as error:
+        with pytest.raises(DomainError) as caught:
             call(app, "lambo_record_action", agent_id=AGENT, action="ran it", **params)
-        assert error.value.message.startswith("reference refused"), error.value.message
-        assert reason in error.value.message, (reason, error.value.message)
+        assert caught.value.message.startswith("reference refused"), caught.value.message
+        assert reason in caught.value.message, (reason, caught.value.message)
         assert head(workspace) == before
