@@ -39,7 +39,8 @@ def test_every_operation_has_the_seed_scope() -> None:
 
 
 def test_standalone_session_initialize_list_call_progress_close(tmp_path: Path) -> None:
-    """One standalone server over the initialize handshake (K-MCP-001/002/004/005, K-DBM-001/
+    """K-INV-003: `--mcp-stdio` serves MCP over stdin/stdout. One standalone server over the
+    initialize handshake (K-MCP-001/002/004/005, K-DBM-001/
     002/004): tools/list advertises every operation with its model's schema and read-only hint
     (K-INV-008/009/013, K-MCP-006); valid calls return structuredContent plus the same JSON as
     text (P-009); invalid ones are isError results naming the field and the rule (P-009,

@@ -389,12 +389,15 @@ def _suspected(
     content: str, near: list[tuple[Similar, state.Node]], uuid: str, about: str
 ) -> list[Supersession]:
     """Possibly superseded, not declared (#198): a near concept whose merge the identifier
-    guard refused, differing in one value after an identical prefix, and dated before this
-    write (equal dates are never flagged)."""
+    guard refused, differing in one value after an identical prefix. The later by about-time
+    is the possible replacement, so a backfilled write dated before the stored concept is the
+    older one (M-REC-214); equal dates are never flagged."""
     return [
         Supersession(stored.uuid, uuid)
-        for _, stored in near
         if stored.about_time < about
+        else Supersession(uuid, stored.uuid)
+        for _, stored in near
+        if stored.about_time != about
         and digit_words_differ(content, stored.content)
         and one_value_differs(stored.content, content)
     ]
