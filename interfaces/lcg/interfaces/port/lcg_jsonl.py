@@ -4,7 +4,10 @@ The first line is the header `{"format": "lcg-jsonl", "version": 1, "group_id", 
 "exported_at", "counts"}`; then one object per line, each with a `kind`: `entity`, `edge`
 (its ends by entity name), `episode`, `concept` (with its type and canonization status) and
 `concept_edge`. Import reads them all; a concept's canonization status is not written (the
-session's canonization decides it again; lcg.interfaces.port.concepts).
+session's canonization decides it again; lcg.interfaces.port.concepts). An image concept's
+line has an optional `image` field, `{image_id, caption, vector: {values, contract}}` (its
+unit vector and the embedding contract it is in; never image bytes, which lcg never holds):
+a file without it is read as before.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from lcg.interfaces.port.records import (
     ConceptEdge,
     Entity,
     Episode,
+    ImageLine,
     Record,
     Relation,
     json_lines,
@@ -106,6 +110,7 @@ def _record(item: Any, where: str) -> Record:
             concept_type=text_field(item, "concept_type", where),
             agent_id=text_field(item, "agent_id", where),
             where=where,
+            image=_image(item, where),
         )
     if kind == "concept_edge":
         return ConceptEdge(
@@ -115,6 +120,29 @@ def _record(item: Any, where: str) -> Record:
             where=where,
         )
     raise BadField(where, f'unknown "kind" {kind!r}: expected one of {", ".join(KINDS)}')
+
+
+def _image(item: dict[str, Any], where: str) -> ImageLine | None:
+    """A concept line's `image` field (absent or null: a text concept). Its content must be
+    the caption plus [image:<image_id>], as lambo_derive_image stores it."""
+    value = item.get("image")
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"image_id", "caption", "vector"}:
+        raise BadField(where, '"image" must be an object {image_id, caption, vector}')
+    vector = value["vector"]
+    if not isinstance(vector, dict):
+        raise BadField(where, '"image.vector" must be an object {values, contract}')
+    image = ImageLine(
+        image_id=text_field(value, "image_id", where),
+        caption=text_field(value, "caption", where),
+        vector=vector,
+    )
+    if item.get("content") != f"{image.caption} [image:{image.image_id}]":
+        raise BadField(
+            where, '"content" of an image concept must be its caption plus [image:<image_id>]'
+        )
+    return image
 
 
 def _optional(item: dict[str, Any], key: str, where: str) -> str | None:
@@ -153,11 +181,22 @@ def write(snapshot: Snapshot, out: IO[bytes], now: dt.datetime) -> int:
         source, target = names[fields.pop("source_uuid")], names[fields.pop("target_uuid")]
         _line(out, {"kind": "edge", "source": source, "target": target, **fields})
         written += 1
-    for rows in (snapshot.episodes(), snapshot.concepts()):
-        for row in rows:
-            kind = "episode" if hasattr(row, "reference_time") else "concept"
-            _line(out, {"kind": kind, **_fields(row)})
-            written += 1
+    for episode in snapshot.episodes():
+        _line(out, {"kind": "episode", **_fields(episode)})
+        written += 1
+    images = snapshot.images()
+    for concept in snapshot.concepts():
+        fields = {"kind": "concept", **_fields(concept)}
+        image = images.get(concept.uuid)
+        if image is not None:  # what lambo_derive_image needs to re-create it (ADR 0095)
+            vector = {"values": list(image.values), "contract": image.contract}
+            fields["image"] = {
+                "image_id": image.image_id,
+                "caption": image.caption,
+                "vector": vector,
+            }
+        _line(out, fields)
+        written += 1
     for concept_edge in snapshot.concept_edges():
         _line(out, {"kind": "concept_edge", **_fields(concept_edge)})
         written += 1
