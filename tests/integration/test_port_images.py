@@ -119,6 +119,8 @@ def test_m_img_051_an_image_concept_round_trips_through_lcg_jsonl_with_its_vecto
     first, second = accepting(tmp_path / "first"), accepting(tmp_path / "second")
     vector, _ = remember(first)
     lines = export(first, tmp_path / "first.jsonl")
+    header = json.loads((tmp_path / "first.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert header["version"] == 2  # an lcg that cannot import image concepts refuses it
     image_line = next(x for x in lines if x.get("image"))
     assert image_line["content"] == CONTENT
     carried = image_line["image"]
@@ -218,3 +220,40 @@ def test_m_img_060_an_import_names_an_image_whose_key_a_text_concept_holds_and_w
     assert done.returncode == 2
     assert f"{bad}:2: content ends with an image suffix" in " ".join(done.stderr.split())
     assert wal_events(second) == before
+
+
+def test_m_img_051_bad_image_lines_are_named_by_line_and_nothing_is_imported(
+    tmp_path: Path,
+) -> None:
+    workspace = accepting(tmp_path / "w")
+    contract = {"kind": "hashing", "model": "lcg-hashing-v1", "dim": 256}
+    vector = {"values": [1.0] + [0.0] * 255, "contract": contract}
+    image = {"image_id": IMAGE_ID, "caption": CAPTION, "vector": vector}
+
+    def line(uuid: str, **fields: Any) -> dict[str, Any]:
+        base = {"kind": "concept", "uuid": uuid, "content": CONTENT, "concept_type": "resource"}
+        return {**base, "agent_id": "a", "image": image, **fields}
+
+    lines = [
+        {"format": "lcg-jsonl", "version": 2, "group_id": "liminis"},
+        line("c1"),  # good
+        line("c2", content="another caption [image:saree1]"),
+        line("c3", concept_type="observation"),
+        line("c4", image={**image, "vector": {**vector, "values": [1.0, 0.0]}}),
+        line("c5", image={**image, "image_id": "Saree"}, content=f"{CAPTION} [image:Saree]"),
+        {"kind": "concept", "uuid": "t1", "content": "x", "concept_type": "logic", "agent_id": "a"},
+        {"kind": "concept_edge", "type": "depends_on", "source": "c1", "target": "t1"},
+    ]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    done = import_(workspace, path)
+    assert done.returncode == 2
+    said = " ".join(done.stderr.split())
+    assert f'{path}:3: "content" of an image concept must be its caption plus' in said
+    assert f"{path}:4: concept_type: must be one of entity, logic, constraint, resource" in said
+    assert f"{path}:5: image.vector.values" in said
+    assert f"{path}:6: image.image_id: must be 1 to 64 lowercase letters and digits" in said
+    assert f"{path}:8: an image concept's depends_on edge cannot be written" in said
+    assert f"{path}:2:" not in said
+    assert f"{path}:7:" not in said
+    assert wal_events(workspace) == 0

@@ -7,7 +7,8 @@ The first line is the header `{"format": "lcg-jsonl", "version": 1, "group_id", 
 session's canonization decides it again; lcg.interfaces.port.concepts). An image concept's
 line has an optional `image` field, `{image_id, caption, vector: {values, contract}}` (its
 unit vector and the embedding contract it is in; never image bytes, which lcg never holds):
-a file without it is read as before.
+a file without it is read as before. A file holding one is version 2 (otherwise 1), so an older
+lcg refuses it at its header rather than midway through an import.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from lcg.interfaces.port.snapshot import Snapshot
 
 FORMAT = "lcg-jsonl"
 VERSION = 1
+IMAGES_VERSION = 2  # a file holding image concepts: an lcg that cannot import them says so
+VERSIONS = (VERSION, IMAGES_VERSION)
 KINDS = ("entity", "edge", "episode", "concept", "concept_edge")
 
 
@@ -62,9 +65,11 @@ def read(paths: Sequence[Path]) -> Iterator[Record]:
 def _header(item: Any, where: str) -> None:
     if not isinstance(item, dict) or item.get("format") != FORMAT:
         raise BadField(where, f'the first line must be the header {{"format": "{FORMAT}", ...}}')
-    if item.get("version") != VERSION:
+    if item.get("version") not in VERSIONS:
         raise BadField(
-            where, f"version {item.get('version')!r} is not one this lcg reads ({VERSION})"
+            where,
+            f"version {item.get('version')!r} is not one this lcg reads "
+            f"({', '.join(map(str, VERSIONS))})",
         )
 
 
@@ -160,10 +165,13 @@ def _object(item: dict[str, Any], where: str) -> dict[str, Any]:
 
 
 def write(snapshot: Snapshot, out: IO[bytes], now: dt.datetime) -> int:
-    """The header, then entities, edges, episodes, concepts and concept edges; returns lines."""
+    """The header, then entities, edges, episodes, concepts and concept edges; returns lines.
+    A file holding image concepts is version 2, so an lcg that cannot import them refuses it
+    at its header instead of failing at the image's write, midway."""
+    images = snapshot.images()
     header = {
         "format": FORMAT,
-        "version": VERSION,
+        "version": IMAGES_VERSION if images else VERSION,
         "group_id": snapshot.group_id,
         "as_of_seq": snapshot.seq,
         "exported_at": now.isoformat(),
@@ -184,7 +192,6 @@ def write(snapshot: Snapshot, out: IO[bytes], now: dt.datetime) -> int:
     for episode in snapshot.episodes():
         _line(out, {"kind": "episode", **_fields(episode)})
         written += 1
-    images = snapshot.images()
     for concept in snapshot.concepts():
         fields = {"kind": "concept", **_fields(concept)}
         image = images.get(concept.uuid)
