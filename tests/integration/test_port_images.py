@@ -53,7 +53,9 @@ def client_vector(workspace: Path, seed: int = 3) -> dict[str, Any]:
 def remember(workspace: Path) -> tuple[dict[str, Any], str]:
     """An image concept, a text concept that depends on it and one that is its parent (after
     a first write, which creates the workspace)."""
-    concepts = [{"content": "the shop sells clothes", "concept_type": "logic"}]
+    concepts: list[dict[str, Any]] = [
+        {"content": "the shop sells clothes", "concept_type": "logic"}
+    ]
     settled(workspace, tool(workspace, "lambo_derive", concepts=concepts))
     vector = client_vector(workspace)
     ack = tool(
@@ -89,12 +91,14 @@ def export(workspace: Path, out: Path) -> list[dict[str, Any]]:
 def shape(lines: list[dict[str, Any]]) -> tuple[set[tuple[Any, ...]], set[tuple[str, ...]]]:
     """Concepts (type, content, is an image) and edges (kind, source, target) by content."""
     concepts = {x["uuid"]: x for x in lines if x["kind"] == "concept"}
-    edges = {
+    edges: set[tuple[str, ...]] = {
         (x["type"], concepts[x["source"]]["content"], concepts[x["target"]]["content"])
         for x in lines
         if x["kind"] == "concept_edge"
     }
-    found = {(c["concept_type"], c["content"], "image" in c) for c in concepts.values()}
+    found: set[tuple[Any, ...]] = {
+        (c["concept_type"], c["content"], "image" in c) for c in concepts.values()
+    }
     return found, edges
 
 

@@ -370,7 +370,7 @@ class Writer:
             self.concepts.keys[edge.target][1],
         )
         if edge.kind in ("produces", "modifies"):
-            params = {"action": content, edge.kind: [self._ref(edge)]}
+            params: dict[str, Any] = {"action": content, edge.kind: [self._ref(edge)]}
             self._call("lambo_record_action", agent, params, edge.where)
         elif edge.kind == "parent_of" and edge.source in self.concepts.images:
             pair = {"parent": content, "child": target_content}
