@@ -13,8 +13,11 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers.console_script import lcg_in_process as lcg
 from tests.helpers.console_script import lcg_json as run_json
+from tests.helpers.service_process import ServiceProcess
 
 lcg_json = functools.partial(run_json, run=lcg)
 
@@ -261,3 +264,36 @@ def test_m_img_051_bad_image_lines_are_named_by_line_and_nothing_is_imported(
     assert f"{path}:2:" not in said
     assert f"{path}:7:" not in said
     assert wal_events(workspace) == 0
+
+
+@pytest.mark.slow
+def test_m_img_051_an_import_through_a_running_service_asks_it_for_client_vectors(
+    tmp_path: Path,
+) -> None:
+    first = accepting(tmp_path / "first")
+    remember(first)
+    path = tmp_path / "first.jsonl"
+    lines = export(first, path)
+    where = 2 + next(i for i, x in enumerate(lines) if x.get("image"))
+    for name, accepts in (("on", True), ("off", False)):
+        workspace = accepting(tmp_path / name) if accepts else tmp_path / name
+        concepts = [{"content": "the shop sells clothes", "concept_type": "logic"}]
+        settled(workspace, tool(workspace, "lambo_derive", concepts=concepts))
+        before = wal_events(workspace)
+        service = ServiceProcess(workspace)
+        try:
+            assert service.wait_ready()["state"] == "healthy"
+            done = import_(workspace, path)
+            said = " ".join(done.stderr.split())
+            assert "goes through" in said  # the service holds the workspace
+            if accepts:
+                assert done.returncode == 0, said
+                hits = tool(workspace, "lambo_recall", query=CAPTION, top_k=5)["hits"]
+                assert CONTENT in [hit["content"] for hit in hits]
+            else:
+                assert done.returncode != 0
+                assert f"{path}:{where}:" in said
+                assert "[embedder] accept_client_vectors = true" in said
+                assert wal_events(workspace) == before
+        finally:
+            assert service.stop() == 0
