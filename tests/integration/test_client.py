@@ -208,3 +208,49 @@ def test_m_rsc_001_002_derive_and_record_action_take_repo_scope(tmp_path: Path) 
         with pytest.raises(ToolError) as refused:
             memory.record_action("x", modifies=["a.md"], repo_scope=" ")
         assert (refused.value.kind, refused.value.field) == ("invalid_params", "repo_scope")
+
+
+def _photo(memory: Memory, seed: int) -> dict[str, Any]:
+    """A client's vector of a photo under the session's embedding contract (lambo_stats)."""
+    stats = memory.call("lambo_stats", agent_id=memory.agent_id)["structuredContent"]
+    contract = stats["embedding_contract"]
+    values = [float((i * seed) % 13 - 6) for i in range(contract["dim"])]
+    return {"values": values, "contract": contract}
+
+
+@pytest.mark.slow
+def test_m_img_053_derive_image_waits_for_its_receipt_in_process_and_through_a_service(
+    tmp_path: Path,
+) -> None:
+    off, on = tmp_path / "off", tmp_path / "on"
+    with Memory.open(off) as memory:
+        memory.derive("the shop sells clothes")  # the workspace exists: lambo_stats answers
+        with pytest.raises(ToolError) as refused:
+            memory.derive_image("a photo", vector=_photo(memory, 5))
+        assert (refused.value.tool, refused.value.field) == ("lambo_derive_image", "vector")
+        assert "[embedder] accept_client_vectors = true" in refused.value.message
+    on.mkdir()
+    (on / "lcg.toml").write_text("[embedder]\naccept_client_vectors = true\n", encoding="utf-8")
+    with Memory.open(on, agent_id="cataloguer") as memory:
+        memory.derive("the shop sells clothes")
+        saree = _photo(memory, 5)
+        written = memory.derive_image("red silk saree", vector=saree, image_id="saree1")
+        assert written["agent_id"] == "cataloguer"
+        assert (written["outcome"]["state"], written["outcome"]["created_count"]) == ("applied", 1)
+        again = memory.derive_image("red silk saree", vector=saree, image_id="saree1")
+        assert again["outcome"]["created_count"] == 0  # the same caption and id: one concept
+        assert memory.recall(query_vector=saree).hits[0]["content"] == (
+            "red silk saree [image:saree1]"
+        )
+    service = ServiceProcess(on)
+    try:
+        assert service.wait_ready()["state"] == "healthy"
+        with Memory.connect(workspace=on, agent_id="cataloguer") as memory:
+            kurta = _photo(memory, 7)
+            written = memory.derive_image("blue kurta", vector=kurta, concept_type="entity")
+            assert written["outcome"]["state"] == "applied"
+            hits = memory.recall(query_vector=kurta).hits
+            assert hits[0]["content"].startswith("blue kurta [image:")
+            assert hits[0]["concept_type"] == "Entity"
+    finally:
+        assert service.stop() == 0

@@ -1,6 +1,6 @@
 """`Memory`: a workspace's tools as Python methods, in this process or through a running service.
 
-Every method is one call (two for `derive`, which waits for its receipt) of a tool of the
+Every method is one call (two for a write that waits for its receipt) of a tool of the
 operation table, reached as the `lcg` commands reach it (lcg.interfaces.cli_caller): the
 results are the tools' own, turned into small dataclasses where that is cheap, and every
 refusal is a `ToolError` whichever way the call went.
@@ -387,15 +387,22 @@ class Memory:
 
     def recall(
         self,
-        query: str,
+        query: str | None = None,
         *,
+        query_vector: Mapping[str, Any] | None = None,
         top_k: int = 5,
         max_tokens: int = 500,
         min_seq: Mapping[str, int] | None = None,
     ) -> Recalled:
-        """Recall memory for a task (lambo_recall): the context block and its hits.
-        `min_seq` waits as `search`'s does."""
-        params = {"agent_id": self.agent_id, "query": query, "top_k": top_k}
+        """Recall memory for a task (lambo_recall): the context block and its hits, by the
+        task's words, or by `query_vector` {values, contract} (a vector you computed under
+        the session's embedding_contract; needs client vectors on). `min_seq` waits as
+        `search`'s does."""
+        params: dict[str, Any] = {"agent_id": self.agent_id, "top_k": top_k}
+        if query is not None:
+            params["query"] = query
+        if query_vector is not None:
+            params["query_vector"] = dict(query_vector)
         params |= {"max_tokens": max_tokens, **self._scope}
         result = self._run("lambo_recall", params, min_seq)
         content = result["structuredContent"]
@@ -426,6 +433,26 @@ class Memory:
             "concepts": [{"content": content, **concept} for content in contents]
         }
         return self._write("lambo_derive", params, repo_scope, wait_ms)
+
+    def derive_image(
+        self,
+        caption: str,
+        *,
+        vector: Mapping[str, Any],
+        concept_type: str = "resource",
+        image_id: str | None = None,
+        wait_ms: int = WAIT_MS,
+    ) -> dict[str, Any]:
+        """Store an image as a concept (lambo_derive_image): its `caption` and `vector`
+        {values, contract}, which you computed under the session's embedding_contract
+        (lambo_stats); the server must accept client vectors (`[embedder]
+        accept_client_vectors = true`). Its content is `caption [image:<image_id>]` (the id
+        defaults to a digest of the vector). Waits and answers as `derive` does."""
+        params: dict[str, Any] = {"caption": caption, "concept_type": concept_type}
+        params["vector"] = dict(vector)
+        if image_id is not None:
+            params["image_id"] = image_id
+        return self._write("lambo_derive_image", params, None, wait_ms)
 
     def record_action(
         self,
