@@ -196,11 +196,6 @@ def test_m_stl_019_a_receipt_recovered_after_a_restart_keeps_its_summary_not_sta
     assert "stale_report" not in recovered
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a recovered receipt keeps its candidate rows (the log holds the outcome, ADR "
-    "0026) while the seed keeps only the summary; dropping them needs a decision",
-)
 def test_m_der_123_a_receipt_recovered_after_a_restart_keeps_no_candidate_rows(
     settings: Settings, embedder: Embedder
 ) -> None:
