@@ -33,6 +33,9 @@ from lcg.queries.stages import (
     scaled_vectors,
 )
 
+# knowledge_search_passages' default min_score (P-112 proposed 0.5): on a passage's best leg
+# score, it drops off-topic hits and none of the evidence two corpora hold (ADR 0098)
+PASSAGE_FLOOR = 0.3
 GRAPH_DECAY = 0.5  # a neighbour found through a hit scores half of that hit, per hop
 EXPAND_FROM = 3  # strong hits whose neighbours are added
 
@@ -330,7 +333,7 @@ def search_passages(
     query: str,
     group_ids: Sequence[str] | None,
     num_results: int = 10,
-    min_score: float = 0.5,
+    min_score: float = PASSAGE_FLOOR,
 ) -> PassageSearchResult:
     """Passages of episodes by BM25 and passage vectors, fused; [] means all groups (K-GID).
 
