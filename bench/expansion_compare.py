@@ -38,7 +38,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import faiss
@@ -50,12 +50,14 @@ from bench.realtalk import CATEGORIES, DATA, Question, load_realtalk
 from bench.search_common import CACHE, RESULTS, log
 from bench.search_quality import DEPTH, LEG_DEPTH, System, bootstrap_delta, score_system
 from bench.search_stages import build
+from bench.search_stages import rankings as stage_rankings
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.text.reader import STOP_WORDS
 from lcg.projections.vectors import catalog
 from lcg.queries import reads, search
+from lcg.queries.stages import OFF
 
 Matrix = npt.NDArray[np.float32]
 Leg = list[tuple[int, float]]  # passage index, score; best first
@@ -399,12 +401,41 @@ def evaluate(dump: ExpansionDump, out: Path) -> str:
     return report
 
 
+def product_check(directory: Path, weight: float) -> str:
+    """The speaker stage through `search_passages` itself (`[retrieval] speaker_weight`),
+    against the default, on every question: the dump's figures must come out again."""
+    conversations = load_realtalk(DATA)[0]
+    questions = [q for c in conversations for q in c.questions]
+    systems = {
+        "default": (OFF, 0.0, DEPTH),
+        f"speaker_weight {weight}": (replace(OFF, speaker_weight=weight), 0.0, DEPTH),
+    }
+    with Workspace(Settings(workspace=directory, vector_follow="sync")) as ws:
+        found = stage_rankings(ws, conversations, systems)
+    groups = list(dict.fromkeys(q.group for q in questions))
+    held = set(groups[1::2])
+    lines = []
+    for split, keep in (("all", lambda q: True), ("held-out half", lambda q: q.group in held)):
+        mask = [keep(q) for q in questions]
+        qs = [q for q, k in zip(questions, mask, strict=True) if k]
+        systems_scored = [
+            score_system(label, [r for r, k in zip(found[label], mask, strict=True) if k], qs)
+            for label in systems
+        ]
+        lines += [f"## {split} ({len(qs)} questions)", "", *table(systems_scored, qs), ""]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--no-build", action="store_true", help="reuse the built workspace")
     parser.add_argument("--out", type=Path, default=RESULTS / "expansion.md")
+    parser.add_argument("--product", type=float, help="the speaker stage at this weight")
     args = parser.parse_args(argv)
+    if args.product:
+        print(product_check(args.cache / "stages", args.product))
+        return 0
     faiss.omp_set_num_threads(1)
     began = time.perf_counter()
     directory = args.cache / "stages"
