@@ -151,7 +151,7 @@ def feedback_words(texts: Sequence[str], weights: Sequence[float], query: str, d
     """The `count` words that weigh most in the feedback passages (RM3's relevance model,
     with idf): sum over passages of weight x tf / length, x log(n / df)."""
     asked = {w.lower() for w in _WORD.findall(query)}
-    weight: Counter[str] = Counter()
+    weight: dict[str, float] = {}
     for text, w in zip(texts, weights, strict=True):
         words = [x.lower() for x in _WORD.findall(text)]
         if not words:
@@ -161,8 +161,8 @@ def feedback_words(texts: Sequence[str], weights: Sequence[float], query: str, d
                 continue
             if df[word] > 0.1 * n:
                 continue
-            weight[word] += w * tf / len(words) * math.log(n / df[word])
-    return [word for word, _ in weight.most_common(count)]
+            weight[word] = weight.get(word, 0.0) + w * tf / len(words) * math.log(n / df[word])
+    return sorted(weight, key=lambda word: (-weight[word], word))[:count]
 
 
 def dump_legs(ws: Workspace) -> ExpansionDump:
@@ -446,12 +446,12 @@ def dated_report(dump: ExpansionDump, matrices: Sequence[Matrix]) -> str:
     groups = list(dict.fromkeys(q.group for q in dump.questions))
     tune = set(groups[0::2])
     lines = []
-    for split, keep in (
-        ("tuning half", lambda g: g in tune),
-        ("held-out half", lambda g: g not in tune),
-        ("all", lambda g: True),
+    for split, wanted in (
+        ("tuning half", tune),
+        ("held-out half", set(groups) - tune),
+        ("all", set(groups)),
     ):
-        mask = [keep(q.group) for q in dump.questions]
+        mask = [q.group in wanted for q in dump.questions]
         qs = [q for q, k in zip(dump.questions, mask, strict=True) if k]
         scored = [score_system(label, rankings(dump, t, mask), qs) for label, t in techniques]
         lines += [f"## {split} ({len(qs)} questions)", "", *table(scored, qs), ""]
@@ -472,8 +472,8 @@ def product_check(directory: Path, weight: float) -> str:
     groups = list(dict.fromkeys(q.group for q in questions))
     held = set(groups[1::2])
     lines = []
-    for split, keep in (("all", lambda q: True), ("held-out half", lambda q: q.group in held)):
-        mask = [keep(q) for q in questions]
+    for split, wanted in (("all", set(groups)), ("held-out half", held)):
+        mask = [q.group in wanted for q in questions]
         qs = [q for q, k in zip(questions, mask, strict=True) if k]
         systems_scored = [
             score_system(label, [r for r, k in zip(found[label], mask, strict=True) if k], qs)
