@@ -1,6 +1,9 @@
 """Query expansion and neighbour propagation for passage search, from leg dumps (issue 31).
 
     .venv/bin/python -m bench.expansion_compare [--no-build] [--out bench/results/expansion.md]
+    .venv/bin/python -m bench.expansion_compare --product 0.3   # speaker stage, search_passages
+    .venv/bin/python -m bench.expansion_compare --dated         # results/expansion-dated.md
+    .venv/bin/python -m bench.expansion_compare --recall        # results/recall-speaker.md
 
 Uses bench.search_stages' workspace (`.bench-cache/stages`, the REALTALK turns as `message`
 episodes). Once per question it dumps, as `search_passages` reads them: the BM25 leg
@@ -20,7 +23,14 @@ vector x0.25, ADR 0090), which is also the baseline every row is compared with:
   passages' vectors; its best 80 passages are the new vector leg.
 - neighbours g: each candidate's fused score + g x the best fused score of the turn before or
   after it in the same session (D<session>:<turn>).
+- speaker b: a turn whose speaker ("Name: ...", `lcg.queries.stages.speaker_of`) the question
+  names scores (1 + b) x its fused score, unless it names every speaker (`[retrieval]
+  speaker_weight`); speaker vector d: the vector leg restricted to the named speaker's turns.
 - prf+rocchio: the two tuned families together (each with its own tuned setting).
+
+`--dated` embeds every passage again with its turn's date first and fuses that vector leg as
+today; `--recall` applies the speaker boost to lambo_recall's raw `max` on bench.recall_fusion's
+dump; `--product` runs the speaker stage through `search_passages` itself.
 
 Each family is tuned by R@10 on the tuning half (conversations 1, 3, 5, 7, 9) and reported on
 the held-out half and all 706 questions, every row against the default with its paired
@@ -57,7 +67,7 @@ from lcg.interfaces.workspace import Workspace
 from lcg.projections.text.reader import STOP_WORDS
 from lcg.projections.vectors import catalog
 from lcg.queries import reads, search
-from lcg.queries.stages import OFF
+from lcg.queries.stages import OFF, named_speakers, speaker_of
 
 Matrix = npt.NDArray[np.float32]
 Leg = list[tuple[int, float]]  # passage index, score; best first
@@ -109,19 +119,6 @@ def neighbours_of(names: Sequence[str]) -> list[tuple[int, ...]]:
         near = [j for t in (turn - 1, turn, turn + 1) for j in by_turn.get((session, t), [])]
         result.append(tuple(j for j in near if j != i))
     return result
-
-
-def speaker_of(text: str) -> str:
-    """A chat turn's speaker: what comes before the first colon of its first line, if short."""
-    head, colon, _ = text.partition(":")
-    return head.strip().lower() if colon and 0 < len(head) <= 40 and "\n" not in head else ""
-
-
-def named_speakers(query: str, speakers: Sequence[str]) -> set[str]:
-    """The speakers the query names, by their full name or its first word."""
-    words = {w.lower() for w in _WORD.findall(query)}
-    text = " ".join(_WORD.findall(query.lower()))
-    return {s for s in set(speakers) if s and (s.split()[0] in words or s in text)}
 
 
 def rrf_scores(text: Leg, vector: Leg, k: float = K, w: float = W) -> dict[int, float]:
@@ -185,7 +182,7 @@ def dump_legs(ws: Workspace) -> ExpansionDump:
         texts = [str(r[2]) for r in rows]
         names = [str(r[3]) for r in rows]
         matrix = np.asarray(ws.embed_texts(texts), dtype=np.float32)
-        conv = Conv(names, matrix, neighbours_of(names), [speaker_of(t) for t in texts])
+        conv = Conv(names, matrix, neighbours_of(names), [speaker_of(t) or "" for t in texts])
         convs.append(conv)
         df: Counter[str] = Counter()
         for text in texts:
@@ -458,6 +455,56 @@ def dated_report(dump: ExpansionDump, matrices: Sequence[Matrix]) -> str:
     return "\n".join(lines)
 
 
+def recall_speaker(cache: Path) -> str:
+    """The speaker boost on lambo_recall's own legs (bench.recall_fusion's dump, recall's raw
+    `max`): a concept whose turn's speaker the question names scores (1 + b) x its score;
+    b tuned on the tuning half, reported on the held-out half and all."""
+    recall_fusion = importlib.import_module("bench.recall_fusion")
+    dump = load_dump(cache / "fusion" / "recall-legs.pkl")
+    speaker = {t.dia_id: speaker_of(t.body) for c in load_realtalk(DATA)[0] for t in c.turns}
+
+    def boosted(b: float) -> Callable[[int], list[str]]:
+        def ranking(n: int) -> list[str]:
+            turns, legs, recent = dump.turns[n], dump.legs[n], dump.recent[n]
+            scores: dict[int, float] = dict(legs.text)  # recall's raw max, as fuse_raw_max
+            for i in np.argsort(-legs.cosine, kind="stable")[: recall_fusion.LIMIT]:
+                scores[int(i)] = max(scores.get(int(i), 0.0), float(legs.cosine[i]))
+            for i in recent:
+                scores[i] = max(scores.get(i, 0.0), recall_fusion.RECENT_SCORE)
+            who = [speaker.get(t[0], "") or "" if t else "" for t in turns]
+            named = named_speakers(dump.questions[n].text, who)
+            if b > 0 and named and len(named) < len(set(who) - {""}):
+                scores = {i: v * (1 + b) if who[i] in named else v for i, v in scores.items()}
+            order = ranked(scores)
+            names = [dia for i in order[: recall_fusion.RECALL_TOP_K] for dia in turns[i]]
+            return list(dict.fromkeys(names))[: recall_fusion.RECALL_TOP_K]
+
+        return ranking
+
+    groups = list(dict.fromkeys(q.group for q in dump.questions))
+    tune = set(groups[0::2])
+    splits = {"tuning half": tune, "held-out half": set(groups) - tune, "all": set(groups)}
+
+    def system(label: str, b: float, wanted: set[str]) -> System:
+        picked = [n for n, q in enumerate(dump.questions) if q.group in wanted]
+        ranking = boosted(b)
+        return score_system(
+            label, [ranking(n) for n in picked], [dump.questions[n] for n in picked]
+        )
+
+    weights = (0.05, 0.1, 0.2, 0.3, 0.5)
+    tuned = max(weights, key=lambda b: system("", b, tune).scores[:, 1].mean())
+    lines = [f"lambo_recall, raw max + speaker boost; tuned on the tuning half: b {tuned}", ""]
+    for split, wanted in splits.items():
+        qs = [q for q in dump.questions if q.group in wanted]
+        scored = [
+            system("raw max (today)", 0.0, wanted),
+            system(f"speaker b{tuned}", tuned, wanted),
+        ]
+        lines += [f"## {split} ({len(qs)} questions)", "", *table(scored, qs), ""]
+    return "\n".join(lines)
+
+
 def product_check(directory: Path, weight: float) -> str:
     """The speaker stage through `search_passages` itself (`[retrieval] speaker_weight`),
     against the default, on every question: the dump's figures must come out again."""
@@ -490,7 +537,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "expansion.md")
     parser.add_argument("--product", type=float, help="the speaker stage at this weight")
     parser.add_argument("--dated", action="store_true", help="the date in the embedded text")
+    parser.add_argument("--recall", action="store_true", help="the speaker boost on recall")
     args = parser.parse_args(argv)
+    if args.recall:
+        text = recall_speaker(args.cache)
+        (RESULTS / "recall-speaker.md").write_text(text, encoding="utf-8")
+        print(text)
+        return 0
     if args.dated:
         faiss.omp_set_num_threads(1)
         dump_: ExpansionDump = load_dump(args.cache / "fusion" / "expansion-minilm.pkl")
