@@ -23,6 +23,9 @@ vector x0.25, ADR 0090), which is also the baseline every row is compared with:
   passages' vectors; its best 80 passages are the new vector leg.
 - neighbours g: each candidate's fused score + g x the best fused score of the turn before or
   after it in the same session (D<session>:<turn>).
+- mmr l: maximal marginal relevance over the default ranking's first 50 (l x fused score over
+  the best - (1 - l) x the highest cosine with a passage already chosen), for questions whose
+  evidence is several different turns.
 - speaker b: a turn whose speaker ("Name: ...", `lcg.queries.stages.speaker_of`) the question
   names scores (1 + b) x its fused score, unless it names every speaker (`[retrieval]
   speaker_weight`); speaker vector d: the vector leg restricted to the named speaker's turns.
@@ -267,6 +270,37 @@ def neighbours(g: float) -> Technique:
     return technique
 
 
+def mmr(lam: float, pool: int = 50) -> Technique:
+    """Maximal marginal relevance over the default ranking's first `pool`: each next passage
+    maximises lam x its fused score (over the best) - (1 - lam) x its highest cosine with the
+    passages already chosen; the first DEPTH chosen so, the rest as before."""
+
+    def technique(conv: Conv, q: QLegs) -> list[int]:
+        scores = default_scores(conv, q)
+        order = ranked(scores)
+        head = order[:pool]
+        if not head:
+            return order
+        top = scores[head[0]] or 1.0
+        vectors = conv.matrix[head]
+        sims = vectors @ vectors.T
+        chosen: list[int] = []
+        left = list(range(len(head)))
+        while left and len(chosen) < DEPTH:
+
+            def value(j: int) -> float:
+                near = max((float(sims[j, c]) for c in chosen), default=0.0)
+                return lam * scores[head[j]] / top - (1 - lam) * near
+
+            best = max(left, key=value)
+            chosen.append(best)
+            left.remove(best)
+        picked = [head[j] for j in chosen]
+        return picked + [i for i in order if i not in set(picked)]
+
+    return technique
+
+
 def speaker_boost(b: float) -> Technique:
     def technique(conv: Conv, q: QLegs) -> list[int]:
         scores = default_scores(conv, q)
@@ -311,6 +345,7 @@ FAMILIES: dict[str, list[tuple[str, Technique]]] = {
         (f"rocchio m{m} b{b}", rocchio(m, b)) for m in (1, 3, 5, 10) for b in (0.25, 0.5, 1.0)
     ],
     "neighbours": [(f"neighbours g{g}", neighbours(g)) for g in (0.1, 0.2, 0.3, 0.5, 0.7)],
+    "mmr": [(f"mmr l{lam}", mmr(lam)) for lam in (0.7, 0.8, 0.9, 0.95)],
     "speaker": [(f"speaker boost b{b}", speaker_boost(b)) for b in (0.1, 0.2, 0.3, 0.5, 1.0)]
     + [(f"speaker vector d{d}", speaker_vector(d)) for d in (0.25, 0.5, 1.0)],
 }
