@@ -1,9 +1,6 @@
 """Query expansion and neighbour propagation for passage search, from leg dumps (issue 31).
 
     .venv/bin/python -m bench.expansion_compare [--no-build] [--out bench/results/expansion.md]
-    .venv/bin/python -m bench.expansion_compare --product 0.3   # speaker stage, search_passages
-    .venv/bin/python -m bench.expansion_compare --dated         # results/expansion-dated.md
-    .venv/bin/python -m bench.expansion_compare --recall        # results/recall-speaker.md
 
 Uses bench.search_stages' workspace (`.bench-cache/stages`, the REALTALK turns as `message`
 episodes). Once per question it dumps, as `search_passages` reads them: the BM25 leg
@@ -31,9 +28,8 @@ vector x0.25, ADR 0090), which is also the baseline every row is compared with:
   speaker_weight`); speaker vector d: the vector leg restricted to the named speaker's turns.
 - prf+rocchio: the two tuned families together (each with its own tuned setting).
 
-`--dated` embeds every passage again with its turn's date first and fuses that vector leg as
-today; `--recall` applies the speaker boost to lambo_recall's raw `max` on bench.recall_fusion's
-dump; `--product` runs the speaker stage through `search_passages` itself.
+bench.expansion_more measures the rest from the same dump (the date in the embedded text, the
+speaker stage through `search_passages`, on lambo_recall's legs and with e5's vector leg).
 
 Each family is tuned by R@10 on the tuning half (conversations 1, 3, 5, 7, 9) and reported on
 the held-out half and all 706 questions, every row against the default with its paired
@@ -51,7 +47,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import faiss
@@ -63,14 +59,13 @@ from bench.realtalk import CATEGORIES, DATA, Question, load_realtalk
 from bench.search_common import CACHE, RESULTS, log
 from bench.search_quality import DEPTH, LEG_DEPTH, System, bootstrap_delta, score_system
 from bench.search_stages import build
-from bench.search_stages import rankings as stage_rankings
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.text.reader import STOP_WORDS
 from lcg.projections.vectors import catalog
 from lcg.queries import reads, search
-from lcg.queries.stages import OFF, named_speakers, speaker_of
+from lcg.queries.stages import named_speakers, speaker_of
 
 Matrix = npt.NDArray[np.float32]
 Leg = list[tuple[int, float]]  # passage index, score; best first
@@ -433,162 +428,12 @@ def evaluate(dump: ExpansionDump, out: Path) -> str:
     return report
 
 
-def dated_matrices(directory: Path, cache: Path) -> list[Matrix]:
-    """Each conversation's passages embedded with their turn's date first ("3 May 2023:
-    Emi: ..."), in the dump's order, through the workspace's embedding cache; kept in
-    `cache/fusion/dated-minilm.pkl`."""
-    stored = cache / "fusion" / "dated-minilm.pkl"
-    if stored.exists():
-        matrices: list[Matrix] = load_dump(stored)
-        return matrices
-    matrices = []
-    with Workspace(Settings(workspace=directory, vector_follow="sync")) as ws:
-        conn = ws.reader()
-        for conversation in load_realtalk(DATA)[0]:
-            when = {t.dia_id: t.time for t in conversation.turns}
-            rows = conn.execute(
-                "SELECT c.text, e.name FROM vector_catalog c "
-                "JOIN episodes e ON e.uuid = c.owner_uuid "
-                "WHERE c.group_id=? AND c.embedding=? ORDER BY c.vec_id",
-                (conversation.group, catalog.PASSAGE),
-            ).fetchall()
-            texts = [f"{when[str(r[1])]:%-d %B %Y}: {r[0]}" for r in rows]
-            started = time.perf_counter()
-            matrices.append(np.asarray(ws.embed_texts(texts), dtype=np.float32))
-            log(f"{conversation.group}: dated, {time.perf_counter() - started:.0f} s")
-    stored.write_bytes(pickle.dumps(matrices))
-    return matrices
-
-
-def dated_report(dump: ExpansionDump, matrices: Sequence[Matrix]) -> str:
-    """The vector leg over the dated passages' vectors (the question as it is), fused as
-    today (rrf k 60) at vector weights 0.25 and 0.5, against the default."""
-
-    def dated(w: float) -> Technique:
-        def technique(conv: Conv, q: QLegs) -> list[int]:
-            return ranked(rrf_scores(q.text, vector_leg(matrices[q.conv] @ q.query), w=w))
-
-        return technique
-
-    techniques: list[tuple[str, Technique]] = [
-        ("default (rrf k60 x0.25)", default),
-        ("date in the embedded text, rrf k60 x0.25", dated(0.25)),
-        ("date in the embedded text, rrf k60 x0.5", dated(0.5)),
-    ]
-    groups = list(dict.fromkeys(q.group for q in dump.questions))
-    tune = set(groups[0::2])
-    lines = []
-    for split, wanted in (
-        ("tuning half", tune),
-        ("held-out half", set(groups) - tune),
-        ("all", set(groups)),
-    ):
-        mask = [q.group in wanted for q in dump.questions]
-        qs = [q for q, k in zip(dump.questions, mask, strict=True) if k]
-        scored = [score_system(label, rankings(dump, t, mask), qs) for label, t in techniques]
-        lines += [f"## {split} ({len(qs)} questions)", "", *table(scored, qs), ""]
-    return "\n".join(lines)
-
-
-def recall_speaker(cache: Path) -> str:
-    """The speaker boost on lambo_recall's own legs (bench.recall_fusion's dump, recall's raw
-    `max`): a concept whose turn's speaker the question names scores (1 + b) x its score;
-    b tuned on the tuning half, reported on the held-out half and all."""
-    recall_fusion = importlib.import_module("bench.recall_fusion")
-    dump = load_dump(cache / "fusion" / "recall-legs.pkl")
-    speaker = {t.dia_id: speaker_of(t.body) for c in load_realtalk(DATA)[0] for t in c.turns}
-
-    def boosted(b: float) -> Callable[[int], list[str]]:
-        def ranking(n: int) -> list[str]:
-            turns, legs, recent = dump.turns[n], dump.legs[n], dump.recent[n]
-            scores: dict[int, float] = dict(legs.text)  # recall's raw max, as fuse_raw_max
-            for i in np.argsort(-legs.cosine, kind="stable")[: recall_fusion.LIMIT]:
-                scores[int(i)] = max(scores.get(int(i), 0.0), float(legs.cosine[i]))
-            for i in recent:
-                scores[i] = max(scores.get(i, 0.0), recall_fusion.RECENT_SCORE)
-            who = [speaker.get(t[0], "") or "" if t else "" for t in turns]
-            named = named_speakers(dump.questions[n].text, who)
-            if b > 0 and named and len(named) < len(set(who) - {""}):
-                scores = {i: v * (1 + b) if who[i] in named else v for i, v in scores.items()}
-            order = ranked(scores)
-            names = [dia for i in order[: recall_fusion.RECALL_TOP_K] for dia in turns[i]]
-            return list(dict.fromkeys(names))[: recall_fusion.RECALL_TOP_K]
-
-        return ranking
-
-    groups = list(dict.fromkeys(q.group for q in dump.questions))
-    tune = set(groups[0::2])
-    splits = {"tuning half": tune, "held-out half": set(groups) - tune, "all": set(groups)}
-
-    def system(label: str, b: float, wanted: set[str]) -> System:
-        picked = [n for n, q in enumerate(dump.questions) if q.group in wanted]
-        ranking = boosted(b)
-        return score_system(
-            label, [ranking(n) for n in picked], [dump.questions[n] for n in picked]
-        )
-
-    weights = (0.05, 0.1, 0.2, 0.3, 0.5)
-    tuned = max(weights, key=lambda b: system("", b, tune).scores[:, 1].mean())
-    lines = [f"lambo_recall, raw max + speaker boost; tuned on the tuning half: b {tuned}", ""]
-    for split, wanted in splits.items():
-        qs = [q for q in dump.questions if q.group in wanted]
-        scored = [
-            system("raw max (today)", 0.0, wanted),
-            system(f"speaker b{tuned}", tuned, wanted),
-        ]
-        lines += [f"## {split} ({len(qs)} questions)", "", *table(scored, qs), ""]
-    return "\n".join(lines)
-
-
-def product_check(directory: Path, weight: float) -> str:
-    """The speaker stage through `search_passages` itself (`[retrieval] speaker_weight`),
-    against the default, on every question: the dump's figures must come out again."""
-    conversations = load_realtalk(DATA)[0]
-    questions = [q for c in conversations for q in c.questions]
-    systems = {
-        "default": (OFF, 0.0, DEPTH),
-        f"speaker_weight {weight}": (replace(OFF, speaker_weight=weight), 0.0, DEPTH),
-    }
-    with Workspace(Settings(workspace=directory, vector_follow="sync")) as ws:
-        found = stage_rankings(ws, conversations, systems)
-    groups = list(dict.fromkeys(q.group for q in questions))
-    held = set(groups[1::2])
-    lines = []
-    for split, wanted in (("all", set(groups)), ("held-out half", held)):
-        mask = [q.group in wanted for q in questions]
-        qs = [q for q, k in zip(questions, mask, strict=True) if k]
-        systems_scored = [
-            score_system(label, [r for r, k in zip(found[label], mask, strict=True) if k], qs)
-            for label in systems
-        ]
-        lines += [f"## {split} ({len(qs)} questions)", "", *table(systems_scored, qs), ""]
-    return "\n".join(lines)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--no-build", action="store_true", help="reuse the built workspace")
     parser.add_argument("--out", type=Path, default=RESULTS / "expansion.md")
-    parser.add_argument("--product", type=float, help="the speaker stage at this weight")
-    parser.add_argument("--dated", action="store_true", help="the date in the embedded text")
-    parser.add_argument("--recall", action="store_true", help="the speaker boost on recall")
     args = parser.parse_args(argv)
-    if args.recall:
-        text = recall_speaker(args.cache)
-        (RESULTS / "recall-speaker.md").write_text(text, encoding="utf-8")
-        print(text)
-        return 0
-    if args.dated:
-        faiss.omp_set_num_threads(1)
-        dump_: ExpansionDump = load_dump(args.cache / "fusion" / "expansion-minilm.pkl")
-        text = dated_report(dump_, dated_matrices(args.cache / "stages", args.cache))
-        (RESULTS / "expansion-dated.md").write_text(text, encoding="utf-8")
-        print(text)
-        return 0
-    if args.product:
-        print(product_check(args.cache / "stages", args.product))
-        return 0
     faiss.omp_set_num_threads(1)
     began = time.perf_counter()
     directory = args.cache / "stages"
