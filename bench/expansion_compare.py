@@ -309,6 +309,21 @@ def speaker_boost(b: float) -> Technique:
     return technique
 
 
+def speaker_text(b: float) -> Technique:
+    """The speaker boost on the BM25 leg before the fusion: the named speaker's BM25 hits score
+    (1 + b) x their bm25, the leg is re-ranked, then fused as today."""
+
+    def technique(conv: Conv, q: QLegs) -> list[int]:
+        named = named_speakers(q.question, conv.speakers)
+        vector = vector_leg(conv.matrix @ q.query)
+        if not named or len(named) == len(set(conv.speakers) - {""}):
+            return ranked(rrf_scores(q.text, vector))
+        boosted = {i: s * (1 + b) if conv.speakers[i] in named else s for i, s in q.text}
+        return ranked(rrf_scores([(i, boosted[i]) for i in ranked(boosted)], vector))
+
+    return technique
+
+
 def speaker_vector(depth_share: float) -> Technique:
     """The vector leg over the named speakers' passages only (`depth_share` of its depth
     from them, the rest as before)."""
@@ -342,7 +357,8 @@ FAMILIES: dict[str, list[tuple[str, Technique]]] = {
     "neighbours": [(f"neighbours g{g}", neighbours(g)) for g in (0.1, 0.2, 0.3, 0.5, 0.7)],
     "mmr": [(f"mmr l{lam}", mmr(lam)) for lam in (0.7, 0.8, 0.9, 0.95)],
     "speaker": [(f"speaker boost b{b}", speaker_boost(b)) for b in (0.1, 0.2, 0.3, 0.5, 1.0)]
-    + [(f"speaker vector d{d}", speaker_vector(d)) for d in (0.25, 0.5, 1.0)],
+    + [(f"speaker vector d{d}", speaker_vector(d)) for d in (0.25, 0.5, 1.0)]
+    + [(f"speaker text b{b}", speaker_text(b)) for b in (0.25, 0.5, 1.0, 2.0)],
 }
 
 
