@@ -339,7 +339,7 @@ class Memory:
         min_seq: Mapping[str, int] | None = None,
     ) -> list[Passage] | list[Entity] | list[Fact]:
         """Search by meaning and by words: episode passages (knowledge_search_passages;
-        `min_score` is its floor on the best score, default 0.5), entities
+        `min_score` is its floor on the best score, default 0.3), entities
         (knowledge_find_entities) or facts (knowledge_find_relationships), best first, only
         relevant hits; `groups` None: every group. `min_seq` ({group: seq}, such as another
         Memory's `written`): first wait until this node has applied each group that far."""
