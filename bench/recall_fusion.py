@@ -38,6 +38,7 @@ from bench.fusion_compare import (
     Legs,
     _ranked,
     e5_passages,
+    fuse_rrf,
     fuse_text,
     fuse_vector,
     load_dump,
@@ -155,6 +156,7 @@ def evaluate(dump: RecallDump, out: Path, model: str = "MiniLM int8") -> str:
         ("raw max (today)", None),
         ("text leg alone", fuse_text),
         ("vector leg alone", fuse_vector),
+        ("rrf k60 w0.25 (passage search's default, ADR 0090)", fuse_rrf(60, 0.25)),
     ]
     title = f"# lambo_recall fusion on REALTALK ({model})"
     report = tuned_report(title, system, chosen, splits, dump.questions)

@@ -115,7 +115,8 @@ def test_m_trn_010_m_trn_017_m_trn_025_m_cfg_006_lambo_serves_memory_over_http_w
 ) -> None:
     """The SDK's streamable HTTP client lists the memory tools and calls a write and a read,
     read-your-writes through the receipt, with the token LAMBO_AUTH_TOKEN set; the token
-    authenticates the client, and agent_id stays the caller's word (M-TRN-025)."""
+    authenticates the client, and agent_id stays the caller's word (M-TRN-025). Also
+    M-CFG-002: `--transport http` selects Streamable HTTP."""
     serve, token = lambo_env_token
 
     async def main() -> None:
@@ -153,7 +154,7 @@ def test_m_trn_010_m_trn_017_m_trn_025_m_cfg_006_lambo_serves_memory_over_http_w
 
 def test_m_trn_016_m_trn_019_every_request_needs_the_bearer_token(guarded: HttpServe) -> None:
     """No token, a wrong one, another scheme or the token in the query string: 401 and an
-    empty body (no tool list); the --auth-token token opens a session."""
+    empty body (no tool list); the --auth-token token opens a session (M-CFG-005)."""
     good = TOKENS["cli"]
     refusals = [
         guarded.post(INITIALIZE),

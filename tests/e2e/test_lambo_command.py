@@ -40,6 +40,9 @@ async def derive_and_wait(client: Client, agent_id: str) -> tuple[str, dict[str,
 def test_m_instr_001_003_lambo_serve_names_the_session_and_lists_only_memory_tools(
     tmp_path: Path,
 ) -> None:
+    """Also M-CFG-001, M-TRN-002/003: `lambo serve --session demo`, as a client's ordinary
+    mcpServers entry would start it with no --transport, serves session demo over stdio."""
+
     async def main() -> None:
         async with mcp_client(
             "serve", "--session", "demo", command="lambo", env={"LCG_WORKSPACE": str(tmp_path)}

@@ -24,6 +24,7 @@ from mcp import Client
 
 from tests.helpers.forwarding import bare_holder, runtime_dir, serve_env
 from tests.helpers.http_serve import HttpServe, http_client
+from tests.helpers.images import png
 from tests.helpers.mcp_session import CONSOLE_SCRIPTS, mcp_client, structured
 from tests.helpers.service_process import clean_env, wait_until
 
@@ -78,7 +79,8 @@ def serve(workspace: Path, ledger: Path, **env: str) -> Any:
 
 def test_m_cfg_008_every_call_writes_one_line_with_the_seeds_fields(tmp_path: Path) -> None:
     ledger = tmp_path / "calls.jsonl"
-    image = base64.b64encode(b"\x89PNG\r\n\x1a\n-secret-bytes-").decode()
+    # a real PNG (its shape passes, so the refusal is the configuration error), secret tail
+    image = base64.b64encode(png(2, 2) + b"-secret-bytes-").decode()
 
     async def main() -> tuple[dict[str, Any], str]:
         async with serve(tmp_path / "ws", ledger, **TUNED) as c:

@@ -248,7 +248,8 @@ def test_sigkill_after_acks_every_receipt_resolves_and_no_write_is_applied_twice
 ) -> None:
     """Done when: "SIGKILL after acks: every acked receipt resolves to applied /
     applied_after_restart on the next start (0 lost over at least 20 random kill points), and
-    no write is applied twice"."""
+    no write is applied twice". Also M-STA-155: after a crash applied writes survive and
+    intents not yet applied are replayed on restart."""
     workspace = tmp_path / "ws"
     rng = random.Random(SEED)
     ledger = Ledger()

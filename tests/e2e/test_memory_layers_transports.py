@@ -189,7 +189,8 @@ def test_m_rec_250_m_instr_021_over_http_the_serves_session_is_layered_general_s
 ) -> None:
     """`lambo serve --session lambo --transport http` with `[serve] layers = ["general"]` in
     lcg.toml: `/mcp` is layered (instructions, merged hits carrying session); `/mcp/s/general`
-    is general's own unlayered endpoint, whose hits omit session."""
+    is general's own unlayered endpoint, whose hits omit session. Also M-CFG-021: `[serve]
+    layers` layers the session."""
     (tmp_path / "lcg.toml").write_text('[serve]\nlayers = ["general"]\n', encoding="utf-8")
     served = HttpServe(
         tmp_path, "serve", "--session", "lambo", "--transport", "http", command="lambo", env={}

@@ -108,7 +108,8 @@ def test_eight_agents_derive_through_one_server_in_order_without_duplicates(
     tmp_path: Path,
 ) -> None:
     """Done when: "8 agents x 200 derives through one server: all receipts settle, per-agent
-    order kept, no duplicate concepts for identical content"."""
+    order kept, no duplicate concepts for identical content". Also M-TRN-004: one process
+    serves every agent, each keeping its identity (its receipts are its own)."""
     workspace = tmp_path / "ws"
     service = ServiceProcess(workspace, args=("--session", SESSION))
     try:

@@ -44,7 +44,7 @@ def test_m_rec_011_272_282_284_recall_by_a_client_vector_over_stdio(tmp_path: Pa
         ) as client:
             names = await tool_names(client)
             assert "lambo_recall" in names
-            assert "lambo_derive_image" not in names  # not served yet (ADR 0093)
+            assert "lambo_derive_image" in names  # listed with client vectors (ADR 0095)
             for content in (SAREE, INVOICE):
                 ack = await _call(
                     client,

@@ -101,7 +101,8 @@ def test_k_prg_006_to_009_backfill_streams_socket_frames_only_with_a_token(
 ) -> None:
     """Over `lcg serve`'s socket: with _progress_token the deprecated backfill sends
     {"type":"progress"} lines (no id, result or error) before its response; without one the
-    next line is the response."""
+    next line is the response. Also K-CFG-010 (the socket's half of the progress vocabulary;
+    the MCP half, `_meta.progressToken`, is the SDK client's progress callback above)."""
     workspace = tmp_path / "ws"
     _seed(embedder, workspace)
     process = ServiceProcess(workspace)

@@ -53,17 +53,19 @@ async def mcp_client(
 
 @asynccontextmanager
 async def mcp_in_process(
-    workspace: Path, *, session: str, scope: str = "all"
+    workspace: Path, *, session: str, scope: str = "all", env: dict[str, str] | None = None
 ) -> AsyncIterator[Client]:
     """The server `lcg serve --mcp-stdio --session SESSION --scope SCOPE --workspace WORKSPACE`
     builds (a Service opened the standalone way, its LocalBackend, the same tools), built in
     this process and reached by the SDK's client over its in-memory streams: for tests whose
-    subject is the tools over MCP, not the pipe (that one is tests/e2e/test_mcp_stdio.py)."""
-    settings = Settings.load(clean_env(), workspace, workspace)
+    subject is the tools over MCP, not the pipe (that one is tests/e2e/test_mcp_stdio.py).
+    `env`: settings from the environment, as a serve reads them."""
+    settings = Settings.load(clean_env(**(env or {})), workspace, workspace)
     service = Service(dataclasses.replace(settings, session=session), command="pytest mcp")
     assert service.start() == "healthy", service.reason
     try:
-        visibility = Visibility(parse_scopes(scope))
+        vectors = settings.tuning.accept_client_vectors  # lambo_derive_image listed (M-IMG-001)
+        visibility = Visibility(parse_scopes(scope), client_vectors=vectors)
         server = LcgMcpServer(LocalBackend(service), visibility, session=session)
         async with Client(server.server, read_timeout_seconds=60) as client:
             yield client

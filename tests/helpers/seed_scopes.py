@@ -68,6 +68,7 @@ SEED_SCOPES: dict[str, tuple[str, ...]] = {
         "lambo_stale",
         "lambo_saints",
         "lambo_stats",
+        "lambo_derive_image",  # listed only with client vectors on (M-IMG-001)
     ),
 }
 SEED_000_TOOLS = 43  # K-INV-008: seed 000's MCP registry holds exactly 43 knowledge_* tools
@@ -78,9 +79,13 @@ SEED_SCOPE_OF: dict[str, str] = {
 
 
 def expected_tools(
-    *scopes: str, attached: bool = False, allow_remote_close: bool = False
+    *scopes: str,
+    attached: bool = False,
+    allow_remote_close: bool = False,
+    client_vectors: bool = False,
 ) -> set[str]:
-    """The seed's tools of the scopes that exist in the table; `all` is every scope."""
+    """The seed's tools of the scopes that exist in the table; `all` is every scope;
+    lambo_derive_image only on a server accepting client vectors."""
     chosen = set(SEED_SCOPES) if "all" in scopes else set(scopes)
     names = {
         name
@@ -90,4 +95,6 @@ def expected_tools(
     }
     if attached and not allow_remote_close:
         names.discard("knowledge_close")
+    if not client_vectors:
+        names.discard("lambo_derive_image")
     return names

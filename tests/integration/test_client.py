@@ -40,12 +40,14 @@ def _answers(memory: Memory) -> dict[str, Any]:
 
 
 def _refusals(memory: Memory) -> list[tuple[str, str, str | None, str]]:
-    """Three refusals as (tool, kind, field, message)."""
+    """Five refusals as (tool, kind, field, message)."""
     seen = []
     attempts: list[Callable[[], object]] = [
         lambda: memory.call("knowledge_assert_entity", group_id="kestrel"),
         lambda: memory.call("knowledge_wal_mark_delete", name="never", group_id="kestrel"),
         lambda: memory.search(" "),
+        lambda: memory.search("job queue", groups=["kestrel"], min_seq={"kestrel": 10**6}),
+        lambda: memory.recall("job queue", min_seq={"kestrel": -1}),
     ]
     for attempt in attempts:
         with pytest.raises(ToolError) as refused:
@@ -57,9 +59,11 @@ def _refusals(memory: Memory) -> list[tuple[str, str, str | None, str]]:
 
 @pytest.mark.slow
 def test_open_and_connect_give_the_same_answers_and_the_same_errors(tmp_path: Path) -> None:
+    (tmp_path / "lcg.toml").write_text("[store]\nmin_seq_wait_ms = 100\n", encoding="utf-8")
     with Memory.open(tmp_path) as local:
         assert local.via == "process"
         episode = _write(local)
+        assert local.written == {"kestrel": 4}  # the four writes' last seq (ADR 0086)
         here = _answers(local)
         local_refusals = _refusals(local)
     assert here["passages"] == [("team note", NOTE)]
@@ -77,6 +81,10 @@ def test_open_and_connect_give_the_same_answers_and_the_same_errors(tmp_path: Pa
     )
     assert local_refusals[1][:2] == ("knowledge_wal_mark_delete", "not_found")
     assert local_refusals[2][:3] == ("knowledge_search_passages", "invalid_params", "query")
+    too_far, malformed = local_refusals[3:]
+    assert too_far[:3] == ("knowledge_search_passages", "conflict", "min_seq")
+    assert "applied group 'kestrel' to seq 4" in too_far[3]
+    assert malformed[:3] == ("lambo_recall", "invalid_params", "min_seq")
 
     service = ServiceProcess(tmp_path)
     try:
@@ -87,8 +95,11 @@ def test_open_and_connect_give_the_same_answers_and_the_same_errors(tmp_path: Pa
             assert _answers(remote) == here
             assert _refusals(remote) == local_refusals
         with Memory.connect(socket=tmp_path / ".lcg" / "service.sock") as remote:
+            assert remote.written == {}  # reads write nothing
             remote.call("knowledge_delete_episode", episode_uuid=episode)
+            assert remote.written == {"kestrel": 5}  # from the socket's `written` member
             assert remote.call("knowledge_get_episodes", group_id="kestrel")["count"] == 0
+            assert remote.search("job queue", groups=["kestrel"], min_seq=remote.written) == []
         with Memory.open(tmp_path) as beside:  # the service holds it: through its socket
             assert beside.via == "socket"
             assert beside.search("job queue", groups=["kestrel"]) == []
@@ -197,3 +208,49 @@ def test_m_rsc_001_002_derive_and_record_action_take_repo_scope(tmp_path: Path) 
         with pytest.raises(ToolError) as refused:
             memory.record_action("x", modifies=["a.md"], repo_scope=" ")
         assert (refused.value.kind, refused.value.field) == ("invalid_params", "repo_scope")
+
+
+def _photo(memory: Memory, seed: int) -> dict[str, Any]:
+    """A client's vector of a photo under the session's embedding contract (lambo_stats)."""
+    stats = memory.call("lambo_stats", agent_id=memory.agent_id)["structuredContent"]
+    contract = stats["embedding_contract"]
+    values = [float((i * seed) % 13 - 6) for i in range(contract["dim"])]
+    return {"values": values, "contract": contract}
+
+
+@pytest.mark.slow
+def test_m_img_053_derive_image_waits_for_its_receipt_in_process_and_through_a_service(
+    tmp_path: Path,
+) -> None:
+    off, on = tmp_path / "off", tmp_path / "on"
+    with Memory.open(off) as memory:
+        memory.derive("the shop sells clothes")  # the workspace exists: lambo_stats answers
+        with pytest.raises(ToolError) as refused:
+            memory.derive_image("a photo", vector=_photo(memory, 5))
+        assert (refused.value.tool, refused.value.field) == ("lambo_derive_image", "vector")
+        assert "[embedder] accept_client_vectors = true" in refused.value.message
+    on.mkdir()
+    (on / "lcg.toml").write_text("[embedder]\naccept_client_vectors = true\n", encoding="utf-8")
+    with Memory.open(on, agent_id="cataloguer") as memory:
+        memory.derive("the shop sells clothes")
+        saree = _photo(memory, 5)
+        written = memory.derive_image("red silk saree", vector=saree, image_id="saree1")
+        assert written["agent_id"] == "cataloguer"
+        assert (written["outcome"]["state"], written["outcome"]["created_count"]) == ("applied", 1)
+        again = memory.derive_image("red silk saree", vector=saree, image_id="saree1")
+        assert again["outcome"]["created_count"] == 0  # the same caption and id: one concept
+        assert memory.recall(query_vector=saree).hits[0]["content"] == (
+            "red silk saree [image:saree1]"
+        )
+    service = ServiceProcess(on)
+    try:
+        assert service.wait_ready()["state"] == "healthy"
+        with Memory.connect(workspace=on, agent_id="cataloguer") as memory:
+            kurta = _photo(memory, 7)
+            written = memory.derive_image("blue kurta", vector=kurta, concept_type="entity")
+            assert written["outcome"]["state"] == "applied"
+            hits = memory.recall(query_vector=kurta).hits
+            assert hits[0]["content"].startswith("blue kurta [image:")
+            assert hits[0]["concept_type"] == "Entity"
+    finally:
+        assert service.stop() == 0

@@ -52,6 +52,7 @@ def test_k_gid_009_010_013_014_exact_tools_all_on_omit_or_null_nothing_on_empty(
 def test_k_gid_005_006_016_017_list_tools_treat_empty_as_all(
     call: Call, two_groups: dict[str, str], tool: str, key: str
 ) -> None:
+    """With the find tools' test (empty is nothing), K-GID-021: the split on [] is kept."""
     options: list[dict[str, object]] = [{}, {"group_ids": None}, {"group_ids": []}]
     for params in options:
         assert groups_of(call(tool, **params)[key]) == {"a", "b"}

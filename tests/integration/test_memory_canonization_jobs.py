@@ -8,7 +8,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +99,8 @@ def _recall_hit(app: App, node: str) -> dict[str, Any]:
 def test_m_can_the_seeds_demo_none_candidate_venerable_canonical_with_null_null_9(
     tuned: Workspace,
 ) -> None:
+    """Also M-SNT-004 (a saint's row) and M-CAN-060 (its dependents count is the blast radius
+    recall shows)."""
     app = App(tuned)
     _story(app)
     hero = node_by_content(tuned, HERO).uuid
@@ -127,6 +129,15 @@ def test_m_can_the_seeds_demo_none_candidate_venerable_canonical_with_null_null_
     saints = call(app, "lambo_saints", agent_id=AGENT)["structuredContent"]
     assert [s["node_id"] for s in saints["saints"]] == [hero]
     assert saints["saints"][0]["blast_radius"] == 9
+    assert set(saints["saints"][0]) == {  # M-SNT-004
+        "node_id",
+        "content",
+        "concept_type",
+        "blast_radius",
+        "access_count",
+        "created_at",
+    }
+    assert saints["saints"][0]["content"] == HERO
     stats = call(app, "lambo_stats", agent_id=AGENT)["structuredContent"]
     assert stats["canonical_count"] == 1
     assert stats["canonization_cycles"] == 4
@@ -241,7 +252,8 @@ def test_m_can_gc_collects_an_under_bar_resource_and_keeps_the_protected_ones(
     """A year on, a Resource nobody cites or recalls scores under its bar (0.12; about 0.085
     here) and is collected, with its edges, words and vector; the Canonical hero and the
     observations (exempt from the score cut) stay, and every survivor's gc_survived is
-    bumped."""
+    bumped. Also M-STA-060/061/062/070: lambo_stats' `gc` carries the sweep's RFC 3339
+    time and epoch, and its text's `gc:` line the trigger, counts, cap and whether it bound."""
     app = App(tuned)
     _story(app)
     lonely = "a vendor called Quillfeather once quoted for hosting"
@@ -265,9 +277,17 @@ def test_m_can_gc_collects_an_under_bar_resource_and_keeps_the_protected_ones(
     tuned.settle()
     hits = call(app, "lambo_recall", agent_id=AGENT, query="Quillfeather hosting vendor")
     assert gone not in [h["node_id"] for h in hits["structuredContent"]["hits"]]
-    stats = call(app, "lambo_stats", agent_id=AGENT)["structuredContent"]["gc"]
+    answer = call(app, "lambo_stats", agent_id=AGENT)
+    stats = answer["structuredContent"]["gc"]
     assert stats["last_sweep"]["collected"] == 1
     assert stats["last_gc_epoch"] == canon.clock(reader, SESSION).epoch
+    assert datetime.fromisoformat(stats["last_gc_at"]).tzinfo is not None  # RFC 3339
+    (gc_line,) = [line for line in answer["text"].split("\n") if line.startswith("gc: ")]
+    assert gc_line == (
+        f"gc: last_gc_at {stats['last_gc_at']}, last_gc_epoch {stats['last_gc_epoch']}, last"
+        " sweep mutations: 1 collected, 0 deferred (cap 32, not bound), 0 resources spared,"
+        " 0 survivor bumps pending"
+    )
     live = dump_all(tuned.reader())
     vectors = tuned.vectors.count()
     call(app, "knowledge_rebuild_from_wal", group_id=SESSION, force_clear=True)

@@ -51,6 +51,8 @@ def test_m_cfg_033_recall_defaults_are_configured_values(
 def test_m_cfg_027_suspected_supersession_line(
     settings: Settings, embedder: Embedder, value: str, shown: bool
 ) -> None:
+    """Also M-REC-211/220/221: `on` shows the line in the seed's words for any contract, `off`
+    for none, and `auto` not under a contract whose precision was not measured (MiniLM)."""
     tuned = settings.tuning.with_values(embedder__suspected_supersession_line=value)
     with make_workspace(dataclasses.replace(settings, tuning=tuned), embedder) as ws:
         app = App(ws)

@@ -79,6 +79,7 @@ def heads(service: Service) -> tuple[int, int]:
 
 
 def test_m_lay_005_018_a_scoped_write_is_applied_by_the_layers_stream(stocked: Service) -> None:
+    """Also M-DER-014: `scope` names the session the write goes to."""
     workspace = stocked.settings.workspace
     general = [e for e in session_events(workspace, "general") if e.topic == ACCEPTED]
     lambo = [e for e in session_events(workspace, "lambo") if e.topic == ACCEPTED]
@@ -136,6 +137,8 @@ def test_m_lay_005_018_a_scoped_write_is_applied_by_the_layers_stream(stocked: S
 def test_m_lay_003_008_009_010_011_013_014_each_refusal_writes_nothing_in_any_session(
     stocked: Service, name: str, params: dict[str, Any], said: str
 ) -> None:
+    """Also M-DER-034/063, M-REC-146: a citation or contradiction of a concept only another
+    session holds is refused, naming its scope."""
     before = heads(stocked)
     if name == "lambo_derive":
         concept: dict[str, Any] = {"content": params.get("content", "tags are signed")}
@@ -226,6 +229,7 @@ def test_m_rec_252_a_layer_that_cannot_be_served_leaves_the_sessions_hits_and_on
 def test_m_lay_020_021_030_receipts_only_through_the_session_written_through(
     service: Service,
 ) -> None:
+    """Also M-STA-090: answered at the session written through, `forbidden` anywhere else."""
     ack = derive(service, RULING, "general")
     receipt = ack["structuredContent"]["receipt"]
     at_general = tool(service, "lambo_stats", "general", [], receipt=receipt, wait_ms=20_000)
@@ -270,12 +274,15 @@ def test_m_res_006_007_m_ins_005_reserve_and_inspect_in_a_layer(stocked: Service
 
 
 def test_m_snt_m_stl_saints_and_stale_take_the_scope(stocked: Service) -> None:
+    """M-SNT-005, M-STL-020: `scope` lists a layer instead, and is refused as recall's is."""
     saints = tool(stocked, "lambo_saints", scope="general")
     assert "in session 'general'" in saints["text"]
     stale = tool(stocked, "lambo_stale", scope="general")
     assert "in session 'general'" in stale["text"]
     message = refused(stocked, "lambo_stale", scope="team")
     assert message == "scope must name this session or one of its layers: lambo, general"
+    assert refused(stocked, "lambo_saints", scope="team") == message
+    assert refused(stocked, "lambo_recall", scope="team", query="x") == message
 
 
 def test_m_lay_029_an_unlayered_call_answers_as_before(stocked: Service) -> None:
@@ -361,6 +368,8 @@ def test_m_rsc_050_051_repo_scope_lets_a_resource_path_into_a_layer_not_a_logic_
 def test_m_rsc_052_an_action_text_in_a_layer_is_covered_by_repo_scope_like_its_targets(
     stocked: Service,
 ) -> None:
+    """Also M-ACT-009/016/037: into a layer a bare relative path as the action text is refused,
+    and with `repo_scope` it and its targets take the scoped key and are written."""
     before = heads(stocked)
     assert "is a relative path" in refused(
         stocked, "lambo_record_action", scope="general", action="./run.sh"

@@ -36,7 +36,9 @@ WAIT_MS = 30_000
 
 
 def serve(workspace: Path) -> Any:
-    return mcp_in_process(workspace, session=SESSION)
+    """Client vectors accepted, so that lambo_derive_image is listed too (M-IMG-001)."""
+    env = {"LCG_EMBEDDER_ACCEPT_CLIENT_VECTORS": "true"}
+    return mcp_in_process(workspace, session=SESSION, env=env)
 
 
 def text_of(result: Any) -> str:
@@ -80,7 +82,9 @@ def test_m_arg_009_tools_list_shows_the_lambo_tools_with_bounded_schemas(
     """tools/list of `lcg serve --mcp-stdio --session demo` advertises the lambo tools of
     the memory scope with their models' schemas (M-ARG-010: the runtime's bounds); each
     requires agent_id (M-ARG-001) and takes nothing else (M-ARG-002); every string property
-    has a maxLength or an enum and every integer a minimum and a maximum (M-ARG-009)."""
+    has a maxLength or an enum and every integer a minimum and a maximum (M-ARG-009). Also
+    M-DER-001, M-ACT-001, M-RES-001, M-INS-001, M-SNT-001, M-STL-001: each tool is listed
+    under its seed name."""
 
     async def main() -> dict[str, Any]:
         async with serve(tmp_path / "ws") as client:
@@ -89,6 +93,14 @@ def test_m_arg_009_tools_list_shows_the_lambo_tools_with_bounded_schemas(
     tools = anyio.run(main)
     lambo = {name for name in tools if name.startswith("lambo_")}
     assert lambo == LAMBO_TOOLS
+    assert {
+        "lambo_derive",
+        "lambo_record_action",
+        "lambo_reserve",
+        "lambo_inspect",
+        "lambo_saints",
+        "lambo_stale",
+    } <= lambo
     assert {name for name, op in BY_NAME.items() if op.scope is Scope.MEMORY} == LAMBO_TOOLS
     checked = 0
     for name in sorted(LAMBO_TOOLS):
@@ -321,7 +333,8 @@ def test_m_err_001_002_a_refusal_is_an_is_error_short_reason_without_internal_de
     that resolves to nothing, a foreign scope, a bad receipt or wait) comes back as a tool
     result with isError and one text item holding the short reason, and no structured
     content (M-ERR-001, M-ERR-010..012, M-ERR-026/028); no text carries internal detail
-    (M-ERR-002). Nothing was written: the session's stream is unchanged."""
+    (M-ERR-002). Nothing was written: the session's stream is unchanged. Also M-ARG-038: the
+    invisible-character refusal is such a result."""
     workspace = tmp_path / "ws"
 
     async def main() -> None:

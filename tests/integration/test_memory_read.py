@@ -82,6 +82,7 @@ def test_m_ins_006_020_022_023_focus_forms_dependents_and_blast_radius(
 
 @pytest.mark.usefixtures("story")
 def test_m_ins_007_009_010_substring_several_and_nothing(app: App) -> None:
+    """Also M-ERR-016: a focus matching several concepts is refused with the candidates."""
     found = _inspect(app, "tenants")
     assert found["structuredContent"]["content"] == "accounts moved to the tenants table"
     assert "as a substring" in found["text"]
@@ -138,6 +139,7 @@ def test_m_stl_003_004_006_citations_of_a_contradicted_concept_are_stale(
 def test_m_stl_014_018_m_der_067_a_contradiction_settles_with_its_stale_report(
     app: App, workspace: Workspace
 ) -> None:
+    """Also M-STA-083: a derive with `against` carries `stale_report` on its settled receipt."""
     settled(app, derive(app, concept("the cache lives in redis", "entity")))
     settled(
         app, derive(app, concept("sessions use the cache", depends_on=["the cache lives in redis"]))

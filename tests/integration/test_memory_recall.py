@@ -62,6 +62,8 @@ def test_m_rec_040_041_042_044_the_context_is_the_first_text_and_hits_carry_the_
 def test_m_rec_110_111_112_160_contradiction_lines_and_the_concept_beside_it(
     app: App, workspace: Workspace
 ) -> None:
+    """Also M-REC-052/137/175: the Contradicted, Contradicts and Rests-on lines are in the
+    context and in `warnings`."""
     ruling = node_by_content(workspace, RULING)
     correction = node_by_content(workspace, CORRECTION)
     result = _recall(app, "users table")
@@ -76,6 +78,8 @@ def test_m_rec_110_111_112_160_contradiction_lines_and_the_concept_beside_it(
     assert any(line.startswith(rests) for line in lines)
     warnings = result["structuredContent"]["warnings"]
     assert contradicted[0] in warnings
+    assert f'⚠ Contradicts "{RULING}" (id {ruling.uuid[:8]})' in warnings
+    assert any(warning.startswith(rests) for warning in warnings)
 
 
 @pytest.mark.usefixtures("story")
@@ -95,6 +99,8 @@ def test_m_rec_130_a_contradicted_hit_brings_its_contradiction_past_top_k(
 def test_m_rec_080_082_a_dependency_question_is_answered_by_traversal(
     app: App, workspace: Workspace
 ) -> None:
+    """Also M-REC-099/174: the traversal answer (its hit rests on a contradicted concept)
+    carries no contradiction, conflict or rests-on line."""
     ruling = node_by_content(workspace, RULING)
     result = _recall(app, f"what depends on {RULING}?")
     assert str(result["text"]).startswith(
@@ -203,6 +209,9 @@ def test_m_rec_113_115_125_126_a_contradiction_lapses_once_newer_support_ages_in
 def test_m_der_097_m_rec_190_a_changed_value_is_flagged_possibly_superseded(
     app: App, workspace: Workspace
 ) -> None:
+    """Also M-REC-210/222/226: a near match changed in one value is recorded as a possible
+    replacement; the older hit alone carries `possibly_superseded_by`; an explicit `against`
+    between the two removes it."""
     older_text = "the release pins version 2.3 of the parser"
     newer_text = "the release pins version 2.4 of the parser"
     settled(app, derive(app, concept(older_text)))

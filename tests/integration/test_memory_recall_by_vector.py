@@ -20,6 +20,7 @@ from lcg.interfaces.service import Service
 from lcg.interfaces.settings_file import Tuning
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.hashing import HashingEmbedder
+from tests.helpers.images import b64, png
 from tests.integration.test_memory_layers import QUIET, applied, tool
 from tests.integration.test_memory_writes import AGENT, call, concept, derive, settled
 
@@ -108,6 +109,7 @@ def test_m_rec_281_the_vector_is_neither_stored_nor_cached(app: App, workspace: 
 def test_m_rec_284_m_img_040_041_a_mismatched_contract_is_refused_showing_the_sessions(
     app: App, change: dict[str, Any], differs: str
 ) -> None:
+    """Also M-STA-057: the contract checked is the one lambo_stats reports."""
     contract = _contract(app)
     values = [UNUSUAL] * int(contract["dim"])
     with pytest.raises(DomainError) as error:
@@ -158,6 +160,7 @@ def test_m_rec_012_image_and_query_vector_together_are_refused(app: App) -> None
 def test_m_rec_003_blank_text_beside_a_vector_counts_as_none(
     app: App, workspace: Workspace
 ) -> None:
+    """Also M-REC-005: beside query_vector, query may be blank and then counts as none."""
     settled(app, derive(app, concept(SAREE, "entity")))
     vector = {"values": _vector_of(workspace, SAREE), "contract": _contract(app)}
     hits = _recall(app, query="   ", query_vector=vector)["structuredContent"]["hits"]
@@ -175,6 +178,7 @@ class TestClientVectorsOff:
     def test_m_rec_278_m_img_007_029_query_vector_is_a_configuration_error_naming_the_setting(
         self, app: App
     ) -> None:
+        """Also M-ERR-030: `configuration error` and the setting to change."""
         contract = _contract(app)
         vector = {"values": [UNUSUAL] * int(contract["dim"]), "contract": contract}
         with pytest.raises(DomainError) as error:
@@ -187,10 +191,10 @@ class TestClientVectorsOff:
         self, app: App
     ) -> None:
         with pytest.raises(DomainError) as error:
-            _recall(app, image={"mime": "image/png", "data": "iVBORw0KGgo="})
+            _recall(app, image={"mime": "image/png", "data": b64(png(3, 2))})
         assert error.value.message.startswith("configuration error: ")
         assert "embeds text only" in error.value.message
-        assert "iVBORw0KGgo" not in error.value.message
+        assert b64(png(3, 2))[:12] not in error.value.message
 
 
 def test_m_rec_260_a_recall_by_vector_on_a_layered_session_reads_the_session_alone(
@@ -217,3 +221,14 @@ def test_m_rec_260_a_recall_by_vector_on_a_layered_session_reads_the_session_alo
         assert scoped["structuredContent"]["hits"][0]["content"] == SAREE
     finally:
         service.close()
+
+
+def test_m_trn_070_a_vector_over_its_own_limit_in_a_small_request_names_that_limit(
+    app: App,
+) -> None:
+    contract = _contract(app)
+    vector = {"values": [UNUSUAL] * 4097, "contract": contract}
+    with pytest.raises(DomainError) as error:
+        _recall(app, query="x", query_vector=vector)
+    assert error.value.field == "query_vector.values"
+    assert "4096" in error.value.message

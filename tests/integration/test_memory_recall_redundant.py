@@ -155,7 +155,7 @@ def test_m_rec_194_195_only_the_first_min_20_4_top_k_hits_are_checked(
 ) -> None:
     """Ten copies of one text and top_k 2: the first 8 hits (4 x 2) are checked, so the
     first copy names the seven after it (three ids, then +4 more) and the ninth copy, which
-    is not checked, takes the second slot although it repeats the first."""
+    is not checked, takes the second slot although it repeats the first. Also M-LIM-043."""
     settled(app, derive(app, concept(BUILD)))
     for index in range(9):
         _write_copy(app, BUILD, companion(index))

@@ -302,6 +302,7 @@ def test_m_rsc_033_034_037_038_what_an_inferred_entry_becomes(
 
 
 def test_m_rsc_060_061_063_064_recall_labels_and_carries_the_repository(app: App) -> None:
+    """Also M-DER-015: `repo_scope` names the repository a path-like resource belongs to."""
     derive(app, concept("README.md", "resource"), repo_scope=ACME)
     derive(app, concept("CONTRIBUTING.md", "resource"))
     found = recall_hits(app, "README.md CONTRIBUTING.md")
@@ -320,6 +321,8 @@ def test_m_rsc_060_061_063_064_recall_labels_and_carries_the_repository(app: App
 def test_m_rsc_062_065_inspect_labels_and_refuses_an_ambiguous_focus(
     app: App, workspace: Workspace
 ) -> None:
+    """Also M-INS-011/027: a scoped path is labelled with its repository, and a focus that
+    matches it and another is refused listing each with its repository and node id."""
     first = derive(app, concept("README.md", "resource"), repo_scope=ACME)["created"][0]
     answer = call(app, "lambo_inspect", agent_id=AGENT, focus=first)
     assert answer["text"].startswith(f'README.md [Resource, repo "{ACME}"] (id {first[:8]}')

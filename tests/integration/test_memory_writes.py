@@ -61,6 +61,7 @@ def head(workspace: Workspace) -> int:
 
 
 def test_m_der_081_082_083_084_the_ack_is_four_lines_and_names_no_node(app: App) -> None:
+    """Also M-DER-080: the call answers `pending`, before the write is applied."""
     ack = call(app, "lambo_derive", agent_id=AGENT, concepts=[concept("user schema", "entity")])
     lines = ack["text"].split("\n")
     content = ack["structuredContent"]
@@ -111,6 +112,7 @@ def test_m_der_086_087_the_outcome_is_piggybacked_once_on_the_next_response(app:
 def test_m_sta_085_115_a_receipt_is_the_agents_own_and_unknown_ids_were_never_issued(
     app: App,
 ) -> None:
+    """Also M-STA-116: another agent asking is `forbidden`."""
     receipt = derive(app, concept("the cache is content addressed"))
     assert settled(app, receipt, agent="agent-b")["state"] == "forbidden"
     assert settled(app, receipt)["state"] == "applied"
@@ -177,6 +179,7 @@ def _refused(app: App, workspace: Workspace, match: str, **params: Any) -> Domai
 def test_m_der_028_033_a_reference_that_matches_nothing_is_refused(
     app: App, workspace: Workspace
 ) -> None:
+    """Also M-DER-027: a reference must name a concept that already exists."""
     error = _refused(
         app,
         workspace,
@@ -215,6 +218,7 @@ def test_m_der_030_an_interactions_id_is_refused(app: App, workspace: Workspace)
 def test_m_der_031_060_a_concept_citing_itself_or_citing_and_contradicting_one(
     app: App, workspace: Workspace
 ) -> None:
+    """Also M-DER-059: an `against` naming the concept itself is refused as a citation is."""
     settled(app, derive(app, concept("the ruling", "constraint")))
     _refused(
         app,
@@ -227,6 +231,12 @@ def test_m_der_031_060_a_concept_citing_itself_or_citing_and_contradicting_one(
         workspace,
         "both cited and contradicted",
         concepts=[concept("z", depends_on=["the ruling"], against=["the ruling"])],
+    )
+    _refused(
+        app,
+        workspace,
+        "names the concept itself",
+        concepts=[concept("the ruling", "constraint", against=["the ruling"])],
     )
 
 
@@ -271,6 +281,7 @@ def test_m_der_051_057_065_contradictions_are_recorded_both_ways(
 
 
 def test_m_der_074_075_077_parent_of_stays_acyclic(app: App, workspace: Workspace) -> None:
+    """Also M-DER-070/073: `parent_of` pairs whose ends the call creates are applied."""
     pairs = [{"parent": "auth", "child": "sessions"}, {"parent": "sessions", "child": "tokens"}]
     settled(app, derive(app, concept("auth", "entity"), parent_of=pairs))
     auth = node_by_content(workspace, "auth")
@@ -355,6 +366,7 @@ def test_m_act_031_032_035_action_refusals(app: App, workspace: Workspace) -> No
         ({"agent_id": AGENT, "concepts": [concept("x")], "created_at": "2024"}, "created_at"),
         ({"agent_id": AGENT, "concepts": [concept("x")], "flushed_at": "2024"}, "flushed_at"),
         ({"agent_id": AGENT, "concepts": [concept("x")], "colour": 1}, "colour"),
+        ({"agent_id": AGENT, "concepts": [{**concept("x"), "weight": 2}]}, "concepts[0]"),
         ({"agent_id": AGENT, "concepts": [concept("x", "Entity")]}, "concepts[0].concept_type"),
         ({"agent_id": "a\nb", "concepts": [concept("x")]}, "agent_id"),
         ({"agent_id": AGENT, "concepts": [concept("x\u202e")]}, "concepts[0].content"),
@@ -388,6 +400,8 @@ def test_m_act_031_032_035_action_refusals(app: App, workspace: Workspace) -> No
 def test_m_arg_m_der_every_argument_rule_refuses_before_the_ack(
     app: App, workspace: Workspace, params: dict[str, Any], field: str
 ) -> None:
+    """Also M-DER-002/003/004/005/020: an unknown argument or concept key, 65 concepts, content
+    over 16 KB and 9 citations are refused by field before the ack."""
     before = head(workspace)
     with pytest.raises(DomainError) as error:
         call(app, "lambo_derive", **params)
@@ -405,6 +419,7 @@ def test_m_der_007_a_capitalised_type_gets_the_seeds_sentence(app: App) -> None:
 
 
 def test_m_sta_005_a_long_wait_is_clamped_not_refused(app: App) -> None:
+    """Also M-STA-006: a negative wait_ms is refused, naming the field."""
     receipt = derive(app, concept("waits clamp at 34 s"))
     answer = call(app, "lambo_stats", agent_id=AGENT, receipt=receipt, wait_ms=10**9)
     assert answer["structuredContent"]["receipt"]["state"] == "applied"
@@ -415,6 +430,8 @@ def test_m_sta_005_a_long_wait_is_clamped_not_refused(app: App) -> None:
 def test_m_sta_120_the_payload_carries_every_queue_key_and_the_embedding_line(
     app: App,
 ) -> None:
+    """Also M-STA-050/055/122: `embedding_contract` as {kind, model, dim} and
+    `embedding_modalities` are always there, and the server-wide bound is 1024."""
     answer = call(app, "lambo_stats", agent_id=AGENT)
     payload = answer["structuredContent"]
     for key in (
@@ -439,11 +456,13 @@ def test_m_sta_120_the_payload_carries_every_queue_key_and_the_embedding_line(
     assert payload["write_queue_bound"] == 1024
     assert answer["text"].split("\n")[-1].startswith("embedding: ")
     assert set(payload["embedding_contract"]) == {"kind", "model", "dim"}
+    assert payload["embedding_modalities"] == ["text"]  # a text embedder
 
 
 def test_m_sta_124_a_full_lane_drops_the_write_and_writes_nothing(
     app: App, workspace: Workspace
 ) -> None:
+    """Also M-STA-134: the dropped write is counted in `write_queue_dropped`."""
     with workspace.memory.processor.paused():  # nothing settles: the lane fills
         for n in range(64):
             derive(app, concept(f"fact number {n}"))
@@ -452,6 +471,8 @@ def test_m_sta_124_a_full_lane_drops_the_write_and_writes_nothing(
         assert ack["structuredContent"]["receipt_state"] == "dropped"
         assert "nothing was written" in ack["structuredContent"]["summary"]
         assert head(workspace) == before
+        stats = call(app, "lambo_stats", agent_id=AGENT)["structuredContent"]  # M-STA-134
+        assert (stats["write_queue_dropped"], stats["write_queue_dropped_closed"]) == (1, 0)
         other = call(app, "lambo_derive", agent_id="agent-b", concepts=[concept("another lane")])
         assert other["structuredContent"]["receipt_state"] == "pending"
     assert settled(app, other["structuredContent"]["receipt"], agent="agent-b")["state"] == (
@@ -460,6 +481,7 @@ def test_m_sta_124_a_full_lane_drops_the_write_and_writes_nothing(
 
 
 def test_m_res_reserve_conflict_and_release(app: App, workspace: Workspace) -> None:
+    """M-RES-003/005: node_id names a node; `release: true` releases instead of taking."""
     settled(app, derive(app, concept("shared concept", "entity")))
     node = node_by_content(workspace, "shared concept").uuid
     held = call(app, "lambo_reserve", agent_id=AGENT, node_id=node, ttl_seconds=60)
@@ -477,7 +499,9 @@ def test_m_sta_103_111_intents_left_pending_are_applied_by_the_next_process(
     settings: Settings, embedder: Embedder
 ) -> None:
     """An acked write the process did not apply before it closed is a durable intent: the next
-    process applies it first, and its receipt answers from the log there."""
+    process applies it first, and its receipt answers from the log there. Also M-STA-136..139,
+    M-STA-151/152/156: the closing process counts it deferred; the next counts it replayed,
+    not applied, and owes nothing once it is; the write applied before the close survives."""
     with make_workspace(settings, embedder) as ws:
         app = App(ws)
         applied = derive(app, concept("applied before the restart"))
@@ -489,6 +513,8 @@ def test_m_sta_103_111_intents_left_pending_are_applied_by_the_next_process(
             ws.memory.close()  # as a clean shutdown does, with the write still pending
         asked = call(app, "lambo_stats", agent_id=AGENT, receipt=owed)
         assert asked["structuredContent"]["receipt"]["state"] == "intent_durable"
+        assert asked["structuredContent"]["write_queue_deferred"] == 1
+        assert asked["structuredContent"]["write_queue_applied"] == 1
     with make_workspace(settings, embedder) as ws:
         app = App(ws)
         body = settled(app, owed)
@@ -499,7 +525,9 @@ def test_m_sta_103_111_intents_left_pending_are_applied_by_the_next_process(
         stats = call(app, "lambo_stats", agent_id=AGENT)["structuredContent"]
         assert stats["write_queue_replayed"] == 1
         assert stats["write_queue_replay_owed"] == 0
+        assert stats["write_queue_applied"] == 0  # only this process's own accepted writes
         node_by_content(ws, "owed across the restart")
+        node_by_content(ws, "applied before the restart")
 
 
 def test_an_intent_in_a_pinned_session_waits_for_the_pins_release(
@@ -536,7 +564,9 @@ def test_m_der_100_117_118_119_a_value_change_is_a_replacement_candidate_not_a_m
     app: App, workspace: Workspace
 ) -> None:
     """Under MiniLM a sentence with one number changed clears the merge threshold; the digit
-    guard refuses the merge (ADR 0025), and the receipt lists the older concept instead."""
+    guard refuses the merge (ADR 0025), and the receipt lists the older concept instead. Also
+    M-STA-082: the receipt object carries `replacement_candidates`; M-DER-120: each candidate
+    has id, node_id, excerpt, cosine and new_id, and `merged` only when merged."""
     settled(app, derive(app, concept(OLD_VERSION)))  # cosine 0.988 with NEW_VERSION
     older = node_by_content(workspace, OLD_VERSION)
     receipt = derive(app, concept(NEW_VERSION))
@@ -550,6 +580,7 @@ def test_m_der_100_117_118_119_a_value_change_is_a_replacement_candidate_not_a_m
     assert candidate["node_id"] == older.uuid
     assert candidate["new_id"] == newer.uuid[:8]
     assert candidate["cosine"] >= 0.98
+    assert OLD_VERSION.startswith(candidate["excerpt"].rstrip("…"))
     assert "merged" not in candidate
     assert "newer" not in candidate
     assert (
@@ -701,7 +732,8 @@ def test_m_sta_081_a_settled_receipt_is_already_counted_by_the_queue_figures(
 ) -> None:
     """A caller who finds its receipt settled (a wait may find it so on its first look, without
     waking) and then asks for the stats sees that write counted: the processor counts a write
-    before its receipt settles, so `write_queue_applied` and the apply samples never lag it."""
+    before its receipt settles, so `write_queue_applied` and the apply samples never lag it.
+    Also M-STA-011 (the figures beside a waited receipt agree with it) and M-STA-133."""
     processor = workspace.memory.processor
     seen: list[tuple[int, int]] = []
 

@@ -134,6 +134,7 @@ def test_k_ing_009_dropped_edges_keep_extraction_order(ws: Workspace) -> None:
 def test_k_ing_014_016_017_018_019_020_021_the_oversized_warning(
     ws: Workspace, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Also K-CFG-007: the telemetry event is named `chunk_text_oversized`."""
     assert "warning" not in _chunk(ws, "Bob met Alice." + " " * 186)  # 200: not over
     with caplog.at_level(logging.INFO, logger="lcg.telemetry"):
         over = _chunk(ws, "Bob met Alice." + " " * 187, chunk_id="c2")
@@ -148,6 +149,8 @@ def test_k_ing_014_016_017_018_019_020_021_the_oversized_warning(
 
 
 def test_k_ing_015_022_the_threshold_comes_from_the_environment(tmp_path: Path) -> None:
+    """Also K-CFG-002: LCG_CHUNK_TEXT_ADVISORY_MAX_CHARS, default 8000 (characters: the
+    oversized-warning test counts code points)."""
     assert Settings.load({}, tmp_path).chunk_advisory_max_chars == 8_000
     loaded = Settings.load({"LCG_CHUNK_TEXT_ADVISORY_MAX_CHARS": "100"}, tmp_path)
     assert loaded.chunk_advisory_max_chars == 100
@@ -205,6 +208,7 @@ def test_a_replay_of_process_chunk_calls_no_extractor_and_equals_the_incremental
 def test_k_del_001_to_007_013_group_ids_is_required_before_anything_is_deleted(
     ws: Workspace, tool: str, key: str, group_ids: Any
 ) -> None:
+    """K-DEL-013: an omitted group_ids never deletes across every group."""
     _chunk(ws)
     call = make_call(App(ws))
     value = {"source_file": "notes.md", "chunk_id": "notes-0001"}[key]

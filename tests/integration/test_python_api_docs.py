@@ -32,7 +32,7 @@ def test_every_python_example_of_the_api_page_runs_as_written(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     blocks = _blocks()
-    assert len(blocks) >= 6
+    assert len(blocks) >= 8
     outputs = []
     for index, block in enumerate(blocks, start=1):
         needs = NEEDS_SERVICE.match(block)
@@ -47,7 +47,7 @@ def test_every_python_example_of_the_api_page_runs_as_written(
                 assert service.stop() == 0
         outputs.append(capsys.readouterr().out.splitlines())
 
-    added, memory, replay, errors, beside, repos = outputs[:6]
+    added, memory, replay, errors, beside, repos, nodes, images = outputs[:8]
     assert added[0].startswith("team note Maria Chen leads the Kestrel scheduler team")
     assert added[1].startswith("Maria Chen lead ")  # attributes as written (ADR 0092)
     assert added[2:] == ["Maria Chen LEADS Kestrel", "1 episode(s)"]
@@ -59,3 +59,5 @@ def test_every_python_example_of_the_api_page_runs_as_written(
     assert errors[1].startswith("name: must contain only letters")
     assert beside == ["socket", "team note", "socket"]
     assert repos == ["applied", "['github.com/acme/gadgets', 'github.com/acme/widgets']"]
+    assert nodes == ["{'ops': 1}", "deploy"]
+    assert images == ["applied", "red silk saree, gold border [image:saree1]"]

@@ -147,6 +147,7 @@ def test_k_rt_008_lexical_pass_matches_names_aliases_and_keywords(
 
 
 def test_k_rt_009_the_lexical_pass_never_reads_the_fact(call: Call, ontology: None) -> None:
+    """Also K-CFG-008: the abstention sentinel is the literal `UNCLASSIFIED`."""
     uuid = edge(call, "RELATED", "Ada works for Acme, employed by it as WORKS_FOR says.")
     result = canonicalize(call, embedding_threshold=1.0)
     assert result["mapped_count"] == 0
@@ -156,6 +157,7 @@ def test_k_rt_009_the_lexical_pass_never_reads_the_fact(call: Call, ontology: No
 def test_k_rt_010_embedding_threshold_defaults_to_0_7(
     call: Call, workspace: Workspace, ontology: None
 ) -> None:
+    """Also K-CFG-009."""
     schema = operations.BY_NAME["knowledge_canonicalize_relations"].input_schema()
     assert schema["properties"]["embedding_threshold"]["default"] == 0.7
     assert schema["required"] == ["group_id"]

@@ -105,3 +105,56 @@ def test_issue_31_lambo_recall_reads_last_may_from_the_concepts_about_time(
 
 def _concepts(workspace: Workspace) -> list[state.Node]:
     return state.concepts_containing(workspace.reader(), SESSION, "bread", 100)
+
+
+def test_issue_31_speaker_weight_lifts_the_named_speakers_turn(call: Call, app: App) -> None:
+    """A question about Emi: Elise's turn shares more of its words and leads; with the speaker
+    stage on, Emi's own turn (a `message` episode "Emi: ...") scores 1.3x and passes it. A
+    question naming both speakers, or neither, is left as it was."""
+    for n, (name, body) in enumerate(
+        (
+            ("elise", "Elise: I like to cook pasta, I like it with garlic"),
+            ("emi", "Emi: on Sundays I cook ramen"),
+            ("other", "Elise: the weather was cold and grey"),
+        )
+    ):
+        call(
+            "knowledge_add_episode",
+            name=name,
+            episode_body=body,
+            group_id="s",
+            source="message",
+            reference_time=f"2024-01-0{n + 1}T10:00:00Z",
+        )
+    question = "What does Emi like to cook?"
+    plain = _names(app, Stages(), question, "s")
+    assert plain.index("elise") < plain.index("emi")
+    lifted = _names(app, Stages(speaker_weight=0.3), question, "s")
+    assert lifted.index("emi") < lifted.index("elise")
+    for asked in ("What do Emi and Elise like to cook?", "What do people like to cook?"):
+        assert _names(app, Stages(speaker_weight=0.3), asked, "s") == _names(
+            app, Stages(), asked, "s"
+        )
+
+
+def test_issue_31_lambo_recall_lifts_the_named_speakers_concept(
+    app: App, workspace: Workspace
+) -> None:
+    """The same stage in lambo_recall: a concept whose content is a chat turn ("Emi: ...")
+    whose speaker the question names scores (1 + speaker_weight) x its fused score (raw max
+    by default, M-REC-026; the stage is off unless set)."""
+    for text in (
+        "Elise: I like to cook pasta, I like it with garlic",
+        "Emi: on Sundays I cook ramen",
+        "Elise: the weather was cold and grey",
+    ):
+        settled(app, derive(app, concept(text, "observation")))
+    content = {node.uuid: node.content[:4] for node in state.concepts_containing(
+        workspace.reader(), SESSION, ":", 100)}  # fmt: skip
+    question = "What does Emi like to cook?"
+    plain = [content[h.node_id] for h in recall.recall_concepts(search_context(app), SESSION,
+                                                                question, 10, 0)]  # fmt: skip
+    assert plain.index("Elis") < plain.index("Emi:")
+    ctx = replace(search_context(app), stages=Stages(speaker_weight=1.0))
+    lifted = [content[h.node_id] for h in recall.recall_concepts(ctx, SESSION, question, 10, 0)]
+    assert lifted.index("Emi:") < lifted.index("Elis")

@@ -148,6 +148,7 @@ def test_k_ast_036_fact_is_found_by_words_and_by_meaning(
 def test_k_gid_002_003_011_012_find_tools_all_on_omit_nothing_on_empty(
     call: Call, memories: dict[str, str], tool: str, query: str
 ) -> None:
+    """With the list tools' test (empty is all), K-GID-021: the split on [] is kept."""
     key = "nodes" if tool == "knowledge_find_entities" else "edges"
     assert call(tool, query=query)["count"] >= 1
     assert call(tool, query=query, group_ids=None)["count"] >= 1

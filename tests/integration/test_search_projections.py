@@ -179,7 +179,7 @@ def test_a_new_embedding_contract_gets_its_own_vectors(
 @pytest.mark.parametrize("group_id", [None, "", "   "])
 def test_k_sem_backfill_requires_a_group(call: Call, group_id: str | None) -> None:
     """P-130, issue 10: a blank group_id is refused like a missing one, and the schema lists
-    group_id as required (P-010 checks that list before dispatching)."""
+    group_id as required (P-010 checks that list before dispatching). Also K-SEM-013/015."""
     params = {} if group_id is None else {"group_id": group_id}
     with pytest.raises(InvalidParams) as error:
         call("knowledge_backfill_summary_embeddings", **params)
@@ -192,6 +192,10 @@ def test_k_sem_backfill_requires_a_group(call: Call, group_id: str | None) -> No
 def test_k_sem_backfill_refreshes_summary_vectors_of_one_group(
     call: Call, workspace: Workspace
 ) -> None:
+    """Also K-SEM-001/003/005/010/016/018/019: the group's entities with a summary are the
+    candidates (another group's stay untouched and its log unwritten); a dry run writes
+    nothing; a re-assert that changes a summary leaves its vector stale until a backfill
+    brings it back in sync, after which find_entities fuses the summary-vector match."""
     call("knowledge_assert_entity", name="Ada", summary="", group_id="g")
     call("knowledge_assert_entity", name="Bob", summary="a sailor", group_id="g")
     call("knowledge_assert_entity", name="Cy", summary="a sailor too", group_id="h")

@@ -15,8 +15,8 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from lcg.interfaces.jsonrpc import WRITTEN_FIELD, WRITTEN_META
-from lcg.interfaces.read_after import MIN_SEQ_FIELD, MIN_SEQ_META
+from lcg.interfaces.jsonrpc import MIN_SEQ_FIELD, WRITTEN_FIELD, WRITTEN_META
+from lcg.interfaces.read_after import MIN_SEQ_META
 from tests.helpers.fake_service import FakeConnection, FakeService, Frame
 from tests.helpers.mcp_session import mcp_client, mcp_in_process, structured
 from tests.helpers.service_process import RpcClient, ServiceProcess

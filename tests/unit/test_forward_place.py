@@ -34,6 +34,7 @@ def test_m_trn_041_without_xdg_runtime_dir_the_directory_is_tmp_lambo_uid() -> N
 
 
 def test_m_trn_042_tmpdir_is_never_consulted() -> None:
+    """With M-TRN-040/041, M-CFG-011: XDG_RUNTIME_DIR, else /tmp/lambo-<uid>, never TMPDIR."""
     assert socket_directory({"TMPDIR": "/elsewhere"}, 9) == socket_directory({}, 9)
     with_both = {"TMPDIR": "/elsewhere", "XDG_RUNTIME_DIR": "/run/user/9"}
     assert socket_directory(with_both, 9) == Path("/run/user/9/lambo")
@@ -52,6 +53,7 @@ def test_m_trn_047_the_name_comes_from_session_and_store_alone(tmp_path: Path) -
 
 
 def test_m_trn_046_a_path_over_104_bytes_turns_forwarding_off() -> None:
+    """Also M-LIM-045."""
     fits(Path("/" + "d" * 99 + "/x.s"))  # 104 bytes
     with pytest.raises(ForwardingOff, match="105 bytes, over the 104-byte limit"):
         fits(Path("/" + "d" * 100 + "/x.s"))

@@ -29,6 +29,7 @@ BASE: dict[str, dict[str, Any]] = {  # the smallest arguments each tool's parser
     "lambo_inspect": {"agent_id": "a", "focus": "f"},
     "lambo_stale": {"agent_id": "a"},
     "lambo_saints": {"agent_id": "a"},
+    "lambo_derive_image": {"agent_id": "a", "caption": "c", "concept_type": "entity"},
 }
 ITEMS: dict[str, dict[str, Any]] = {  # a valid element of each list of objects
     "concepts": {"content": "c", "concept_type": "logic"},
@@ -239,3 +240,20 @@ def test_a_string_for_a_concept_is_refused_as_not_an_object() -> None:
         parse(operations.BY_NAME["lambo_derive"].params, {"agent_id": "a", "concepts": ["x"]})
     assert refused.value.field == "concepts[0]"
     assert refused.value.message == "concepts[0]: must be an object"
+
+
+@pytest.mark.parametrize(
+    ("agent", "found"),
+    [("a\tb", "U+0009"), ("a\nb", "U+000A"), ("a\u2028b", "U+2028")],
+)
+def test_m_arg_059_an_agent_id_on_more_than_one_line_names_the_codepoint(
+    agent: str, found: str
+) -> None:
+    with pytest.raises(DomainError) as refused:
+        parse(operations.BY_NAME["lambo_stats"].params, {"agent_id": agent})
+    assert refused.value.field == "agent_id"
+    assert refused.value.message.startswith(
+        "agent_id must be one line with no tabs, control or line-separator characters; found "
+        + found
+    )
+    assert agent not in refused.value.message

@@ -408,6 +408,7 @@ def test_m_rec_111_the_time_is_rfc3339_utc_to_the_second_whatever_the_zone() -> 
 
 
 def test_m_rec_136_the_contradicted_line_quotes_the_first_80_characters() -> None:
+    """Also M-LIM-047."""
     long = "a" * 79 + "bc" + "d" * 50
     line = contradicted_line(datetime(2026, 1, 1, tzinfo=UTC), "agent-c", long, ACCOUNTS)
     assert f'"{"a" * 79}b…" (id 8c41d0e2)' in line
@@ -450,6 +451,7 @@ def test_m_rec_160_the_rests_on_example_renders_byte_for_byte() -> None:
 
 
 def test_m_rec_166_167_rests_on_lines_follow_the_cited_ids_at_most_three_then_a_count() -> None:
+    """Also M-LIM-042."""
     rests = [RestsOn(_node(n), f"cited {n}", _node(100 + n), f"by {n}") for n in (5, 1, 4, 2, 3)]
     lines = rests_on_lines(rests)
     assert [line.split('"')[1] for line in lines[:3]] == ["cited 1", "cited 2", "cited 3"]

@@ -473,6 +473,7 @@ def test_m_stl_014_targets_keep_only_the_affected_cited_concepts() -> None:
 
 
 def test_m_stl_005_006_007_pages_of_50_with_the_total() -> None:
+    """Also M-LIM-034."""
     edge = contradiction(28)
     evidence = [support(10, cid(n)) for n in range(1, 121)]
     rows = stale_rows([concept()], [edge], evidence, at(30))

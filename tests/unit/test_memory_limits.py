@@ -63,6 +63,7 @@ def test_m_lim_028_top_k_max_tokens_and_ttl_seconds_refuse_zero() -> None:
 
 
 def test_the_configured_defaults_are_the_seeds() -> None:
+    """M-CFG-044/045: lambo_inspect's depth defaults to 2, lambo_reserve's ttl_seconds to 30."""
     assert limits.TOP_K_DEFAULT == 5
     assert limits.MAX_TOKENS_DEFAULT == 500
     assert limits.TRAVERSAL_DEPTH_DEFAULT == 2
@@ -98,6 +99,7 @@ def test_m_lim_019_029_wait_ms_clamps_to_34000_rather_than_refusing() -> None:
 
 
 def test_m_lim_020_receipts_are_kept_300_seconds_or_4096_receipts() -> None:
+    """Also M-CFG-043."""
     assert limits.RECEIPT_RETENTION_SECONDS == 300
     assert limits.MAX_RECEIPTS_KEPT == 4096
 
@@ -134,6 +136,7 @@ def test_m_lim_027_one_request_is_4_mib() -> None:
 
 
 def test_m_lim_035_to_040_identity_receipt_and_queue_bounds() -> None:
+    """Also M-CFG-042: the write queue's bounds are fixed shares, lane 64 and queue 1024."""
     assert limits.MAX_AGENT_ID_CHARS == 256  # M-LIM-035
     assert limits.MAX_REPO_SCOPE_BYTES == 512  # M-LIM-036
     assert limits.MAX_IMAGE_ID_CHARS == 64  # M-LIM-037

@@ -313,6 +313,7 @@ def test_m_rec_095_a_query_of_16_kib_is_still_a_question() -> None:
 
 @pytest.mark.parametrize("filler", ["x", "é", "数"])
 def test_m_rec_095_a_query_over_16_kib_falls_through(filler: str) -> None:
+    """Also M-LIM-046 (the query half)."""
     query = _padded("what depends on db", MAX_QUERY_BYTES + 1, filler)
     assert len(query.encode("utf-8")) == MAX_QUERY_BYTES + 1
     assert anchored(query, DB) is None
@@ -325,6 +326,7 @@ def test_m_rec_096_256_bounded_occurrences_still_anchor() -> None:
 
 
 def test_m_rec_096_a_candidate_over_256_bounded_occurrences_falls_through() -> None:
+    """Also M-LIM-046 (the occurrences half)."""
     query = "what depends on SG-Web; " + "db " * (MAX_BOUNDED_OCCURRENCES + 1)
     assert anchored(query, name("SG-Web"), DB) is None
 

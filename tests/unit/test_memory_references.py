@@ -161,6 +161,7 @@ def test_an_8_hex_concept_content_wins_over_the_short_id() -> None:
 
 
 def test_a_short_id_of_several_concepts_is_refused_with_a_listing() -> None:
+    """M-ACT-023: an 8-hex entry prefixing several concept ids is refused, listing them."""
     twin = Node(CACHE_TWIN, "concept", "Another")
     error = refusal("against", "aaaaaaaa", session(CACHE_NODE, twin))
     assert error.rule == (
@@ -206,12 +207,15 @@ def test_still_names_accepts_text_and_a_present_concept() -> None:
 
 
 def test_still_names_reports_a_removed_concept() -> None:
+    """M-DER-035/036/062: what a reference named is fixed; a removed one fails the write."""
     assert still_names(Resolved(STORE, STORE, "id"), session(CACHE_NODE)) == (
         "named a concept that was removed before the write was applied"
     )
 
 
 def test_still_names_reports_a_short_id_that_now_matches_several_concepts() -> None:
+    """M-DER-037/062, M-ACT-025: a short id that came to match a second concept fails the
+    write."""
     twin = Node(CACHE_TWIN, "concept", "Another")
     assert still_names(Resolved("AAAAAAAA", CACHE, "short_id"), session(CACHE_NODE, twin)) == (
         "named something else when the write was applied (its short id now matches "

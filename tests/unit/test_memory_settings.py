@@ -167,3 +167,16 @@ def test_every_lambo_name_of_the_seed_is_mapped_and_on_the_settings_page() -> No
         assert f"`{name}`" in page
     assert LAMBO_NAMES["LAMBO_PROMOTION_POLICY"] == "LCG_PROMOTION_POLICY"
     assert LAMBO_NAMES["LAMBO_AUTH_TOKEN"] == "LCG_AUTH_TOKEN"  # noqa: S105 (a name)
+
+
+def test_issue_31_speaker_weight_reaches_the_stages_and_a_bad_one_names_the_key(
+    tmp_path: Path,
+) -> None:
+    assert Settings.load({}, tmp_path).tuning.stages.speaker_weight == 0.0
+    written = _file(tmp_path, "[retrieval]\nspeaker_weight = 0.3\n")
+    assert Settings.load({}, written).tuning.stages.speaker_weight == 0.3
+    from_env = Settings.load({"LCG_RETRIEVAL_SPEAKER_WEIGHT": "0.5"}, written)
+    assert from_env.tuning.stages.speaker_weight == 0.5
+    with pytest.raises(InvalidParams) as error:
+        Settings.load({"LCG_RETRIEVAL_SPEAKER_WEIGHT": "2"}, tmp_path)
+    assert error.value.field == "LCG_RETRIEVAL_SPEAKER_WEIGHT"

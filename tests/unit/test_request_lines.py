@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+from typing import Any
 
 import pytest
 
@@ -115,3 +117,32 @@ def test_m_trn_062_063_an_oversized_request_is_logged_at_warn_with_its_size_neve
     [record] = caplog.records
     assert record.levelno == logging.WARNING
     assert "5000123 bytes" in record.getMessage()
+
+
+def _derive_line(content: str, *, ensure_ascii: bool, concepts: int = 1, pairs: int = 0) -> bytes:
+    arguments = {
+        "agent_id": "a",
+        "concepts": [{"content": content, "concept_type": "logic"}] * concepts,
+        "parent_of": [{"parent": content, "child": content}] * pairs,
+    }
+    request: dict[str, Any] = {"jsonrpc": "2.0", "id": 7, "method": "tools/call"}
+    request["params"] = {"name": "lambo_derive", "arguments": arguments}
+    return json.dumps(request, ensure_ascii=ensure_ascii).encode() + b"\n"
+
+
+def test_m_lim_030_a_full_batch_is_refused_by_the_request_limit_before_any_field_rule() -> None:
+    """64 concepts and 256 pairs, every string at 16 KB: about 9.5 MB, refused as too large
+    while its lines are read, before anything parses its fields."""
+    line = _derive_line("x" * 16_384, ensure_ascii=True, concepts=64, pairs=256)
+    assert len(line) > 9_000_000
+    (refused,) = RequestLines(MAX_REQUEST_BYTES, 64).feed(line)
+    assert refused == Oversized(len(line) - 1, 7)
+
+
+def test_m_lim_032_the_limit_counts_bytes_as_sent_so_escaped_text_hits_it_sooner() -> None:
+    text = "é" * 1_000_000  # 2 MB as UTF-8, 6 MB as \\u00e9 escapes
+    raw = _derive_line(text, ensure_ascii=False)
+    escaped = _derive_line(text, ensure_ascii=True)
+    assert RequestLines(MAX_REQUEST_BYTES, 64).feed(raw) == [raw[:-1]]
+    (refused,) = RequestLines(MAX_REQUEST_BYTES, 64).feed(escaped)
+    assert isinstance(refused, Oversized)

@@ -10,9 +10,11 @@ from lcg.queries.stages import (
     day_of,
     diversify,
     in_range,
+    named_speakers,
     query_span,
     score_sessions,
     session_of,
+    speaker_of,
 )
 
 Key = str
@@ -103,3 +105,12 @@ def test_session_scoring_lifts_a_turn_whose_session_matches_well() -> None:
 def test_a_session_is_a_group_and_a_utc_day() -> None:
     assert session_of("g", "2023-05-01T23:59:00+00:00") == ("g", "2023-05-01")
     assert day_of("2023-05-01T23:59:00+00:00") == date(2023, 5, 1)
+
+
+def test_issue_31_a_speaker_is_what_comes_before_a_turns_first_colon() -> None:
+    assert speaker_of("Emi: on Sundays I cook ramen") == "emi"
+    assert speaker_of("Fahim Khan: hi") == "fahim khan"
+    assert speaker_of("no speaker here") is None
+    assert speaker_of("a long line that is not a name at all, only prose: then a colon") is None
+    assert named_speakers("What are Emi's hobbies?", ["emi", "elise"]) == {"emi"}
+    assert named_speakers("Where did Fahim go?", ["fahim khan", "akib"]) == {"fahim khan"}

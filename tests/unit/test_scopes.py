@@ -91,3 +91,24 @@ def test_k_inv_mission_tool_coverage_every_seed_000_tool_is_served_in_the_seeds_
     assert {n for n in BY_NAME if n.startswith("knowledge_")} == knowledge
     methods = Service(Settings(tmp_path), command="pytest").methods  # opens nothing
     assert {HEALTH_CHECK, *knowledge} <= set(methods)
+
+
+K_SCP_019_ADMIN = (
+    "knowledge_rebuild_from_wal",
+    "knowledge_dump_wal",
+    "knowledge_wal_mark_create",
+    "knowledge_wal_mark_list",
+    "knowledge_wal_mark_delete",
+    "knowledge_recover",
+    "knowledge_recover_full",
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [("admin", True), ("all", True), ("read,write", False), ("read,write,cypher", False)],
+)
+def test_k_scp_019_the_wal_and_recovery_tools_are_admin_only(text: str, shown: bool) -> None:
+    served = {op.name for op in Visibility(parse_scopes(text)).tools()}
+    for name in K_SCP_019_ADMIN:
+        assert (name in served) is shown, (text, name)

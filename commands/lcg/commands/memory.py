@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 from lcg.commands.writer import WriteContext
 from lcg.domain.memory import layers
-from lcg.domain.memory.calls import Derive, RecordAction
+from lcg.domain.memory.calls import Derive, DeriveImage, RecordAction
 from lcg.domain.memory.identity import is_node_uuid
-from lcg.domain.memory.intents import decide_action, decide_derive
+from lcg.domain.memory.intents import decide_action, decide_derive, decide_image
 from lcg.projections.memory.state import SessionLookup
 
 
@@ -28,6 +28,11 @@ def accept_derive(ctx: WriteContext, call: Derive) -> None:
 def accept_action(ctx: WriteContext, call: RecordAction) -> None:
     """Load, decide and append the intent of a lambo_record_action."""
     ctx.append(call.session, [decide_action(call, SessionLookup(ctx.conn, call.session))])
+
+
+def accept_image(ctx: WriteContext, call: DeriveImage) -> None:
+    """Load, decide and append the intent of a lambo_derive_image (ADR 0095)."""
+    ctx.append(call.session, [decide_image(call, SessionLookup(ctx.conn, call.session))])
 
 
 # -- layered sessions (ADR 0080) -------------------------------------------------------------

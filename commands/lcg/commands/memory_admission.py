@@ -27,7 +27,7 @@ from typing import Any, Literal, Protocol
 from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
 
 from lcg.commands import memory as memory_commands
-from lcg.commands import memory_schedule, memory_stats
+from lcg.commands import memory_images, memory_schedule, memory_stats
 from lcg.commands.memory_jobs import JobCounters, MemoryJobs
 from lcg.commands.memory_processor import IntentProcessor
 from lcg.commands.memory_receipts import record_of, settled_fields, stale_report
@@ -38,6 +38,8 @@ from lcg.domain.ids import GroupId
 from lcg.domain.memory import arguments, layers, limits, text
 from lcg.domain.memory.acks import WriteAck, action_ack, derive_ack
 from lcg.domain.memory.arguments import ActionArgs, DeriveArgs
+from lcg.domain.memory.client_vectors import Contract
+from lcg.domain.memory.image_calls import DeriveImageArgs
 from lcg.domain.memory.locks import (
     SoftLocks,
     check_ttl_seconds,
@@ -100,6 +102,9 @@ class MemoryWrites(Protocol):
     def session(self) -> GroupId: ...
     def derive(self, args: DeriveArgs, layers: Sequence[str] = ()) -> MemoryReply: ...
     def record_action(self, args: ActionArgs, layers: Sequence[str] = ()) -> MemoryReply: ...
+    def derive_image(
+        self, args: DeriveImageArgs, layers: Sequence[str], contract: Contract, accept: bool
+    ) -> MemoryReply: ...
     def reserve(
         self,
         agent_id: str,
@@ -161,7 +166,7 @@ class MemoryService:
         if layers:
             return self._scoped_derive(args, layers)
         call = arguments.check_derive(args, self.session, self.clock)
-        return self._write(
+        return self.write_call(
             call.agent_id,
             lambda ctx, receipt: memory_commands.accept_derive(ctx, replace(call, receipt=receipt)),
             functools.partial(derive_ack, len(call.concepts)),
@@ -172,13 +177,19 @@ class MemoryService:
         if layers:
             return self._scoped_action(args, layers)
         call = arguments.check_action(args, self.session, self.clock)
-        return self._write(
+        return self.write_call(
             call.agent_id,
             lambda ctx, receipt: memory_commands.accept_action(ctx, replace(call, receipt=receipt)),
             functools.partial(action_ack, call.action),
         )
 
-    def _target(self, agent_id: str, scope: str | None, stack: Sequence[str]) -> GroupId:
+    def derive_image(
+        self, args: DeriveImageArgs, layers: Sequence[str], contract: Contract, accept: bool
+    ) -> MemoryReply:
+        """lambo_derive_image by a client vector (ADR 0095; lcg.commands.memory_images)."""
+        return memory_images.derive_image(self, args, layers, contract, accept)
+
+    def write_target(self, agent_id: str, scope: str | None, stack: Sequence[str]) -> GroupId:
         text.check_agent_id(agent_id)
         target = GroupId(layers.resolve_scope(self.session, stack, scope))
         try:
@@ -203,7 +214,7 @@ class MemoryService:
         """A layered session's derive: written to the session `scope` names, its receipt
         this session's (delivered only here, M-LAY-020); a reference naming another
         session's concept refused (M-LAY-008..010); into a layer, no bare relative path."""
-        target = self._target(args.agent_id, args.scope, stack)
+        target = self.write_target(args.agent_id, args.scope, stack)
         call = arguments.check_derive(replace(args, scope=None), target, self.clock)
         into = None if target == self.session else str(target)
         if into is not None:  # what repo_scope covers passes: resources, parent_of ends
@@ -217,7 +228,7 @@ class MemoryService:
                 entries += [(f"parent_of[{j}].parent", parent), (f"parent_of[{j}].child", child)]
             layers.refuse_relative_paths(entries, into)
         others = [s for s in layers.scopes(self.session, stack) if s != target]
-        return self._write(
+        return self.write_call(
             call.agent_id,
             lambda ctx, receipt: memory_commands.accept_scoped_derive(
                 ctx, replace(call, receipt=receipt), others, None if into is None else self.session
@@ -228,7 +239,7 @@ class MemoryService:
 
     def _scoped_action(self, args: ActionArgs, stack: Sequence[str]) -> MemoryReply:
         """A layered session's record_action, as _scoped_derive."""
-        target = self._target(args.agent_id, args.scope, stack)
+        target = self.write_target(args.agent_id, args.scope, stack)
         call = arguments.check_action(replace(args, scope=None), target, self.clock)
         into = None if target == self.session else str(target)
         if into is not None and call.repo_scope is None:  # it covers every entry (M-RSC-052)
@@ -241,7 +252,7 @@ class MemoryService:
                 entries += [(f"{name}[{j}]", value) for j, value in enumerate(values)]
             layers.refuse_relative_paths(entries, into)
         others = [s for s in layers.scopes(self.session, stack) if s != target]
-        return self._write(
+        return self.write_call(
             call.agent_id,
             lambda ctx, receipt: memory_commands.accept_scoped_action(
                 ctx, replace(call, receipt=receipt), others, None if into is None else self.session
@@ -258,7 +269,7 @@ class MemoryService:
             raise RuntimeError("this memory service serves no other session")
         return self.peers.get(session)
 
-    def _write(
+    def write_call(
         self,
         agent_id: str,
         accept: Callable[[WriteContext, str], None],
@@ -287,7 +298,7 @@ class MemoryService:
         or, `scope` naming one of its `layers`, of that layer (locks are per session,
         M-RES-006/007); the reply piggybacks this session's receipts."""
         if layers and scope is not None:
-            target = self._target(agent_id, scope, layers)
+            target = self.write_target(agent_id, scope, layers)
             if target != self.session:
                 body, content = self.peer(target).reserve_body(
                     agent_id, node_id, ttl_seconds, release

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from lcg.commands import memory_apply_image
 from lcg.commands.writer import WriteContext
 from lcg.domain.errors import DomainError
 from lcg.domain.events import MemoryWriteApplied, MemoryWriteFailed
@@ -39,6 +40,7 @@ from lcg.domain.memory.records import (
     Candidates,
     DerivedConcept,
     DeriveRequest,
+    ImageRequest,
     MemoryRequest,
     OutcomeEdge,
     OutcomeNode,
@@ -87,6 +89,8 @@ def texts_to_embed(row: WriteRow) -> dict[str, str]:
         whole = call_text(contents)
         items = contents + [e for p in request.parent_of for e in (p.parent, p.child)]
         return {item: framed(item, whole) for item in items}
+    if isinstance(request, ImageRequest):  # only its parent_of ends (M-IMG-033)
+        return memory_apply_image.texts_to_embed(request)
     assert isinstance(request, ActionRequest)
     action = request.action
     targets = [
@@ -97,7 +101,7 @@ def texts_to_embed(row: WriteRow) -> dict[str, str]:
     return {action: framed(action, action)} | {t: framed(t, action) for t in targets}
 
 
-class _Outcome:
+class Outcome:
     """The nodes, edges and counts an apply decides, as the outcome's records."""
 
     def __init__(self, ctx: WriteContext, row: WriteRow, new_id: Callable[[], str]) -> None:
@@ -134,13 +138,16 @@ class _Outcome:
             found = state.concepts_with_key(self.ctx.conn, self.session, key)
             if found:
                 self.by_key[key] = found[0].uuid
-                self._reinforce(found[0].uuid)
+                self.reinforce(found[0].uuid)
                 self.matched.append(found[0].uuid)
                 return found[0].uuid, "key"
-        for near in prepared.similar.get(text, []):
+        similar = prepared.similar.get(text, [])
+        images = state.images_among(self.ctx.conn, self.session, [n.uuid for n in similar])
+        for near in similar:
             stored = state.node(self.ctx.conn, self.session, near.uuid)
             if (
-                stored is not None
+                near.uuid not in images  # no text concept merges into an image (ADR 0095)
+                and stored is not None
                 and stored.node_kind == "concept"
                 and stored.concept_type == concept_type
                 and stored.uuid not in against
@@ -148,7 +155,7 @@ class _Outcome:
                 and not digit_words_differ(content, stored.content)  # ADR 0025's guard
             ):
                 self.semantic_merged += 1
-                self._reinforce(stored.uuid)
+                self.reinforce(stored.uuid)
                 self.matched.append(stored.uuid)
                 if key:
                     self.by_key[key] = stored.uuid
@@ -172,7 +179,7 @@ class _Outcome:
         found = state.concepts_with_key(self.ctx.conn, self.session, key)
         if found:
             self.by_key[key] = found[0].uuid
-            self._reinforce(found[0].uuid)
+            self.reinforce(found[0].uuid)
             self.matched.append(found[0].uuid)
             return found[0].uuid, "key"
         uuid = self.new_id()
@@ -184,7 +191,7 @@ class _Outcome:
         self.created.append(uuid)
         return uuid, "created"
 
-    def _reinforce(self, uuid: str) -> None:
+    def reinforce(self, uuid: str) -> None:
         self.reinforced.append(uuid)
         self.reinforcements += 1
 
@@ -260,10 +267,12 @@ def _decide(
             "store error: the stored write's repo_scope is empty, so its paths cannot be"
             " replayed under a repository; nothing was written"
         )
-    out = _Outcome(ctx, row, new_id)
+    out = Outcome(ctx, row, new_id)
     interaction = new_id()
     if isinstance(request, DeriveRequest):
         text = call_text([c.content for c in request.concepts])
+    elif isinstance(request, ImageRequest):
+        text = request.content
     else:
         assert isinstance(request, ActionRequest)
         text = request.action
@@ -276,6 +285,9 @@ def _decide(
         citations, contradictions = _apply_derive(
             out, request, prepared, interaction, _about_time(row)
         )
+    elif isinstance(request, ImageRequest):
+        memory_apply_image.apply_image(out, request, prepared, interaction)
+        citations = contradictions = 0
     else:
         action_node, citations, contradictions = _apply_action(out, request, prepared, interaction)
     created = list(out.created)
@@ -325,16 +337,19 @@ CANDIDATE_BYTES = 2048  # M-DER-122: rows per receipt, counted as serialized JSO
 
 
 def _near(
-    out: _Outcome, concept: DerivedConcept, uuid: str, prepared: Prepared, refs: set[str]
+    out: Outcome, concept: DerivedConcept, uuid: str, prepared: Prepared, refs: set[str]
 ) -> list[tuple[Similar, state.Node]]:
     """The stored concepts of this concept's type at or above the merge threshold (read once
     for candidates and suspected supersessions), with no reference of this concept to them
     and no citation or contradiction between the two."""
     found: list[tuple[Similar, state.Node]] = []
-    for near in prepared.similar.get(concept.content, []):
+    similar = prepared.similar.get(concept.content, [])
+    images = state.images_among(out.ctx.conn, out.session, [n.uuid for n in similar])
+    for near in similar:
         stored = state.node(out.ctx.conn, out.session, near.uuid)
         if (
-            stored is not None
+            near.uuid not in images  # never an image concept (M-DER-105)
+            and stored is not None
             and stored.node_kind == "concept"
             and stored.concept_type == concept.concept_type
             and stored.uuid not in refs
@@ -345,7 +360,7 @@ def _near(
 
 
 def _candidates(
-    out: _Outcome, near: list[tuple[Similar, state.Node]], uuid: str, about: str
+    out: Outcome, near: list[tuple[Similar, state.Node]], uuid: str, about: str
 ) -> list[Candidate]:
     """The existing concepts this concept may replace (M-DER-100..116): the near ones not
     written by this call; the one it merged with is marked merged, one dated after it newer.
@@ -374,18 +389,21 @@ def _suspected(
     content: str, near: list[tuple[Similar, state.Node]], uuid: str, about: str
 ) -> list[Supersession]:
     """Possibly superseded, not declared (#198): a near concept whose merge the identifier
-    guard refused, differing in one value after an identical prefix, and dated before this
-    write (equal dates are never flagged)."""
+    guard refused, differing in one value after an identical prefix. The later by about-time
+    is the possible replacement, so a backfilled write dated before the stored concept is the
+    older one (M-REC-214); equal dates are never flagged."""
     return [
         Supersession(stored.uuid, uuid)
-        for _, stored in near
         if stored.about_time < about
+        else Supersession(uuid, stored.uuid)
+        for _, stored in near
+        if stored.about_time != about
         and digit_words_differ(content, stored.content)
         and one_value_differs(stored.content, content)
     ]
 
 
-def _linked(out: _Outcome, first: str, second: str) -> bool:
+def _linked(out: Outcome, first: str, second: str) -> bool:
     return any(
         state.edge_uuid(out.ctx.conn, out.session, kind, a, b) is not None
         for kind in ("depends_on", "contradicts")
@@ -420,7 +438,7 @@ def _candidate_line(row: Candidate) -> str:
 
 
 def _apply_derive(
-    out: _Outcome, request: DeriveRequest, prepared: Prepared, interaction: str, about: str
+    out: Outcome, request: DeriveRequest, prepared: Prepared, interaction: str, about: str
 ) -> tuple[int, int]:
     """Concepts, their citations and contradictions, then parent_of. (citations, contradictions)"""
     conn, session = out.ctx.conn, out.session
@@ -470,7 +488,7 @@ def _apply_derive(
 
 
 def _concept_node(
-    out: _Outcome,
+    out: Outcome,
     scope: str | None,
     concept: DerivedConcept,
     prepared: Prepared,
@@ -484,7 +502,7 @@ def _concept_node(
 
 
 def _end(
-    out: _Outcome,
+    out: Outcome,
     lookup: SessionLookup,
     prepared: Prepared,
     scope: str | None,
@@ -502,7 +520,7 @@ def _end(
 
 
 def _apply_action(
-    out: _Outcome, request: ActionRequest, prepared: Prepared, interaction: str
+    out: Outcome, request: ActionRequest, prepared: Prepared, interaction: str
 ) -> tuple[str, int, int]:
     """The action's concept, its targets and contradictions. (node, citations, contradictions)"""
     conn, session = out.ctx.conn, out.session
@@ -548,6 +566,8 @@ def _summary(request: MemoryRequest, created: int, matched: int, embedded: int) 
             f"derived {count} concept(s): {created} created ({embedded} embedded),"
             f" {matched} matched existing"
         )
+    if isinstance(request, ImageRequest):
+        return f"derived 1 image concept: {created} created, {matched} matched existing"
     assert isinstance(request, ActionRequest)
     return (
         f"recorded action '{_one_line(request.action)}': {created} created"

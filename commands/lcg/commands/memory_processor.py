@@ -30,7 +30,7 @@ from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.ids import GroupId
 from lcg.domain.memory.identity import canonical_key, matches_by_key
 from lcg.domain.memory.intents import END_TYPE, TARGET_TYPE
-from lcg.domain.memory.records import DeriveRequest, WriteOutcome
+from lcg.domain.memory.records import DeriveRequest, ImageRequest, WriteOutcome
 from lcg.projections.embedding.port import Vectors
 from lcg.projections.faults import Fenced
 from lcg.projections.memory import state
@@ -391,4 +391,6 @@ def _item_types(row: WriteRow) -> dict[str, str]:
     """Each item's concept type (derive concepts as sent; ends and targets by their rule)."""
     if isinstance(row.request, DeriveRequest):
         return {c.content: c.concept_type for c in row.request.concepts}
+    if isinstance(row.request, ImageRequest):  # its parent_of ends, entities
+        return {}
     return dict.fromkeys(memory_apply.texts_to_embed(row), TARGET_TYPE)

@@ -52,14 +52,21 @@ def record_of(row: WriteRow, *, this_process: bool) -> IntentRecord:
         if this_process and not row.after_restart
         else ReceiptState.APPLIED_AFTER_RESTART
     )
-    return IntentRecord(
-        applied,
-        row.agent_id,
-        row.group_id,
-        detail=row.summary,
-        lines=outcome.candidate_lines,
-        fields=settled_fields(outcome),
-    )
+    fields = settled_fields(outcome)
+    if this_process:
+        return IntentRecord(
+            applied,
+            row.agent_id,
+            row.group_id,
+            detail=row.summary,
+            lines=outcome.candidate_lines,
+            fields=fields,
+        )
+    # A previous process's receipt, recovered from the log, keeps only its summary: no
+    # candidate rows (M-DER-123), as it keeps no stale rows (M-STL-019); the concepts named
+    # then may have merged or gone since, and recall or lambo_stale answer for the graph now.
+    fields.pop("replacement_candidates", None)
+    return IntentRecord(applied, row.agent_id, row.group_id, detail=row.summary, fields=fields)
 
 
 def stale_report(

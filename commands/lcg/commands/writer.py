@@ -372,7 +372,7 @@ class Writer:
                 try:
                     recorded = self._run_handlers(items)
                 except _Rerun:
-                    conn.execute("ROLLBACK")
+                    _rollback(conn)
                     self._forget()
                     continue
                 self.runner.store_positions({key: self._positions[key] for key in self._moved})
@@ -381,7 +381,7 @@ class Writer:
                 except ConcurrentAppend as taken:
                     # Another node appended at these seqs (ADR 0075): its events are caught
                     # up before the batch is decided again, on the state that includes them.
-                    conn.execute("ROLLBACK")
+                    _rollback(conn)
                     self._forget()
                     contended += 1
                     if contended > self.max_contention:
@@ -404,12 +404,23 @@ class Writer:
             self._abort(conn, (), error)
             self._reapply_after_failed_commit(items, recorded, error)
         else:
-            self.storage_failure = None
-            self._notify(lambda listener: listener.committed(conn, recorded))
+            self._committed(conn, items, recorded)
         finally:
             self._moved = set()
             for item in items:
                 item.done.set()
+
+    def _committed(
+        self,
+        conn: sqlite3.Connection,
+        items: Sequence[_Pending[object]],
+        recorded: list[RecordedEvent],
+    ) -> None:
+        """A batch's transaction committed. The store takes writes again only when it took
+        every one of the batch's: one it refused (SQLITE_FULL) keeps the failure reported."""
+        if not any(isinstance(item.error, StorageFailure) for item in items):
+            self.storage_failure = None
+        self._notify(lambda listener: listener.committed(conn, recorded))
 
     def _append(self, recorded: list[RecordedEvent], fence: Fence | None) -> None:
         if fence is None:
@@ -559,3 +570,10 @@ class Writer:
         self._moved = set()
         self._pins.clear()
         self._checked.clear()
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll the batch back, unless SQLite already did (it may on SQLITE_FULL or an I/O error,
+    and a ROLLBACK then fails with "no transaction is active", hiding the real cause)."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")

@@ -147,15 +147,19 @@ class MemoryWriteAccepted(DomainEvent):
     # 2: the request may carry `repo_scope` (ADR 0082). An unscoped intent is still written
     # at version 1, byte for byte as before; a scoped one at 2, which an older build refuses
     # to read rather than replay as unscoped paths.
-    version: ClassVar[int] = 2
+    # 3: the request may be a lambo_derive_image's (ADR 0095), written at 3 so that an older
+    # build refuses it rather than misread it; every other intent is written as before.
+    version: ClassVar[int] = 3
 
     receipt: str
     agent_id: str
-    tool: str  # lambo_derive | lambo_record_action
+    tool: str  # lambo_derive | lambo_record_action | lambo_derive_image
     request: MemoryRequest  # the call as validated, references fixed to node ids
     event_time: datetime | None
 
     def wire_version(self) -> int:
+        if self.tool == "lambo_derive_image":
+            return 3
         return 1 if self.request.scope() is None else 2
 
 
@@ -457,6 +461,8 @@ Upcaster: TypeAlias = Callable[[JsonDict], JsonDict]
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
     # A version-1 intent is an unscoped one: its payload reads as version 2 unchanged.
     ("memory_write_accepted", 1): lambda payload: payload,
+    # A version-2 intent (a derive or an action) reads as version 3 unchanged (ADR 0095).
+    ("memory_write_accepted", 2): lambda payload: payload,
 }
 
 

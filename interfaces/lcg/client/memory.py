@@ -1,6 +1,6 @@
 """`Memory`: a workspace's tools as Python methods, in this process or through a running service.
 
-Every method is one call (two for `derive`, which waits for its receipt) of a tool of the
+Every method is one call (two for a write that waits for its receipt) of a tool of the
 operation table, reached as the `lcg` commands reach it (lcg.interfaces.cli_caller): the
 results are the tools' own, turned into small dataclasses where that is cheap, and every
 refusal is a `ToolError` whichever way the call went.
@@ -139,6 +139,15 @@ class Memory:
         self.via = via  # "process" or "socket": where the calls run
         # the lambo_* calls name the session asked for: a service serving another refuses them
         self._scope = {} if session is None else {"scope": session}
+        self._written: dict[str, int] = {}  # each group's last seq this Memory's writes made
+        self._last_written: dict[str, int] = {}  # the last call's
+
+    @property
+    def written(self) -> dict[str, int]:
+        """`{group: seq}`: the last seq each group's log took from a write made through this
+        Memory (for a lambo_* write, its intent's). Pass it as `min_seq` to a read through
+        another Memory on another node of the same store to read these writes there."""
+        return dict(self._written)
 
     @classmethod
     def open(
@@ -207,8 +216,19 @@ class Memory:
 
     def call(self, tool: str, /, **params: Any) -> dict[str, Any]:
         """Run any tool of the table (`lcg tools` lists them) with its parameters; its result."""
+        return self._run(tool, params, None)
+
+    def _run(
+        self, tool: str, params: dict[str, Any], min_seq: Mapping[str, int] | None
+    ) -> dict[str, Any]:
+        """One call: a read waits for `min_seq` first; a write's seqs are noted in `written`."""
+        wanted = None if min_seq is None else dict(min_seq)
+        self._last_written = {}
         with _tool_errors(tool):
-            return self._caller.call(tool, params)
+            result = self._caller.call(tool, params, min_seq=wanted, written=self._last_written)
+        for group, seq in self._last_written.items():
+            self._written[group] = max(seq, self._written.get(group, 0))
+        return result
 
     def add(
         self,
@@ -286,6 +306,7 @@ class Memory:
         groups: Iterable[str] | None = ...,
         limit: int = ...,
         min_score: float | None = ...,
+        min_seq: Mapping[str, int] | None = ...,
     ) -> list[Passage]: ...
     @overload
     def search(
@@ -295,6 +316,7 @@ class Memory:
         what: Literal["entities"],
         groups: Iterable[str] | None = ...,
         limit: int = ...,
+        min_seq: Mapping[str, int] | None = ...,
     ) -> list[Entity]: ...
     @overload
     def search(
@@ -304,6 +326,7 @@ class Memory:
         what: Literal["facts"],
         groups: Iterable[str] | None = ...,
         limit: int = ...,
+        min_seq: Mapping[str, int] | None = ...,
     ) -> list[Fact]: ...
     def search(
         self,
@@ -313,16 +336,18 @@ class Memory:
         groups: Iterable[str] | None = None,
         limit: int = 10,
         min_score: float | None = None,
+        min_seq: Mapping[str, int] | None = None,
     ) -> list[Passage] | list[Entity] | list[Fact]:
         """Search by meaning and by words: episode passages (knowledge_search_passages;
-        `min_score` is its floor on the best score, default 0.5), entities
+        `min_score` is its floor on the best score, default 0.3), entities
         (knowledge_find_entities) or facts (knowledge_find_relationships), best first, only
-        relevant hits; `groups` None: every group."""
+        relevant hits; `groups` None: every group. `min_seq` ({group: seq}, such as another
+        Memory's `written`): first wait until this node has applied each group that far."""
         group_ids = None if groups is None else list(groups)
         common = {"query": query, "group_ids": group_ids, "num_results": limit}
         if what == "passages":
             floor = {} if min_score is None else {"min_score": min_score}
-            found = self.call("knowledge_search_passages", **common, **floor)
+            found = self._run("knowledge_search_passages", {**common, **floor}, min_seq)
             return [
                 Passage(p["episode_uuid"], p["name"], p["group_id"], p["content"], p["score"])
                 for p in found["passages"]
@@ -330,7 +355,7 @@ class Memory:
         if min_score is not None:
             raise _invalid("search", "min_score", "applies to what='passages' only")
         if what == "entities":
-            nodes = self.call("knowledge_find_entities", **common)["nodes"]
+            nodes = self._run("knowledge_find_entities", common, min_seq)["nodes"]
             return [
                 Entity(
                     n["uuid"],
@@ -344,7 +369,7 @@ class Memory:
                 for n in nodes
             ]
         if what == "facts":
-            edges = self.call("knowledge_find_relationships", **common)["edges"]
+            edges = self._run("knowledge_find_relationships", common, min_seq)["edges"]
             return [
                 Fact(
                     e["uuid"],
@@ -360,16 +385,26 @@ class Memory:
             ]
         raise _invalid("search", "what", f"must be passages, entities or facts, got {what!r}")
 
-    def recall(self, query: str, *, top_k: int = 5, max_tokens: int = 500) -> Recalled:
-        """Recall memory for a task (lambo_recall): the context block and its hits."""
-        result = self.call(
-            "lambo_recall",
-            agent_id=self.agent_id,
-            query=query,
-            top_k=top_k,
-            max_tokens=max_tokens,
-            **self._scope,
-        )
+    def recall(
+        self,
+        query: str | None = None,
+        *,
+        query_vector: Mapping[str, Any] | None = None,
+        top_k: int = 5,
+        max_tokens: int = 500,
+        min_seq: Mapping[str, int] | None = None,
+    ) -> Recalled:
+        """Recall memory for a task (lambo_recall): the context block and its hits, by the
+        task's words, or by `query_vector` {values, contract} (a vector you computed under
+        the session's embedding_contract; needs client vectors on). `min_seq` waits as
+        `search`'s does."""
+        params: dict[str, Any] = {"agent_id": self.agent_id, "top_k": top_k}
+        if query is not None:
+            params["query"] = query
+        if query_vector is not None:
+            params["query_vector"] = dict(query_vector)
+        params |= {"max_tokens": max_tokens, **self._scope}
+        result = self._run("lambo_recall", params, min_seq)
         content = result["structuredContent"]
         return Recalled(result["text"], list(content["hits"]), list(content["warnings"]))
 
@@ -398,6 +433,26 @@ class Memory:
             "concepts": [{"content": content, **concept} for content in contents]
         }
         return self._write("lambo_derive", params, repo_scope, wait_ms)
+
+    def derive_image(
+        self,
+        caption: str,
+        *,
+        vector: Mapping[str, Any],
+        concept_type: str = "resource",
+        image_id: str | None = None,
+        wait_ms: int = WAIT_MS,
+    ) -> dict[str, Any]:
+        """Store an image as a concept (lambo_derive_image): its `caption` and `vector`
+        {values, contract}, which you computed under the session's embedding_contract
+        (lambo_stats); the server must accept client vectors (`[embedder]
+        accept_client_vectors = true`). Its content is `caption [image:<image_id>]` (the id
+        defaults to a digest of the vector). Waits and answers as `derive` does."""
+        params: dict[str, Any] = {"caption": caption, "concept_type": concept_type}
+        params["vector"] = dict(vector)
+        if image_id is not None:
+            params["image_id"] = image_id
+        return self._write("lambo_derive_image", params, None, wait_ms)
 
     def record_action(
         self,
@@ -434,10 +489,17 @@ class Memory:
         ack = self.call(tool, agent_id=self.agent_id, **params, **self._scope)["structuredContent"]
         if wait_ms <= 0 or ack["receipt_state"] == "dropped":
             return dict(ack)
+        sessions = list(self._last_written)  # the session's stream took the write's intent
         settled = self.call(
             "lambo_stats", agent_id=self.agent_id, receipt=ack["receipt"], wait_ms=wait_ms
         )
-        return {**ack, "outcome": settled["structuredContent"]["receipt"]}
+        outcome = settled["structuredContent"]["receipt"]
+        if outcome.get("state") in ("applied", "applied_after_restart"):
+            # Its outcome is in the log now: `written` covers it, so a read on another node
+            # after `written` sees the applied write, not only its intent.
+            for group in sessions:
+                self._written[group] = max(self.head(group), self._written.get(group, 0))
+        return {**ack, "outcome": outcome}
 
     def replay(self, group: str = DEFAULT_GROUP, *, to_seq: int | None = None) -> dict[str, Any]:
         """Rebuild `group`'s projections from its WAL (knowledge_rebuild_from_wal,

@@ -20,6 +20,7 @@ from anyio.abc import ByteStream
 
 from lcg.commands.writer import note_written
 from lcg.interfaces.jsonrpc import (
+    MIN_SEQ_FIELD,
     SERVER_ERROR,
     WRITTEN_FIELD,
     JsonObject,
@@ -28,7 +29,7 @@ from lcg.interfaces.jsonrpc import (
     is_progress,
     request_frame,
 )
-from lcg.interfaces.read_after import MIN_SEQ_FIELD, requested
+from lcg.interfaces.read_after import requested
 
 CHUNK = 64 * 1024
 MAX_RESPONSE_BYTES = 512 * 1024 * 1024

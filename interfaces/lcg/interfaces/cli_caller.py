@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from lcg.interfaces.jsonrpc import RpcError, is_progress
+from lcg.interfaces.jsonrpc import MIN_SEQ_FIELD, WRITTEN_FIELD, RpcError, is_progress
 from lcg.projections.wal.lease import WorkspaceBusy
 
 if TYPE_CHECKING:
@@ -35,10 +35,18 @@ CALL_SECONDS = 3600.0  # a replay of a large group streams progress well within 
 
 
 class Caller(Protocol):
-    """Runs one operation of the table and returns its result."""
+    """Runs one operation of the table and returns its result. `min_seq` is the request's
+    own {group: seq} to read after, and `written` a dict the call's durable writes are noted
+    in, `{group: last seq}` (ADR 0086): both beside the call, never among its arguments."""
 
     def call(
-        self, name: str, params: dict[str, Any], progress: Progress | None = None
+        self,
+        name: str,
+        params: dict[str, Any],
+        progress: Progress | None = None,
+        *,
+        min_seq: dict[str, int] | None = None,
+        written: dict[str, int] | None = None,
     ) -> dict[str, Any]: ...
 
 
@@ -49,11 +57,21 @@ class LocalCaller:
         self.app = app
 
     def call(
-        self, name: str, params: dict[str, Any], progress: Progress | None = None
+        self,
+        name: str,
+        params: dict[str, Any],
+        progress: Progress | None = None,
+        *,
+        min_seq: dict[str, int] | None = None,
+        written: dict[str, int] | None = None,
     ) -> dict[str, Any]:
+        from lcg.commands.writer import recording_writes
         from lcg.interfaces import operations
+        from lcg.interfaces.read_after import reading_after, request_min_seq
 
-        return operations.dispatch(self.app, name, params, progress)
+        wanted = None if min_seq is None else request_min_seq(min_seq)
+        with recording_writes({} if written is None else written), reading_after(wanted):
+            return operations.dispatch(self.app, name, params, progress)
 
 
 class ServiceError(Exception):
@@ -81,13 +99,22 @@ class SocketCaller:
         self._ids = itertools.count(1)
 
     def call(
-        self, name: str, params: dict[str, Any], progress: Progress | None = None
+        self,
+        name: str,
+        params: dict[str, Any],
+        progress: Progress | None = None,
+        *,
+        min_seq: dict[str, int] | None = None,
+        written: dict[str, int] | None = None,
     ) -> dict[str, Any]:
         request_id = next(self._ids)
         sent = dict(params)
         if progress is not None:
             sent["_progress_token"] = f"lcg-cli-{request_id}"
-        frame = {"jsonrpc": "2.0", "id": request_id, "method": name, "params": sent}
+        frame: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": name}
+        frame["params"] = sent
+        if min_seq is not None:
+            frame[MIN_SEQ_FIELD] = min_seq  # beside params, checked by the service
         self._lines.write(orjson.dumps(frame) + b"\n")
         self._lines.flush()
         while True:
@@ -101,6 +128,9 @@ class SocketCaller:
                 continue
             if "error" in answer:
                 raise ServiceError(RpcError.from_json(answer["error"]))
+            if written is not None:
+                for group, seq in (answer.get(WRITTEN_FIELD) or {}).items():
+                    written[group] = max(int(seq), written.get(group, 0))
             result: dict[str, Any] = answer["result"]
             return result
 

@@ -104,6 +104,7 @@ def import_(
     first; a bad one stops the import (nothing written) unless --skip-bad. What the group
     already holds is not written again: importing a file twice appends nothing."""
     from lcg.interfaces.port import importing
+    from lcg.interfaces.port.concepts import check_images
     from lcg.interfaces.port.records import PortError
 
     flags = {"group_id": "--group"}
@@ -151,6 +152,8 @@ def import_(
             ) as caller,
             _Bar("importing", plan.writes, enabled=not as_json) as advance,
         ):
+            if memory:  # before the mark: image concepts need client vectors (ADR 0095)
+                check_images(plan.concepts, caller, skip)
             now = dt.datetime.now(dt.UTC)
             mark = caller.call(
                 "knowledge_wal_mark_create",

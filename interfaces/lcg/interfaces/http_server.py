@@ -183,7 +183,10 @@ class _Managers:
             backend = LocalBackend(self.service, None if session == self.default else session)
             server = LcgMcpServer(
                 backend,
-                Visibility(self.scopes[key]),
+                Visibility(
+                    self.scopes[key],
+                    client_vectors=self.service.settings.tuning.accept_client_vectors,
+                ),
                 exit_on_close=False,
                 session=session,
                 name=self.server_name,

@@ -202,6 +202,8 @@ def encode(frame: Mapping[str, Any]) -> bytes:
 # frame member, and the MCP result's `_meta` key. A client passes it as `min_seq` to read
 # its writes on another node.
 WRITTEN_FIELD = "written"
+# A request's own min_seq {group: seq}, beside its params (ADR 0086; lcg.interfaces.read_after).
+MIN_SEQ_FIELD = "min_seq"
 WRITTEN_META = "lcg/written"
 
 

@@ -32,6 +32,7 @@ from lcg.interfaces.tools import (
     graph,
     ingest,
     memory,
+    memory_image,
     memory_jobs,
     memory_read,
     memory_recall,
@@ -250,6 +251,13 @@ OPERATIONS: tuple[AnyOperation, ...] = (
     _row("lambo_inspect", MEMORY, memory_read.InspectParams, memory_read.lambo_inspect, reads=True),
     _row("lambo_stale", MEMORY, memory_read.StaleParams, memory_read.lambo_stale, reads=True),
     _row("lambo_saints", MEMORY, memory_read.SaintsParams, memory_read.lambo_saints, reads=True),
+    # listed only with client vectors on (M-IMG-001: lcg.interfaces.scopes.Visibility)
+    _row(
+        "lambo_derive_image",
+        MEMORY,
+        memory_image.DeriveImageParams,
+        memory_image.lambo_derive_image,
+    ),
 )
 
 # The operator's handles on the memory jobs (`lcg canon ...`, `lcg gc run`): dispatched here

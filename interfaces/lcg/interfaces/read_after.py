@@ -92,7 +92,6 @@ def targets(params: ReadAfterParams) -> dict[str, int]:
 # `_meta["lcg/min_seq"]`, the socket request's `min_seq` member. It applies to every read
 # tool, the lambo_* reads too, whose arguments the seed fixes exactly.
 MIN_SEQ_META = "lcg/min_seq"
-MIN_SEQ_FIELD = "min_seq"
 _REQUESTED: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar(
     "lcg_min_seq", default=None
 )

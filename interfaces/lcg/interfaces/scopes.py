@@ -14,6 +14,7 @@ from lcg.interfaces.operations import OPERATIONS, AnyOperation, Scope
 
 ALL = "all"
 CLOSE = "knowledge_close"
+DERIVE_IMAGE = "lambo_derive_image"
 SCOPE_NAMES: frozenset[str] = frozenset(scope.value for scope in Scope)
 VALID_TOKENS: tuple[str, ...] = (*(scope.value for scope in Scope), ALL)
 
@@ -45,9 +46,14 @@ class Visibility:
     scopes: frozenset[Scope]
     attached: bool = False
     allow_remote_close: bool = False
+    # [embedder] accept_client_vectors: lambo_derive_image is listed exactly then (M-IMG-001;
+    # no embedder here embeds images, ADR 0095), a setting of the whole process (M-IMG-002)
+    client_vectors: bool = False
 
     def shows(self, operation: AnyOperation) -> bool:
         if operation.scope not in self.scopes:
+            return False
+        if operation.name == DERIVE_IMAGE and not self.client_vectors:
             return False
         # Standalone: knowledge_close closes only this process, so admin shows it (K-SCP-014);
         # --allow-remote-close has no effect there (K-MCP-012).

@@ -179,8 +179,8 @@ def serve(
         held_as = _held_as(agent)
         _refuse_attached_ledger(connect, ledger)
         if http:
-            visibility = _visibility(scope, attached=False, allow_close=False)
             settings = _settings(workspace, session, layer)
+            visibility = _visibility(scope, attached=False, allow_close=False, settings=settings)
             calls = _ledger(ledger, settings)
             _serve_http(visibility, settings, port, bind, auth_token, held_as, server_name, calls)
         elif mcp_stdio and connect is not None:
@@ -188,8 +188,8 @@ def serve(
             attached_session = session or os.environ.get("LCG_SESSION", "").strip()
             _serve_attached(visibility, connect, session_name(attached_session or DEFAULT_GROUP))
         elif mcp_stdio:
-            visibility = _visibility(scope, attached=False, allow_close=False)
             settings = _settings(workspace, session, layer)
+            visibility = _visibility(scope, attached=False, allow_close=False, settings=settings)
             calls = _ledger(ledger, settings)
             _serve_standalone(visibility, settings, held_as, server_name, calls)
         else:
@@ -424,8 +424,13 @@ def _serve_attached(visibility: Visibility, path: Path, session: str) -> None:
     async def main(wire_in: int, wire_out: int) -> None:
         health = await client.start()
         log.info("attached to %s (%s)", path, health.get("state"))
+        # the holder's settings decide what it can serve: lambo_derive_image is listed here
+        # exactly when the holder accepts client vectors (M-IMG-001/002, ADR 0095)
+        holder = dataclasses.replace(
+            visibility, client_vectors=health.get("client_vectors") is True
+        )
         try:
-            server = _mcp_server(client, visibility, exit_on_close=False, session=session)
+            server = _mcp_server(client, holder, exit_on_close=False, session=session)
             await server.serve_stdio(wire_in, wire_out)
         finally:
             await client.aclose()
@@ -453,14 +458,21 @@ def _mcp_server(
     )
 
 
-def _visibility(scope: str, *, attached: bool, allow_close: bool) -> Visibility:
+def _visibility(
+    scope: str, *, attached: bool, allow_close: bool, settings: Settings | None = None
+) -> Visibility:
+    """What the MCP server lists: `--scope`'s tools; lambo_derive_image only where the
+    settings accept client vectors (M-IMG-001)."""
     from lcg.interfaces.scopes import ScopeError, Visibility, parse_scopes
 
     try:
         scopes = parse_scopes(scope)
     except ScopeError as error:
         raise InvalidParams("--scope", str(error)) from None
-    return Visibility(scopes, attached=attached, allow_remote_close=allow_close)
+    vectors = settings is not None and settings.tuning.accept_client_vectors
+    return Visibility(
+        scopes, attached=attached, allow_remote_close=allow_close, client_vectors=vectors
+    )
 
 
 def _settings(

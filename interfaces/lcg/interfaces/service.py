@@ -156,6 +156,8 @@ class Service:
             pending = 0 if workspace is None else workspace.vector_follow_state[0]
             if pending:  # serving while the vector indexes catch up (ADR 0047)
                 healthy["vector_pending"] = pending
+            if self.settings.tuning.accept_client_vectors:  # what an attached serve lists
+                healthy["client_vectors"] = True  # (M-IMG-001/002, ADR 0095)
             return healthy
         return {
             "ok": False,

@@ -128,6 +128,7 @@ class Tuning:
             per_session=self._int("retrieval", "per_session"),
             time_filter=self._bool("retrieval", "time_filter"),
             entity_hop=self._float("retrieval", "entity_hop"),
+            speaker_weight=self._float("retrieval", "speaker_weight"),
             rrf_vector=self._float("retrieval", "rrf_vector"),
             rrf_k=self._int("retrieval", "rrf_k"),
         )

@@ -114,6 +114,10 @@ KEYS: Final[tuple[Key, ...]] = (
         meaning="passage search: the names the 3 strongest hits mention and the query does"
         " not are searched again; what that finds joins at this share of the best hit's"
         " score times its own BM25 share; 0: off (ADR 0068)"),
+    Key("retrieval", "speaker_weight", float, 0.0, 0, 1,
+        meaning="passage search and lambo_recall: a chat turn (a message episode, or a"
+        " concept, \"Name: ...\") whose speaker the query names scores 1 + this times its"
+        " fused score; 0: off (ADR 0099)"),
     Key("retrieval", "rrf_vector", float, 0.25, 0, 1,
         meaning="passage search: its BM25 and vector legs fused by reciprocal rank fusion,"
         " the vector leg's terms weighted by this; 0: fused as [fusion] strategy says"

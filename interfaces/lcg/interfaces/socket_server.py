@@ -26,6 +26,7 @@ from lcg.commands.writer import recording_writes
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.jsonrpc import (
     INVALID_REQUEST,
+    MIN_SEQ_FIELD,
     PARSE_ERROR,
     WRITTEN_FIELD,
     JsonObject,
@@ -39,7 +40,7 @@ from lcg.interfaces.jsonrpc import (
     result_frame,
     valid_id,
 )
-from lcg.interfaces.read_after import MIN_SEQ_FIELD, reading_after, request_min_seq
+from lcg.interfaces.read_after import reading_after, request_min_seq
 from lcg.interfaces.request_lines import Oversized, RequestId, RequestLines, request_id_of_line
 from lcg.interfaces.service import Service
 from lcg.projections.runner import Progress

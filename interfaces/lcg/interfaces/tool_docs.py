@@ -20,6 +20,7 @@ import sys
 import tempfile
 import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.operations import AnyOperation
 from lcg.interfaces.service import RECOVER, RECOVER_FULL, Service
+from lcg.interfaces.settings_file import Tuning
+from lcg.interfaces.tool_doc_files import CORRECTIONS_EXAMPLE, ONTOLOGY_EXAMPLE
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.hashing import HashingEmbedder
 from lcg.projections.extraction.classify import Kind, Menu, OneAtATime
@@ -38,10 +41,10 @@ Params = dict[str, Any]
 DEFAULT_DIR = Path("docs/tools")
 WORKSPACE = "<workspace>"  # the temporary workspace's path, in results that show it
 VARIES = "<varies>"  # a value that differs from one run or machine to the next
-# An SQLite file's size depends on its library; timings vary.
-VARYING_KEYS = frozenset(
+_TIMED = ("apply_ms_p50", "apply_ms_p90", "apply_ms_max", "serial_items_per_sec")  # vary
+VARYING_KEYS = frozenset(  # an SQLite file's size depends on its library; timings vary
     ("byte_size", "duration_seconds", "job_id", "start_time", "elapsed_seconds", "epoch")
-).union(f"write_queue_apply_ms_{p}" for p in ("p50", "p90", "max"))
+).union(f"write_queue_{key}" for key in _TIMED)
 STAMP = re.compile(r"\.(recovered|replaced)-\d{8}T\d{6}\.\d{6}Z")  # when a file was set aside
 RECEIPT = re.compile(r"lwr1\.[0-9a-f]{16}\.[0-9a-f]+\.")  # random epoch, issue time: varies
 MEMORY_STORY = {
@@ -90,30 +93,12 @@ BEFORE: dict[str, tuple[tuple[str, Params], ...]] = {
         ("knowledge_assert_entity", {"name": "Charles Babbage", "group_id": "people"}),
     ),
 }
+# lambo_derive_image's example: a 4-d hashing space accepting client vectors (the page says so)
+IMAGE_CONTRACT = {"kind": "hashing", "model": "lcg-hashing-v1", "dim": 4}
 SERVICE_METHODS = frozenset({RECOVER, RECOVER_FULL})  # run through a Service, not in process
 JOB_ID = "<the job_id knowledge_rebuild_from_wal returned>"  # replaced by the real one
 
 # Files written into the workspace before the example (the corrections tools read one).
-CORRECTIONS_EXAMPLE = """corrections:
-  - id: ada-person
-    action: retype
-    entity: Ada Lovelace
-    labels: [Person, Mathematician]
-  - id: engine-summary
-    action: set_summary
-    entity: Analytical Engine
-    summary: Babbage's design for a general-purpose mechanical computer.
-"""
-ONTOLOGY_EXAMPLE = """relation_types:
-  - name: AUTHORED
-    description: A person wrote a text about a subject.
-    aliases: [wrote notes on]
-  - name: DESIGNED
-    description: A person designed a machine or a system.
-entity_types:
-  - {name: Person, description: A human being.}
-  - {name: Machine, description: A mechanical or computing device.}
-"""
 TYPING_TOOLS = (
     "knowledge_canonicalize_relations",
     "knowledge_backfill_relation_types",
@@ -145,6 +130,7 @@ class _StandInClassifier(OneAtATime):
 FAMILY_OF = {
     "memory_read": "memory",
     "memory_recall": "memory",
+    "memory_image": "memory",
     "ingest": "episodes",
     "cypher": "search",  # the seed files knowledge_query_cypher under Search
     "relation_typing": "typing",
@@ -297,6 +283,14 @@ EXAMPLES: dict[str, Params] = {
     "lambo_inspect": {"agent_id": "agent-a", "focus": "user schema", "depth": 1},
     "lambo_stale": {"agent_id": "agent-a"},
     "lambo_saints": {"agent_id": "agent-a"},
+    "lambo_derive_image": {
+        "agent_id": "agent-a",
+        "caption": "the user schema diagram",
+        "concept_type": "resource",
+        "image_id": "d1",
+        "vector": {"values": [0.6, 0.8, 0.0, 0.0], "contract": IMAGE_CONTRACT},
+        "parent_of": [{"parent": "user schema", "child": "the user schema diagram [image:d1]"}],
+    },
 }
 
 
@@ -326,9 +320,13 @@ def run_example(operation: AnyOperation) -> Params:
     """The example call's real result, in a fresh temporary workspace holding STORY."""
     with tempfile.TemporaryDirectory(prefix="lcg-tool-docs-") as directory:
         settings = Settings(workspace=Path(directory), vector_follow="sync", embedder="hashing")
+        image = operation.name == "lambo_derive_image"
+        if image:  # client vectors accepted, in the example's 4-d space
+            accepted = {**settings.tuning.values, "[embedder] accept_client_vectors": True}
+            settings = replace(settings, tuning=Tuning(values=accepted))
         workspace = Workspace(
             settings,
-            embedder=HashingEmbedder(),
+            embedder=HashingEmbedder(dim=4) if image else HashingEmbedder(),
             clock=_Clock(),
             command="lcg tool_docs",
             memory_ids=_Ids(first=1000),
@@ -442,7 +440,8 @@ def _page(family: str, tools: Sequence[AnyOperation], results: Sequence[Params])
                 "",
                 "Each memory example first derives `user schema` (an entity) as `agent-a` and "
                 "waits for it; memory ids count from 1000, and receipt ids show "
-                "`<epoch>.<issued>`, which differ on every run.",
+                "`<epoch>.<issued>`, which differ on every run. `lambo_derive_image`'s runs "
+                "with client vectors accepted, in a 4-dimensional hashing space.",
             ]
             if family == "memory"
             else []

@@ -22,7 +22,7 @@ from lcg.projections.text.reader import TextHit
 from lcg.projections.vectors import catalog
 from lcg.queries.fusion import Fused, Fusion, best_per_key, fuse, fused_order
 from lcg.queries.search import GRAPH_DECAY, SearchContext
-from lcg.queries.stages import run_stages
+from lcg.queries.stages import boost_speakers, run_stages, speaker_of
 
 RECENT_SCORE = 0.25  # the recent leg's fixed score: below a real match by meaning (ADR 0027)
 RECENT_INTERACTIONS = 5  # how many of the session's last writes the recent leg reads
@@ -113,6 +113,8 @@ def ranked(
         legs["recent"] = [(node, RECENT_SCORE) for node in recent]
     fused = fuse(legs, fusion, raw=fusion == "max")
     values = _both_fused(legs, fused, fusion)
+    if ctx.stages.speaker_weight > 0:
+        fused = _by_speaker(ctx, query, fused)
     if traversal_depth:
         fused = _expand(ctx, session, fused, traversal_depth)
     if ctx.stages.reorders:
@@ -202,6 +204,15 @@ def _both_fused(
             mine = {fusion: round(e.score, 6), other: round(scores[e.key], 6)}
             both[e.key] = {"max": mine["max"], "rrf": mine["rrf"]}
     return both
+
+
+def _by_speaker(ctx: SearchContext, query: str, fused: list[Fused[str]]) -> list[Fused[str]]:
+    """The speaker stage (ADR 0099): a concept whose content is a chat turn ("Name: ...")
+    whose speaker the query names scores 1 + speaker_weight times its fused score."""
+    nodes = state.nodes_by_uuid(ctx.conn, [e.key for e in fused])
+    speakers = {uuid: speaker_of(node.content) for uuid, node in nodes.items()}
+    named = {uuid: who for uuid, who in speakers.items() if who}
+    return boost_speakers(fused, named, query, ctx.stages.speaker_weight)
 
 
 def _staged(

@@ -28,11 +28,16 @@ from lcg.queries.stages import (
     ENTITY_FROM,
     OFF,
     Stages,
+    boost_speakers,
     mentioned_names,
     run_stages,
     scaled_vectors,
+    speaker_of,
 )
 
+# knowledge_search_passages' default min_score (P-112 proposed 0.5): on a passage's best leg
+# score, it drops off-topic hits and none of the evidence two corpora hold (ADR 0098)
+PASSAGE_FLOOR = 0.3
 GRAPH_DECAY = 0.5  # a neighbour found through a hit scores half of that hit, per hop
 EXPAND_FROM = 3  # strong hits whose neighbours are added
 
@@ -330,7 +335,7 @@ def search_passages(
     query: str,
     group_ids: Sequence[str] | None,
     num_results: int = 10,
-    min_score: float = 0.5,
+    min_score: float = PASSAGE_FLOOR,
 ) -> PassageSearchResult:
     """Passages of episodes by BM25 and passage vectors, fused; [] means all groups (K-GID).
 
@@ -358,6 +363,8 @@ def search_passages(
             "passage_vector": scaled_vectors(legs["passage_vector"], ctx.stages.vector_weight)
         }
         fused = [e for e in _fuse_passages(ctx, scaled) if e.key in kept]
+    if ctx.stages.speaker_weight > 0:
+        fused = boost_speakers(fused, _speakers(ctx, fused), query, ctx.stages.speaker_weight)
     if ctx.stages.entity_hop > 0:
         fused = _entity_hop(ctx, query, fused, groups, limit)
     if ctx.expand_depth:
@@ -440,6 +447,17 @@ def _entity_hop(
             {"entity": rank},
         )
     return sorted(known.values(), key=fused_order)
+
+
+def _speakers(
+    ctx: SearchContext, fused: list[Fused[tuple[str, int]]]
+) -> dict[tuple[str, int], str]:
+    """The speaker of each candidate of a `message` episode ("Name: ..."), by key."""
+    infos = reader.episode_infos(ctx.conn, list({e.key[0] for e in fused}))
+    keys = [e.key for e in fused if e.key[0] in infos and infos[e.key[0]]["source"] == "message"]
+    texts = text.passage_texts(ctx.conn, keys)
+    found = {key: speaker_of(texts.get(key, "")) for key in keys}
+    return {key: speaker for key, speaker in found.items() if speaker}
 
 
 def _staged(

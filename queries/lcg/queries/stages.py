@@ -9,7 +9,9 @@ setting turns it on, and what each measured on REALTALK is in docs/adr/0068-retr
 - diversity: at most `per_session` passages of one session among the first results, so a
   question needing evidence from two sessions gets both;
 - time: a date range read from the query ("in May", "last week", "in 2023") keeps the
-  candidates whose episode falls in it, unless that leaves fewer than `min_kept`.
+  candidates whose episode falls in it, unless that leaves fewer than `min_kept`;
+- speaker (passages): a chat turn ("Name: ...") whose speaker the query names scores more,
+  since a question about one participant is mostly answered by their own turns (ADR 0099).
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ class Stages:
     # fusion ([fusion] strategy) instead
     rrf_vector: float = 0.25
     rrf_k: int = 60
+    # passage search: a `message` passage whose speaker the query names scores
+    # (1 + speaker_weight) x its fused score (0: off; ADR 0099)
+    speaker_weight: float = 0.0
 
     @property
     def reorders(self) -> bool:
@@ -68,6 +73,51 @@ def mentioned_names(texts: Sequence[str], query: str, stop: frozenset[str]) -> l
             if low not in asked and low not in stop and len(low) > 2:
                 found.setdefault(name, None)
     return list(found)
+
+
+_SPEAKER = re.compile(r"\s*([^\n:]{1,40}):")
+_WORDS = re.compile(r"\w+")
+
+
+def speaker_of(text: str) -> str | None:
+    """A chat turn's speaker, lowercased: what comes before the colon that ends its first
+    words ("Emi: ..." -> "emi"), or None."""
+    found = _SPEAKER.match(text)
+    if found is None:
+        return None
+    return found[1].strip().lower() or None
+
+
+def named_speakers(query: str, speakers: Sequence[str]) -> set[str]:
+    """The speakers the query names, by their whole name or its first word ("Kate's" names
+    kate, "Fahim" names fahim khan)."""
+    words = [w.lower() for w in _WORDS.findall(query)]
+    said = " ".join(words)
+    named = set()
+    for speaker in set(speakers):
+        parts = _WORDS.findall(speaker)
+        if parts and (parts[0] in words or " ".join(parts) in said):
+            named.add(speaker)
+    return named
+
+
+def boost_speakers(
+    fused: Sequence[Fused[K]], speakers: Mapping[K, str], query: str, weight: float
+) -> list[Fused[K]]:
+    """Each candidate whose speaker the query names scores (1 + weight) x its score; nothing
+    changes when the query names no speaker, or every speaker among the candidates."""
+    if weight <= 0 or not speakers:
+        return list(fused)
+    named = named_speakers(query, list(speakers.values()))
+    if not named or named == set(speakers.values()):
+        return list(fused)
+    boosted = [
+        replace(e, score=e.score * (1 + weight), ranks=dict(e.ranks))
+        if speakers.get(e.key) in named
+        else e
+        for e in fused
+    ]
+    return sorted(boosted, key=fused_order)
 
 
 SESSION_TOP = 2  # a session scores by the mean of its best candidates' scores, this many

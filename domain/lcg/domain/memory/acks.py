@@ -95,6 +95,29 @@ def action_ack(
     )
 
 
+def image_ack(
+    image_id: str,
+    receipt: ReceiptId,
+    agent_id: str,
+    *,
+    dropped: DropCause | None = None,
+    written_to: str | None = None,
+    warnings: tuple[str, ...] = (),
+    retry_after_ms: int = 0,
+) -> WriteAck:
+    """lambo_derive_image's ack, exactly as lambo_derive's (M-IMG-053, M-IMG-061): it names
+    the image id, never the caption's payload or a vector value."""
+    return _ack(
+        f"1 image concept ([image:{image_id}])",
+        receipt,
+        agent_id,
+        dropped,
+        written_to,
+        warnings,
+        retry_after_ms,
+    )
+
+
 def _ack(
     what: str,
     receipt: ReceiptId,

@@ -50,3 +50,28 @@ class RecordAction:
     receipt: str
     now: datetime
     repo_scope: str | None = None  # trimmed, NFC (lcg.domain.memory.repo_paths)
+
+
+DERIVE_IMAGE = "lambo_derive_image"
+
+
+@dataclass(frozen=True, slots=True)
+class DeriveImage:
+    """lambo_derive_image by a client vector (ADR 0095): one image concept, its content the
+    caption plus `[image:<image_id>]`, its vector checked and unit-length."""
+
+    session: GroupId
+    agent_id: str
+    caption: str
+    concept_type: str
+    image_id: str
+    vector: tuple[float, ...]
+    contract: tuple[str, str | None, int]  # the session's (kind, model, dim) it was held to
+    parent_of: tuple[tuple[str, str], ...]
+    event_time: datetime | None
+    receipt: str
+    now: datetime
+
+    @property
+    def content(self) -> str:
+        return f"{self.caption} [image:{self.image_id}]"

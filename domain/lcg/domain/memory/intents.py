@@ -17,9 +17,22 @@ from typing import Protocol
 
 from lcg.domain.events import MemoryWriteAccepted
 from lcg.domain.memory import scoped_refs
-from lcg.domain.memory.calls import DERIVE, RECORD_ACTION, Derive, RecordAction
+from lcg.domain.memory.calls import (
+    DERIVE,
+    DERIVE_IMAGE,
+    RECORD_ACTION,
+    Derive,
+    DeriveImage,
+    RecordAction,
+)
 from lcg.domain.memory.identity import canonical_key, matches_by_key
-from lcg.domain.memory.records import ActionRequest, DerivedConcept, DeriveRequest, ParentOf
+from lcg.domain.memory.records import (
+    ActionRequest,
+    DerivedConcept,
+    DeriveRequest,
+    ImageRequest,
+    ParentOf,
+)
 from lcg.domain.memory.references import (
     ACTION_CYCLE,
     HIERARCHY_CYCLE,
@@ -234,4 +247,24 @@ def decide_action(call: RecordAction, graph: SessionGraph) -> MemoryWriteAccepte
     )
     return MemoryWriteAccepted(
         call.now, call.receipt, call.agent_id, RECORD_ACTION, request, call.event_time
+    )
+
+
+def decide_image(call: DeriveImage, graph: SessionGraph) -> MemoryWriteAccepted:
+    """The intent of a lambo_derive_image (ADR 0095): the vector carried in the event, so a
+    replay never computes it; its parent_of pairs refused if they would close a loop. Whether
+    a text concept already holds the image's content is decided on apply (the receipt says
+    image id taken, M-IMG-060)."""
+    _refuse_hierarchy_cycle(graph, call.parent_of)
+    request = ImageRequest(
+        call.caption,
+        call.concept_type,
+        call.image_id,
+        call.vector,
+        "client",
+        call.contract,
+        tuple(ParentOf(p, c) for p, c in call.parent_of),
+    )
+    return MemoryWriteAccepted(
+        call.now, call.receipt, call.agent_id, DERIVE_IMAGE, request, call.event_time
     )

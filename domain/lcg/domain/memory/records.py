@@ -97,7 +97,13 @@ class MemoryRequest(Record):
     @classmethod
     def from_wire(cls, data: Wire) -> Self:
         if cls is MemoryRequest:
-            kind: type[MemoryRequest] = DeriveRequest if "concepts" in data else ActionRequest
+            kind: type[MemoryRequest]
+            if "concepts" in data:
+                kind = DeriveRequest
+            elif "image_id" in data:
+                kind = ImageRequest
+            else:
+                kind = ActionRequest
             return kind.from_wire(data)  # type: ignore[return-value]
         raise NotImplementedError
 
@@ -165,6 +171,51 @@ class ActionRequest(MemoryRequest):
         )
 
 
+@dataclass(frozen=True, slots=True)
+class ImageRequest(MemoryRequest):
+    """A lambo_derive_image as validated (ADR 0095): the caption, the image id, the concept's
+    unit-length vector and where it came from (`source`: "client", the contract it is in),
+    and parent_of. The vector is the event's, so a replay or a rebuilt vector index uses it
+    and never embeds the caption; the image bytes are never here."""
+
+    caption: str
+    concept_type: str
+    image_id: str
+    vector: tuple[float, ...]
+    source: str  # "client": a client vector (the only source this server has)
+    contract: tuple[str, str | None, int]  # (kind, model, dim) the vector is in
+    parent_of: tuple[ParentOf, ...]
+
+    @property
+    def content(self) -> str:
+        """The concept's content: the caption plus its image suffix (M-IMG-050)."""
+        return f"{self.caption} [image:{self.image_id}]"
+
+    def to_wire(self) -> Wire:
+        kind, model, dim = self.contract
+        return {
+            "caption": self.caption,
+            "concept_type": self.concept_type,
+            "image_id": self.image_id,
+            "vector": list(self.vector),
+            "source": {"kind": self.source, "contract": {"kind": kind, "model": model, "dim": dim}},
+            "parent_of": [p.to_wire() for p in self.parent_of],
+        }
+
+    @classmethod
+    def from_wire(cls, data: Wire) -> Self:
+        contract = data["source"]["contract"]
+        return cls(
+            data["caption"],
+            data["concept_type"],
+            data["image_id"],
+            tuple(float(value) for value in data["vector"]),
+            data["source"]["kind"],
+            (contract["kind"], contract["model"], int(contract["dim"])),
+            tuple(ParentOf.from_wire(p) for p in data["parent_of"]),
+        )
+
+
 # -- MemoryWriteApplied.outcome -------------------------------------------------------------
 
 
@@ -179,6 +230,35 @@ class OutcomeNode(Record):
     concept_type: str | None
     canonical_key: str | None
     embedding_text: str | None
+    # an image concept's unit-length vector (ADR 0095): stored, never computed from text;
+    # written only when set, so every other node's bytes are as before
+    vector: tuple[float, ...] | None = None
+
+    def to_wire(self) -> Wire:
+        wire: Wire = {
+            "uuid": self.uuid,
+            "node_kind": self.node_kind,
+            "content": self.content,
+            "concept_type": self.concept_type,
+            "canonical_key": self.canonical_key,
+            "embedding_text": self.embedding_text,
+        }
+        if self.vector is not None:
+            wire["vector"] = list(self.vector)
+        return wire
+
+    @classmethod
+    def from_wire(cls, data: Wire) -> Self:
+        vector = data.get("vector")
+        return cls(
+            data["uuid"],
+            data["node_kind"],
+            data["content"],
+            data["concept_type"],
+            data["canonical_key"],
+            data["embedding_text"],
+            None if vector is None else tuple(float(value) for value in vector),
+        )
 
 
 @dataclass(frozen=True, slots=True)

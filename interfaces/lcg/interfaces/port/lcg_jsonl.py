@@ -4,7 +4,11 @@ The first line is the header `{"format": "lcg-jsonl", "version": 1, "group_id", 
 "exported_at", "counts"}`; then one object per line, each with a `kind`: `entity`, `edge`
 (its ends by entity name), `episode`, `concept` (with its type and canonization status) and
 `concept_edge`. Import reads them all; a concept's canonization status is not written (the
-session's canonization decides it again; lcg.interfaces.port.concepts).
+session's canonization decides it again; lcg.interfaces.port.concepts). An image concept's
+line has an optional `image` field, `{image_id, caption, vector: {values, contract}}` (its
+unit vector and the embedding contract it is in; never image bytes, which lcg never holds):
+a file without it is read as before. A file holding one is version 2 (otherwise 1), so an older
+lcg refuses it at its header rather than midway through an import.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from lcg.interfaces.port.records import (
     ConceptEdge,
     Entity,
     Episode,
+    ImageLine,
     Record,
     Relation,
     json_lines,
@@ -33,6 +38,8 @@ from lcg.interfaces.port.snapshot import Snapshot
 
 FORMAT = "lcg-jsonl"
 VERSION = 1
+IMAGES_VERSION = 2  # a file holding image concepts: an lcg that cannot import them says so
+VERSIONS = (VERSION, IMAGES_VERSION)
 KINDS = ("entity", "edge", "episode", "concept", "concept_edge")
 
 
@@ -58,9 +65,11 @@ def read(paths: Sequence[Path]) -> Iterator[Record]:
 def _header(item: Any, where: str) -> None:
     if not isinstance(item, dict) or item.get("format") != FORMAT:
         raise BadField(where, f'the first line must be the header {{"format": "{FORMAT}", ...}}')
-    if item.get("version") != VERSION:
+    if item.get("version") not in VERSIONS:
         raise BadField(
-            where, f"version {item.get('version')!r} is not one this lcg reads ({VERSION})"
+            where,
+            f"version {item.get('version')!r} is not one this lcg reads "
+            f"({', '.join(map(str, VERSIONS))})",
         )
 
 
@@ -106,6 +115,7 @@ def _record(item: Any, where: str) -> Record:
             concept_type=text_field(item, "concept_type", where),
             agent_id=text_field(item, "agent_id", where),
             where=where,
+            image=_image(item, where),
         )
     if kind == "concept_edge":
         return ConceptEdge(
@@ -115,6 +125,29 @@ def _record(item: Any, where: str) -> Record:
             where=where,
         )
     raise BadField(where, f'unknown "kind" {kind!r}: expected one of {", ".join(KINDS)}')
+
+
+def _image(item: dict[str, Any], where: str) -> ImageLine | None:
+    """A concept line's `image` field (absent or null: a text concept). Its content must be
+    the caption plus [image:<image_id>], as lambo_derive_image stores it."""
+    value = item.get("image")
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"image_id", "caption", "vector"}:
+        raise BadField(where, '"image" must be an object {image_id, caption, vector}')
+    vector = value["vector"]
+    if not isinstance(vector, dict):
+        raise BadField(where, '"image.vector" must be an object {values, contract}')
+    image = ImageLine(
+        image_id=text_field(value, "image_id", where),
+        caption=text_field(value, "caption", where),
+        vector=vector,
+    )
+    if item.get("content") != f"{image.caption} [image:{image.image_id}]":
+        raise BadField(
+            where, '"content" of an image concept must be its caption plus [image:<image_id>]'
+        )
+    return image
 
 
 def _optional(item: dict[str, Any], key: str, where: str) -> str | None:
@@ -132,10 +165,13 @@ def _object(item: dict[str, Any], where: str) -> dict[str, Any]:
 
 
 def write(snapshot: Snapshot, out: IO[bytes], now: dt.datetime) -> int:
-    """The header, then entities, edges, episodes, concepts and concept edges; returns lines."""
+    """The header, then entities, edges, episodes, concepts and concept edges; returns lines.
+    A file holding image concepts is version 2, so an lcg that cannot import them refuses it
+    at its header instead of failing at the image's write, midway."""
+    images = snapshot.images()
     header = {
         "format": FORMAT,
-        "version": VERSION,
+        "version": IMAGES_VERSION if images else VERSION,
         "group_id": snapshot.group_id,
         "as_of_seq": snapshot.seq,
         "exported_at": now.isoformat(),
@@ -153,11 +189,21 @@ def write(snapshot: Snapshot, out: IO[bytes], now: dt.datetime) -> int:
         source, target = names[fields.pop("source_uuid")], names[fields.pop("target_uuid")]
         _line(out, {"kind": "edge", "source": source, "target": target, **fields})
         written += 1
-    for rows in (snapshot.episodes(), snapshot.concepts()):
-        for row in rows:
-            kind = "episode" if hasattr(row, "reference_time") else "concept"
-            _line(out, {"kind": kind, **_fields(row)})
-            written += 1
+    for episode in snapshot.episodes():
+        _line(out, {"kind": "episode", **_fields(episode)})
+        written += 1
+    for concept in snapshot.concepts():
+        fields = {"kind": "concept", **_fields(concept)}
+        image = images.get(concept.uuid)
+        if image is not None:  # what lambo_derive_image needs to re-create it (ADR 0095)
+            vector = {"values": list(image.values), "contract": image.contract}
+            fields["image"] = {
+                "image_id": image.image_id,
+                "caption": image.caption,
+                "vector": vector,
+            }
+        _line(out, fields)
+        written += 1
     for concept_edge in snapshot.concept_edges():
         _line(out, {"kind": "concept_edge", **_fields(concept_edge)})
         written += 1

@@ -50,14 +50,26 @@ class Episode:
 
 
 @dataclass(frozen=True, slots=True)
+class ImageLine:
+    """An image concept's `image` field (lcg-jsonl, ADR 0095): what lambo_derive_image needs
+    to re-create it. `vector` is `{values, contract}` as sent, checked by the import."""
+
+    image_id: str
+    caption: str
+    vector: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Concept:
-    """A memory concept (lcg-jsonl): `key` is its id in the file, which its edges name."""
+    """A memory concept (lcg-jsonl): `key` is its id in the file, which its edges name; an
+    image concept has `image`, and its content is the caption plus [image:<image_id>]."""
 
     key: str
     content: str
     concept_type: str
     agent_id: str
     where: str
+    image: ImageLine | None = None
 
 
 @dataclass(frozen=True, slots=True)

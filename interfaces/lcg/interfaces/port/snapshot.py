@@ -73,6 +73,17 @@ class ConceptRow:
 
 
 @dataclass(frozen=True, slots=True)
+class ImageRow:
+    """What re-creating an image concept needs (ADR 0095): its id, caption and unit vector
+    with the embedding contract it is in, as its lambo_derive_image intent carried them."""
+
+    image_id: str
+    caption: str
+    values: tuple[float, ...]
+    contract: dict[str, Any]  # {kind, model, dim}
+
+
+@dataclass(frozen=True, slots=True)
 class ConceptEdgeRow:
     type: str  # depends_on, contradicts, parent_of, ...
     source: str
@@ -185,6 +196,33 @@ class Snapshot:
                 agent_id=row["agent_id"],
                 created_at=row["created_at"],
             )
+
+    def concept_keys(self) -> Iterator[tuple[str, str]]:
+        """Each concept's node id and canonical key (what identity by key compares)."""
+        for row in self._rows(
+            "SELECT uuid, canonical_key FROM memory_nodes WHERE group_id=?"
+            " AND node_kind='concept' AND canonical_key IS NOT NULL"
+        ):
+            yield row["uuid"], row["canonical_key"]
+
+    def images(self) -> dict[str, ImageRow]:
+        """The group's image concepts by node id: the intent of the write that created each
+        (its outcome's seq is the image's row's), whose request holds the vector. Held
+        whole: at most one vector (4096 values) per image concept."""
+        found: dict[str, ImageRow] = {}
+        for row in self._rows(
+            "SELECT i.node_id, w.request FROM memory_images i"
+            " JOIN memory_writes w ON w.outcome_seq = i.seq AND w.tool = 'lambo_derive_image'"
+            " WHERE i.group_id=?"
+        ):
+            request = json.loads(row["request"])
+            found[row["node_id"]] = ImageRow(
+                image_id=request["image_id"],
+                caption=request["caption"],
+                values=tuple(float(value) for value in request["vector"]),
+                contract=dict(request["source"]["contract"]),
+            )
+        return found
 
     def concept_edges(self) -> Iterator[ConceptEdgeRow]:
         for row in self._rows(

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from lcg.commands.memory_admission import MemoryReply, MemoryService
 from lcg.domain.errors import InvalidParams
-from lcg.domain.memory import arguments, layers, limits, text
+from lcg.domain.memory import arguments, images, layers, limits, text
 from lcg.domain.memory.arguments import ActionArgs, DeriveArgs
 from lcg.domain.memory.calls import ConceptIn
 from lcg.domain.memory.limits import IntRange
@@ -130,6 +130,9 @@ def _check_value(field: str, value: object, spec: dict[str, Any]) -> None:
     elif isinstance(value, str) and "maxLength" in spec:
         if field == "agent_id":  # the one string the seed caps in characters, with its rules
             text.check_agent_id(value)
+        elif field == "image_id":  # lambo_derive_image's id: its cap, then its own rule
+            text.check_size(field, value, cap=int(spec["maxLength"]))
+            images.check_image_id(field, value)
         else:
             text.check_size(field, value, cap=int(spec["maxLength"]))
     elif isinstance(value, int) and not isinstance(value, bool) and "maximum" in spec:

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import Field
 
 from lcg.domain.errors import InvalidParams
-from lcg.domain.memory import client_vectors, layers, limits, text
+from lcg.domain.memory import client_vectors, images, layers, limits, text
 from lcg.domain.memory.text import MemoryArgumentError
 from lcg.interfaces.app import App
 from lcg.interfaces.ledger_lines import RECALL_DETAIL, fusion_of, recall_detail
@@ -180,6 +180,7 @@ def _by_vector(app: App, params: RecallParams) -> tuple[float, ...] | None:
             rule="at most one",
         )
     if params.image is not None:
+        images.check_image("image", params.image)  # its shape and limits first (M-REC-010)
         raise MemoryArgumentError(
             "configuration error: recall by image needs an embedder that embeds images; this "
             'server\'s embedder embeds text only (embedding_modalities ["text"]). Recall by '

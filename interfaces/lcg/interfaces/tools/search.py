@@ -30,7 +30,9 @@ class FindParams(ReadAfterParams):
 class SearchPassagesParams(ReadAfterParams):
     query: str = required_text(rules.MAX_FACT, "What to look for, in words.")
     num_results: int = Field(10, description="Clamped to 1-100.")
-    min_score: float = Field(0.5, description="Clamped to 0.0-1.0; floor on the best leg score.")
+    min_score: float = Field(
+        search.PASSAGE_FLOOR, description="Clamped to 0.0-1.0; floor on the best leg score."
+    )
     group_ids: GroupIdsField = None
 
 

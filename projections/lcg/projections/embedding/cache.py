@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from lcg.projections.damage import Repair, is_corruption, report, set_aside, sqlite_problem
+from lcg.projections.embedding import stored as kept_vectors
 from lcg.projections.embedding.port import Embedder, EmbeddingContract, Vectors
 from lcg.projections.faults import StorageFailure
 from lcg.projections.own_files import refuse_foreign_sqlite
@@ -102,6 +103,13 @@ class EmbeddingCache:
         result = np.zeros((len(texts), dim), dtype=np.float32)
         if not texts:
             return result
+        if any(kept_vectors.is_stored(text) for text in texts):  # a vector kept in the log (0095)
+            rest = [text for text in texts if not kept_vectors.is_stored(text)]
+            computed = iter(self.embed(rest))
+            for index, text in enumerate(texts):
+                is_kept = kept_vectors.is_stored(text)
+                result[index] = kept_vectors.stored_vector(text, dim) if is_kept else next(computed)
+            return result
         hashes = [text_hash(text) for text in texts]
         found = self._found(hashes)
         missing = {h: text for h, text in zip(hashes, texts, strict=True) if h not in found}
@@ -112,9 +120,17 @@ class EmbeddingCache:
         return result
 
     def cached(self, texts: Sequence[str]) -> dict[str, Vectors]:
-        """The vectors the cache holds for these texts; the model never runs."""
-        hashes = {text_hash(text): text for text in texts}
-        return {hashes[digest]: vector for digest, vector in self._found(list(hashes)).items()}
+        """The vectors the cache holds for these texts (a stored vector's text holds its
+        own); the model never runs."""
+        dim = self.contract.dim
+        kept = {
+            text: kept_vectors.stored_vector(text, dim)
+            for text in texts
+            if kept_vectors.is_stored(text)
+        }
+        hashes = {text_hash(text): text for text in texts if text not in kept}
+        found = self._found(list(hashes)) if hashes else {}
+        return {**kept, **{hashes[digest]: vector for digest, vector in found.items()}}
 
     def _found(self, hashes: list[bytes]) -> dict[bytes, Vectors]:
         # In key order: each chunk of the IN list then reads neighbouring pages of the

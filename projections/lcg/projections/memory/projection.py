@@ -51,6 +51,7 @@ TABLES = (
     "memory_superseded",
     "memory_concept_stats",
     "memory_session_stats",
+    "memory_images",
 )
 
 _SCHEMA = (
@@ -82,6 +83,10 @@ _SCHEMA = (
     # Possibly superseded, not declared (#198): the newer of a pair may replace the older.
     "CREATE TABLE IF NOT EXISTS memory_superseded (group_id TEXT NOT NULL, older TEXT NOT NULL,"
     " newer TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (older, newer))",
+    # An image concept (ADR 0095): its vector came with it (a client's), never from its text.
+    # Created where missing at every open; a log written before it holds no image concept.
+    "CREATE TABLE IF NOT EXISTS memory_images (node_id TEXT PRIMARY KEY, group_id TEXT NOT"
+    " NULL, seq INTEGER NOT NULL)",
 )
 
 
@@ -144,6 +149,10 @@ def _applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteAppli
                 )
                 for node in nodes
             ],
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO memory_images (node_id, group_id, seq) VALUES (?,?,?)",
+            [(node.uuid, group, seq) for node in nodes if node.vector is not None],
         )
         conn.executemany(
             "UPDATE memory_nodes SET reinforced = reinforced + 1, last_written_at=? WHERE uuid=?",
@@ -268,6 +277,7 @@ def _gc_swept(conn: sqlite3.Connection, group: GroupId, run: Run[GcSwept]) -> No
     conn.executemany("DELETE FROM memory_edges WHERE target=?", gone)
     conn.executemany("DELETE FROM memory_superseded WHERE older=?", gone)
     conn.executemany("DELETE FROM memory_superseded WHERE newer=?", gone)
+    conn.executemany("DELETE FROM memory_images WHERE node_id=?", gone)
 
 
 @TABLE.on(GroupPurged)
@@ -277,6 +287,7 @@ def _purged(conn: sqlite3.Connection, group: GroupId, run: Run[GroupPurged]) -> 
     conn.execute("DELETE FROM memory_nodes WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_edges WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_superseded WHERE group_id=?", (group,))
+    conn.execute("DELETE FROM memory_images WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_concept_stats WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_session_stats WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_writes WHERE group_id=? AND state != 'pending'", (group,))

@@ -59,6 +59,19 @@ def concepts_with_key(conn: sqlite3.Connection, group: str, key: str) -> list[No
     return _nodes(conn, "group_id=? AND canonical_key=? AND +node_kind='concept'", (group, key))
 
 
+def images_among(conn: sqlite3.Connection, group: str, uuids: Sequence[str]) -> set[str]:
+    """Which of these concepts are image concepts (ADR 0095): never merged by similarity, no
+    text concept merged into them, never a replacement candidate."""
+    if not uuids:
+        return set()
+    marks = ",".join("?" * len(uuids))
+    rows = conn.execute(
+        f"SELECT node_id FROM memory_images WHERE group_id=? AND node_id IN ({marks})",
+        (group, *uuids),
+    )
+    return {str(row[0]) for row in rows}
+
+
 def edge_uuid(
     conn: sqlite3.Connection, group: str, kind: str, source: str, target: str
 ) -> str | None:

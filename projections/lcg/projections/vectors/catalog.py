@@ -46,7 +46,9 @@ from lcg.domain.events import (
     SummaryEmbedded,
 )
 from lcg.domain.ids import GroupId, Seq
+from lcg.domain.memory.records import OutcomeNode
 from lcg.projections.dispatch import E, EventTable
+from lcg.projections.embedding.stored import stored_text
 from lcg.projections.reset import only_group
 from lcg.projections.wal.store import RecordedEvent
 
@@ -194,12 +196,21 @@ def _memory_applied(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWri
     conn.executemany(
         _INSERT,
         [
-            (group, CONCEPT, node.uuid, 0, node.embedding_text, seq)
+            (group, CONCEPT, node.uuid, 0, _concept_text(node), seq)
             for seq, event in run
             for node in event.outcome.nodes
-            if node.embedding_text
+            if node.embedding_text or node.vector is not None
         ],
     )
+
+
+def _concept_text(node: OutcomeNode) -> str:
+    """What a concept's vector is of: its framed text, or an image concept's vector itself,
+    kept in the log and never computed from the caption (ADR 0095)."""
+    if node.vector is not None:
+        return stored_text(node.vector)
+    assert node.embedding_text is not None
+    return node.embedding_text
 
 
 def _collapsed_owners(event: EntitiesMerged | PointersRebound) -> tuple[str, ...]:
@@ -236,7 +247,9 @@ def touched_owners(event: DomainEvent) -> tuple[str, ...] | None:
     if isinstance(event, EntitiesMerged | PointersRebound):
         return _collapsed_owners(event)
     if isinstance(event, MemoryWriteApplied):
-        return tuple(n.uuid for n in event.outcome.nodes if n.embedding_text)
+        return tuple(
+            n.uuid for n in event.outcome.nodes if n.embedding_text or n.vector is not None
+        )
     if isinstance(event, GcSwept):
         return tuple(item.node_id for item in event.collected)
     if isinstance(

@@ -1,0 +1,180 @@
+"""lambo_record_action items no other test names (seed 001, M-ACT): its arguments, how its
+entries name concepts, `against`, cycles, and its receipt and queue, on a real workspace
+through the one dispatch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lcg.domain.errors import DomainError
+from lcg.interfaces.app import App
+from lcg.interfaces.workspace import Workspace
+from lcg.projections.memory import state
+from tests.integration.test_memory_writes import (
+    AGENT,
+    SESSION,
+    call,
+    concept,
+    derive,
+    head,
+    node_by_content,
+    settled,
+)
+
+SCHEMA = "user schema owns the accounts table"
+
+
+def _act(app: App, action: str, **params: Any) -> dict[str, Any]:
+    ack: dict[str, Any] = call(app, "lambo_record_action", agent_id=AGENT, action=action, **params)
+    return ack
+
+
+def _refused(app: App, workspace: Workspace, action: str, **params: Any) -> DomainError:
+    before = head(workspace)
+    with pytest.raises(DomainError) as error:
+        _act(app, action, **params)
+    assert head(workspace) == before, "a refused call wrote nothing"
+    return error.value
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"action": "x", "colour": "red"}, "colour"),  # M-ACT-002
+        ({"action": "x" * 16_385}, "action"),  # M-ACT-003
+        ({}, "action"),  # M-ACT-003: required
+    ],
+)
+def test_m_act_002_003_an_unknown_argument_and_an_action_over_16_kb_are_refused(
+    app: App, workspace: Workspace, params: dict[str, Any], field: str
+) -> None:
+    before = head(workspace)
+    with pytest.raises(DomainError) as error:
+        call(app, "lambo_record_action", agent_id=AGENT, **params)
+    assert error.value.field is not None
+    assert error.value.field.startswith(field)
+    assert head(workspace) == before
+
+
+def test_m_act_002_003_005_008_every_argument_at_its_limit_is_accepted(
+    app: App, workspace: Workspace
+) -> None:
+    settled(app, derive(app, concept(SCHEMA, "entity"), concept("the old layout", "entity")))
+    ack = _act(
+        app,
+        "x" * 16_384,
+        event_time="2025-06-01T00:00:00Z",
+        against=["the old layout"],
+        produces=["out.txt"],
+        modifies=["in.txt"],
+        depends_on=[SCHEMA],
+        scope=str(SESSION),
+    )
+    assert settled(app, ack["structuredContent"]["receipt"])["state"] == "applied"
+    action = node_by_content(workspace, "x" * 16_384)
+    assert action.about_time.startswith("2025-06-01T00:00:00")  # M-ACT-005
+
+
+def test_m_act_020_022_an_id_entry_cites_its_concept_by_full_or_short_id(
+    app: App, workspace: Workspace
+) -> None:
+    settled(app, derive(app, concept(SCHEMA, "entity")))
+    schema = node_by_content(workspace, SCHEMA)
+    for n, reference in enumerate((schema.uuid, schema.uuid[:8])):
+        ack = _act(app, f"migration {n}", depends_on=[reference])
+        settled(app, ack["structuredContent"]["receipt"])
+        action = node_by_content(workspace, f"migration {n}")
+        targets = state.targets(workspace.reader(), SESSION, action.uuid, ["depends_on"])
+        assert targets == [schema.uuid]
+    assert len(state.concepts_with_content(workspace.reader(), SESSION, schema.uuid)) == 0
+
+
+def test_m_act_021_an_interactions_id_is_refused(app: App, workspace: Workspace) -> None:
+    settled(app, derive(app, concept(SCHEMA, "entity")))
+    (interaction,) = (
+        workspace.reader()
+        .execute("SELECT uuid FROM memory_nodes WHERE node_kind != 'concept'")
+        .fetchall()
+    )
+    error = _refused(app, workspace, "ran it", depends_on=[str(interaction[0])])
+    assert "reference refused" in error.message
+
+
+def test_m_act_026_027_other_entries_are_text_created_if_new(
+    app: App, workspace: Workspace
+) -> None:
+    settled(app, derive(app, concept(SCHEMA, "entity")))
+    schema = node_by_content(workspace, SCHEMA)
+    entries = [
+        "3f2a9c1",  # a 7-character commit hash
+        "d41d8cd98f00b204e9800998ecf8427e",  # an MD5
+        schema.uuid[:9],  # a longer id prefix
+        schema.uuid.replace("-", ""),  # the unhyphenated form
+        f"urn:uuid:{schema.uuid}",
+        f"{{{schema.uuid}}}",
+        "src/lib.rs",
+        "#142",
+        "0b5e1f3c-7a0e-4d6b-9f51-1c2d3e4f5a6b",  # a hyphenated id naming no concept
+    ]
+    ack = _act(app, "reviewed the references", depends_on=entries)
+    assert settled(app, ack["structuredContent"]["receipt"])["state"] == "applied"
+    for entry in entries:
+        assert state.concepts_with_content(workspace.reader(), SESSION, entry), entry
+    action = node_by_content(workspace, "reviewed the references")
+    cited = state.targets(workspace.reader(), SESSION, action.uuid, ["depends_on"])
+    assert schema.uuid not in cited
+    assert len(cited) == len(entries)
+
+
+def test_m_act_030_033_034_045_against_names_one_existing_concept_and_is_recorded(
+    app: App, workspace: Workspace
+) -> None:
+    settled(app, derive(app, concept(SCHEMA, "entity")))
+    settled(app, derive(app, concept("logins read the accounts table", depends_on=[SCHEMA])))
+    settled(app, derive(app, concept("port is 8080", "observation")))
+    settled(app, derive(app, concept("port is 8080", "logic")))
+    assert "matches nothing" in _refused(app, workspace, "x", against=["no such thing"]).message
+    assert "matches several" in _refused(app, workspace, "x", against=["port is 8080"]).message
+    assert not state.concepts_with_content(workspace.reader(), SESSION, "no such thing")
+    ack = _act(app, "dropped the accounts table", against=[SCHEMA])
+    body = settled(app, ack["structuredContent"]["receipt"])
+    action = node_by_content(workspace, "dropped the accounts table")
+    schema = node_by_content(workspace, SCHEMA)
+    assert state.targets(workspace.reader(), SESSION, action.uuid, ["contradicts"]) == [schema.uuid]
+    assert body["stale_report"]["total"] == 1  # the login concept rests on it
+
+
+def test_m_act_036_a_cycle_closed_between_acceptance_and_apply_fails_on_the_receipt(
+    app: App, workspace: Workspace
+) -> None:
+    with workspace.memory.processor.paused():
+        first = _act(app, "wrote a.txt", produces=["b.txt"])
+        second = _act(app, "b.txt", produces=["wrote a.txt"])
+    assert settled(app, first["structuredContent"]["receipt"])["state"] == "applied"
+    body = settled(app, second["structuredContent"]["receipt"])
+    assert body["state"] == "failed"
+    assert "cycle" in body["detail"]
+
+
+def test_m_act_040_043_044_the_ack_is_pending_and_one_agents_writes_apply_in_order(
+    app: App, workspace: Workspace
+) -> None:
+    with workspace.memory.processor.paused():
+        action = _act(app, "renamed the table", produces=["accounts v2"])
+        content = action["structuredContent"]
+        assert content["receipt_state"] == "pending"
+        for key in ("action_node", "created", "edges"):
+            assert key not in content
+        after = derive(app, concept("accounts v2 has a tenant column"))
+    body = settled(app, content["receipt"])
+    assert body["action_node"] == node_by_content(workspace, "renamed the table").uuid
+    assert "created" in body
+    assert "edges" in body
+    assert settled(app, after)["state"] == "applied"
+    seq = {
+        str(content): int(at)
+        for content, at in workspace.reader().execute("SELECT content, seq FROM memory_nodes")
+    }
+    assert seq["renamed the table"] < seq["accounts v2 has a tenant column"]  # in the order sent

@@ -1,0 +1,52 @@
+"""knowledge_backfill_summary_embeddings items no other test names (seed 000, K-SEM): which
+entities are candidates, re-running, a null group, and the summary embedded at creation."""
+
+from __future__ import annotations
+
+import pytest
+
+from lcg.domain.errors import InvalidParams
+from lcg.interfaces.workspace import Workspace
+from tests.conftest import Call
+
+
+def test_k_sem_002_an_entity_with_an_empty_summary_is_not_a_candidate(call: Call) -> None:
+    call("knowledge_assert_entity", name="Ada", summary="", group_id="g")
+    call("knowledge_assert_entity", name="Bob", summary="a sailor from Lisbon", group_id="g")
+    dry = call("knowledge_backfill_summary_embeddings", group_id="g", dry_run=True)
+    assert (dry["total_entities"], dry["backfilled"]) == (2, 1)  # the candidate count
+
+
+def test_k_sem_008_009_a_second_run_processes_the_same_candidates_to_the_same_effect(
+    call: Call, workspace: Workspace
+) -> None:
+    call("knowledge_assert_entity", name="Bob", summary="a sailor from Lisbon", group_id="g")
+    call("knowledge_assert_entity", name="Cy", summary="a baker in Porto", group_id="g")
+    first = call("knowledge_backfill_summary_embeddings", group_id="g")
+    found = call("knowledge_find_entities", query="sailor Lisbon", group_ids=["g"])["nodes"]
+    second = call("knowledge_backfill_summary_embeddings", group_id="g")
+    assert (
+        first
+        == second
+        == {
+            "group_id": "g",
+            "total_entities": 2,
+            "backfilled": 2,
+            "dry_run": False,
+        }
+    )
+    again = call("knowledge_find_entities", query="sailor Lisbon", group_ids=["g"])["nodes"]
+    assert again == found  # the same vectors: the same scores and ranks
+
+
+def test_k_sem_014_a_null_group_is_refused(call: Call) -> None:
+    with pytest.raises(InvalidParams) as error:
+        call("knowledge_backfill_summary_embeddings", group_id=None)
+    assert error.value.field == "group_id"
+
+
+def test_k_sem_006_an_entity_asserted_with_a_summary_is_found_by_it(call: Call) -> None:
+    call("knowledge_assert_entity", name="Zed", summary="a sailor from Lisbon", group_id="g")
+    nodes = call("knowledge_find_entities", query="sailor Lisbon", group_ids=["g"])["nodes"]
+    (zed,) = [node for node in nodes if node["name"] == "Zed"]
+    assert "summary_vector" in zed["ranks"]
