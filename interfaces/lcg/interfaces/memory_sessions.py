@@ -165,6 +165,8 @@ def open_memory_sessions(
         workspace.clock,
         workspace.memory_ids,
         MINILM_MERGE_THRESHOLD,
+        # the startup probe times the bare model: no cache, not counted (ADR 0101)
+        probe_embed=workspace.embedder.inner.embed,
     )
     if node is not None:
         processor.tenure = node.tenure(INTENTS, lambda _epoch: processor.appended())
