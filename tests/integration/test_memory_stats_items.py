@@ -299,6 +299,19 @@ def test_m_sta_130_the_probe_embeds_a_derive_of_two_concepts_and_writes_nothing(
     assert sorted(cache.cached(texts)) == sorted(texts)  # what the derive embedded
 
 
+def test_m_sta_130_a_serving_process_probes_at_start_a_one_shot_one_when_asked(
+    workspace: Workspace,
+) -> None:
+    """Opening the workspace starts no probe (a one-shot command loads no model for it);
+    starting to serve does, with no call asking."""
+    probe = workspace.memory.processor.probe
+    assert probe is not None
+    assert probe.wait(0.0) is False  # not started
+    workspace.start_memory_jobs()
+    assert probe.wait(30.0) is True
+    assert probe.figures is not None
+
+
 def test_m_sta_028_degraded_says_the_store_stopped_taking_the_sessions_writes(
     app: App, workspace: Workspace
 ) -> None:

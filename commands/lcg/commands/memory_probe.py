@@ -1,5 +1,7 @@
 """The write queue's startup probe (M-STA-126..131, ADR 0101): how fast the embedder takes a
-representative write, measured when the intent processor starts, before any write is timed.
+representative write, measured before any write is timed: a serving process starts it when it
+starts serving (`MemorySessions.schedule`); any other process at its first `lambo_stats`, so a
+one-shot command that never asks never loads a model for it.
 
 A representative write is a derive of two concepts of about 340 bytes each, embedded as
 `lambo_derive` embeds them: each concept framed with the call's text, both in one batched

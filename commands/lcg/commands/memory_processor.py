@@ -115,6 +115,7 @@ class IntentProcessor:
         self.tenure: Tenure | None = None
         # The startup probe (ADR 0101), timing the bare embedder (no cache) at start.
         self.probe = None if probe_embed is None else StartupProbe(probe_embed)
+        self._probing = False
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -127,14 +128,24 @@ class IntentProcessor:
         self._thread = threading.Thread(target=self._run, name="lcg-intents", daemon=True)
         self._thread.start()
         self._wake.set()
-        if self.probe is not None:
-            self.probe.start()
+
+    def start_probe(self) -> None:
+        """Start the startup probe on its thread, once (ADR 0101): a serving process does at
+        start; any other, at its first `probed`, so a one-shot command never loads a model
+        for it."""
+        with self._lock:
+            if self.probe is None or self._probing:
+                return
+            self._probing = True
+        self.probe.start()
 
     def probed(self, timeout: float | None = None) -> bool:
-        """Wait for the startup probe (at most `timeout` s; None: until its stats wait
-        ends) and put its figures in the counters; True once it finished (or there is none)."""
+        """Wait for the startup probe, started now if it was not (at most `timeout` s; None:
+        until its stats wait ends), and put its figures in the counters; True once it
+        finished (or there is none)."""
         if self.probe is None:
             return True
+        self.start_probe()
         done = self.probe.wait(timeout)
         if done:
             with self._lock:

@@ -116,6 +116,7 @@ class MemorySessions:
     def schedule(self) -> None:
         """Run every session's canonization cycle and daemon tick on a schedule, those made
         later too (serving processes; one-shot commands run the jobs when they choose)."""
+        self.processor.start_probe()  # a serving process times the embedder at start (0101)
         with self._lock:
             self._scheduled = self._tick
             services = list(self._services.values())
