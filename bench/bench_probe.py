@@ -6,8 +6,8 @@ Run from the repository root:
 
 With the bundled MiniLM model (a Workspace's default embedder), per repeat on a fresh
 workspace: start serving (`start_memory_jobs`, which starts the probe) and time how long
-until the probe has finished (the model's load included: that is what a `lambo_stats` right
-after start waits for, at most 5 s); read its serial and four-wide figures from `lambo_stats`.
+until the probe has finished (the model's load included: from then on `lambo_stats` carries
+its figures); read its serial and four-wide figures from `lambo_stats`.
 Then `--derives` derives of two distinct ~340-byte concepts each, one after another, each
 waited for, and `lambo_stats`'s observed serial rate and `write_queue_probe_optimism`; then as
 many derives of one ~60-byte concept, and the optimism again. The baseline is the model alone

@@ -233,14 +233,28 @@ def test_m_sta_123_125_the_bounds_stay_fixed_and_an_ack_is_an_intent_in_the_log(
     assert settled(app, receipt)["state"] == "applied"
 
 
+def test_m_sta_126_127_with_no_probe_and_no_write_nothing_is_measured(app: App) -> None:
+    """A process that does not serve runs no startup probe (nor loads a model for one):
+    before its first write nothing is measured, and every rate and apply time is null."""
+    fresh = _stats(app)["structuredContent"]
+    assert fresh["write_queue_measured"] is False
+    assert fresh["write_queue_bound_source"] == "unmeasured"
+    for key in ("items_per_sec", "serial_items_per_sec", "probe_serial_items_per_sec"):
+        assert fresh[f"write_queue_{key}"] is None, key
+    assert fresh["write_queue_probe_optimism"] is None
+    for key in ("p50", "p90", "max"):
+        assert fresh[f"write_queue_apply_ms_{key}"] is None, key
+
+
 def test_m_sta_126_127_128_131_132_the_rates_and_apply_times_wait_for_a_measured_write(
-    app: App,
+    app: App, workspace: Workspace
 ) -> None:
     """Before any write only the startup probe has measured: source `probe`, apply times
     null, optimism null. Once a write is applied its time is observed: source `observed`, a
     serial rate in writes per second, p50 <= p90 <= max; the four-wide figure stays the
     probe's (nothing four-wide is observed), and the optimism is the probe's serial figure
     over the observed one."""
+    assert workspace.memory.processor.probed(timeout=30.0)
     fresh = _stats(app)["structuredContent"]
     assert fresh["write_queue_measured"] is True
     assert fresh["write_queue_bound_source"] == "probe"
@@ -264,10 +278,14 @@ def test_m_sta_126_127_128_131_132_the_rates_and_apply_times_wait_for_a_measured
     assert 0 < p50 <= p90 <= top
 
 
-def test_m_sta_129_130_a_startup_probe_measures_before_the_first_write(app: App) -> None:
-    """Read right after start, the payload carries the probe's figures: its serial figure is
-    the rate in force, and the four-wide one is measured (the hashing embedder finishes it
-    well inside the probe's budget)."""
+def test_m_sta_129_130_a_startup_probe_measures_before_the_first_write(
+    app: App, workspace: Workspace
+) -> None:
+    """Once the probe has finished, before any write, the payload carries its figures: its
+    serial figure is the rate in force, and the four-wide one is measured (the hashing
+    embedder finishes it well inside the probe's budget)."""
+    workspace.start_memory_jobs()  # as a serving process does at start: the probe starts
+    assert workspace.memory.processor.probed(timeout=30.0)
     fresh = _stats(app)["structuredContent"]
     assert fresh["write_queue_bound_source"] == "probe"
     assert fresh["write_queue_measured"] is True

@@ -553,7 +553,6 @@ class MemoryService:
             promotion_policy=self.promotion_policy,
         )
         jobs = self.jobs.counters if self.jobs is not None else JobCounters()
-        self.processor.probed()  # the startup probe's figures, waited for briefly (0101)
         return memory_stats.stats_payload(
             conn, self.session, figures, self.processor.counters, jobs, self._contract()
         )

@@ -1,7 +1,6 @@
 """The write queue's startup probe (M-STA-126..131, ADR 0101): how fast the embedder takes a
 representative write, measured before any write is timed: a serving process starts it when it
-starts serving (`MemorySessions.schedule`); any other process at its first `lambo_stats`, so a
-one-shot command that never asks never loads a model for it.
+starts serving (`MemorySessions.schedule`); a one-shot command loads no model for it.
 
 A representative write is a derive of two concepts of about 340 bytes each, embedded as
 `lambo_derive` embeds them: each concept framed with the call's text, both in one batched
@@ -13,9 +12,9 @@ they do not finish in the time left, as with an embedder that answers one call a
 
 The probe embeds through the bare embedder, never the embedding cache (its texts are not
 concepts) nor the counting wrapper (it is not a model call for any stored text), and it
-appends nothing to the log: it is not a write. `lambo_stats` waits for it at most
-`STATS_WAIT` seconds (`wait`), so a read right after start sees the probe's figures or, if
-the embedder did not answer in that time, no probe figure at all.
+appends nothing to the log: it is not a write. `lambo_stats` never waits for it: its figures
+are in the payload once it has finished (`on_done`), and a caller that needs them waits with
+`wait` (tests, benchmarks).
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ CONCEPT_BYTES: Final = 340  # each probe concept's size, as the seed's represent
 SERIAL_RUNS: Final = 3  # timed serial writes; their median is the serial figure
 WIDTH: Final = 4  # writes at once for the four-wide figure
 BUDGET: Final = 2.0  # seconds for the timed part, after the untimed first embed
-STATS_WAIT: Final = 5.0  # seconds lambo_stats waits for an unfinished probe, from its start
 
 _WORDS = (
     "the flush retries three times with backoff before the session reports it as degraded "
@@ -74,32 +72,36 @@ class ProbeFigures:
 class StartupProbe:
     """Times the representative write on its own thread; `figures` once `wait` returns."""
 
-    def __init__(self, embed: Embed, budget: float = BUDGET) -> None:
+    def __init__(
+        self,
+        embed: Embed,
+        budget: float = BUDGET,
+        on_done: Callable[[ProbeFigures], None] | None = None,
+    ) -> None:
         self._embed = embed
         self._budget = budget
+        self._on_done = on_done  # given the figures before `wait` returns
         self._done = threading.Event()
-        self._started = 0.0
         self.figures: ProbeFigures | None = None
         self.failure: str | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._started = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="lcg-probe", daemon=True)
         self._thread.start()
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the probe has finished (or failed), or `timeout` seconds pass (None:
-        until `STATS_WAIT` seconds after it started); True when it has finished."""
+    def wait(self, timeout: float) -> bool:
+        """Block until the probe has finished (or failed), or `timeout` seconds pass; True
+        when it has finished (False at once if it was never started)."""
         if self._thread is None:
             return self._done.is_set()
-        if timeout is None:
-            timeout = max(0.0, self._started + STATS_WAIT - time.monotonic())
         return self._done.wait(timeout)
 
     def _run(self) -> None:
         try:
             self.figures = self.measure()
+            if self._on_done is not None:
+                self._on_done(self.figures)
         except Exception as error:  # noqa: BLE001 (telemetry: writes report the embedder)
             self.failure = f"{type(error).__name__}: {error}"
             log.warning("the startup probe could not time a write: %s", self.failure)

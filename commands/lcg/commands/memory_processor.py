@@ -114,7 +114,9 @@ class IntentProcessor:
         # the log follower, settling this process's receipts.
         self.tenure: Tenure | None = None
         # The startup probe (ADR 0101), timing the bare embedder (no cache) at start.
-        self.probe = None if probe_embed is None else StartupProbe(probe_embed)
+        self.probe = (
+            None if probe_embed is None else StartupProbe(probe_embed, on_done=self._probed)
+        )
         self._probing = False
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -131,26 +133,25 @@ class IntentProcessor:
 
     def start_probe(self) -> None:
         """Start the startup probe on its thread, once (ADR 0101): a serving process does at
-        start; any other, at its first `probed`, so a one-shot command never loads a model
-        for it."""
+        start; a one-shot command never loads a model for it."""
         with self._lock:
             if self.probe is None or self._probing:
                 return
             self._probing = True
         self.probe.start()
 
-    def probed(self, timeout: float | None = None) -> bool:
-        """Wait for the startup probe, started now if it was not (at most `timeout` s; None:
-        until its stats wait ends), and put its figures in the counters; True once it
-        finished (or there is none)."""
+    def probed(self, timeout: float) -> bool:
+        """Wait at most `timeout` seconds for the startup probe, started now if it was not
+        (tests, benchmarks); True once it finished (or there is none). Its figures are then
+        in the counters."""
         if self.probe is None:
             return True
         self.start_probe()
-        done = self.probe.wait(timeout)
-        if done:
-            with self._lock:
-                self.counters.probe = self.probe.figures
-        return done
+        return self.probe.wait(timeout)
+
+    def _probed(self, figures: ProbeFigures) -> None:
+        with self._lock:
+            self.counters.probe = figures
 
     def stop(self, timeout: float = 30.0) -> None:
         """Finish the write being applied and stop; what is still pending stays durable in the
