@@ -317,7 +317,7 @@ def test_m_sta_130_the_probe_embeds_a_derive_of_two_concepts_and_writes_nothing(
     assert sorted(cache.cached(texts)) == sorted(texts)  # what the derive embedded
 
 
-def test_m_sta_130_a_serving_process_probes_at_start_a_one_shot_one_when_asked(
+def test_m_sta_130_a_serving_process_probes_at_start_a_one_shot_command_does_not(
     workspace: Workspace,
 ) -> None:
     """Opening the workspace starts no probe (a one-shot command loads no model for it);
