@@ -25,6 +25,7 @@ from datetime import datetime
 
 from lcg.commands import memory_apply
 from lcg.commands.memory_apply import Prepared, Similar
+from lcg.commands.memory_probe import ProbeFigures, StartupProbe
 from lcg.commands.tenure import Fence, Tenure
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.ids import GroupId
@@ -68,6 +69,7 @@ class Counters:
     apply_ms: deque[float] = field(default_factory=lambda: deque(maxlen=256))
     # how long one apply takes this thread (prepare and append), for a dropped write's retry
     service_ms: deque[float] = field(default_factory=lambda: deque(maxlen=64))
+    probe: ProbeFigures | None = None  # the startup probe's figures once it finished (0101)
 
 
 class IntentProcessor:
@@ -83,6 +85,7 @@ class IntentProcessor:
         clock: Callable[[], datetime],
         new_id: Callable[[], str],
         threshold: float,
+        probe_embed: Embed | None = None,
     ) -> None:
         self.writer = writer
         self._reader = reader
@@ -110,6 +113,11 @@ class IntentProcessor:
         # only while it holds it; otherwise the holder does and the outcomes arrive here by
         # the log follower, settling this process's receipts.
         self.tenure: Tenure | None = None
+        # The startup probe (ADR 0101), timing the bare embedder (no cache) at start.
+        self.probe = (
+            None if probe_embed is None else StartupProbe(probe_embed, on_done=self._probed)
+        )
+        self._probing = False
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -122,6 +130,28 @@ class IntentProcessor:
         self._thread = threading.Thread(target=self._run, name="lcg-intents", daemon=True)
         self._thread.start()
         self._wake.set()
+
+    def start_probe(self) -> None:
+        """Start the startup probe on its thread, once (ADR 0101): a serving process does at
+        start; a one-shot command never loads a model for it."""
+        with self._lock:
+            if self.probe is None or self._probing:
+                return
+            self._probing = True
+        self.probe.start()
+
+    def probed(self, timeout: float) -> bool:
+        """Wait at most `timeout` seconds for the startup probe, started now if it was not
+        (tests, benchmarks); True once it finished (or there is none). Its figures are then
+        in the counters."""
+        if self.probe is None:
+            return True
+        self.start_probe()
+        return self.probe.wait(timeout)
+
+    def _probed(self, figures: ProbeFigures) -> None:
+        with self._lock:
+            self.counters.probe = figures
 
     def stop(self, timeout: float = 30.0) -> None:
         """Finish the write being applied and stop; what is still pending stays durable in the
@@ -286,13 +316,19 @@ class IntentProcessor:
 
     def _apply(self, conn: sqlite3.Connection, row: WriteRow, fence: Fence | None = None) -> None:
         started = time.monotonic()
+        settled = None
         try:
-            self._apply_one(conn, row, fence)
-        finally:
+            settled = self._apply_one(conn, row, fence)
+        finally:  # timed before the receipt settles: its caller's stats see the rate
             with self._lock:
                 self.counters.service_ms.append((time.monotonic() - started) * 1000)
+        if settled is not None:
+            self._settled(row, *settled)
 
-    def _apply_one(self, conn: sqlite3.Connection, row: WriteRow, fence: Fence | None) -> None:
+    def _apply_one(
+        self, conn: sqlite3.Connection, row: WriteRow, fence: Fence | None
+    ) -> tuple[str, WriteOutcome | str, bool] | None:
+        """Apply `row`; its outcome to settle (state, outcome, this process's own), if any."""
         prepared = self._prepare(conn, row)
         with self._lock:
             own = row.receipt in self._own
@@ -311,11 +347,11 @@ class IntentProcessor:
         outcome_state, outcome = self.writer.execute(handler, fence=fence)
         self.failure = None
         if outcome_state == "skipped" or outcome is None:
-            return
-        self._settled(row, outcome_state, outcome, own=own)
+            return None
+        return (outcome_state, outcome, own)
 
     def _settled(
-        self, row: WriteRow, outcome_state: str, outcome: WriteOutcome | str, *, own: bool
+        self, row: WriteRow, outcome_state: str, outcome: WriteOutcome | str, own: bool
     ) -> None:
         # The counters first, then the receipt: a caller that sees its receipt settled (a
         # wait may find it so without waking, on its first look) sees the counters count it.

@@ -48,6 +48,7 @@ def stats_payload(
     samples = sorted(counters.apply_ms)
     service = sorted(counters.service_ms)  # one apply on the processor's thread, serially
     outstanding = figures.outstanding
+    rates = rate_keys(service, counters)
     payload: dict[str, Any] = {
         "session": session,
         "agent": "lcg",  # the serving process; callers' ids are their own (ADR 0026)
@@ -77,12 +78,7 @@ def stats_payload(
         },
         "write_queue_bound": limits.WRITE_QUEUE_BOUND,
         "write_queue_lane_bound": limits.WRITE_QUEUE_LANE_BOUND,
-        "write_queue_measured": bool(samples),
-        "write_queue_bound_source": "observed" if samples else "unmeasured",
-        "write_queue_items_per_sec": None,
-        "write_queue_serial_items_per_sec": _serial_rate(service),
-        "write_queue_probe_serial_items_per_sec": None,
-        "write_queue_probe_optimism": None,
+        **rates,
         "write_queue_apply_samples": len(samples),
         "write_queue_apply_ms_p50": _percentile(samples, 0.5),
         "write_queue_apply_ms_p90": _percentile(samples, 0.9),
@@ -143,9 +139,29 @@ def _sweep_text(sweep: dict[str, Any] | None) -> str:
     )
 
 
+def rate_keys(service_ms: list[float], counters: Counters) -> dict[str, Any]:
+    """The rate keys (M-STA-126..131, ADR 0101): the startup probe's figures until this
+    process has timed an apply of its own, then the observed serial rate, with the probe's
+    serial figure kept beside it and their ratio. The four-wide figure is only ever the
+    probe's (the processor applies one write at a time, so nothing four-wide is observed)."""
+    observed = _serial_rate(service_ms)
+    probe = counters.probe
+    probe_serial = None if probe is None else probe.serial_per_sec
+    source = "observed" if observed is not None else "probe" if probe else "unmeasured"
+    return {
+        "write_queue_measured": source != "unmeasured",
+        "write_queue_bound_source": source,
+        "write_queue_items_per_sec": None if probe is None else probe.wide_per_sec,
+        "write_queue_serial_items_per_sec": observed if observed is not None else probe_serial,
+        "write_queue_probe_serial_items_per_sec": probe_serial,
+        "write_queue_probe_optimism": (
+            None if observed is None or probe_serial is None else round(probe_serial / observed, 3)
+        ),
+    }
+
+
 def _serial_rate(service_ms: list[float]) -> float | None:
-    """Writes per second one after another, at the median observed apply (M-STA-128); no
-    startup probe runs, so nothing four-wide is measured and the figure waits for a write."""
+    """Writes per second one after another, at the median observed apply (M-STA-128)."""
     median = _percentile(service_ms, 0.5)
     return None if not median else round(1000 / median, 1)
 

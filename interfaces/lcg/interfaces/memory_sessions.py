@@ -116,6 +116,7 @@ class MemorySessions:
     def schedule(self) -> None:
         """Run every session's canonization cycle and daemon tick on a schedule, those made
         later too (serving processes; one-shot commands run the jobs when they choose)."""
+        self.processor.start_probe()  # a serving process times the embedder at start (0101)
         with self._lock:
             self._scheduled = self._tick
             services = list(self._services.values())
@@ -165,6 +166,8 @@ def open_memory_sessions(
         workspace.clock,
         workspace.memory_ids,
         MINILM_MERGE_THRESHOLD,
+        # the startup probe times the bare model: no cache, not counted (ADR 0101)
+        probe_embed=workspace.embedder.inner.embed,
     )
     if node is not None:
         processor.tenure = node.tenure(INTENTS, lambda _epoch: processor.appended())
