@@ -94,11 +94,22 @@ def write_while_serving(workspace: Path) -> dict[str, str]:
     return uuids
 
 
-def writes(uuids: dict[str, str]) -> list[tuple[str, dict[str, Any], str]]:
+# lambo_derive_image is served where client vectors are accepted (ADR 0095)
+VECTORS = {"LCG_EMBEDDER_ACCEPT_CLIENT_VECTORS": "true"}
+
+
+def writes(
+    uuids: dict[str, str], contract: dict[str, Any] | None = None
+) -> list[tuple[str, dict[str, Any], str]]:
     """Every write operation, with params it would succeed with on a writable disk, and the
-    file a read-only disk refuses it with (under .lcg/; a directory: a file in it)."""
+    file a read-only disk refuses it with (under .lcg/; a directory: a file in it).
+    `contract`: the session's embedding contract, for lambo_derive_image's vector."""
     wal, graph = "wal.sqlite", "graph.sqlite"
+    contract = contract or {"kind": "onnx", "model": "all-MiniLM-L6-v2-int8", "dim": 384}
+    vector = {"values": [1.0] + [0.0] * (int(contract["dim"]) - 1), "contract": contract}
+    image = {"agent_id": "a", "caption": "never acked", "concept_type": "resource"}
     return [
+        ("lambo_derive_image", {**image, "vector": vector}, wal),
         ("knowledge_add_episode", {"name": "refused", "episode_body": "never acked"}, wal),
         ("knowledge_assert_entity", {"name": "Refused", "summary": "never acked"}, wal),
         (
@@ -231,7 +242,7 @@ def test_issue9_read_only_workspace_at_start_serves_degraded_naming_the_file_no_
     disk.remount(read_only=True)
     lease = state_file(workspace, "writer.lock")
     reason = f"{READ_ONLY}: '{lease}'"
-    service = ServiceProcess(workspace, socket_path=tmp_path / "lcg.sock")
+    service = ServiceProcess(workspace, socket_path=tmp_path / "lcg.sock", env=VECTORS)
     try:
         health = service.wait_ready()
         assert health == {"ok": False, "healthy": False, "state": "degraded", "reason": reason}
@@ -279,7 +290,7 @@ def test_issue9_read_only_wal_under_a_running_service_refuses_writes_as_storage_
     Durability is `full` here: the ext4 error aborts the journal, which drops what was not
     synced as a power loss would, and only `full` syncs each commit before acknowledging it
     (ADR 0005: `normal` may lose the last commits on power loss)."""
-    env = {"LCG_DURABILITY": "full"}
+    env = {"LCG_DURABILITY": "full", **VECTORS}
     service = ServiceProcess(workspace, env=env)
     try:
         assert service.wait_ready()["state"] == "healthy", service.own_log
@@ -288,8 +299,9 @@ def test_issue9_read_only_wal_under_a_running_service_refuses_writes_as_storage_
             if cypher:  # the Cypher projection open too (ladybug's files on the same disk)
                 found = client.result("knowledge_query_cypher", {"query": CYPHER_NAMES})
                 assert sorted(row["name"] for row in found["rows"]) == ["Ada", "Lighthouse"]
+            stats = client.result("lambo_stats", {"agent_id": "a"})["structuredContent"]
             disk.fail_read_only()
-            for method, params, refused_by in writes(uuids):
+            for method, params, refused_by in writes(uuids, stats["embedding_contract"]):
                 error = client.call(method, params)["error"]
                 assert error["code"] == STORAGE_ERROR, (method, error)
                 assert error["data"]["kind"] == "storage_failure", (method, error)
