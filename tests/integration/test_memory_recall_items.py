@@ -167,11 +167,6 @@ def test_m_rec_129_141_the_companion_comes_beside_the_hit_and_pulls_in_no_more(
     assert [hit["content"] for hit in hits] == [RULING, CORRECTION]  # never without it
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a companion's block also shows its own Contradicted line (queries/lcg/queries/"
-    "memory_recall.py adds lines[companion] to a companion that is only in `added`)",
-)
 def test_m_rec_140_a_companion_shows_only_its_contradicts_line(
     app: App, workspace: Workspace
 ) -> None:

@@ -101,11 +101,6 @@ def test_m_rec_218_the_flag_adds_nothing_past_top_k_and_changes_no_score(
     assert seen[0] == seen[1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the line is shown when the newer concept is not in the result (queries/lcg/"
-    "queries/memory_recall.py's _with_supersession_lines does not check the result)",
-)
 def test_m_rec_216_the_line_is_shown_only_beside_the_newer_hit(
     settings: Settings, embedder: Embedder
 ) -> None:

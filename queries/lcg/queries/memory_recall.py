@@ -305,7 +305,9 @@ def _ordinary(
             if target in everything
         ]
         warnings.extend(contradicts)
-        block = (*contradicts, *lines.get(node.uuid, []))
+        # a companion kept only to stand beside what it contradicts shows just that line:
+        # its own conditions are not checked (M-REC-140)
+        block = (*contradicts, *([] if node.uuid in added else lines.get(node.uuid, [])))
         repeats = skipped.get(node.uuid, ())
         views.append(
             HitView(
@@ -343,12 +345,14 @@ def _with_supersession_lines(
     conn: sqlite3.Connection, views: list[HitView], replaced: dict[str, str]
 ) -> list[HitView]:
     """[embedder] suspected_supersession_line = "on": the possibly-superseded line on each
-    older hit's block, after its other lines (M-REC-211)."""
+    older hit's block, after its other lines (M-REC-211), when the newer concept is in the
+    same result (M-REC-216)."""
     newer = state.nodes_by_uuid(conn, list(replaced.values()))
+    in_result = {view.node_id for view in views}
     out: list[HitView] = []
     for view in views:
         by = replaced.get(view.node_id)
-        if by is None or by not in newer:
+        if by is None or by not in newer or by not in in_result:
             out.append(view)
             continue
         line = context.possibly_superseded_line(newer[by].content, by)
