@@ -222,6 +222,12 @@ def deal_first(first: list[T], rest: list[T], workers: int) -> list[T]:
     return [item for chunk in chunks for item in chunk]
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist sets a worker's own `--dist` to "no": tell it the run's."""
+    node.workerinput["lcg_dist"] = node.config.getoption("dist")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under xdist, the START_FIRST tests go first, slowest first; under worksteal dealt to the
     heads of the workers' chunks. Every worker computes the same order (xdist requires one
@@ -231,7 +237,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if workerinput is None or not first:
         return
     rest = [item for item in items if _rank(item) == len(START_FIRST)]
-    if config.getoption("dist") != "worksteal":
+    if workerinput.get("lcg_dist") != "worksteal":
         items[:] = first + rest
         return
     items[:] = deal_first(first, rest, int(workerinput["workercount"]))
