@@ -7,6 +7,7 @@ they get the real MiniLM model, loaded at most once per test session and only wh
 from __future__ import annotations
 
 import fcntl
+import itertools
 import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -166,3 +167,80 @@ def tool_pages(
     return once_per_run(
         tmp_path_factory, worker_id, "tool-pages", lambda: tool_docs.render_pages(example_results)
     )
+
+
+# The slowest tests of a full run, slowest first (bench/README.md, "The test suite's time").
+# Under `--dist worksteal` each worker is handed one contiguous chunk of the collection, and
+# a slow test that starts last ends the run alone: these start first, one at the head of each
+# worker's chunk in turn; the rest keep their collection order. A stale entry costs nothing
+# (test_suite_order checks that each still names a test).
+START_FIRST = (
+    "tests/e2e/test_memory_durability.py::test_sigkill_after_acks_every_receipt_resolves_",
+    "tests/e2e/test_fast_start.py::test_a_call_through_a_running_socket_service_",
+    "tests/e2e/test_cli_usability.py::test_issue_10_the_readme_recovery_commands_",
+    "tests/e2e/test_cli_verbs.py::test_the_readme_everyday_commands_",
+    "tests/integration/test_workspace_on_postgres.py::test_every_tool_answers_on_postgresql_",
+    "tests/e2e/test_cli.py::test_write_and_read_commands_round_trip_through_the_console_",
+    "tests/integration/test_property_memory_rebuild.py::test_i11_rebuild_equals_incremental_",
+    "tests/e2e/test_cli_storage_errors.py::test_issue_24_a_nearly_full_disk_",
+    "tests/e2e/test_fault_injection_wal.py::test_an_applied_event_damaged_on_disk_",
+    "tests/integration/test_cli_table.py::test_named_commands_dispatch_their_operation_",
+    "tests/e2e/test_private_files.py::test_f7_an_older_workspace_is_tightened_",
+    "tests/e2e/test_portal_cli.py::test_the_http_serve_mounts_the_portal_",
+    "tests/e2e/test_forwarding_faults.py::test_m_trn_033_a_forwarding_serve_killed_",
+    "tests/e2e/test_read_only_workspace.py::test_issue9_read_only_wal_under_a_running_service_",
+    "tests/e2e/test_http_faults.py::test_m_trn_010_a_client_gone_mid_call_",
+    "tests/e2e/test_memory_load.py::test_eight_agents_derive_",
+    "tests/e2e/test_process_durability.py::test_two_processes_writing_one_workspace_",
+    "tests/e2e/test_fault_injection_wal.py::test_k_rec_001_",
+)
+
+
+def _rank(item: pytest.Item) -> int:
+    return next(
+        (rank for rank, prefix in enumerate(START_FIRST) if item.nodeid.startswith(prefix)),
+        len(START_FIRST),
+    )
+
+
+def worksteal_chunks(count: int, workers: int) -> list[int]:
+    """The sizes of the contiguous chunks `--dist worksteal` first hands `workers` workers out
+    of `count` tests (xdist's WorkStealingScheduling.check_schedule)."""
+    sizes: list[int] = []
+    for index in range(workers):
+        sizes.append((count - sum(sizes)) // (workers - index))
+    return sizes
+
+
+def deal_first(first: list[T], rest: list[T], workers: int) -> list[T]:
+    """`first` dealt in turn to the heads of the worksteal chunks, `rest` filling them in its
+    order: a permutation of first + rest."""
+    chunks: list[list[T]] = [[] for _ in range(workers)]
+    for index, item in enumerate(first):
+        chunks[index % workers].append(item)
+    remaining = iter(rest)
+    for chunk, size in zip(chunks, worksteal_chunks(len(first) + len(rest), workers), strict=True):
+        chunk.extend(itertools.islice(remaining, max(0, size - len(chunk))))
+    chunks[-1].extend(remaining)
+    return [item for chunk in chunks for item in chunk]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist sets a worker's own `--dist` to "no": tell it the run's."""
+    node.workerinput["lcg_dist"] = node.config.getoption("dist")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist, the START_FIRST tests go first, slowest first; under worksteal dealt to the
+    heads of the workers' chunks. Every worker computes the same order (xdist requires one
+    collection); without xdist the order is the collection's."""
+    workerinput = getattr(config, "workerinput", None)
+    first = sorted((item for item in items if _rank(item) < len(START_FIRST)), key=_rank)
+    if workerinput is None or not first:
+        return
+    rest = [item for item in items if _rank(item) == len(START_FIRST)]
+    if workerinput.get("lcg_dist") != "worksteal":
+        items[:] = first + rest
+        return
+    items[:] = deal_first(first, rest, int(workerinput["workercount"]))

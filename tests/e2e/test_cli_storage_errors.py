@@ -12,14 +12,28 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from lcg.interfaces.config import Settings
 from lcg.interfaces.exit_codes import EXIT_STORAGE
 from tests.helpers import damage
-from tests.helpers.console_script import lcg, lcg_json
+from tests.helpers.console_script import lcg, lcg_in_process, lcg_json
 from tests.helpers.small_disk import fill, mounted_tmpfs
+
+
+def listed(workspace: Path) -> list[dict[str, Any]]:
+    """`lcg list-entities --json`'s nodes, read in this process: a check of what is stored,
+    after the spawned commands that are the subject."""
+    nodes: list[dict[str, Any]] = lcg_json(
+        workspace, "list-entities", "--json", run=lcg_in_process
+    )["nodes"]
+    return nodes
+
+
+def entity_names(workspace: Path) -> list[str]:
+    return [node["name"] for node in listed(workspace)]
 
 
 @pytest.fixture
@@ -45,14 +59,14 @@ def test_issue_24_a_cli_writer_on_a_full_disk_exits_7_naming_the_lease_file(
     small_disk: Path,
 ) -> None:
     workspace = small_disk / "ws"
-    assert lcg(workspace, "assert-entity", "Ada").returncode == 0
+    assert lcg_in_process(workspace, "assert-entity", "Ada").returncode == 0  # the set-up
     filler = fill(small_disk)
     for command in (("assert-entity", "Grace"), ("add-episode", "note", "a note")):
         said = _one_storage_line(lcg(workspace, *command))
         assert str(Settings(workspace).lease_path) in said
     filler.unlink()
     assert lcg(workspace, "assert-entity", "Grace").returncode == 0
-    names = {n["name"] for n in lcg_json(workspace, "list-entities", "--json")["nodes"]}
+    names = set(entity_names(workspace))
     assert names == {"Ada", "Grace"}
 
 
@@ -63,7 +77,7 @@ def test_issue_24_a_nearly_full_disk_is_a_storage_error_never_damage(small_disk:
     check that could not run for want of space never sets a sound graph.sqlite aside as
     damaged."""
     workspace = small_disk / "ws"
-    assert lcg(workspace, "assert-entity", "Ada").returncode == 0
+    assert lcg_in_process(workspace, "assert-entity", "Ada").returncode == 0  # the set-up
     settings = Settings(workspace)
     filler = fill(small_disk)
     full = filler.stat().st_size
@@ -77,7 +91,7 @@ def test_issue_24_a_nearly_full_disk_is_a_storage_error_never_damage(small_disk:
             durable.add(f"Grace {free_kib}")
         os.truncate(filler, full)
     filler.unlink()
-    names = {n["name"] for n in lcg_json(workspace, "list-entities", "--json")["nodes"]}
+    names = set(entity_names(workspace))
     assert names == durable
     assert damage.damaged_copies(settings.graph_path) == []
 
@@ -86,26 +100,27 @@ def test_issue_24_lcg_status_on_a_damaged_graph_header_exits_7_naming_the_file(
     tmp_path: Path,
 ) -> None:
     workspace = tmp_path / "ws"
-    assert lcg(workspace, "assert-entity", "Ada").returncode == 0
+    assert lcg_in_process(workspace, "assert-entity", "Ada").returncode == 0  # the set-up
     settings = Settings(workspace)
     damage.corrupt_header(settings.graph_path)
     said = _one_storage_line(lcg(workspace, "status"))
     assert str(settings.graph_path) in said
     # a writer's open sets the file aside and rebuilds it from the WAL
-    names = [n["name"] for n in lcg_json(workspace, "list-entities", "--json")["nodes"]]
+    names = entity_names(workspace)
     assert names == ["Ada"]
-    assert lcg_json(workspace, "status", "--json")["entity_count"] == 1
+    assert lcg_json(workspace, "status", "--json", run=lcg_in_process)["entity_count"] == 1
 
 
 def test_issue_24_a_cli_read_meeting_a_damaged_row_exits_7_naming_the_file(
     tmp_path: Path,
 ) -> None:
     workspace = tmp_path / "ws"
-    written = lcg(workspace, "assert-entity", "Ada", "--attributes", '{"note": "a damaged row"}')
+    attributes = '{"note": "a damaged row"}'
+    written = lcg_in_process(workspace, "assert-entity", "Ada", "--attributes", attributes)
     assert written.returncode == 0, written.stderr
     settings = Settings(workspace)
     assert damage.overwrite_text(settings.graph_path, "a damaged row", b"\xff\xfe") == 1
     said = _one_storage_line(lcg(workspace, "list-entities"))
     assert str(settings.graph_path) in said
-    nodes = lcg_json(workspace, "list-entities", "--json")["nodes"]  # rebuilt at this open
+    nodes = listed(workspace)  # rebuilt at this open
     assert [(n["name"], n["attributes"]) for n in nodes] == [("Ada", {"note": "a damaged row"})]

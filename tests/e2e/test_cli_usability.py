@@ -14,7 +14,17 @@ from pathlib import Path
 import pytest
 
 from lcg.projections.embedding.port import Embedder
-from tests.helpers.console_script import LCG, TIMEOUT, lcg, lcg_json, names, refused, said, seed
+from tests.helpers.console_script import (
+    LCG,
+    TIMEOUT,
+    lcg,
+    lcg_in_process,
+    lcg_json,
+    names,
+    refused,
+    said,
+    seed,
+)
 from tests.helpers.service_process import clean_env
 
 pytestmark = pytest.mark.slow
@@ -28,7 +38,8 @@ def test_issue_10_the_pin_message_command_works_as_written_without_a_terminal(
     resumes at the pin, replays the rest and releases the group."""
     group_names = [f"e{seq}" for seq in range(1, 6)]
     seed(embedder, tmp_path, *(("g", name) for name in group_names))
-    lcg_json(tmp_path, "replay", "--group", "g", "--to-seq", "3", "--force-clear", "--json")
+    pin = ("replay", "--group", "g", "--to-seq", "3", "--force-clear", "--json")
+    lcg_json(tmp_path, *pin, run=lcg_in_process)  # the set-up: a group pinned at seq 3
     message = refused(lcg(tmp_path, "assert-entity", "e6", "--group", "g"), 3)
     assert "`lcg replay --group g`" in message
     resumed = lcg(tmp_path, "replay", "--group", "g", "--json")
@@ -36,8 +47,9 @@ def test_issue_10_the_pin_message_command_works_as_written_without_a_terminal(
     assert "pinned at seq 3; resuming there" in said(resumed.stderr)
     result = json.loads(resumed.stdout)
     assert (result["from_seq"], result["mutations_replayed"], result["pinned_to"]) == (4, 2, None)
-    assert names(tmp_path, "g") == group_names
-    assert lcg_json(tmp_path, "assert-entity", "e6", "--group", "g", "--json")["created"] is True
+    assert names(tmp_path, "g", run=lcg_in_process) == group_names
+    after = lcg_json(tmp_path, "assert-entity", "e6", "--group", "g", "--json", run=lcg_in_process)
+    assert after["created"] is True
 
 
 def test_issue_10_file_dash_reads_stdin_a_missing_file_is_one_line_and_dates_are_times(
@@ -54,7 +66,8 @@ def test_issue_10_file_dash_reads_stdin_a_missing_file_is_one_line_and_dates_are
         check=False,
     )
     assert piped.returncode == 0, piped.stderr
-    episodes = lcg_json(tmp_path, "call", "knowledge_get_episodes", '{"group_id": "g"}')
+    read = ("call", "knowledge_get_episodes", '{"group_id": "g"}')
+    episodes = lcg_json(tmp_path, *read, run=lcg_in_process)
     assert [e["content"] for e in episodes["episodes"]] == ["what the pipe said"]
 
     missing = lcg(tmp_path, "add-episode", "note", "--file", str(tmp_path / "nope.txt"))
@@ -63,15 +76,14 @@ def test_issue_10_file_dash_reads_stdin_a_missing_file_is_one_line_and_dates_are
     assert "Traceback" not in missing.stderr
 
     for name in ("Ada", "Bob"):
-        lcg_json(tmp_path, "assert-entity", name, "--group", "g", "--json")
+        lcg_json(tmp_path, "assert-entity", name, "--group", "g", "--json", run=lcg_in_process)
     edge = lcg_json(
         tmp_path,
         *("assert-relationship", "Ada", "MET", "Bob", "--group", "g"),
         *("--valid-at", "2025-03-03", "--json"),
     )
-    edges = lcg_json(
-        tmp_path, "call", "knowledge_get_edges_by_uuids", json.dumps({"uuids": [edge["edge_uuid"]]})
-    )
+    uuids = json.dumps({"uuids": [edge["edge_uuid"]]})
+    edges = lcg_json(tmp_path, "call", "knowledge_get_edges_by_uuids", uuids, run=lcg_in_process)
     assert edges["edges"][0]["valid_at"].startswith("2025-03-03")
 
 
@@ -112,9 +124,10 @@ def test_issue_10_the_readme_recovery_commands_work_as_written_without_a_termina
         else:
             result = lcg(workspace, *command[1:])
         assert result.returncode == 0, (command, said(result.stderr))
-    wal = lcg_json(workspace, "status", "--json")["wal_groups"]["liminis"]
+    wal = lcg_json(workspace, "status", "--json", run=lcg_in_process)["wal_groups"]["liminis"]
     assert (wal["applied_seq"], wal["max_seq"], wal["pinned_to"]) == (45, 45, None)
-    copy = lcg_json(home / "notes-copy", "status", "--json")["wal_groups"]["liminis"]
+    copied = lcg_json(home / "notes-copy", "status", "--json", run=lcg_in_process)
+    copy = copied["wal_groups"]["liminis"]
     assert copy["applied_seq"] == copy["max_seq"] > 0
 
 
@@ -124,7 +137,7 @@ def test_issue_10_a_no_at_the_replay_prompt_replays_nothing_and_draws_no_progres
     """On a terminal `lcg replay` asks before replacing a non-empty group's rows; a "n"
     leaves the group as it was, exits 3 and never starts the progress bar."""
     seed(embedder, tmp_path, ("g", "Ada"), ("g", "Bob"))
-    before = lcg_json(tmp_path, "status", "--json")["wal_groups"]["g"]
+    before = lcg_json(tmp_path, "status", "--json", run=lcg_in_process)["wal_groups"]["g"]
     env = clean_env()
     leader, follower = pty.openpty()
     process = subprocess.Popen(
@@ -148,7 +161,8 @@ def test_issue_10_a_no_at_the_replay_prompt_replays_nothing_and_draws_no_progres
     assert "left as it was; nothing replayed" in text
     assert "replaying" not in text
     assert b"\x1b[?25l" not in seen  # rich hides the cursor when a progress bar starts
-    assert lcg_json(tmp_path, "status", "--json")["wal_groups"]["g"] == before
+    after = lcg_json(tmp_path, "status", "--json", run=lcg_in_process)["wal_groups"]["g"]
+    assert after == before
 
 
 def _read_until(leader: int, marker: bytes | None) -> bytes:

@@ -18,7 +18,7 @@ import pytest
 from lcg.interfaces.exit_codes import EXIT_STORAGE
 from lcg.interfaces.jsonrpc import STORAGE_ERROR, UNAVAILABLE
 from lcg.projections.wal.store import stream_id
-from tests.helpers.console_script import lcg, said
+from tests.helpers.console_script import lcg, lcg_in_process, said
 from tests.helpers.damage import overwrite_text
 from tests.helpers.service_process import RpcClient, ServiceProcess
 from tests.helpers.small_disk import fill, mounted_tmpfs
@@ -36,6 +36,16 @@ def episode_names(client: RpcClient) -> list[str]:
     return sorted(e["name"] for e in result["episodes"])
 
 
+def written(workspace: Path, *episodes: tuple[str, str], marked: bool = False) -> None:
+    """The set-up writes, `(group, name)` episodes through `lcg add-episode` in this process
+    (the process boundary is the subject of what follows, not of the set-up); `marked`: each
+    body carries `marker-<name>`, for a test that damages one event's bytes."""
+    for group, name in episodes:
+        body = f"body of {name} marker-{name}" if marked else f"body of {name}"
+        done = lcg_in_process(workspace, "add-episode", name, body, "-g", group)
+        assert done.returncode == 0, done.stderr
+
+
 def remove_wal(workspace: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{workspace}/.lcg/wal.sqlite{suffix}").unlink(missing_ok=True)
@@ -43,8 +53,7 @@ def remove_wal(workspace: Path) -> None:
 
 def test_f1_a_lost_wal_makes_the_cli_refuse_with_exit_7_and_ack_no_write(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
-    for name in ("e1", "e2"):
-        assert lcg(workspace, "add-episode", name, f"body of {name}", "-g", "g").returncode == 0
+    written(workspace, ("g", "e1"), ("g", "e2"))
     remove_wal(workspace)
     result = lcg(workspace, "add-episode", "e3", "body of e3", "-g", "g")
     assert (result.returncode, result.stdout) == (EXIT_STORAGE, "")
@@ -59,14 +68,7 @@ def test_f1_a_server_over_a_lost_wal_starts_degraded_acks_no_write_and_the_recov
     tmp_path: Path,
 ) -> None:
     workspace = tmp_path / "ws"
-    first = ServiceProcess(workspace)
-    try:
-        assert first.wait_ready()["healthy"] is True, first.log
-        with first.connect() as client:
-            assert "result" in add_episode(client, "e1")
-            assert "result" in add_episode(client, "e2")
-    finally:
-        first.stop()
+    written(workspace, ("g", "e1"), ("g", "e2"))
     remove_wal(workspace)
     degraded = ServiceProcess(workspace)
     try:
@@ -130,13 +132,7 @@ def test_f5_after_a_full_disk_the_group_catches_up_and_takes_writes_again(
     under a running server, a write fails naming the file, and once space returns the next
     write succeeds and everything the WAL holds is visible, without a restart."""
     workspace = tmp_path / "ws"
-    first = ServiceProcess(workspace)
-    try:
-        assert first.wait_ready()["healthy"] is True, first.log
-        with first.connect() as client:
-            assert "result" in add_episode(client, "e1")
-    finally:
-        first.stop()
+    written(workspace, ("g", "e1"))
     graph = workspace / ".lcg" / "graph.sqlite"
     shutil.move(graph, small_disk / "graph.sqlite")
     with files_on(small_disk, graph):
@@ -169,8 +165,7 @@ def test_f4_a_corrupted_event_is_named_by_the_cli_and_its_replay_command_works_a
 ) -> None:
     workspace = tmp_path / "ws"
     state = workspace / ".lcg"
-    for group, name in (("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1")):
-        assert lcg(workspace, "add-episode", name, f"body of {name}", "-g", group).returncode == 0
+    written(workspace, ("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1"))
     with sqlite3.connect(state / "wal.sqlite") as conn:
         conn.execute(
             "UPDATE stored_events SET state=x'ff00fe' WHERE originator_id=?"
@@ -202,16 +197,14 @@ def test_an_applied_event_damaged_on_disk_refuses_the_cli_write_to_its_group_onl
     other groups still write, and the replay the message names works as written."""
     workspace = tmp_path / "ws"
     state = workspace / ".lcg"
-    for group, name in (("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1")):
-        body = f"body of {name} marker-{name}"
-        assert lcg(workspace, "add-episode", name, body, "-g", group).returncode == 0
+    written(workspace, ("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1"), marked=True)
     assert overwrite_text(state / "wal.sqlite", "marker-a2", b"\xff\xfe") == 1
     refused = lcg(workspace, "add-episode", "a4", "body of a4", "-g", "a")
     assert (refused.returncode, refused.stdout) == (EXIT_STORAGE, "")
     message = said(refused.stderr)
     assert f"{state}/wal.sqlite holds a damaged event at seq 2 of group 'a'" in message
     assert lcg(workspace, "add-episode", "b2", "body of b2", "-g", "b").returncode == 0
-    wal = json.loads(lcg(workspace, "status", "--json").stdout)["wal_groups"]
+    wal = json.loads(lcg_in_process(workspace, "status", "--json").stdout)["wal_groups"]
     assert (wal["a"]["max_seq"], wal["b"]["max_seq"]) == (3, 2)  # nothing acked to 'a'
     command = message.split("`")[1]
     assert command == "lcg replay --group a --to-seq 1 --force-clear"
@@ -227,14 +220,7 @@ def test_a_server_over_an_applied_event_changed_on_disk_is_degraded_and_refuses_
     it still decodes; the server starts degraded naming file, group and seq, answers a write
     to the group -32002 with them in `data`, serves its reads and takes other groups' writes."""
     workspace = tmp_path / "ws"
-    first = ServiceProcess(workspace)
-    try:
-        assert first.wait_ready()["healthy"] is True, first.log
-        with first.connect() as client:
-            for name in ("e1", "e2", "e3"):
-                assert "result" in add_episode(client, name, f"body of {name} marker-{name}")
-    finally:
-        first.stop()
+    written(workspace, ("g", "e1"), ("g", "e2"), ("g", "e3"), marked=True)
     wal = workspace / ".lcg" / "wal.sqlite"
     assert overwrite_text(wal, "marker-e2", b"MARKER-E2") == 1
     server = ServiceProcess(workspace)
@@ -267,23 +253,10 @@ def test_k_rec_002_a_degraded_server_recovers_in_place_through_knowledge_recover
     health_check and knowledge_recover over its socket, and serves again without a restart,
     every logged event visible and the WAL untouched."""
     workspace = tmp_path / "ws"
-    first = ServiceProcess(workspace)
-    try:
-        assert first.wait_ready()["healthy"] is True, first.log
-        with first.connect() as client:
-            for name in ("e1", "e2"):
-                assert "result" in add_episode(client, name)
-    finally:
-        first.stop()
+    written(workspace, ("g", "e1"), ("g", "e2"))
     older = tmp_path / "older.sqlite"
     shutil.copy(workspace / ".lcg" / "wal.sqlite", older)
-    again = ServiceProcess(workspace)
-    try:
-        assert again.wait_ready()["healthy"] is True, again.log
-        with again.connect() as client:
-            assert "result" in add_episode(client, "e3")
-    finally:
-        again.stop()
+    written(workspace, ("g", "e3"))
     shutil.copy(older, workspace / ".lcg" / "wal.sqlite")
     degraded = ServiceProcess(workspace)
     try:
@@ -305,11 +278,10 @@ def test_k_rec_001_lcg_recover_on_a_workspace_that_does_not_open(tmp_path: Path)
     older copy), through a serving process of its own; `--full` after it has nothing to do;
     neither or both of STRATEGY and --full is a usage error naming STRATEGY."""
     workspace = tmp_path / "ws"
-    for name in ("e1", "e2"):
-        assert lcg(workspace, "add-episode", name, f"body of {name}", "-g", "g").returncode == 0
+    written(workspace, ("g", "e1"), ("g", "e2"))
     older = tmp_path / "older.sqlite"
     shutil.copy(workspace / ".lcg" / "wal.sqlite", older)
-    assert lcg(workspace, "add-episode", "e3", "body of e3", "-g", "g").returncode == 0
+    written(workspace, ("g", "e3"))
     shutil.copy(older, workspace / ".lcg" / "wal.sqlite")
     refused_status = lcg(workspace, "status")
     assert refused_status.returncode == EXIT_STORAGE
@@ -321,7 +293,7 @@ def test_k_rec_001_lcg_recover_on_a_workspace_that_does_not_open(tmp_path: Path)
     assert recovered.returncode == 0, recovered.stderr
     result = json.loads(recovered.stdout)
     assert (result["success"], result["strategy"]) == (True, "rebuild_from_workspace_wal")
-    wal = json.loads(lcg(workspace, "status", "--json").stdout)["wal_groups"]["g"]
+    wal = json.loads(lcg_in_process(workspace, "status", "--json").stdout)["wal_groups"]["g"]
     assert (wal["applied_seq"], wal["max_seq"]) == (2, 2)  # every event the log holds
     full = lcg(workspace, "recover", "--full")
     assert full.returncode == 0

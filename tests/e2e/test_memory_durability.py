@@ -46,9 +46,9 @@ from tests.helpers.service_process import DEADLINE, RpcClient, ServiceProcess, w
 pytestmark = pytest.mark.slow
 
 SESSION = "crash"
-KILL_POINTS = 25
+KILL_POINTS = 20  # the "at least 20 random kill points"; each is a process start
 WRITERS = 2
-WRITES_PER_WRITER = 7
+WRITES_PER_WRITER = 10  # 20 kill points (25 before, 7 writes each) still ack well over 100
 WAIT_MS = 34_000
 SEED = int(os.environ.get("LCG_TEST_SEED", "1111"))
 MODES = ("after_ack", "during_replay", "mid_burst", "during_startup", "after_applied")

@@ -302,17 +302,18 @@ def test_two_processes_writing_one_workspace_do_not_corrupt_it(
 ) -> None:
     """Two processes taking turns at the lease leave one gap-free stream that replays the same.
 
-    Each child does 100 writes to group `shared` (entities and episodes in turn), opening the
+    Each child does 50 writes to group `shared` (entities and episodes in turn), opening the
     workspace for every write and retrying at once while the other holds it. Afterwards the
-    group's stream is exactly seqs 1..200, holds exactly the 200 acknowledged uuids, and a full
-    rebuild from seq 0 gives the same rows as before.
+    group's stream is exactly seqs 1..100, holds exactly the 100 acknowledged uuids, and a full
+    rebuild from seq 0 gives the same rows as before. (The count is not the point: 50 opens a
+    child still meet at the lease many times over; it was 100, 47 s of a loaded run.)
 
     Checklist: K-WAL-001, K-WAL-002 (each write recorded once, in order, in its group's stream),
     K-WAL-012 and K-WAL-028 (a full rebuild replays the whole stream to the same state).
     """
     workspace = tmp_path / "ws"
     group = "shared"
-    per_child = 100
+    per_child = 50
     children = {
         tag: spawn(
             "contend",
@@ -356,7 +357,7 @@ def test_two_processes_writing_one_workspace_do_not_corrupt_it(
         writer_of = {uuid: tag for tag, pairs in acked.items() for _, uuid in pairs}
         writers = [writer_of[written_uuid(r)] for r in events]
         turns = 1 + sum(1 for one, two in itertools.pairwise(writers) if one != two)
-        # Not one block after the other: the writers took turns at the lease (30-40 turns
+        # Not one block after the other: the writers took turns at the lease (15-20 turns
         # are typical; 3 is the least that shows both came back after the other wrote).
         assert turns >= 3, f"the writers took only {turns} turns"
 
