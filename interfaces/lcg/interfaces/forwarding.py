@@ -38,6 +38,10 @@ FORWARD_IDLE_MS = 60_000  # a line from the holder within this; above lambo_stat
 PUBLISH_WAIT_SECONDS = 5.0  # how long a new holder may take to say where it publishes
 POLL_SECONDS = 0.05
 REACHABLE_SECONDS = 5.0  # how long a holder a call lost touch with has to answer a new one
+# How long a call keeps looking for the holder while none answers and nothing was sent: a
+# holder just killed leaves its lease record naming its dead socket until the serve taking
+# over (this one, or another) writes its own, and that takes a moment (M-TRN-037).
+TAKEOVER_SECONDS = 10.0
 GONE = (
     "memory is unavailable: the serve holding session '{session}' stopped answering, so "
     "nothing was read or written for this call; memory returns once a `lambo serve` holds "
@@ -165,7 +169,8 @@ class Forwarder:
     async def call(
         self, method: str, params: JsonObject, on_progress: ProgressSink | None = None
     ) -> JsonObject:
-        for _ in range(2):  # once more when the holder was gone before anything was sent
+        deadline = anyio.current_time() + TAKEOVER_SECONDS
+        while True:  # again while the holder is gone before anything was sent (a takeover)
             route = await self._route()
             if isinstance(route, LocalBackend):
                 return await route.call(method, params, on_progress)
@@ -181,6 +186,9 @@ class Forwarder:
             except _NotSent as error:
                 log.info("the holder at %s is gone (%s); looking again", route.path, error)
                 await self._forget(route)
+                if anyio.current_time() >= deadline:
+                    break
+                await anyio.sleep(POLL_SECONDS)
             except RpcError as error:
                 if (error.data or {}).get("kind") != "attached_connection":
                     raise
