@@ -15,6 +15,7 @@ from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.port import Embedder
+from lcg.projections.text import reader as text_reader
 from tests.conftest import make_workspace
 from tests.helpers.mcp_session import mcp_in_process
 from tests.integration.test_memory_writes import (
@@ -84,6 +85,26 @@ def test_m_rec_029_recent_concepts_join_a_text_query_at_a_fixed_score(
     assert recent["score"] == 0.25
     assert "recent" in recent["ranks"]
     assert hits[0]["score"] > recent["score"]
+
+
+def test_m_rec_030_ordinary_recall_leaves_function_words_out_of_keyword_matching(
+    app: App, workspace: Workspace
+) -> None:
+    """The keyword leg of ordinary recall (the BM25 search recall runs per session) drops the
+    query's function words: a concept sharing only "the", "of" and "is" with the query is no
+    keyword match, one sharing a content word is, and a query of function words alone still
+    searches for them."""
+    settled(app, derive(app, concept("the vault of the north is sealed")))
+    vault = node_by_content(workspace, "the vault of the north is sealed").uuid
+
+    def keyword_hits(query: str) -> list[str]:
+        found = text_reader.search(workspace.reader(), "concept", query, [SESSION], 10)
+        return [hit.owner_uuid for hit in found]
+
+    assert text_reader.query_words("the zebras of the plain is") == ["zebras", "plain"]
+    assert keyword_hits("the zebras of the plain is") == []
+    assert keyword_hits("the vault of the plain") == [vault]
+    assert keyword_hits("the of is") == [vault]
 
 
 def test_m_rec_032_a_read_sees_a_write_once_applied_and_a_receipt_wait_gives_read_your_writes(
