@@ -460,6 +460,7 @@ def test_m_rec_121_the_contradicted_line_comes_from_the_daemons_next_tick(
 
 
 def test_m_rec_131_a_contradicted_canonical_hit_is_kept_past_top_k(tuned: Workspace) -> None:
+    """Also M-REC-054: a hit kept for a conflict is kept past `top_k`."""
     app, hero, moved = _contradicted_canonical_hero(tuned)
     result = call(app, "lambo_recall", agent_id=AGENT, query="query reads accounts", top_k=4)
     hits = [h["node_id"] for h in result["structuredContent"]["hits"]]
