@@ -397,12 +397,9 @@ def test_the_scheduler_runs_cycles_and_sweeps_on_its_own_and_stops_at_close(
     assert jobs.counters.canonization_cycles == cycles
 
 
-def test_m_can_supersession_demotes_a_canonical_concept_and_recall_shows_the_history_line(
-    tuned: Workspace,
-) -> None:
-    """With canonization_supersede on, a concept contradicting a Canonical one, with newer
-    support from three other interactions spread over the session, demotes it to None; recall
-    then shows `⤓ Superseded at ... by "<C>" (id ...)` on it and inspect the demotion."""
+def _superseded_hero(tuned: Workspace) -> tuple[App, str, str]:
+    """The hero made Canonical, then demoted by supersession (canonization_supersede off at
+    first: the cycle leaves it alone). (app, the hero's id, the superseding concept's id)."""
     app = App(tuned)
     _story(app)
     hero = node_by_content(tuned, HERO).uuid
@@ -425,6 +422,30 @@ def test_m_can_supersession_demotes_a_canonical_concept_and_recall_shows_the_his
     superseding = node_by_content(tuned, moved).uuid
     assert (demotion.to_status.value, demotion.cause.value) == ("None", "supersession")
     assert demotion.superseded_by == superseding
+    return app, hero, superseding
+
+
+def test_m_rec_231_the_superseded_line_pulls_nothing_into_the_result(tuned: Workspace) -> None:
+    """The superseded hero carries its history line when it ranks in, but the line is no
+    warning: a recall where nine citers outrank it returns `top_k` hits, none of them the
+    hero, and no Superseded line."""
+    app, hero, _ = _superseded_hero(tuned)
+    assert "⤓ Superseded at " in _recall_hit(app, hero)["text"]
+    result = call(app, "lambo_recall", agent_id=AGENT, query="query reads accounts", top_k=4)
+    hits = [h["node_id"] for h in result["structuredContent"]["hits"]]
+    assert len(hits) == 4
+    assert hero not in hits
+    assert "⤓ Superseded at " not in result["text"]
+
+
+def test_m_can_supersession_demotes_a_canonical_concept_and_recall_shows_the_history_line(
+    tuned: Workspace,
+) -> None:
+    """With canonization_supersede on, a concept contradicting a Canonical one, with newer
+    support from three other interactions spread over the session, demotes it to None; recall
+    then shows `⤓ Superseded at ... by "<C>" (id ...)` on it and inspect the demotion."""
+    app, hero, superseding = _superseded_hero(tuned)
+    moved = "accounts moved to the tenants table"
     text = _recall_hit(app, hero)["text"]
     block = text[text.index(HERO) :]
     assert f'by "{moved}" (id {superseding[:8]})' in block
