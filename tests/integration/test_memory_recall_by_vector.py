@@ -232,3 +232,21 @@ def test_m_trn_070_a_vector_over_its_own_limit_in_a_small_request_names_that_lim
         _recall(app, query="x", query_vector=vector)
     assert error.value.field == "query_vector.values"
     assert "4096" in error.value.message
+
+
+@pytest.mark.usefixtures("stored")
+def test_m_rec_280_a_vector_search_the_store_fails_is_an_error(
+    app: App, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vector store failing the search (FAISS raising, injected) fails the recall by
+    vector, with text beside it too: no answer from the keyword and recent legs alone."""
+    vector = {"values": _vector_of(workspace, SAREE), "contract": _contract(app)}
+    assert _recall(app, query="invoice totals", query_vector=vector)["structuredContent"]["hits"]
+
+    def failing(*_: object, **__: object) -> list[object]:
+        raise RuntimeError("faiss: the index could not be searched")
+
+    monkeypatch.setattr(workspace.vectors, "search", failing)
+    for params in ({"query_vector": vector}, {"query": "invoice totals", "query_vector": vector}):
+        with pytest.raises(RuntimeError, match="could not be searched"):
+            _recall(app, **params)
