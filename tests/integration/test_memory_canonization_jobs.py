@@ -7,7 +7,7 @@ import dataclasses
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -397,9 +397,12 @@ def test_the_scheduler_runs_cycles_and_sweeps_on_its_own_and_stops_at_close(
     assert jobs.counters.canonization_cycles == cycles
 
 
-def _superseded_hero(tuned: Workspace) -> tuple[App, str, str]:
-    """The hero made Canonical, then demoted by supersession (canonization_supersede off at
-    first: the cycle leaves it alone). (app, the hero's id, the superseding concept's id)."""
+def _superseded_hero(
+    tuned: Workspace, while_canonical: Callable[[App, str], None] | None = None
+) -> tuple[App, str, str]:
+    """The hero made Canonical (`while_canonical` then sees it), then demoted by supersession
+    (canonization_supersede off at first: the cycle leaves it alone). (app, the hero's id, the
+    superseding concept's id)."""
     app = App(tuned)
     _story(app)
     hero = node_by_content(tuned, HERO).uuid
@@ -408,6 +411,8 @@ def _superseded_hero(tuned: Workspace) -> tuple[App, str, str]:
     for _ in range(3):
         jobs.run_cycle()
     assert _status(tuned, hero) == "Canonical"
+    if while_canonical is not None:
+        while_canonical(app, hero)
     moved = "accounts moved to the tenants table"
     settled(app, derive(app, concept(moved, "entity", against=[HERO]), agent="agent-d"), "agent-d")
     for index, agent in enumerate(AGENTS):
@@ -436,6 +441,22 @@ def test_m_rec_231_the_superseded_line_pulls_nothing_into_the_result(tuned: Work
     assert len(hits) == 4
     assert hero not in hits
     assert "⤓ Superseded at " not in result["text"]
+
+
+def _saints(app: App) -> list[str]:
+    result = call(app, "lambo_saints", agent_id=AGENT)
+    return [row["node_id"] for row in result["structuredContent"]["saints"]]
+
+
+def test_m_snt_007_a_concept_demoted_from_canonical_is_no_longer_a_saint(
+    tuned: Workspace,
+) -> None:
+    """Listed while Canonical; once supersession demotes it, lambo_saints lists it no more."""
+    listed: list[list[str]] = []
+    app, hero, _ = _superseded_hero(tuned, lambda app, _: listed.append(_saints(app)))
+    assert hero in listed[0]
+    assert _status(tuned, hero) == "None"
+    assert hero not in _saints(app)
 
 
 def test_m_can_supersession_demotes_a_canonical_concept_and_recall_shows_the_history_line(
