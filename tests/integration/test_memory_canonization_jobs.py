@@ -26,6 +26,7 @@ from lcg.interfaces.workspace import Workspace
 from lcg.projections.canonization import projection as canonization_projection
 from lcg.projections.canonization import state as canon
 from lcg.projections.embedding.port import Embedder
+from lcg.projections.memory import state
 from tests.conftest import SteppingClock, make_workspace
 from tests.integration.test_memory_writes import (
     AGENT,
@@ -614,3 +615,37 @@ def test_adr_0045_a_write_that_lands_while_a_sweep_is_planned_makes_it_plan_agai
     assert jobs.counters.sweeps_replanned == 1
     assert gone not in swept.collected_ids
     assert node_by_content(tuned, lonely).uuid == gone
+
+
+@pytest.mark.minilm
+def test_m_can_051_m_rec_223_collecting_either_concept_of_a_flagged_pair_removes_the_flag(
+    tuned: Workspace,
+) -> None:
+    """A flagged pair (one value changed, a minute apart), a year on, both Logic under a score
+    bar every concept fails and a cap of one a sweep: the flag spares neither (the first sweep
+    collects one of the two, the next the other), and once one is collected the flag is
+    gone."""
+    app = App(tuned)
+    older = "the release pins version 2.3 of the parser"
+    newer = "the release pins version 2.4 of the parser"
+    settled(app, derive(app, concept(older)))
+    _later(tuned, 1)
+    body = settled(app, derive(app, concept(newer)))
+    assert "1 possible undeclared supersession(s) flagged" in body["detail"]
+    pair = {node_by_content(tuned, older).uuid, node_by_content(tuned, newer).uuid}
+    old_id = node_by_content(tuned, older).uuid
+    assert state.possibly_superseded_by(tuned.reader(), SESSION, [old_id]) != {}
+    jobs = tuned.memory.jobs_or_fail()
+    jobs.gc_knobs = dataclasses.replace(
+        jobs.gc_knobs,
+        score_cut_types=frozenset({ConceptType.LOGIC}),
+        min_concept_score=1.0,
+        collect_floor=1,
+        collect_fraction=0.0,
+    )
+    _later(tuned, 60 * 24 * 400)
+    first = {c.node_id for c in jobs.sweep(Trigger.MUTATIONS).collected}
+    assert len(first & pair) == 1
+    assert state.possibly_superseded_by(tuned.reader(), SESSION, [old_id]) == {}
+    second = {c.node_id for c in jobs.sweep(Trigger.MUTATIONS).collected}
+    assert (first | second) & pair == pair
