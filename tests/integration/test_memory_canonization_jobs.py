@@ -649,3 +649,40 @@ def test_m_can_051_m_rec_223_collecting_either_concept_of_a_flagged_pair_removes
     assert state.possibly_superseded_by(tuned.reader(), SESSION, [old_id]) == {}
     second = {c.node_id for c in jobs.sweep(Trigger.MUTATIONS).collected}
     assert (first | second) & pair == pair
+
+
+def test_m_der_038_a_reference_replayed_after_a_restart_is_still_fixed(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """A write citing a concept by id is acked and left pending when the process closes (a
+    durable intent); the cited concept is collected before that close. The next process
+    replays the intent and the write fails on its receipt instead of linking something
+    else: what the reference named was fixed when the call was accepted."""
+    tuning = Tuning().with_values(daemon__gc_interval=1, daemon__gc_idle_floor=0)
+    settings = Settings(workspace=tmp_path, tuning=tuning)
+    cited = "the nightly job writes the audit table"
+    with make_workspace(settings, embedder) as ws:
+        app = App(ws)
+        settled(app, derive(app, concept(cited)))
+        cited_id = node_by_content(ws, cited).uuid
+        jobs = ws.memory.jobs_or_fail()
+        jobs.gc_knobs = dataclasses.replace(
+            jobs.gc_knobs,
+            score_cut_types=frozenset({ConceptType.LOGIC}),
+            min_concept_score=1.0,
+            collect_floor=1,
+            collect_fraction=0.0,
+        )
+        _later(ws, 60 * 24 * 400)
+        with ws.memory.processor.paused():
+            owed = derive(app, concept("the audit export reads it", depends_on=[cited_id]))
+            swept = jobs.sweep(Trigger.MUTATIONS)
+            assert [c.node_id for c in swept.collected] == [cited_id]
+            ws.memory.close()  # as a clean shutdown does, with the write still pending
+    with make_workspace(settings, embedder) as ws:
+        app = App(ws)
+        body = call(app, "lambo_stats", agent_id=AGENT, receipt=owed, wait_ms=20_000)
+        receipt = body["structuredContent"]["receipt"]
+        assert receipt["state"] == "failed", receipt
+        assert "named a concept that was removed before the write was applied" in receipt["detail"]
+        assert not state.concepts_with_content(ws.reader(), SESSION, "the audit export reads it")
