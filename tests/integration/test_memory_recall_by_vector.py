@@ -241,7 +241,9 @@ def test_m_rec_280_a_vector_search_the_store_fails_is_an_error(
     app: App, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The vector store failing the search (FAISS raising, injected) fails the recall by
-    vector, with text beside it too: no answer from the keyword and recent legs alone."""
+    vector, with text beside it too: no answer from the keyword and recent legs alone. Also
+    M-ERR-024 (its query_vector half): a failed vector read fails the call (isError over MCP)
+    rather than answering from the other legs."""
     vector = {"values": _vector_of(workspace, SAREE), "contract": _contract(app)}
     assert _recall(app, query="invoice totals", query_vector=vector)["structuredContent"]["hits"]
 
