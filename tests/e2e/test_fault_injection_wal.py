@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from lcg.interfaces.exit_codes import EXIT_STORAGE
@@ -20,6 +21,7 @@ from lcg.interfaces.jsonrpc import STORAGE_ERROR, UNAVAILABLE
 from lcg.projections.wal.store import stream_id
 from tests.helpers.console_script import lcg, lcg_in_process, said
 from tests.helpers.damage import overwrite_text
+from tests.helpers.mcp_session import mcp_client, structured
 from tests.helpers.service_process import RpcClient, ServiceProcess
 from tests.helpers.small_disk import fill, mounted_tmpfs
 
@@ -271,6 +273,43 @@ def test_k_rec_002_a_degraded_server_recovers_in_place_through_knowledge_recover
             assert episode_names(client) == ["e1", "e2", "e4"]
     finally:
         degraded.stop()
+
+
+def test_k_rec_003_standalone_mcp_recovers_in_place_through_the_same_path(
+    tmp_path: Path,
+) -> None:
+    """The same put-back WAL, served by a standalone MCP server (`serve --mcp-stdio`, no
+    socket service): it starts degraded as the socket service does, knowledge_status says so
+    and names the recovery, and knowledge_recover over MCP serves again without a restart."""
+    workspace = tmp_path / "ws"
+    written(workspace, ("g", "e1"), ("g", "e2"))
+    older = tmp_path / "older.sqlite"
+    shutil.copy(workspace / ".lcg" / "wal.sqlite", older)
+    written(workspace, ("g", "e3"))
+    shutil.copy(older, workspace / ".lcg" / "wal.sqlite")
+
+    async def main() -> None:
+        args = ("serve", "--mcp-stdio", "--scope=all", "-w", str(workspace))
+        async with mcp_client(*args) as client:
+            status = structured(await client.call_tool("knowledge_status", {}))
+            assert status["degraded"] is True
+            assert "rebuild_from_workspace_wal" in status["recovery_available"][0]
+            refused = await client.call_tool("knowledge_get_episodes", {"group_id": "g"})
+            assert refused.is_error is True
+            recovered = structured(
+                await client.call_tool(
+                    "knowledge_recover", {"strategy": "rebuild_from_workspace_wal"}
+                )
+            )
+            assert (recovered["success"], recovered["restart_required"]) == (True, False)
+            status = structured(await client.call_tool("knowledge_status", {}))
+            assert status["degraded"] is False
+            episodes = structured(
+                await client.call_tool("knowledge_get_episodes", {"group_id": "g"})
+            )
+            assert sorted(e["name"] for e in episodes["episodes"]) == ["e1", "e2"]
+
+    anyio.run(main)
 
 
 def test_k_rec_001_lcg_recover_on_a_workspace_that_does_not_open(tmp_path: Path) -> None:

@@ -204,6 +204,60 @@ def test_m_sta_161_without_ledger_the_six_keys_are_absent(tmp_path: Path) -> Non
     assert not LEDGER_KEYS & set(anyio.run(main))
 
 
+WRITE_QUEUE_KEYS = {
+    "write_queue_bound",
+    "write_queue_lane_bound",
+    "write_queue_measured",
+    "write_queue_bound_source",
+    "write_queue_items_per_sec",
+    "write_queue_serial_items_per_sec",
+    "write_queue_probe_serial_items_per_sec",
+    "write_queue_probe_optimism",
+    "write_queue_apply_samples",
+    "write_queue_apply_ms_p50",
+    "write_queue_apply_ms_p90",
+    "write_queue_apply_ms_max",
+    "write_queue_outstanding",
+    "write_queue_accepted",
+    "write_queue_applied",
+    "write_queue_failed",
+    "write_queue_abandoned",
+    "write_queue_deferred",
+    "write_queue_replayed",
+    "write_queue_replay_owed",
+    "write_queue_dropped",
+    "write_queue_dropped_closed",
+    "receipts_retained",
+}
+
+
+def test_m_sta_167_the_write_queue_keys_are_there_with_and_without_a_ledger(
+    tmp_path: Path,
+) -> None:
+    """Unlike the ledger's six keys, the write queue's have no switch: a serve with
+    `--ledger` and one without both carry every one of them (the keyword-only mode,
+    match_strategy = "canonical", is refused at start-up, so it has no payload to check)."""
+
+    async def main() -> list[dict[str, Any]]:
+        async with serve(tmp_path / "ws", tmp_path / "calls.jsonl") as ledgered:
+            with_ledger = structured(await ledgered.call_tool("lambo_stats", {"agent_id": AGENT}))
+        async with mcp_client(
+            "serve",
+            "--session",
+            SESSION,
+            command="lambo",
+            env={"LCG_WORKSPACE": str(tmp_path / "plain")},
+        ) as plain:
+            without = structured(await plain.call_tool("lambo_stats", {"agent_id": AGENT}))
+        return [with_ledger, without]
+
+    with_ledger, without = anyio.run(main)
+    assert set(with_ledger) >= LEDGER_KEYS
+    assert not LEDGER_KEYS & set(without)
+    for payload in (with_ledger, without):
+        assert set(payload) >= WRITE_QUEUE_KEYS, WRITE_QUEUE_KEYS - set(payload)
+
+
 def test_m_sta_164_165_a_parked_writer_drops_and_counts_never_delaying_a_call(
     tmp_path: Path,
 ) -> None:

@@ -656,3 +656,44 @@ def test_k_rec_004_005_the_recovery_scenario_over_mcp_mark_bad_mutation_rebuild_
             assert await read_all(client) == recovered
 
     anyio.run(from_the_dump)
+
+
+def test_k_mcp_003_the_socket_protocol_is_the_same_with_an_mcp_client_attached(
+    tmp_path: Path,
+) -> None:
+    """The same socket requests, before any MCP client exists and while one is attached
+    (`serve --mcp-stdio --connect`) and writing: the same frames, ids aside, for a read, a
+    refusal and an unknown method; and the MCP client's write is read back over the socket."""
+    service = ServiceProcess(tmp_path / "ws")
+    requests: list[tuple[str, dict[str, Any] | None]] = [
+        ("knowledge_get_episodes", {"group_id": "g", "last_n": 5}),
+        ("knowledge_get_episodes", {"group_id": "g", "last_n": "five"}),
+        ("knowledge_no_such_tool", {}),
+    ]
+
+    def frames() -> list[dict[str, Any]]:
+        with service.connect() as client:
+            answered = [client.call(method, params) for method, params in requests]
+        return [{k: v for k, v in frame.items() if k != "id"} for frame in answered]
+
+    async def attached() -> list[dict[str, Any]]:
+        async with mcp_client("serve", "--mcp-stdio", "--connect", str(service.socket_path)) as c:
+            added = await c.call_tool(
+                "knowledge_add_episode", {"name": "m1", "episode_body": "b", "group_id": "m"}
+            )
+            assert added.is_error is not True
+            return frames()
+
+    try:
+        assert service.wait_ready()["healthy"] is True, service.log
+        before = frames()
+        during = anyio.run(attached)
+        assert during == before
+        assert set(before[0]) == {"jsonrpc", "result"}
+        assert "error" in before[1]
+        assert "error" in before[2]
+        with service.connect() as client:
+            names = client.result("knowledge_get_episodes", {"group_id": "m", "last_n": 5})
+        assert [e["name"] for e in names["episodes"]] == ["m1"]
+    finally:
+        service.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from lcg.interfaces import operations
 from lcg.interfaces.workspace import Workspace
 from tests.conftest import Call
 
@@ -132,3 +133,31 @@ def test_k_gid_008_019_p_119_entities_by_source(call: Call, workspace: Workspace
     only_b = call("knowledge_get_entities_by_source", source="notes.md", group_ids=["b"])
     assert [node["group_id"] for node in only_b["nodes"]] == ["b"]
     assert call("knowledge_get_entities_by_source", source="notes")["count"] == 0
+
+
+OMITTED_IS_ALL = {
+    "knowledge_find_entities",
+    "knowledge_find_relationships",
+    "knowledge_search_passages",
+    "knowledge_list_entities",
+    "knowledge_list_relationships",
+    "knowledge_get_entity_neighbors",
+    "knowledge_get_entities_by_source",
+    "knowledge_get_nodes_by_group",
+    "knowledge_get_edges_by_group",
+}
+
+
+def test_k_gid_001_the_omitted_means_all_rule_covers_exactly_the_nine_read_tools() -> None:
+    """Among the read tools of the one catalogue every adapter serves, exactly these nine take
+    `group_ids`, each optional with null (all groups) as its default; the rest of this file
+    proves what each does with it."""
+    takes = {
+        name: op.params.model_fields["group_ids"]
+        for name, op in operations.BY_NAME.items()
+        if op.read_only and "group_ids" in op.params.model_fields
+    }
+    assert set(takes) == OMITTED_IS_ALL
+    for name, field in takes.items():
+        assert not field.is_required(), name
+        assert field.default is None, name

@@ -178,3 +178,25 @@ def test_m_act_040_043_044_the_ack_is_pending_and_one_agents_writes_apply_in_ord
         for content, at in workspace.reader().execute("SELECT content, seq FROM memory_nodes")
     }
     assert seq["renamed the table"] < seq["accounts v2 has a tenant column"]  # in the order sent
+
+
+def test_m_act_046_a_record_action_embeds_its_texts_in_one_embedder_call(
+    app: App, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedder batches (the hashing one takes a list): the action's own text and the
+    concepts it creates (each embedded with the action as its context) go in one call."""
+    batches: list[list[str]] = []
+    embed = workspace.embedder.embed
+
+    def recording(texts: Any) -> Any:
+        batches.append(list(texts))
+        return embed(texts)
+
+    monkeypatch.setattr(workspace.embedder, "embed", recording)
+    texts = ["the nightly export file", "the export manifest", "the export schedule"]
+    ack = _act(app, "ran the nightly export", produces=texts[:2], modifies=texts[2:])
+    settled(app, ack["structuredContent"]["receipt"])
+    action = "ran the nightly export"
+    holding = [b for b in batches if any(t.startswith(action) for t in b)]
+    assert len(holding) == 1, batches
+    assert sorted(t.split(" — ")[0] for t in holding[0]) == sorted([action, *texts])

@@ -7,7 +7,7 @@ import dataclasses
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from lcg.interfaces.workspace import Workspace
 from lcg.projections.canonization import projection as canonization_projection
 from lcg.projections.canonization import state as canon
 from lcg.projections.embedding.port import Embedder
+from lcg.projections.memory import state
 from tests.conftest import SteppingClock, make_workspace
 from tests.integration.test_memory_writes import (
     AGENT,
@@ -397,12 +398,12 @@ def test_the_scheduler_runs_cycles_and_sweeps_on_its_own_and_stops_at_close(
     assert jobs.counters.canonization_cycles == cycles
 
 
-def test_m_can_supersession_demotes_a_canonical_concept_and_recall_shows_the_history_line(
-    tuned: Workspace,
-) -> None:
-    """With canonization_supersede on, a concept contradicting a Canonical one, with newer
-    support from three other interactions spread over the session, demotes it to None; recall
-    then shows `⤓ Superseded at ... by "<C>" (id ...)` on it and inspect the demotion."""
+def _superseded_hero(
+    tuned: Workspace, while_canonical: Callable[[App, str], None] | None = None
+) -> tuple[App, str, str]:
+    """The hero made Canonical (`while_canonical` then sees it), then demoted by supersession
+    (canonization_supersede off at first: the cycle leaves it alone). (app, the hero's id, the
+    superseding concept's id)."""
     app = App(tuned)
     _story(app)
     hero = node_by_content(tuned, HERO).uuid
@@ -411,6 +412,8 @@ def test_m_can_supersession_demotes_a_canonical_concept_and_recall_shows_the_his
     for _ in range(3):
         jobs.run_cycle()
     assert _status(tuned, hero) == "Canonical"
+    if while_canonical is not None:
+        while_canonical(app, hero)
     moved = "accounts moved to the tenants table"
     settled(app, derive(app, concept(moved, "entity", against=[HERO]), agent="agent-d"), "agent-d")
     for index, agent in enumerate(AGENTS):
@@ -425,6 +428,46 @@ def test_m_can_supersession_demotes_a_canonical_concept_and_recall_shows_the_his
     superseding = node_by_content(tuned, moved).uuid
     assert (demotion.to_status.value, demotion.cause.value) == ("None", "supersession")
     assert demotion.superseded_by == superseding
+    return app, hero, superseding
+
+
+def test_m_rec_231_the_superseded_line_pulls_nothing_into_the_result(tuned: Workspace) -> None:
+    """The superseded hero carries its history line when it ranks in, but the line is no
+    warning: a recall where nine citers outrank it returns `top_k` hits, none of them the
+    hero, and no Superseded line."""
+    app, hero, _ = _superseded_hero(tuned)
+    assert "⤓ Superseded at " in _recall_hit(app, hero)["text"]
+    result = call(app, "lambo_recall", agent_id=AGENT, query="query reads accounts", top_k=4)
+    hits = [h["node_id"] for h in result["structuredContent"]["hits"]]
+    assert len(hits) == 4
+    assert hero not in hits
+    assert "⤓ Superseded at " not in result["text"]
+
+
+def _saints(app: App) -> list[str]:
+    result = call(app, "lambo_saints", agent_id=AGENT)
+    return [row["node_id"] for row in result["structuredContent"]["saints"]]
+
+
+def test_m_snt_007_a_concept_demoted_from_canonical_is_no_longer_a_saint(
+    tuned: Workspace,
+) -> None:
+    """Listed while Canonical; once supersession demotes it, lambo_saints lists it no more."""
+    listed: list[list[str]] = []
+    app, hero, _ = _superseded_hero(tuned, lambda app, _: listed.append(_saints(app)))
+    assert hero in listed[0]
+    assert _status(tuned, hero) == "None"
+    assert hero not in _saints(app)
+
+
+def test_m_can_supersession_demotes_a_canonical_concept_and_recall_shows_the_history_line(
+    tuned: Workspace,
+) -> None:
+    """With canonization_supersede on, a concept contradicting a Canonical one, with newer
+    support from three other interactions spread over the session, demotes it to None; recall
+    then shows `⤓ Superseded at ... by "<C>" (id ...)` on it and inspect the demotion."""
+    app, hero, superseding = _superseded_hero(tuned)
+    moved = "accounts moved to the tenants table"
     text = _recall_hit(app, hero)["text"]
     block = text[text.index(HERO) :]
     assert f'by "{moved}" (id {superseding[:8]})' in block
@@ -460,6 +503,7 @@ def test_m_rec_121_the_contradicted_line_comes_from_the_daemons_next_tick(
 
 
 def test_m_rec_131_a_contradicted_canonical_hit_is_kept_past_top_k(tuned: Workspace) -> None:
+    """Also M-REC-054: a hit kept for a conflict is kept past `top_k`."""
     app, hero, moved = _contradicted_canonical_hero(tuned)
     result = call(app, "lambo_recall", agent_id=AGENT, query="query reads accounts", top_k=4)
     hits = [h["node_id"] for h in result["structuredContent"]["hits"]]
@@ -571,3 +615,74 @@ def test_adr_0045_a_write_that_lands_while_a_sweep_is_planned_makes_it_plan_agai
     assert jobs.counters.sweeps_replanned == 1
     assert gone not in swept.collected_ids
     assert node_by_content(tuned, lonely).uuid == gone
+
+
+@pytest.mark.minilm
+def test_m_can_051_m_rec_223_collecting_either_concept_of_a_flagged_pair_removes_the_flag(
+    tuned: Workspace,
+) -> None:
+    """A flagged pair (one value changed, a minute apart), a year on, both Logic under a score
+    bar every concept fails and a cap of one a sweep: the flag spares neither (the first sweep
+    collects one of the two, the next the other), and once one is collected the flag is
+    gone."""
+    app = App(tuned)
+    older = "the release pins version 2.3 of the parser"
+    newer = "the release pins version 2.4 of the parser"
+    settled(app, derive(app, concept(older)))
+    _later(tuned, 1)
+    body = settled(app, derive(app, concept(newer)))
+    assert "1 possible undeclared supersession(s) flagged" in body["detail"]
+    pair = {node_by_content(tuned, older).uuid, node_by_content(tuned, newer).uuid}
+    old_id = node_by_content(tuned, older).uuid
+    assert state.possibly_superseded_by(tuned.reader(), SESSION, [old_id]) != {}
+    jobs = tuned.memory.jobs_or_fail()
+    jobs.gc_knobs = dataclasses.replace(
+        jobs.gc_knobs,
+        score_cut_types=frozenset({ConceptType.LOGIC}),
+        min_concept_score=1.0,
+        collect_floor=1,
+        collect_fraction=0.0,
+    )
+    _later(tuned, 60 * 24 * 400)
+    first = {c.node_id for c in jobs.sweep(Trigger.MUTATIONS).collected}
+    assert len(first & pair) == 1
+    assert state.possibly_superseded_by(tuned.reader(), SESSION, [old_id]) == {}
+    second = {c.node_id for c in jobs.sweep(Trigger.MUTATIONS).collected}
+    assert (first | second) & pair == pair
+
+
+def test_m_der_038_a_reference_replayed_after_a_restart_is_still_fixed(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """A write citing a concept by id is acked and left pending when the process closes (a
+    durable intent); the cited concept is collected before that close. The next process
+    replays the intent and the write fails on its receipt instead of linking something
+    else: what the reference named was fixed when the call was accepted."""
+    tuning = Tuning().with_values(daemon__gc_interval=1, daemon__gc_idle_floor=0)
+    settings = Settings(workspace=tmp_path, tuning=tuning)
+    cited = "the nightly job writes the audit table"
+    with make_workspace(settings, embedder) as ws:
+        app = App(ws)
+        settled(app, derive(app, concept(cited)))
+        cited_id = node_by_content(ws, cited).uuid
+        jobs = ws.memory.jobs_or_fail()
+        jobs.gc_knobs = dataclasses.replace(
+            jobs.gc_knobs,
+            score_cut_types=frozenset({ConceptType.LOGIC}),
+            min_concept_score=1.0,
+            collect_floor=1,
+            collect_fraction=0.0,
+        )
+        _later(ws, 60 * 24 * 400)
+        with ws.memory.processor.paused():
+            owed = derive(app, concept("the audit export reads it", depends_on=[cited_id]))
+            swept = jobs.sweep(Trigger.MUTATIONS)
+            assert [c.node_id for c in swept.collected] == [cited_id]
+            ws.memory.close()  # as a clean shutdown does, with the write still pending
+    with make_workspace(settings, embedder) as ws:
+        app = App(ws)
+        body = call(app, "lambo_stats", agent_id=AGENT, receipt=owed, wait_ms=20_000)
+        receipt = body["structuredContent"]["receipt"]
+        assert receipt["state"] == "failed", receipt
+        assert "named a concept that was removed before the write was applied" in receipt["detail"]
+        assert not state.concepts_with_content(ws.reader(), SESSION, "the audit export reads it")

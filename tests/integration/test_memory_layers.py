@@ -335,6 +335,26 @@ def test_m_rec_253_m_lay_024_a_scope_naming_a_layer_not_serving_is_refused_retry
     assert heads(stocked) == before
 
 
+def test_m_sta_089_while_a_layer_is_down_an_unknown_receipt_is_pending(stocked: Service) -> None:
+    """While general is not serving, a receipt no serving pipeline knows (well formed, from
+    a process epoch neither lambo's book nor the log holds) may be the down layer's: asked
+    through lambo it answers pending, with a detail saying the layer is down and to ask
+    again."""
+    workspace = stocked._workspace
+    assert workspace is not None
+    sessions = workspace.memory_sessions
+    sessions._services.pop(GroupId("general")).stop_jobs()  # as if it were not open ...
+    sessions._limit = len(sessions._services)  # ... and could not be opened now
+    own = derive(stocked, "tags are signed before release")["structuredContent"]["receipt"]
+    prefix, epoch, issued, seq = own.split(".")
+    unknown = ".".join((prefix, format(int(epoch, 16) ^ 1, f"0{len(epoch)}x"), issued, seq))
+    answer = tool(stocked, "lambo_stats", receipt=unknown)["structuredContent"]["receipt"]
+    assert answer["state"] == "pending", answer
+    assert "general" in answer["detail"]
+    assert "down" in answer["detail"]
+    assert "ask again" in answer["detail"]
+
+
 REPO = "github.com/acme/widgets"
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from lcg.domain.errors import DomainError
+from lcg.domain.memory.context import BLOCK_SEPARATOR, estimate_tokens
 from lcg.interfaces.app import App
 from lcg.interfaces.workspace import Workspace
 from tests.conftest import SteppingClock
@@ -268,3 +269,42 @@ def test_m_rec_031_a_query_text_is_embedded_once(app: App, workspace: Workspace)
     _recall(app, "what does the cache keep?")
     _recall(app, "what does the cache keep?")
     assert workspace.embedder.calls - before == 1
+
+
+@pytest.mark.usefixtures("story")
+def test_m_rec_170_the_rests_on_line_reads_memory_not_the_daemons_list(
+    app: App, workspace: Workspace
+) -> None:
+    """With the cited concept's entry gone from the daemon's warning list (as the
+    contradiction budget drops it), the citing hit still warns that it rests on it, while the
+    cited concept, shown, carries no Contradicted line."""
+    workspace.memory.jobs_or_fail().contradiction_list = frozenset()  # its entry dropped
+    ruling = node_by_content(workspace, RULING)
+    result = _recall(app, "users table")
+    text = str(result["text"])
+    assert {h["content"] for h in result["structuredContent"]["hits"]} >= {RULING, CITING}
+    assert "⚠ Contradicted at " not in text
+    rests = f'⚠ Rests on a contradicted concept: "{RULING}" (id {ruling.uuid[:8]})'
+    assert any(line.startswith(rests) for line in text.split("\n"))
+
+
+@pytest.mark.usefixtures("story")
+def test_m_rec_171_rests_on_lines_count_toward_max_tokens(app: App) -> None:
+    """The citing hit's Rests-on line is part of its block: a budget that would hold both
+    blocks without that line holds only the first with it, and the later block falls out of
+    the context (its hit is still in `hits`)."""
+    full = _recall(app, "logins read", top_k=2, traversal_depth=0)
+    text = str(full["text"])
+    first, second, *_ = text.split(BLOCK_SEPARATOR)
+    assert first.startswith(CITING), text
+    rests = first.split("\n")[1]
+    assert rests.startswith("⚠ Rests on a contradicted concept: ")
+    both = first + BLOCK_SEPARATOR + second
+    budget = estimate_tokens(both) - 1
+    without = both.replace("\n" + rests, "")
+    assert estimate_tokens(without) <= budget  # both blocks would fit without the line
+    tight = _recall(app, "logins read", top_k=2, traversal_depth=0, max_tokens=budget)
+    assert tight["text"] == first
+    assert [h["content"] for h in tight["structuredContent"]["hits"]] == [
+        h["content"] for h in full["structuredContent"]["hits"]
+    ]

@@ -16,6 +16,8 @@ import pytest
 from lcg.domain.errors import DomainError
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
+from lcg.interfaces.jsonrpc import error_from_exception
+from lcg.interfaces.mcp_server import _memory_error
 from lcg.interfaces.service import Service
 from lcg.interfaces.settings_file import Tuning
 from lcg.interfaces.workspace import Workspace
@@ -232,3 +234,51 @@ def test_m_trn_070_a_vector_over_its_own_limit_in_a_small_request_names_that_lim
         _recall(app, query="x", query_vector=vector)
     assert error.value.field == "query_vector.values"
     assert "4096" in error.value.message
+
+
+@pytest.mark.usefixtures("stored")
+def test_m_rec_280_a_vector_search_the_store_fails_is_an_error(
+    app: App, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vector store failing the search (FAISS raising, injected) fails the recall by
+    vector, with text beside it too: no answer from the keyword and recent legs alone. Also
+    M-ERR-024 (its query_vector half): a failed vector read fails the call (isError over MCP)
+    rather than answering from the other legs."""
+    vector = {"values": _vector_of(workspace, SAREE), "contract": _contract(app)}
+    assert _recall(app, query="invoice totals", query_vector=vector)["structuredContent"]["hits"]
+
+    def failing(*_: object, **__: object) -> list[object]:
+        raise RuntimeError("faiss: the index could not be searched")
+
+    monkeypatch.setattr(workspace.vectors, "search", failing)
+    for params in ({"query_vector": vector}, {"query": "invoice totals", "query_vector": vector}):
+        with pytest.raises(RuntimeError, match="could not be searched"):
+            _recall(app, **params)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="no vector-read refusal exists: a query vector of another width reaches FAISS and"
+    " answers an internal error, not a store error advising to re-check the contract",
+)
+@pytest.mark.usefixtures("stored")
+def test_m_err_023_a_vector_read_of_another_width_is_a_store_error_with_advice(
+    app: App, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The query's vector comes back one value short of the index's width (the embedder
+    changed under the session, injected): the recall is refused as a `store error` advising
+    to re-check the session's embedding contract (lambo_stats) and retry, and nothing of
+    the refusal itself is shown."""
+    embed = workspace.embedder.embed_queries
+
+    def narrower(texts: Any) -> Any:
+        return embed(texts)[:, :-1]
+
+    monkeypatch.setattr(workspace.embedder, "embed_queries", narrower)
+    workspace.forget_query_embeddings()
+    with pytest.raises(Exception) as raised:  # noqa: PT011 (what it becomes is the subject)
+        _recall(app, query="red silk saree")
+    text = _memory_error(error_from_exception(raised.value)).content[0].text  # type: ignore[union-attr]
+    assert text.startswith("store error: "), text
+    assert "lambo_stats" in text
+    assert "embedding contract" in text

@@ -15,7 +15,9 @@ from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.port import Embedder
+from lcg.projections.text import reader as text_reader
 from tests.conftest import make_workspace
+from tests.helpers.images import b64, png
 from tests.helpers.mcp_session import mcp_in_process
 from tests.integration.test_memory_writes import (
     AGENT,
@@ -84,6 +86,26 @@ def test_m_rec_029_recent_concepts_join_a_text_query_at_a_fixed_score(
     assert recent["score"] == 0.25
     assert "recent" in recent["ranks"]
     assert hits[0]["score"] > recent["score"]
+
+
+def test_m_rec_030_ordinary_recall_leaves_function_words_out_of_keyword_matching(
+    app: App, workspace: Workspace
+) -> None:
+    """The keyword leg of ordinary recall (the BM25 search recall runs per session) drops the
+    query's function words: a concept sharing only "the", "of" and "is" with the query is no
+    keyword match, one sharing a content word is, and a query of function words alone still
+    searches for them."""
+    settled(app, derive(app, concept("the vault of the north is sealed")))
+    vault = node_by_content(workspace, "the vault of the north is sealed").uuid
+
+    def keyword_hits(query: str) -> list[str]:
+        found = text_reader.search(workspace.reader(), "concept", query, [SESSION], 10)
+        return [hit.owner_uuid for hit in found]
+
+    assert text_reader.query_words("the zebras of the plain is") == ["zebras", "plain"]
+    assert keyword_hits("the zebras of the plain is") == []
+    assert keyword_hits("the vault of the plain") == [vault]
+    assert keyword_hits("the of is") == [vault]
 
 
 def test_m_rec_032_a_read_sees_a_write_once_applied_and_a_receipt_wait_gives_read_your_writes(
@@ -234,3 +256,54 @@ def test_m_cfg_023_fusion_rrf_ranks_recall_by_reciprocal_rank(
             scores[strategy] = {hit["content"]: round(hit["score"], 6) for hit in hits}
     assert scores["max"]["zebra crossings are white"] == 0.25
     assert scores["rrf"]["zebra crossings are white"] != 0.25
+
+
+def test_m_err_031_only_image_and_vector_calls_answer_with_a_configuration_error(
+    app: App, workspace: Workspace
+) -> None:
+    """On the default server (a text-only embedder, client vectors off) every lambo tool is
+    called once with valid arguments, and the image and vector forms too: exactly
+    lambo_derive_image and lambo_recall with `image` or `query_vector` answer with a
+    configuration error; every other call answers."""
+    settled(app, derive(app, concept("the ledger closes at midnight")))
+    node = node_by_content(workspace, "the ledger closes at midnight").uuid
+    stats = call(app, "lambo_stats", agent_id=AGENT)["structuredContent"]
+    vector = {
+        "values": [0.5] * int(stats["embedding_contract"]["dim"]),
+        "contract": stats["embedding_contract"],
+    }
+    image = {"mime": "image/png", "data": b64(png(3, 2))}
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("lambo_recall", {"query": "ledger"}),
+        ("lambo_recall", {"image": image}),
+        ("lambo_recall", {"query_vector": vector}),
+        ("lambo_derive", {"concepts": [concept("the ledger reopens at six")]}),
+        ("lambo_record_action", {"action": "closed the ledger", "produces": ["a report"]}),
+        ("lambo_reserve", {"node_id": node}),
+        ("lambo_stats", {}),
+        ("lambo_inspect", {"focus": node}),
+        ("lambo_stale", {}),
+        ("lambo_saints", {}),
+        ("lambo_derive_image", {"caption": "a photo", "concept_type": "resource", "image": image}),
+        (
+            "lambo_derive_image",
+            {"caption": "a vector", "concept_type": "resource", "vector": vector},
+        ),
+    ]
+    configuration: list[str] = []
+    other: list[tuple[str, str]] = []
+    for name, params in calls:
+        try:
+            call(app, name, agent_id=AGENT, **params)
+        except DomainError as error:
+            if error.message.startswith("configuration error: "):
+                configuration.append(f"{name} {'/'.join(params)}")
+            else:
+                other.append((name, error.message))
+    assert other == []
+    assert configuration == [
+        "lambo_recall image",
+        "lambo_recall query_vector",
+        "lambo_derive_image caption/concept_type/image",
+        "lambo_derive_image caption/concept_type/vector",
+    ]

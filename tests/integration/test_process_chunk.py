@@ -308,3 +308,19 @@ def test_issue_14_resolution_by_embedding_off_and_the_numbers_guard(
         assert set(_entities(ws)) == {*known, "Adams", "New York"}
     assert not same_numbers("Room 101", "Room 102")
     assert same_numbers("Room 101", "room 101 east")
+
+
+def test_k_sem_007_the_extraction_path_embeds_the_summary_of_an_entity_it_creates(
+    ws: Workspace,
+) -> None:
+    """Bob, created by the extractor with the sentence that names him as his summary, is
+    found by that summary's meaning (the summary-vector leg), as an asserted entity is
+    (K-SEM-006)."""
+    _chunk(ws)
+    call = make_call(App(ws))
+    nodes = call("knowledge_list_entities", group_ids=["liminis"])["nodes"]
+    (bob,) = [n for n in nodes if n["name"] == "Bob"]
+    assert bob["summary"] == "Bob manages the billing service."
+    found = call("knowledge_find_entities", query="manages the billing service")["nodes"]
+    (hit,) = [n for n in found if n["name"] == "Bob"]
+    assert "summary_vector" in hit["ranks"]

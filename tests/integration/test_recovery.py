@@ -54,6 +54,8 @@ def _service(settings: Settings) -> Service:
 def test_k_rec_002_k_rdy_008_009_degraded_service_answers_health_and_recovers_from_the_wal(
     behind: Settings,
 ) -> None:
+    """Also K-STA-009: `knowledge_status` answers while the service is not ready (degraded:
+    other reads are refused), so it can be polled for readiness."""
     service = _service(behind)
     try:
         assert service.state == "degraded"

@@ -3,8 +3,12 @@ entities are candidates, re-running, a null group, and the summary embedded at c
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from lcg.commands import indexing
+from lcg.domain import deciders
 from lcg.domain.errors import InvalidParams
 from lcg.interfaces.workspace import Workspace
 from tests.conftest import Call
@@ -50,3 +54,34 @@ def test_k_sem_006_an_entity_asserted_with_a_summary_is_found_by_it(call: Call) 
     nodes = call("knowledge_find_entities", query="sailor Lisbon", group_ids=["g"])["nodes"]
     (zed,) = [node for node in nodes if node["name"] == "Zed"]
     assert "summary_vector" in zed["ranks"]
+
+
+def test_k_sem_017_a_partly_completed_backfill_leaves_a_usable_group_and_a_rerun_finishes(
+    call: Call, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages of one entity; the run stops after its first page (the second page's batch
+    fails, injected). What the first page wrote stays; the entity not yet processed is still
+    found by its name; running the tool again covers the whole group."""
+    call("knowledge_assert_entity", name="Bob", summary="a sailor from Lisbon", group_id="g")
+    call("knowledge_assert_entity", name="Cy", summary="a baker in Porto", group_id="g")
+    decide = deciders.decide_backfill_summaries
+    pages: list[int] = []
+
+    def second_page_fails(*args: Any) -> Any:
+        pages.append(1)
+        if len(pages) == 2:
+            raise RuntimeError("the run was cut short")
+        return decide(*args)
+
+    monkeypatch.setattr(indexing, "BATCH", 1)
+    monkeypatch.setattr(deciders, "decide_backfill_summaries", second_page_fails)
+    head = call("knowledge_status")["wal_groups"]["g"]["max_seq"]
+    with pytest.raises(RuntimeError, match="cut short"):
+        call("knowledge_backfill_summary_embeddings", group_id="g")
+    assert call("knowledge_status")["wal_groups"]["g"]["max_seq"] == head + 1  # page one's
+    monkeypatch.setattr(deciders, "decide_backfill_summaries", decide)
+    for name in ("Bob", "Cy"):
+        found = call("knowledge_find_entities", query=name, group_ids=["g"])["nodes"]
+        assert name in [node["name"] for node in found]
+    again = call("knowledge_backfill_summary_embeddings", group_id="g")
+    assert (again["total_entities"], again["backfilled"]) == (2, 2)

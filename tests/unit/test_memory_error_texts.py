@@ -8,7 +8,7 @@ from mcp.types import TextContent
 
 from lcg.interfaces.jsonrpc import error_from_exception
 from lcg.interfaces.mcp_server import _memory_error
-from lcg.projections.faults import StorageFailure
+from lcg.projections.faults import Fenced, StorageFailure
 
 
 def _text(error: BaseException) -> str:
@@ -33,3 +33,19 @@ def test_m_err_032_a_handler_fault_is_an_internal_error_with_no_effect_beyond_wh
 def test_m_err_022_a_store_failure_is_a_store_error_whose_detail_was_logged() -> None:
     text = _text(StorageFailure("/srv/ws/graph.sqlite", "write", "database or disk is full"))
     assert text == "store error: the store refused the write; the detail was logged"
+
+
+def test_m_err_020_021_losing_the_writer_lease_is_a_conflict_whose_detail_was_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The class `conflict` and that the detail was logged; the lease's own state (its name,
+    holder, epochs) is not model-facing: only the log has it."""
+    text = _text(Fenced("memory:liminis", 3, 4))
+    assert text == (
+        "conflict: this server lost its single-writer lease, so nothing was written; the"
+        " detail was logged"
+    )
+    for detail in ("memory:liminis", "epoch", "3", "4", "holder"):
+        assert detail not in text, detail
+    assert "memory:liminis" in caplog.text
+    assert "epoch is 3" in caplog.text

@@ -302,6 +302,8 @@ def _p1(status: CanonizationStatus) -> tuple[SessionFacts, EvidenceInputs]:
 def test_m_can_046_contradicting_a_venerable_or_canonical_concept_keeps_it(
     status: CanonizationStatus,
 ) -> None:
+    """Also M-CAN-050: the contradicting concept (2, an orphan otherwise collected) is kept
+    alive by contradicting the long-lived one alone; nothing guards who may do so."""
     result = sweep(*_p1(status))
     assert result.collected == ()
     assert result.protected[cid(2)] is KeptReason.CONTRADICTS_HELD_STATUS

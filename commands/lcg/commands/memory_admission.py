@@ -57,6 +57,7 @@ from lcg.domain.memory.receipts import (
     ReceiptId,
     ReceiptState,
     standard_answer,
+    while_layer_down,
 )
 from lcg.domain.memory.records import WriteOutcome
 from lcg.projections.embedding.port import EmbeddingContract
@@ -114,7 +115,9 @@ class MemoryWrites(Protocol):
         scope: str | None,
         layers: Sequence[str] = (),
     ) -> MemoryReply: ...
-    def stats(self, agent_id: str, receipt: str | None, wait_ms: int | None) -> MemoryReply: ...
+    def stats(
+        self, agent_id: str, receipt: str | None, wait_ms: int | None, down: str | None = None
+    ) -> MemoryReply: ...
 
 
 class MemoryService:
@@ -330,14 +333,18 @@ class MemoryService:
             reservation = self.locks.reserve(agent_id, node_id, check_ttl_seconds(ttl_seconds), now)
         return reservation_text(reservation), dict(reservation_content(reservation))
 
-    def stats(self, agent_id: str, receipt: str | None, wait_ms: int | None) -> MemoryReply:
+    def stats(
+        self, agent_id: str, receipt: str | None, wait_ms: int | None, down: str | None = None
+    ) -> MemoryReply:
         """lambo_stats: the session's figures, and with a receipt what became of that write
-        (after waiting up to `wait_ms` for it to settle)."""
+        (after waiting up to `wait_ms` for it to settle; pending while a layer of the call
+        is `down` and no serving pipeline knows it, M-STA-089)."""
         arguments.check_caller(self.session, agent_id, None)
         asked = None
         if receipt is not None:
             waited = arguments.check_receipt_wait(receipt, wait_ms)
             asked = self.lookup(receipt, agent_id, waited)
+            asked = while_layer_down(asked, down)
         payload = self.stats_payload()
         lines = [memory_stats.stats_text(payload)]
         if asked is not None:

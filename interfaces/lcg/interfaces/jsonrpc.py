@@ -17,6 +17,7 @@ from lcg.interfaces.request_lines import MAX_REQUEST_BYTES, RequestId
 from lcg.projections.damage import DamagedFile
 from lcg.projections.faults import (
     CorruptEvent,
+    Fenced,
     GroupBehind,
     LogBehindProjections,
     StorageFailure,
@@ -93,6 +94,15 @@ HELD_ELSEWHERE = (
 )
 
 
+# What a caller is told when this server lost its single-writer lease (another holder took
+# it over): the class and that the detail was logged, never the lease's holder, epoch or
+# expiry, which are not model-facing (M-ERR-020/021); the log has them.
+LEASE_LOST = (
+    "conflict: this server lost its single-writer lease, so nothing was written; the detail"
+    " was logged"
+)
+
+
 def unavailable(reason: str, *, recovery: bool = True) -> RpcError:
     """P-003's -32001; `recovery` False when the workspace is only held by another writer."""
     prefix = "DB unavailable, recovery required" if recovery else "DB unavailable"
@@ -105,7 +115,7 @@ def error_from_exception(error: BaseException) -> RpcError:
     from lcg.interfaces.workspace import WorkspaceClosed  # noqa: PLC0415 (ADR 0053)
     from lcg.projections.runner import ProjectionError  # noqa: PLC0415 (ADR 0053)
 
-    known = error if isinstance(error, RpcError) else _storage_error(error)
+    known = error if isinstance(error, RpcError) else _storage_error(error) or _lease_lost(error)
     if known is not None:
         return known
     if isinstance(error, UnknownMethod):
@@ -136,6 +146,13 @@ def _not_open(error: WorkspaceBusy | WorkspaceClosed | DamagedFile) -> RpcError:
         log.warning("%s", error)  # the holder, for the operator only (M-ERR-002)
         return unavailable(HELD_ELSEWHERE, recovery=False)
     return unavailable(str(error))
+
+
+def _lease_lost(error: BaseException) -> RpcError | None:
+    if not isinstance(error, Fenced):
+        return None
+    log.warning("the writer lease was lost: %s", error)
+    return RpcError(SERVER_ERROR, LEASE_LOST, {"kind": "conflict"})
 
 
 def _storage_error(error: BaseException) -> RpcError | None:

@@ -457,6 +457,18 @@ def standard_answer(asked: ReceiptId, state: ReceiptState) -> ReceiptAnswer:
     return ReceiptAnswer(str(asked), state, STATE_DETAILS[state])
 
 
+def while_layer_down(answer: ReceiptAnswer, down: str | None) -> ReceiptAnswer:
+    """A receipt no serving pipeline knows (another process's, with no record in the log)
+    may be the down layer's while a layer is not serving: pending, to ask again (M-STA-089)."""
+    if down is None or answer.state is not ReceiptState.RESTART_LOST:
+        return answer
+    detail = (
+        f"no serving pipeline knows this receipt, and layer {down} is down, so it may be"
+        " that layer's; ask again once the layer is serving"
+    )
+    return ReceiptAnswer(answer.receipt, ReceiptState.PENDING, detail)
+
+
 def _from_intent(
     asked: ReceiptId, record: IntentRecord, agent_id: str, session: str
 ) -> ReceiptAnswer:

@@ -352,4 +352,18 @@ def lambo_stats(app: App, params: StatsParams) -> MemoryResult:
     canonization progress, degraded, the promotion policy and the embedding contract. With
     receipt, what happened to that one write; add wait_ms (0..34000, clamped) to wait for it
     to be applied (read-your-writes)."""
-    return result(app.memory_writes.stats(params.agent_id, params.receipt, params.wait_ms))
+    down = (
+        None
+        if params.receipt is None
+        else next(filter(functools.partial(_down, app), app.layers), None)
+    )
+    return result(app.memory_writes.stats(params.agent_id, params.receipt, params.wait_ms, down))
+
+
+def _down(app: App, layer: str) -> bool:
+    """Whether the layer is not serving now (its receipts cannot be answered, M-STA-089)."""
+    try:
+        app.memory_of(layer)
+    except (InvalidParams, RuntimeError):
+        return True
+    return False
