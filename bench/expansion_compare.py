@@ -54,7 +54,7 @@ import faiss
 import numpy as np
 import numpy.typing as npt
 
-from bench.fusion_compare import load_dump
+from bench.fusion_compare import load_dump, passage_rows
 from bench.realtalk import CATEGORIES, DATA, Question, load_realtalk
 from bench.search_common import CACHE, RESULTS, log
 from bench.search_quality import DEPTH, LEG_DEPTH, System, bootstrap_delta, score_system
@@ -63,7 +63,6 @@ from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.text.reader import STOP_WORDS
-from lcg.projections.vectors import catalog
 from lcg.queries import reads, search
 from lcg.queries.stages import named_speakers, speaker_of
 
@@ -170,12 +169,7 @@ def dump_legs(ws: Workspace) -> ExpansionDump:
     convs: list[Conv] = []
     legs: list[QLegs] = []
     for c, conversation in enumerate(conversations):
-        rows = conn.execute(
-            "SELECT c.owner_uuid, c.part, c.text, e.name FROM vector_catalog c "
-            "JOIN episodes e ON e.uuid = c.owner_uuid "
-            "WHERE c.group_id=? AND c.embedding=? ORDER BY c.vec_id",
-            (conversation.group, catalog.PASSAGE),
-        ).fetchall()
+        rows = passage_rows(conn, conversation.group)
         keys = {(str(r[0]), int(r[1])): i for i, r in enumerate(rows)}
         texts = [str(r[2]) for r in rows]
         names = [str(r[3]) for r in rows]

@@ -43,7 +43,7 @@ from bench.expansion_compare import (
     table,
     vector_leg,
 )
-from bench.fusion_compare import load_dump
+from bench.fusion_compare import load_dump, passage_rows
 from bench.realtalk import DATA, load_realtalk
 from bench.search_common import CACHE, RESULTS, log
 from bench.search_quality import DEPTH, System, score_system
@@ -51,7 +51,6 @@ from bench.search_stages import rankings as stage_rankings
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.workspace import Workspace
-from lcg.projections.vectors import catalog
 from lcg.queries.stages import OFF, named_speakers, speaker_of
 
 
@@ -68,13 +67,8 @@ def dated_matrices(directory: Path, cache: Path) -> list[Matrix]:
         conn = ws.reader()
         for conversation in load_realtalk(DATA)[0]:
             when = {t.dia_id: t.time for t in conversation.turns}
-            rows = conn.execute(
-                "SELECT c.text, e.name FROM vector_catalog c "
-                "JOIN episodes e ON e.uuid = c.owner_uuid "
-                "WHERE c.group_id=? AND c.embedding=? ORDER BY c.vec_id",
-                (conversation.group, catalog.PASSAGE),
-            ).fetchall()
-            texts = [f"{when[str(r[1])]:%-d %B %Y}: {r[0]}" for r in rows]
+            rows = passage_rows(conn, conversation.group)
+            texts = [f"{when[name]:%-d %B %Y}: {text}" for _, _, text, name in rows]
             started = time.perf_counter()
             matrices.append(np.asarray(ws.embed_texts(texts), dtype=np.float32))
             log(f"{conversation.group}: dated, {time.perf_counter() - started:.0f} s")

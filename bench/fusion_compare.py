@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pickle
+import sqlite3
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -71,6 +72,18 @@ class Dump:
     legs: list[Legs]
 
 
+def passage_rows(conn: sqlite3.Connection, group: str) -> list[tuple[str, int, str, str]]:
+    """A conversation's passages in vector order: (owner uuid, part, text, episode name, which
+    is the turn's dia_id)."""
+    rows = conn.execute(
+        "SELECT c.owner_uuid, c.part, c.text, e.name FROM vector_catalog c "
+        "JOIN episodes e ON e.uuid = c.owner_uuid "
+        "WHERE c.group_id=? AND c.embedding=? ORDER BY c.vec_id",
+        (group, catalog.PASSAGE),
+    ).fetchall()
+    return [(str(r[0]), int(r[1]), str(r[2]), str(r[3])) for r in rows]
+
+
 def dump_legs(ws: Workspace, model: str, cache: Path, limit: int | None = None) -> Dump:
     conversations, _ = load_realtalk(DATA)
     started = time.perf_counter()
@@ -86,12 +99,7 @@ def dump_legs(ws: Workspace, model: str, cache: Path, limit: int | None = None) 
     names: list[list[str]] = []
     legs: list[Legs] = []
     for conversation in conversations[:limit]:
-        rows = conn.execute(
-            "SELECT c.owner_uuid, c.part, c.text, e.name FROM vector_catalog c "
-            "JOIN episodes e ON e.uuid = c.owner_uuid "
-            "WHERE c.group_id=? AND c.embedding=? ORDER BY c.vec_id",
-            (conversation.group, catalog.PASSAGE),
-        ).fetchall()
+        rows = passage_rows(conn, conversation.group)
         keys = {(str(r[0]), int(r[1])): i for i, r in enumerate(rows)}
         texts = [str(r[2]) for r in rows]
         dia = [str(r[3]) for r in rows]

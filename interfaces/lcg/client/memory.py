@@ -141,12 +141,21 @@ class Memory:
         self._scope = {} if session is None else {"scope": session}
         self._written: dict[str, int] = {}  # each group's last seq this Memory's writes made
         self._last_written: dict[str, int] = {}  # the last call's
+        self._applied: set[str] = set()  # sessions whose applied outcomes `written` must cover
 
     @property
     def written(self) -> dict[str, int]:
         """`{group: seq}`: the last seq each group's log took from a write made through this
-        Memory (for a lambo_* write, its intent's). Pass it as `min_seq` to a read through
-        another Memory on another node of the same store to read these writes there."""
+        Memory (for a lambo_* write that waited and was applied, the log's head once it was,
+        so its outcome is covered; for one that did not wait, its intent's). Pass it as
+        `min_seq` to a read through another Memory on another node of the same store to read
+        these writes there."""
+        if self._applied:  # asked here, once, rather than after every write that waited
+            heads = self.call("knowledge_status")["wal_groups"]
+            for group in self._applied:
+                seq = int(heads[group]["max_seq"]) if group in heads else 0
+                self._written[group] = max(seq, self._written.get(group, 0))
+            self._applied.clear()
         return dict(self._written)
 
     @classmethod
@@ -497,8 +506,7 @@ class Memory:
         if outcome.get("state") in ("applied", "applied_after_restart"):
             # Its outcome is in the log now: `written` covers it, so a read on another node
             # after `written` sees the applied write, not only its intent.
-            for group in sessions:
-                self._written[group] = max(self.head(group), self._written.get(group, 0))
+            self._applied.update(sessions)
         return {**ack, "outcome": outcome}
 
     def replay(self, group: str = DEFAULT_GROUP, *, to_seq: int | None = None) -> dict[str, Any]:
