@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from lcg.commands import memory as memory_commands
 from lcg.domain.memory import layers
-from lcg.domain.memory.acks import image_ack
+from lcg.domain.memory.acks import image_subject, write_ack
 from lcg.domain.memory.client_vectors import Contract
 from lcg.domain.memory.image_calls import DeriveImageArgs, check_derive_image
 
@@ -47,6 +47,6 @@ def derive_image(
     return service.write_call(
         call.agent_id,
         lambda ctx, receipt: memory_commands.accept_image(ctx, replace(call, receipt=receipt)),
-        functools.partial(image_ack, call.image_id, written_to=into),
+        functools.partial(write_ack, image_subject(call.image_id), written_to=into),
         into,
     )

@@ -4,7 +4,7 @@ write applies (M-DER-081/082, M-ACT-041/042), or for a write dropped at admissio
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NotRequired, TypedDict
+from typing import NotRequired, TypedDict, Unpack
 
 from lcg.domain.memory.receipts import (
     DROP_DETAILS,
@@ -56,77 +56,47 @@ class WriteAck:
         return content
 
 
+class AckOptions(TypedDict, total=False):
+    """write_ack's options, which derive_ack and action_ack pass on."""
+
+    dropped: DropCause | None
+    written_to: str | None
+    warnings: tuple[str, ...]
+    retry_after_ms: int
+
+
 def derive_ack(
-    concepts: int,
-    receipt: ReceiptId,
-    agent_id: str,
-    *,
-    dropped: DropCause | None = None,
-    written_to: str | None = None,
-    warnings: tuple[str, ...] = (),
-    retry_after_ms: int = 0,
+    concepts: int, receipt: ReceiptId, agent_id: str, **how: Unpack[AckOptions]
 ) -> WriteAck:
     """lambo_derive's ack (M-DER-081), or the same shape for a dropped write (M-DER-094),
-    which says when to send it again."""
-    return _ack(
-        f"{concepts} concept(s)", receipt, agent_id, dropped, written_to, warnings, retry_after_ms
-    )
+    which says when to send it again; `how` as write_ack's."""
+    return write_ack(f"{concepts} concept(s)", receipt, agent_id, **how)
 
 
 def action_ack(
-    action: str,
-    receipt: ReceiptId,
-    agent_id: str,
-    *,
-    dropped: DropCause | None = None,
-    written_to: str | None = None,
-    warnings: tuple[str, ...] = (),
-    retry_after_ms: int = 0,
+    action: str, receipt: ReceiptId, agent_id: str, **how: Unpack[AckOptions]
 ) -> WriteAck:
     """lambo_record_action's ack (M-ACT-041), or the same shape for a dropped write."""
-    return _ack(
-        f"action '{_one_line(action)}'",
-        receipt,
-        agent_id,
-        dropped,
-        written_to,
-        warnings,
-        retry_after_ms,
-    )
+    return write_ack(f"action '{_one_line(action)}'", receipt, agent_id, **how)
 
 
-def image_ack(
-    image_id: str,
-    receipt: ReceiptId,
-    agent_id: str,
-    *,
-    dropped: DropCause | None = None,
-    written_to: str | None = None,
-    warnings: tuple[str, ...] = (),
-    retry_after_ms: int = 0,
-) -> WriteAck:
-    """lambo_derive_image's ack, exactly as lambo_derive's (M-IMG-053, M-IMG-061): it names
-    the image id, never the caption's payload or a vector value."""
-    return _ack(
-        f"1 image concept ([image:{image_id}])",
-        receipt,
-        agent_id,
-        dropped,
-        written_to,
-        warnings,
-        retry_after_ms,
-    )
+def image_subject(image_id: str) -> str:
+    """What lambo_derive_image's ack says it accepted, exactly as lambo_derive's ack
+    (M-IMG-053, M-IMG-061): the image id, never the caption's payload or a vector value."""
+    return f"1 image concept ([image:{image_id}])"
 
 
-def _ack(
+def write_ack(
     what: str,
     receipt: ReceiptId,
     agent_id: str,
-    dropped: DropCause | None,
-    written_to: str | None,
-    warnings: tuple[str, ...],
-    retry_after_ms: int,
+    *,
+    dropped: DropCause | None = None,
+    written_to: str | None = None,
+    warnings: tuple[str, ...] = (),
+    retry_after_ms: int = 0,
 ) -> WriteAck:
+    """A write tool's ack for `what` it accepted: pending, or dropped (then when to resend)."""
     retry: int | None = None
     if dropped is None:
         state = ReceiptState.PENDING
