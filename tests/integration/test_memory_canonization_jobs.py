@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from lcg.commands import job_planner
+from lcg.commands.memory_jobs import MemoryJobs
 from lcg.domain.events import ConceptsCanonized, GcSwept
 from lcg.domain.memory.evidence import ConceptId
 from lcg.domain.memory.gc import Trigger
@@ -60,6 +61,20 @@ def _clock(ws: Workspace) -> SteppingClock:
 
 def _later(ws: Workspace, minutes: float) -> None:
     _clock(ws).now += timedelta(minutes=minutes)
+
+
+def _every_logic_concept_collectable(ws: Workspace) -> MemoryJobs:
+    """The session's jobs, with GC set to collect any logic concept, and 400 days later."""
+    jobs = ws.memory.jobs_or_fail()
+    jobs.gc_knobs = dataclasses.replace(
+        jobs.gc_knobs,
+        score_cut_types=frozenset({ConceptType.LOGIC}),
+        min_concept_score=1.0,
+        collect_floor=1,
+        collect_fraction=0.0,
+    )
+    _later(ws, 60 * 24 * 400)
+    return jobs
 
 
 def _story(app: App) -> None:
@@ -635,15 +650,7 @@ def test_m_can_051_m_rec_223_collecting_either_concept_of_a_flagged_pair_removes
     pair = {node_by_content(tuned, older).uuid, node_by_content(tuned, newer).uuid}
     old_id = node_by_content(tuned, older).uuid
     assert state.possibly_superseded_by(tuned.reader(), SESSION, [old_id]) != {}
-    jobs = tuned.memory.jobs_or_fail()
-    jobs.gc_knobs = dataclasses.replace(
-        jobs.gc_knobs,
-        score_cut_types=frozenset({ConceptType.LOGIC}),
-        min_concept_score=1.0,
-        collect_floor=1,
-        collect_fraction=0.0,
-    )
-    _later(tuned, 60 * 24 * 400)
+    jobs = _every_logic_concept_collectable(tuned)
     first = {c.node_id for c in jobs.sweep(Trigger.MUTATIONS).collected}
     assert len(first & pair) == 1
     assert state.possibly_superseded_by(tuned.reader(), SESSION, [old_id]) == {}
@@ -665,15 +672,7 @@ def test_m_der_038_a_reference_replayed_after_a_restart_is_still_fixed(
         app = App(ws)
         settled(app, derive(app, concept(cited)))
         cited_id = node_by_content(ws, cited).uuid
-        jobs = ws.memory.jobs_or_fail()
-        jobs.gc_knobs = dataclasses.replace(
-            jobs.gc_knobs,
-            score_cut_types=frozenset({ConceptType.LOGIC}),
-            min_concept_score=1.0,
-            collect_floor=1,
-            collect_fraction=0.0,
-        )
-        _later(ws, 60 * 24 * 400)
+        jobs = _every_logic_concept_collectable(ws)
         with ws.memory.processor.paused():
             owed = derive(app, concept("the audit export reads it", depends_on=[cited_id]))
             swept = jobs.sweep(Trigger.MUTATIONS)
