@@ -131,6 +131,7 @@ class Tuning:
             speaker_weight=self._float("retrieval", "speaker_weight"),
             rrf_vector=self._float("retrieval", "rrf_vector"),
             rrf_k=self._int("retrieval", "rrf_k"),
+            budget_pack=self._bool("retrieval", "budget_pack"),
         )
 
     @property

@@ -125,6 +125,10 @@ KEYS: Final[tuple[Key, ...]] = (
     Key("retrieval", "rrf_k", int, 60, 1, 1000,
         meaning="passage search: the k of that reciprocal rank fusion, 1 / (k + rank)"
         " (ADR 0090)"),
+    Key("retrieval", "budget_pack", bool, False,
+        meaning="lambo_recall: when the context block cannot hold every hit, a hit whose"
+        " block does not fit what max_tokens leaves moves after the hits that fit, so more"
+        " whole blocks are in it; a block with a line keeps its place (ADR 0103)"),
     Key("extraction", "extractor", str, "spacy",
         choices=("spacy", "openai", "llama", "sampling"),
         meaning="what knowledge_process_chunk extracts with: spaCy's rules (offline, no LLM),"

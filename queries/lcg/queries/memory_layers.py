@@ -87,6 +87,13 @@ def recall_layered(
         parts.append(_session_hits(layer.session, got))
     merged = layers.merge(_session_hits(request.session, own), parts, request.top_k)
     views = [view for _, view in merged.hits]
+    if reads.settings.tuning.stages.budget_pack and own.header is None:  # ADR 0103
+        beside = frozenset(
+            view.node_id for key, view in merged.hits if found[key, view.node_id].companion_of
+        )
+        order = context.budget_order(views, request.max_tokens, followers=beside)
+        merged = replace(merged, hits=tuple(merged.hits[index] for index in order))
+        views = [view for _, view in merged.hits]
     rendered = context.render_context(views, request.max_tokens, header=own.header)
     hits = tuple(
         replace(

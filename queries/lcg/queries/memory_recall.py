@@ -332,13 +332,24 @@ def _ordinary(
     views, marked = recall_marks.marked(
         conn, recall_marks.canonized(conn, views), reads.clock(), request.agent_id
     )
-    rendered = context.render_context(views, request.max_tokens)
+    views, rendered = _rendered(settings.tuning.stages.budget_pack, views, request, set(added))
     for older, newer in replaced.items():
         shown[older] = replace(shown[older], possibly_superseded_by=newer)
     shown = _annotated(
         conn, session, shown, (contradicted, live), lines, companions, cited, skipped, replaced
     )
     return _recalled(views, rendered, [*marked, *warnings, *late], shown)
+
+
+def _rendered(
+    pack: bool, views: list[HitView], request: RecallRequest, companions: set[str]
+) -> tuple[list[HitView], context.RenderedContext]:
+    """The hits in their final rank order and the context block of them. With [retrieval]
+    budget_pack (`pack`), a hit whose block does not fit what max_tokens leaves moves after
+    those that fit, each companion with the hit it stands beside (ADR 0103)."""
+    if pack:
+        views = context.pack_for_budget(views, request.max_tokens, followers=frozenset(companions))
+    return views, context.render_context(views, request.max_tokens)
 
 
 def _with_supersession_lines(

@@ -11,7 +11,10 @@ setting turns it on, and what each measured on REALTALK is in docs/adr/0068-retr
 - time: a date range read from the query ("in May", "last week", "in 2023") keeps the
   candidates whose episode falls in it, unless that leaves fewer than `min_kept`;
 - speaker (passages): a chat turn ("Name: ...") whose speaker the query names scores more,
-  since a question about one participant is mostly answered by their own turns (ADR 0099).
+  since a question about one participant is mostly answered by their own turns (ADR 0099);
+- budget (recall): a hit whose block does not fit what max_tokens leaves moves after the
+  hits that fit, so the context block holds more of them (lcg.domain.memory.context.
+  pack_for_budget, ADR 0103).
 """
 
 from __future__ import annotations
@@ -49,6 +52,9 @@ class Stages:
     # passage search: a `message` passage whose speaker the query names scores
     # (1 + speaker_weight) x its fused score (0: off; ADR 0099)
     speaker_weight: float = 0.0
+    # lambo_recall: when the context block cannot hold every hit, the hits whose blocks fit go
+    # first, so more of them are in the block (ADR 0103)
+    budget_pack: bool = False
 
     @property
     def reorders(self) -> bool:

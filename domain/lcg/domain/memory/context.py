@@ -432,3 +432,61 @@ def _cut_text(hit: HitView, level: _CutLevel, shown: str, full_bytes: int) -> st
     left_out = full_bytes - len(kept.encode("utf-8"))
     marker = truncation_marker(byte_tokens(left_out), hit.node_id, hit.from_session)
     return "\n".join((first, *level.lines, marker))
+
+
+# --- ranking for the budget ([retrieval] budget_pack, ADR 0103) --------------------------------
+
+
+def pack_for_budget(
+    hits: Sequence[HitView],
+    max_tokens: int,
+    *,
+    header: str | None = None,
+    followers: frozenset[str] = frozenset(),
+) -> list[HitView]:
+    """The hits in :func:`budget_order`."""
+    return [hits[index] for index in budget_order(hits, max_tokens, header, followers)]
+
+
+def budget_order(
+    hits: Sequence[HitView],
+    max_tokens: int,
+    header: str | None = None,
+    followers: frozenset[str] = frozenset(),
+) -> list[int]:
+    """The positions of ``hits`` in the order that lets more whole blocks into ``max_tokens``:
+    each unit (a hit, with the ``followers`` right after it: the companions kept only to stand
+    beside it, which move with it) goes first, in rank order, while its blocks fit what the
+    units before it left; one that does not fit moves after the units that do, in its order.
+    A unit that carries a line (⚑, a warning, a companion's Contradicts line) and does not fit
+    stops the packing: it and every unit after it keep their order. Unchanged when every block
+    fits, and when no unit fits whole (the first block is then cut as before).
+
+    :func:`render_context` still fills whole blocks in rank order and stops at the first that
+    does not fit (M-REC-060, M-REC-061): this only decides that rank order, and since the room
+    left only shrinks, the first moved block is the one it stops at.
+    """
+    units: list[list[int]] = []
+    for index, hit in enumerate(hits):
+        if units and hit.node_id in followers:
+            units[-1].append(index)
+        else:
+            units.append([index])
+    used = len(header.encode("utf-8")) if header is not None else 0
+    fitted: list[list[int]] = []
+    moved: list[list[int]] = []
+    for place, unit in enumerate(units):
+        size = sum(len(render_block(hits[index]).encode("utf-8")) for index in unit)
+        joins = len(unit) - 1 + (1 if header is not None or fitted else 0)
+        size += len(BLOCK_SEPARATOR) * joins
+        if byte_tokens(used + size) <= max_tokens:
+            fitted.append(unit)
+            used += size
+            continue
+        if any(block_lines(hits[index]) for index in unit):  # a block with a line stays
+            moved.extend(units[place:])
+            break
+        moved.append(unit)
+    if not fitted or not moved:
+        return list(range(len(hits)))
+    return [index for unit in (*fitted, *moved) for index in unit]
