@@ -246,7 +246,11 @@ def recall_product(cache: Path, weight: float) -> str:
             settings = recall_stages.settings_for(directory, conversation.group, values)
             with Workspace(settings) as ws:
                 found[label] += recall_stages.ask_with_budget(
-                    App(ws), conversation, nodes[conversation.group], []
+                    App(ws),
+                    conversation,
+                    nodes[conversation.group],
+                    recall_stages.Block(),
+                    recall_stages.DEFAULT_BUDGET,
                 )
         log(f"  {conversation.group}: asked")
     groups = list(dict.fromkeys(q.group for q in questions))

@@ -16,12 +16,13 @@ import argparse
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import faiss
 import numpy as np
+import numpy.typing as npt
 
 from bench.realtalk import CATEGORIES, DATA, Conversation, Question, load_realtalk
 from bench.search_common import CACHE, RESULTS, Item, ingest, log, reset_workspace
@@ -94,54 +95,85 @@ def rankings(
     return found
 
 
-def stage_table(systems: Sequence[System], questions: Sequence[Question]) -> str:
-    """Each system's R@10 minus off's, with its paired bootstrap 95% interval, per category."""
+Pairs = Sequence[tuple[str, str]]  # (system, the system it is compared with)
+
+
+def against_off(systems: Sequence[System]) -> list[tuple[str, str]]:
+    """Every system but the first against the first ("off")."""
+    return [(system.label, systems[0].label) for system in systems[1:]]
+
+
+def category_masks(questions: Sequence[Question]) -> list[tuple[str, npt.NDArray[np.bool_]]]:
+    """("all", every question), then one mask per REALTALK category."""
     categories = np.array([q.category for q in questions])
     masks = [("all", np.ones(len(questions), dtype=bool))]
-    masks += [(f"{n} {name}", categories == n) for n, name in CATEGORIES.items()]
-    off = systems[0].scores
+    return masks + [(f"{n} {name}", categories == n) for n, name in CATEGORIES.items()]
+
+
+def stage_table(
+    systems: Sequence[System], questions: Sequence[Question], pairs: Pairs | None = None
+) -> str:
+    """Each system's R@10 minus its baseline's (off's unless `pairs` say), with its paired
+    bootstrap 95% interval, per category."""
+    masks = category_masks(questions)
+    by_label = {system.label: system for system in systems}
     lines = [
-        "R@10 (and R@20) minus off, paired bootstrap 95% interval within each category:",
+        "R@10 (and R@20) minus the baseline (off), paired bootstrap 95% interval within each"
+        " category:",
         "",
-        "| system | " + " | ".join(label for label, _ in masks) + " |",
-        "|---|" + "---:|" * len(masks),
+        "| system | baseline | " + " | ".join(label for label, _ in masks) + " |",
+        "|---|---|" + "---:|" * len(masks),
     ]
-    for system in systems[1:]:
+    for label, base in pairs if pairs is not None else against_off(systems):
+        system, off = by_label[label].scores, by_label[base].scores
         cells = []
         for _, mask in masks:
-            d10, lo, hi = bootstrap_delta(system.scores[mask, 1], off[mask, 1])
-            d20 = system.scores[mask, 2].mean() - off[mask, 2].mean()
+            d10, lo, hi = bootstrap_delta(system[mask, 1], off[mask, 1])
+            d20 = system[mask, 2].mean() - off[mask, 2].mean()
             cells.append(f"{d10:+.3f} [{lo:+.3f}, {hi:+.3f}] (R@20 {d20:+.3f})")
-        lines.append(f"| {system.label} | " + " | ".join(cells) + " |")
+        lines.append(f"| {label} | {base} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def stage_args(argv: Sequence[str] | None, doc: str, out: Path) -> argparse.Namespace:
-    """The options of a stage bench (this one, bench.recall_stages)."""
+def stage_args(
+    argv: Sequence[str] | None,
+    doc: str,
+    out: Path,
+    more: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> argparse.Namespace:
+    """The options of a stage bench (this one, bench.recall_stages); `more` adds its own."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--out", type=Path, default=out)
     parser.add_argument("--no-build", action="store_true", help="reuse the built workspace")
+    if more is not None:
+        more(parser)
     args = parser.parse_args(argv)
     faiss.omp_set_num_threads(1)
     return args
 
 
 def stage_report(
-    title: str, lead: str, systems: Sequence[System], questions: Sequence[Question], out: Path
+    title: str,
+    lead: str,
+    systems: Sequence[System],
+    questions: Sequence[Question],
+    out: Path,
+    pairs: Pairs | None = None,
 ) -> str:
-    """The report of a stage bench: every system's metrics, each against off; written to
-    `out` and returned."""
+    """The report of a stage bench: every system's metrics, each against its baseline (off
+    unless `pairs` say); written to `out` and returned."""
+    pairs = against_off(systems) if pairs is None else pairs
     report = "\n".join(
         [
             f"# {title}",
             "",
             lead,
             "",
-            quality_tables(systems, questions, [(s.label, systems[0].label) for s in systems[1:]]),
+            quality_tables(systems, questions, pairs),
             "",
-            stage_table(systems, questions),
+            stage_table(systems, questions, pairs),
             "",
         ]
     )
