@@ -4,6 +4,7 @@ Run from the repository root:
 
     .venv/bin/python -m bench.bench_recall --quality    # recall@k on REALTALK vs search
     .venv/bin/python -m bench.bench_recall --latency    # p50/p95, with and without contradictions
+    .venv/bin/python -m bench.bench_recall --quality --stages  # and each stage on vs off
 
 Quality derives every REALTALK turn as an observation through lambo_derive (one session per
 conversation), asks every question through lambo_recall and scores the evidence with the
@@ -23,14 +24,16 @@ from pathlib import Path
 
 import faiss
 
+from bench import recall_stages
 from bench.realtalk import DATA
 from bench.recall_common import RecallOptions
 from bench.recall_latency import run_recall_latency
 from bench.recall_quality import run_recall_quality
-from bench.search_common import CACHE, RESULTS, log
+from bench.search_common import CACHE, RESULTS, add_stage_flags, log, stage_argv
 
 
-def parse_args(argv: Sequence[str] | None) -> RecallOptions:
+def parse_args(argv: Sequence[str] | None) -> tuple[RecallOptions, list[str] | None]:
+    """The options, and the stage bench's arguments when --stages is given."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quality", action="store_true", help="REALTALK evidence recall")
     parser.add_argument("--latency", action="store_true", help="lambo_recall p50/p95")
@@ -46,10 +49,12 @@ def parse_args(argv: Sequence[str] | None) -> RecallOptions:
     )
     parser.add_argument("--quality-out", type=Path, default=RESULTS / "recall-quality.md")
     parser.add_argument("--latency-out", type=Path, default=RESULTS / "recall-latency.md")
+    add_stage_flags(parser, "bench.recall_stages")
     args = parser.parse_args(argv)
-    if not (args.quality or args.latency):
-        parser.error("choose --quality, --latency or both")
-    return RecallOptions(
+    if not (args.quality or args.latency or args.stages):
+        parser.error("choose --quality, --latency, --stages or several")
+    stages = stage_argv(args) if args.stages else None
+    options = RecallOptions(
         quality=args.quality,
         latency=args.latency,
         data=args.data,
@@ -61,6 +66,7 @@ def parse_args(argv: Sequence[str] | None) -> RecallOptions:
         quality_out=args.quality_out,
         latency_out=args.latency_out,
     )
+    return options, stages
 
 
 def write(path: Path, text: str) -> None:
@@ -70,7 +76,7 @@ def write(path: Path, text: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    options = parse_args(argv)
+    options, stages = parse_args(argv)
     options.cache.mkdir(parents=True, exist_ok=True)
     faiss.omp_set_num_threads(1)  # as bench_search: one OpenMP thread for single queries
     if options.quality:
@@ -81,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = run_recall_latency(options)
         print(report)
         write(options.latency_out, report)
+    if stages is not None:  # each stage on vs off (issue 31 item 4)
+        recall_stages.main(stages)
     return 0
 
 

@@ -5,6 +5,7 @@ Run from the repository root:
     .venv/bin/python -m bench.bench_search --quality    # recall@k / MRR on REALTALK
     .venv/bin/python -m bench.bench_search --latency    # ingest rate, p50/p95 search latency
     .venv/bin/python -m bench.bench_search --quality --extraction  # and extraction on vs off
+    .venv/bin/python -m bench.bench_search --quality --stages  # and each stage on vs off
 
 Both parts compare lcg with baselines run in the same process on the same data: for quality,
 plain BM25 (rank-bm25) and each of lcg's two legs alone; for latency, raw FAISS, raw FTS5 and
@@ -23,13 +24,15 @@ from pathlib import Path
 
 import faiss
 
+from bench import search_stages
 from bench.realtalk import DATA
-from bench.search_common import CACHE, RESULTS, Options, log
+from bench.search_common import CACHE, RESULTS, Options, add_stage_flags, log, stage_argv
 from bench.search_latency import run_latency
 from bench.search_quality import run_quality
 
 
-def parse_args(argv: Sequence[str] | None) -> Options:
+def parse_args(argv: Sequence[str] | None) -> tuple[Options, list[str] | None]:
+    """The options, and the stage bench's arguments when --stages is given."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quality", action="store_true", help="REALTALK recall / MRR")
     parser.add_argument("--latency", action="store_true", help="ingest rate, search p50/p95")
@@ -67,14 +70,16 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     )
     parser.add_argument("--latency-out", type=Path, default=RESULTS / "search-latency.md")
     parser.add_argument("--profile-out", type=Path, default=RESULTS / "search-profile.txt")
+    add_stage_flags(parser, "bench.search_stages")
     args = parser.parse_args(argv)
-    if not (args.quality or args.latency):
-        parser.error("choose --quality, --latency or both")
+    if not (args.quality or args.latency or args.stages):
+        parser.error("choose --quality, --latency, --stages or several")
     if args.extraction and not args.quality:
         parser.error("--extraction needs --quality")
     if args.limit is not None and args.limit < 1:
         parser.error("--limit must be a positive number of conversations")
-    return Options(
+    stages = stage_argv(args) if args.stages else None
+    options = Options(
         quality=args.quality,
         latency=args.latency,
         data=args.data,
@@ -93,6 +98,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
         extraction=args.extraction,
         limit=args.limit,
     )
+    return options, stages
 
 
 def write(path: Path, text: str) -> None:
@@ -102,7 +108,7 @@ def write(path: Path, text: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    options = parse_args(argv)
+    options, stages = parse_args(argv)
     options.cache.mkdir(parents=True, exist_ok=True)
     faiss.omp_set_num_threads(1)  # two OpenMP threads make single queries far slower here
     if options.quality:
@@ -115,6 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         write(options.latency_out, report)
         if profile is not None:
             write(options.profile_out, profile)
+    if stages is not None:  # each stage on vs off (issue 31 item 4)
+        search_stages.main(stages)
     return 0
 
 

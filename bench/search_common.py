@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import sys
 import time
@@ -141,3 +142,28 @@ class Options:
     profile_out: Path
     extraction: bool = False  # quality: also a workspace built through knowledge_process_chunk
     limit: int | None = None  # quality: only the first `limit` conversations (a smoke run)
+
+
+def add_stage_flags(parser: argparse.ArgumentParser, stages: str) -> None:
+    """`--stages` and `--no-build` of bench_search and bench_recall: run the stage bench
+    `stages` (bench.search_stages, bench.recall_stages) with the same --data and --cache."""
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help=f"each [retrieval] stage on vs off, per category, with paired bootstrap 95%% "
+        f"intervals (python -m {stages}: its own workspace and results file)",
+    )
+    parser.add_argument(
+        "--no-build", action="store_true", help="--stages: reuse the stage bench's workspace"
+    )
+
+
+def stage_argv(args: argparse.Namespace) -> list[str]:
+    """The stage bench's arguments for what `add_stage_flags`' parser read."""
+    return [
+        "--data",
+        str(args.data),
+        "--cache",
+        str(args.cache),
+        *(["--no-build"] if args.no_build else []),
+    ]
