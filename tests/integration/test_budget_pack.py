@@ -12,10 +12,13 @@ import pytest
 
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
+from lcg.interfaces.service import Service
 from lcg.interfaces.settings_file import Tuning
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.port import Embedder
 from tests.conftest import make_workspace
+from tests.integration.test_memory_layers import QUIET, applied, tool
+from tests.integration.test_memory_layers import derive as layer_derive
 from tests.integration.test_memory_reads_pinned import counter_ids
 from tests.integration.test_memory_writes import AGENT, call, concept, derive, settled
 
@@ -99,3 +102,39 @@ def test_issue_31_budget_pack_shows_two_short_hits_a_long_one_crowded_out(
     assert sorted(packed["structuredContent"]["warnings"]) == sorted(
         plain["structuredContent"]["warnings"]
     )
+
+
+def test_m_rec_240_budget_pack_ranks_a_layered_recall_under_its_one_budget(
+    tmp_path: Path,
+) -> None:
+    """A session layered over `general` merges both under one max_tokens (M-REC-240): with
+    budget_pack on, the long hit that stops the merged block moves after the short hits of
+    both sessions, which then all show."""
+    tuning = QUIET.with_values(retrieval__budget_pack=True)
+    settings = Settings(workspace=tmp_path, session="lambo", layers=("general",), tuning=tuning)
+    service = Service(settings, command="pytest")
+    assert service.start() == "healthy", service.reason
+    try:
+        story = (
+            (SHORT_FIRST, "general"),
+            (LONG, None),
+            (SHORT_SECOND, None),
+            (SHORT_THIRD, "general"),
+        )
+        for text, scope in story:
+            applied(service, layer_derive(service, text, scope))
+        whole = tool(service, "lambo_recall", query=QUERY, top_k=10)
+        order = _contents(whole)
+        shorts = [text for text in order if text != LONG]
+        assert order.index(LONG) < len(order) - 1, order  # the premise: a short hit after it
+        budget = _budget(whole, *shorts)
+        plain = _contents(whole)[: order.index(LONG)]  # what a block stopping at LONG shows
+        packed = tool(service, "lambo_recall", query=QUERY, top_k=10, max_tokens=budget)
+        assert _contents(packed) == [*shorts, LONG]
+        blocks = packed["structuredContent"]["context"].split("\n\n")
+        assert [block.split(" [")[0] for block in blocks] == shorts
+        assert len(shorts) > len(plain)
+        sessions = {hit["content"]: hit["session"] for hit in packed["structuredContent"]["hits"]}
+        assert sessions[SHORT_FIRST] == "general"
+    finally:
+        service.close()

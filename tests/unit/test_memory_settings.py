@@ -180,3 +180,17 @@ def test_issue_31_speaker_weight_reaches_the_stages_and_a_bad_one_names_the_key(
     with pytest.raises(InvalidParams) as error:
         Settings.load({"LCG_RETRIEVAL_SPEAKER_WEIGHT": "2"}, tmp_path)
     assert error.value.field == "LCG_RETRIEVAL_SPEAKER_WEIGHT"
+
+
+def test_issue_31_budget_pack_reaches_the_stages_and_a_bad_one_names_the_key(
+    tmp_path: Path,
+) -> None:
+    assert Settings.load({}, tmp_path).tuning.stages.budget_pack is False
+    written = _file(tmp_path, "[retrieval]\nbudget_pack = true\n")
+    assert Settings.load({}, written).tuning.stages.budget_pack is True
+    assert Settings.load({"LCG_RETRIEVAL_BUDGET_PACK": "false"}, written).tuning.stages == (
+        Settings.load({}, tmp_path / "nothing").tuning.stages
+    )
+    with pytest.raises(InvalidParams) as error:
+        Settings.load({"LCG_RETRIEVAL_BUDGET_PACK": "sometimes"}, tmp_path / "nothing")
+    assert error.value.field == "LCG_RETRIEVAL_BUDGET_PACK"
