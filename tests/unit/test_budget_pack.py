@@ -53,24 +53,15 @@ def test_issue_31_budget_pack_changes_nothing_when_every_block_fits() -> None:
     assert budget_order(hits, 100_000) == [0, 1, 2]
 
 
-def test_m_rec_063_budget_pack_keeps_the_cut_first_block_when_no_block_fits_whole() -> None:
-    """No unit fits whole: the order is kept and the first block is cut, as without the
-    stage (M-REC-063: the context is not left empty)."""
-    hits = [LONG, _hit(5, "x" * 900, 0.5)]
-    budget = estimate_tokens(render_block(LONG)) - 20
-    assert pack_for_budget(hits, budget) == hits
-    assert render_context(pack_for_budget(hits, budget), budget).truncated == LONG.node_id
-
-
-def test_m_rec_061_budget_pack_moves_the_top_hit_when_it_alone_does_not_fit() -> None:
-    """The seed cuts an over-budget first block and shows nothing after it (M-REC-070);
-    packing puts the hits that fit first instead, the long one after them, whole in hits."""
-    hits = [LONG, EVIDENCE_B, EVIDENCE_C]
-    budget = _budget(EVIDENCE_B, EVIDENCE_C)
-    assert render_context(hits, budget).truncated == LONG.node_id
-    packed = pack_for_budget(hits, budget)
-    assert packed == [EVIDENCE_B, EVIDENCE_C, LONG]
-    assert render_context(packed, budget).included == (EVIDENCE_B.node_id, EVIDENCE_C.node_id)
+def test_m_rec_063_budget_pack_keeps_a_top_hit_over_the_budget_first_and_cut() -> None:
+    """The top block alone over the budget: the order is kept and that block is cut, nothing
+    after it, as without the stage (M-REC-063, M-REC-070), even when later blocks would fit."""
+    for hits in ([LONG, _hit(5, "x" * 900, 0.5)], [LONG, EVIDENCE_B, EVIDENCE_C]):
+        budget = min(estimate_tokens(render_block(LONG)) - 20, _budget(*hits[1:]))
+        assert pack_for_budget(hits, budget) == hits
+        rendered = render_context(pack_for_budget(hits, budget), budget)
+        assert rendered.truncated == LONG.node_id
+        assert rendered.included == (LONG.node_id,)
 
 
 def test_m_rec_057_budget_pack_moves_a_companion_with_the_hit_it_stands_beside() -> None:

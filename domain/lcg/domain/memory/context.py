@@ -458,13 +458,15 @@ def budget_order(
     each unit (a hit, with the ``followers`` right after it: the companions kept only to stand
     beside it, which move with it) goes first, in rank order, while its blocks fit what the
     units before it left; one that does not fit moves after the units that do, in its order.
-    A unit that carries a line (⚑, a warning, a companion's Contradicts line) and does not fit
-    stops the packing: it and every unit after it keep their order. Unchanged when every block
-    fits, and when no unit fits whole (the first block is then cut as before).
 
-    :func:`render_context` still fills whole blocks in rank order and stops at the first that
-    does not fit (M-REC-060, M-REC-061): this only decides that rank order, and since the room
-    left only shrinks, the first moved block is the one it stops at.
+    What the seed says a budget shows keeps holding: the first unit never moves, so a top hit
+    over the budget is still the block cut at max_tokens with nothing after it (M-REC-063,
+    M-REC-070); and a unit that carries a line (⚑, a warning, a companion's Contradicts line)
+    and does not fit stops the packing, it and every unit after it keeping their order.
+    Unchanged when every block fits. :func:`render_context` still fills whole blocks in rank
+    order and stops at the first that does not fit (M-REC-060, M-REC-061): this only decides
+    that rank order, and since the room left only shrinks, the first moved block is the one
+    it stops at.
     """
     units: list[list[int]] = []
     for index, hit in enumerate(hits):
@@ -483,8 +485,8 @@ def budget_order(
             fitted.append(unit)
             used += size
             continue
-        if any(block_lines(hits[index]) for index in unit):  # a block with a line stays
-            moved.extend(units[place:])
+        if place == 0 or any(block_lines(hits[index]) for index in unit):
+            moved.extend(units[place:])  # the top hit, or a block with a line, stays
             break
         moved.append(unit)
     if not fitted or not moved:
