@@ -135,6 +135,33 @@ def stage_table(
     return "\n".join(lines)
 
 
+METRICS = ("R@5", "R@10", "R@20", "MRR")  # the columns of System.scores
+
+
+def metric_table(
+    systems: Sequence[System], questions: Sequence[Question], pairs: Pairs, column: int
+) -> str:
+    """One metric (a column of System.scores) of each system minus its baseline's, with the
+    paired bootstrap 95% interval, per category."""
+    masks = category_masks(questions)
+    by_label = {system.label: system for system in systems}
+    lines = [
+        f"{METRICS[column]} minus the baseline, paired bootstrap 95% interval within each"
+        " category:",
+        "",
+        "| system | baseline | " + " | ".join(label for label, _ in masks) + " |",
+        "|---|---|" + "---:|" * len(masks),
+    ]
+    for label, base in pairs:
+        a, b = by_label[label].scores[:, column], by_label[base].scores[:, column]
+        cells = []
+        for _, mask in masks:
+            delta, low, high = bootstrap_delta(a[mask], b[mask])
+            cells.append(f"{delta:+.3f} [{low:+.3f}, {high:+.3f}]")
+        lines.append(f"| {label} | {base} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def stage_args(
     argv: Sequence[str] | None,
     doc: str,
@@ -175,6 +202,11 @@ def stage_report(
             "",
             stage_table(systems, questions, pairs),
             "",
+            *(
+                part
+                for column in (0, 2, 3)  # R@5, R@20, MRR: each with its interval
+                for part in (metric_table(systems, questions, pairs, column), "")
+            ),
         ]
     )
     out.parent.mkdir(parents=True, exist_ok=True)
