@@ -56,8 +56,9 @@ SYSTEMS: Systems = {
     "vector x0.8 of best": (Stages(vector_weight=0.8), 0.0, DEPTH),
     "vector x0.9 of best": (Stages(vector_weight=0.9), 0.0, DEPTH),
     "vector x1.0 of best": (Stages(vector_weight=1.0), 0.0, DEPTH),
-    "floor 0.3": (OFF, 0.3, DEPTH),
-    "floor 0.5 (the tool's default)": (OFF, 0.5, DEPTH),
+    "speaker 0.3": (Stages(speaker_weight=0.3), 0.0, DEPTH),
+    "floor 0.3 (the tool's default, ADR 0098)": (OFF, 0.3, DEPTH),
+    "floor 0.5": (OFF, 0.5, DEPTH),
     "floor 0.7": (OFF, 0.7, DEPTH),
 }
 
