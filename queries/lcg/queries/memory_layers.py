@@ -21,6 +21,7 @@ from functools import partial
 from lcg.domain.errors import DomainError
 from lcg.domain.memory import context, layers, questions
 from lcg.domain.memory.layers import SessionHits
+from lcg.projections.faults import VectorReadRefused
 from lcg.queries.memory_reads import SessionJobs
 from lcg.queries.memory_recall import (
     Recalled,
@@ -75,7 +76,7 @@ def recall_layered(
             continue
         try:
             got = answer()
-        except DomainError:
+        except (DomainError, VectorReadRefused):  # a refusal is the call's (M-ERR-023)
             raise
         except Exception:
             log.warning("layer %s could not be read", layer.session, exc_info=True)
