@@ -60,7 +60,7 @@ def recall_layered(
         answers: list[Answer] = [
             None
             if layer.unavailable is not None
-            else partial(recall_memory, reads, layer.jobs, replace(request, session=layer.session))
+            else partial(recall_memory, reads, layer.jobs, _as_layer(request, layer.session))
             for layer in stack
         ]
     else:
@@ -137,13 +137,19 @@ def _one_retrieval(
             recall_found,
             reads,
             layer.jobs,
-            replace(request, session=layer.session),
+            _as_layer(request, layer.session),
             late[layer.session],
             retrieved[layer.session],
         )
         for layer in stack
     ]
     return own, answers
+
+
+def _as_layer(request: RecallRequest, layer: str) -> RecallRequest:
+    """The request a layer's own recall answers inside the merged one: the layer's floor
+    holds for its contradicting concepts too (M-REC-149)."""
+    return replace(request, session=layer, layer_floor=True)
 
 
 def _raise(error: Exception) -> Recalled:
