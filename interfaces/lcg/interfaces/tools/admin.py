@@ -305,7 +305,11 @@ def backfill_summary_embeddings(app: App, q: BackfillSummaryParams) -> indexing.
     searchable by meaning; dry_run counts the candidates."""
     command = BackfillSummaries(GroupId(q.group_id), app.now())
     return indexing.backfill_summary_embeddings(
-        app.writes.writer, command, dry_run=q.dry_run, progress=app.progress
+        app.writes.writer,
+        command,
+        dry_run=q.dry_run,
+        progress=app.progress,
+        read_hold=app.writes.read_hold,
     )
 
 
