@@ -1,7 +1,7 @@
 """Reads held off while a run that must not be read half-done is in progress (K-SEM-011).
 
 The writer's batch lock holds off writes only: reads have their own connections and never wait
-for it (ADR 0047). A real `knowledge_backfill_summary_embeddings` run must also hold off the
+for it. A real `knowledge_backfill_summary_embeddings` run must also hold off the
 knowledge reads issued meanwhile (seed 000: "blocking all other reads and writes"), so the run
 holds this, and the dispatch makes each knowledge read wait for it first (ADR 0105). The
 holding thread itself is never held off.
