@@ -42,7 +42,7 @@ STORAGE_ERROR = -32002  # a file of the workspace cannot be used: the message na
 VECTOR_READ_REFUSED = (
     "store error: the vector read was refused because the query's vector no longer fits the"
     " index (the embedding contract changed, or the vector width differs); re-check the"
-    " embedding contract and retry"
+    " embedding contract (knowledge_status's embedding) and retry"
 )
 REQUEST_TOO_LARGE = "request too large (over 4 MiB)"  # seed 001 (M-TRN-063), ADR 0050
 
