@@ -298,7 +298,7 @@ def test_m_err_024_a_vector_read_refused_fails_a_recall_by_vector_with_text_besi
         with pytest.raises(Exception) as raised:  # noqa: PT011 (what it becomes is the subject)
             _recall(app, **params)
         answer = _memory_error(error_from_exception(raised.value))
-        assert answer.isError is True
+        assert answer.is_error is True
         text = answer.content[0].text  # type: ignore[union-attr]
         assert text.startswith("store error: "), text
         assert "lambo_stats" in text
