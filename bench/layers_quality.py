@@ -7,25 +7,28 @@ recall of the layer does?
 Every REALTALK turn is derived through lambo_derive under MiniLM as bench_recall --quality
 does (bench.recall_stages.derive_all: one session per conversation, into
 `.bench-cache/layers-quality`, its embedding cache seeded from `.bench-cache/recall-quality`
-when that exists). Conversation i's session is then the LAYER, and conversation i+1's session
-(cyclically) the PROJECT session layered over it: a project of the same genre and size whose
-own hits compete with the layer's for every question. Every question of conversation i is
-asked through lambo_recall
+when that exists). Conversation i's session is then the LAYER, and a PROJECT session is
+layered over it, two ways: conversation i+1's session (cyclically; a project of the same genre
+and size, nine of the ten sharing a speaker with the layer, whose hits compete for every
+question), and `project-notes`, about 150 facts of a software project unrelated to REALTALK
+(this repository's settings and ADR titles, derived in bulk by bench_layers.build). Every
+question of conversation i is asked through lambo_recall
 
 - layered: from the project session, no scope (the merged recall), top_k 10, 15 and 20;
-- scoped: from the same layered project session with `scope` = the layer (the layer's plain
-  recall through the layered endpoint), top_k 10 and 20;
+- scoped: from the layered project session with `scope` = the layer (the layer's plain recall
+  through the layered endpoint), top_k 10, 15 and 20;
 - plain: from the layer's own session opened without layers, top_k 10 and 20.
 
-A project hit occupies its place in the ranking but is never evidence (its turns are named
-with their session). Scored with bench.search_quality's scoring (R@5/R@10/R@20/MRR@20); the
+A project hit holds its place in the ranking but is never evidence (it is named by its
+session and node id). Scored with bench.search_quality's scoring (R@5/R@10/R@20/MRR@20); the
 differences are paired bootstrap 95% intervals over questions, per category. Also counted:
-how many of the layer's own top-10 hits (and of the evidence among them) the merged answer
-keeps.
+how many of the layer's own top-k hits (and of the evidence among them) the merged answer at
+the same top_k keeps, and how much of the evidence of the layer's own top 10 it keeps.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -38,12 +41,12 @@ from typing import Any
 
 import numpy as np
 
-from bench.bench_layers import UNLIMITED
+from bench.bench_layers import UNLIMITED, build
 from bench.realtalk import CATEGORIES, Conversation, Question, load_realtalk
 from bench.recall_common import AGENT
 from bench.recall_quality import _call
 from bench.recall_stages import derive_all
-from bench.search_common import RESULTS, log, require
+from bench.search_common import BENCH, RESULTS, log, require
 from bench.search_quality import (
     Ranking,
     System,
@@ -59,25 +62,31 @@ from lcg.interfaces.workspace import Workspace
 
 Nodes = dict[str, dict[str, list[str]]]  # session -> node id -> the turns derived into it
 
-LAYERED = "layered (project + layer), top_k {k}"
+NOTES = "project-notes"  # the session of project_notes
+NEXT = "the next conversation"
+VARIANTS = (NEXT, "project notes")  # what the project session layered over the layer holds
+LAYERED = "layered over {variant}, top_k {k}"
 SCOPED = "scope = the layer, top_k {k}"
 PLAIN = "the layer's session unlayered, top_k {k}"
 LAYERED_K = (10, 15, 20)
-SCOPED_K = (10, 20)
-BASE_K = 10  # the layer's own answer whose hits the merged answers are checked against
+SCOPED_K = (10, 15, 20)
+PLAIN_K = (10, 20)
+BASE_K = 10  # the layer's own answer whose evidence the deeper merged answers must keep
 
 
 @dataclass
 class Kept:
-    """Per layered top_k: what the merged answers kept of the layer's own top-BASE_K."""
+    """Per variant and layered top_k k: what the merged answers kept of the layer's own."""
 
-    nodes: int = 0  # the layer's own top-BASE_K hits also in the merged answer
+    nodes: int = 0  # the layer's own top-k hits also in the merged top-k
     nodes_of: int = 0
-    evidence: int = 0  # evidence turns among those hits also found by the merged answer
+    evidence: int = 0  # evidence turns among the layer's own top-k hits the merged top-k keeps
     evidence_of: int = 0
+    base: int = 0  # evidence turns among the layer's own top-BASE_K hits the merged top-k keeps
+    base_of: int = 0
     layer_hits: int = 0  # hits from the layer in the merged answers
     project_hits: int = 0
-    absorbed: int = 0  # of the layer's own top-BASE_K, hits shown as the project's copy
+    absorbed: int = 0  # of the layer's own top-k, hits shown as the project's copy (`also`)
 
 
 def recall(app: App, query: str, top_k: int, scope: str | None = None) -> dict[str, Any]:
@@ -88,70 +97,110 @@ def recall(app: App, query: str, top_k: int, scope: str | None = None) -> dict[s
 
 
 def ranking(found: dict[str, Any], nodes: Nodes, own: str, layer: str, depth: int) -> Ranking:
-    """The hits' turns in answer order, distinct, at most `depth`; a turn of a session other
-    than the layer is named `<session>/<dia_id>`, so it holds its place and never scores."""
+    """The hits' turns in answer order, distinct, at most `depth`; a hit of a session other
+    than the layer is named `<session>/<node id>`, so it holds its place and never scores."""
     names: list[str] = []
     for hit in found["hits"]:
         session = hit.get("session", own)
-        turns = nodes[session].get(hit["node_id"])
-        require(turns is not None, f"a hit of {session} that no turn was derived into")
-        names += [d if session == layer else f"{session}/{d}" for d in turns or []]
+        if session != layer:
+            names.append(f"{session}/{hit['node_id']}")
+            continue
+        turns = nodes[layer].get(hit["node_id"])
+        require(turns is not None, f"a hit of {layer} that no turn was derived into")
+        names += turns or []
     return distinct(names, depth)
+
+
+def project_notes(root: Path) -> list[str]:
+    """A software project's own memory, a few hundred facts unrelated to REALTALK: each setting
+    of docs/settings.md (key, default, meaning) and each ADR's title."""
+    notes: list[str] = []
+    for line in (root / "docs" / "settings.md").read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip().replace("`", "") for cell in line.strip("|").split("|")]
+        if line.startswith("| `") and len(cells) == 5:
+            notes.append(f"Setting {cells[0]} defaults to {cells[2]}: {cells[4]}.")
+    for path in sorted((root / "docs" / "adr").glob("[0-9]*.md")):
+        title = path.read_text(encoding="utf-8").splitlines()[0].lstrip("# ").replace("`", "")
+        notes.append(f"ADR {title}")
+    return list(dict.fromkeys(notes))
+
+
+def build_notes(directory: Path, texts: Sequence[str]) -> str:
+    """The NOTES session of the workspace, derived in bulk (bench_layers.build) once per set
+    of texts (a marker keeps their digest); the build's seconds, or that it was kept."""
+    digest = hashlib.sha256("\0".join(texts).encode()).hexdigest()
+    marker = directory / "bench-notes.txt"
+    if marker.is_file() and marker.read_text(encoding="utf-8").split()[0] == digest:
+        return f"kept ({marker.read_text(encoding='utf-8').split()[1]} s)"
+    seconds = build(directory, [(NOTES, texts)], "minilm")
+    marker.write_text(f"{digest} {seconds:.0f}\n", encoding="utf-8")
+    return f"{seconds:.0f} s"
 
 
 def layer_nodes(found: dict[str, Any], layer: str, own: str) -> list[str]:
     return [h["node_id"] for h in found["hits"] if h.get("session", own) == layer]
 
 
-def ask_pair(
+def evidence_of(answer: dict[str, Any], nodes: dict[str, list[str]], wanted: set[str]) -> set[str]:
+    """The layer's nodes among the answer's hits that hold an evidence turn."""
+    return {h["node_id"] for h in answer["hits"] if set(nodes.get(h["node_id"], ())) & wanted}
+
+
+def ask_layer(
     directory: Path,
     conversation: Conversation,
-    project: str,
+    projects: dict[str, str],
     nodes: Nodes,
     found: dict[str, list[Ranking]],
-    kept: dict[int, Kept],
+    kept: dict[tuple[str, int], Kept],
 ) -> None:
-    """Every question of `conversation` (the layer) from `project` layered over it, scoped
-    to it, and from its own unlayered session."""
+    """Every question of `conversation` (the layer): from its own unlayered session, then from
+    each variant's project session layered over it (the first variant also asks it scoped)."""
     layer = conversation.group
-    evidence_nodes = {  # layer node -> its turns
-        node: set(turns) for node, turns in nodes[layer].items()
-    }
-    settings = Settings(workspace=directory, session=project, layers=(layer,), tuning=UNLIMITED)
-    with Workspace(settings, command="bench") as ws:
-        app = App(ws).for_session(None, (layer,))
-        for question in conversation.questions:
-            wanted = set(question.evidence)
-            alone = recall(app, question.text, BASE_K, scope=layer)
-            own_nodes = layer_nodes(alone, layer, layer)
-            own_text = {h["node_id"]: h["content"] for h in alone["hits"]}
-            own_evidence = {n for n in own_nodes if evidence_nodes[n] & wanted}
-            for k in SCOPED_K:
-                answer = alone if k == BASE_K else recall(app, question.text, k, scope=layer)
-                found[SCOPED.format(k=k)].append(ranking(answer, nodes, layer, layer, k))
-            for k in LAYERED_K:
-                merged = recall(app, question.text, k)
-                found[LAYERED.format(k=k)].append(ranking(merged, nodes, project, layer, k))
-                in_merged = set(layer_nodes(merged, layer, project))
-                tally = kept[k]
-                tally.nodes += len(set(own_nodes) & in_merged)
-                tally.nodes_of += len(own_nodes)
-                tally.evidence += len(own_evidence & in_merged)
-                tally.evidence_of += len(own_evidence)
-                tally.layer_hits += len(in_merged)
-                tally.project_hits += len(merged["hits"]) - len(in_merged)
-                project_text = {
-                    h["content"] for h in merged["hits"] if h.get("session", project) != layer
-                }
-                tally.absorbed += sum(
-                    n not in in_merged and own_text[n] in project_text for n in own_nodes
-                )
     with Workspace(Settings(workspace=directory, session=layer), command="bench") as ws:
         app = App(ws)
         for question in conversation.questions:
-            for k in SCOPED_K:
+            for k in PLAIN_K:
                 answer = recall(app, question.text, k)
                 found[PLAIN.format(k=k)].append(ranking(answer, nodes, layer, layer, k))
+    own: list[dict[int, dict[str, Any]]] = []  # per question, the layer's own answer per top_k
+    for variant, project in projects.items():
+        settings = Settings(workspace=directory, session=project, layers=(layer,), tuning=UNLIMITED)
+        with Workspace(settings, command="bench") as ws:
+            app = App(ws).for_session(None, (layer,))
+            for index, question in enumerate(conversation.questions):
+                if variant == VARIANTS[0]:
+                    own.append({k: recall(app, question.text, k, scope=layer) for k in SCOPED_K})
+                    for k in SCOPED_K:
+                        found[SCOPED.format(k=k)].append(
+                            ranking(own[index][k], nodes, layer, layer, k)
+                        )
+                wanted = set(question.evidence)
+                base = evidence_of(own[index][BASE_K], nodes[layer], wanted)
+                for k in LAYERED_K:
+                    merged = recall(app, question.text, k)
+                    label = LAYERED.format(variant=variant, k=k)
+                    found[label].append(ranking(merged, nodes, project, layer, k))
+                    alone = own[index][k]
+                    own_nodes = layer_nodes(alone, layer, layer)
+                    in_merged = set(layer_nodes(merged, layer, project))
+                    project_text = {
+                        h["content"] for h in merged["hits"] if h.get("session", project) != layer
+                    }
+                    tally = kept[variant, k]
+                    tally.nodes += len(set(own_nodes) & in_merged)
+                    tally.nodes_of += len(own_nodes)
+                    own_evidence = evidence_of(alone, nodes[layer], wanted)
+                    tally.evidence += len(own_evidence & in_merged)
+                    tally.evidence_of += len(own_evidence)
+                    tally.base += len(base & in_merged)
+                    tally.base_of += len(base)
+                    tally.layer_hits += len(in_merged)
+                    tally.project_hits += len(merged["hits"]) - len(in_merged)
+                    tally.absorbed += sum(
+                        h["node_id"] not in in_merged and h["content"] in project_text
+                        for h in alone["hits"]
+                    )
 
 
 def delta_table(
@@ -179,17 +228,20 @@ def delta_table(
     return "\n".join(lines)
 
 
-def kept_table(kept: dict[int, Kept], questions: int) -> str:
+def kept_table(kept: dict[tuple[str, int], Kept], questions: int) -> str:
     lines = [
-        f"| merged top_k | layer's own top {BASE_K} hits kept | evidence among them kept |"
-        " layer hits per answer | project hits per answer | shown as the project's copy |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| project session | merged top_k k | layer's own top k hits kept | evidence among them"
+        f" kept | evidence among the layer's own top {BASE_K} kept | layer hits per answer |"
+        " project hits per answer | layer hits shown as the project's copy |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for k, t in kept.items():
+    for (variant, k), t in kept.items():
         lines.append(
-            f"| {k} | {t.nodes:,}/{t.nodes_of:,} ({t.nodes / max(t.nodes_of, 1):.3f}) |"
-            f" {t.evidence:,}/{t.evidence_of:,} ({t.evidence / max(t.evidence_of, 1):.3f}) |"
-            f" {t.layer_hits / questions:.2f} | {t.project_hits / questions:.2f} | {t.absorbed} |"
+            f"| {variant} | {k} | {t.nodes:,}/{t.nodes_of:,} ({t.nodes / max(t.nodes_of, 1):.3f})"
+            f" | {t.evidence:,}/{t.evidence_of:,} ({t.evidence / max(t.evidence_of, 1):.3f})"
+            f" | {t.base:,}/{t.base_of:,} ({t.base / max(t.base_of, 1):.3f})"
+            f" | {t.layer_hits / questions:.2f} | {t.project_hits / questions:.2f}"
+            f" | {t.absorbed} |"
         )
     return "\n".join(lines)
 
@@ -202,28 +254,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     questions = [q for c in conversations for q in c.questions]
     directory = args.cache / "layers-quality"
     node_map = directory / "bench-nodes.json"  # session -> node id -> turns, for --no-build
-    build = "reused (--no-build)"
+    built = "reused (--no-build)"
     if args.no_build:
         nodes: Nodes = json.loads(node_map.read_text(encoding="utf-8"))
     else:
         nodes = derive_all(args.cache, directory, conversations, began)
         node_map.write_text(json.dumps(nodes), encoding="utf-8")
-        build = f"{time.perf_counter() - began:.0f} s"
-        log(f"built in {build}, load {os.getloadavg()[0]:.1f}")
-    labels = [LAYERED.format(k=k) for k in LAYERED_K]
-    labels += [SCOPED.format(k=k) for k in SCOPED_K] + [PLAIN.format(k=k) for k in SCOPED_K]
+        built = f"{time.perf_counter() - began:.0f} s"
+    notes = project_notes(BENCH.parent)
+    notes_built = build_notes(directory, notes)
+    log(f"built: turns {built}, {len(notes)} project notes {notes_built}")
+    labels = [LAYERED.format(variant=v, k=k) for v in VARIANTS for k in LAYERED_K]
+    labels += [SCOPED.format(k=k) for k in SCOPED_K] + [PLAIN.format(k=k) for k in PLAIN_K]
     found: dict[str, list[Ranking]] = {label: [] for label in labels}
-    kept = {k: Kept() for k in LAYERED_K}
+    kept = {(v, k): Kept() for v in VARIANTS for k in LAYERED_K}
     asked = time.perf_counter()
     for index, conversation in enumerate(conversations):
-        project = conversations[(index + 1) % len(conversations)].group
-        ask_pair(directory, conversation, project, nodes, found, kept)
-        log(f"  {conversation.group} over {project}: asked ({time.perf_counter() - began:.0f} s)")
+        after = conversations[(index + 1) % len(conversations)].group
+        ask_layer(directory, conversation, {NEXT: after, VARIANTS[1]: NOTES}, nodes, found, kept)
+        log(f"  {conversation.group} (next: {after}): asked ({time.perf_counter() - began:.0f} s)")
     systems = {label: score_system(label, found[label], questions) for label in labels}
-    l10, l15, l20 = (LAYERED.format(k=k) for k in LAYERED_K)
-    s10, s20 = (SCOPED.format(k=k) for k in SCOPED_K)
-    p10, p20 = (PLAIN.format(k=k) for k in SCOPED_K)
-    comparisons = [(l10, s10), (l15, s10), (l20, s10), (l20, s20), (s10, p10), (s20, p20)]
+    s10, s20 = SCOPED.format(k=10), SCOPED.format(k=20)
+    comparisons: list[tuple[str, str]] = []
+    for variant in VARIANTS:
+        l10, l15, l20 = (LAYERED.format(variant=variant, k=k) for k in LAYERED_K)
+        comparisons += [(l10, s10), (l15, s10), (l20, s10), (l20, s20)]
+    comparisons += [(s10, PLAIN.format(k=10)), (s20, PLAIN.format(k=20))]
     load_end = os.getloadavg()
     report = "\n".join(
         [
@@ -232,8 +288,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "",
             f"{len(questions)} questions; {len(conversations)} conversations, each its own "
             f"session derived turn by turn through lambo_derive (MiniLM); conversation i is the "
-            f"layer, conversation i+1 (cyclically) the project session layered over it. Build "
-            f"{build}; asking {time.perf_counter() - asked:.0f} s; load average "
+            f"layer; the project session layered over it is conversation i+1 (cyclically) or "
+            f"`{NOTES}` ({len(notes)} facts of this repository's docs). Build: turns {built}, "
+            f"notes {notes_built}; asking {time.perf_counter() - asked:.0f} s; load average "
             f"{load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end.",
             "",
             quality_tables(list(systems.values()), questions, comparisons),
@@ -243,8 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "",
             delta_table(systems, questions, comparisons),
             "",
-            f"What the merged answers keep of the layer's own top {BASE_K} (scope = the layer, "
-            f"top_k {BASE_K}), summed over the {len(questions)} questions:",
+            f"What the merged answers keep of the layer's own answers (scope = the layer, the "
+            f"same top_k), summed over the {len(questions)} questions:",
             "",
             kept_table(kept, len(questions)),
             "",
