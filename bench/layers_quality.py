@@ -34,7 +34,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from bench.bench_layers import UNLIMITED, build
 from bench.realtalk import CATEGORIES, Conversation, Question, load_realtalk
 from bench.recall_common import AGENT
 from bench.recall_quality import _call
-from bench.recall_stages import derive_all
+from bench.recall_stages import derive_all, shown_evidence
 from bench.search_common import BENCH, RESULTS, log, require
 from bench.search_quality import (
     Ranking,
@@ -72,6 +72,8 @@ LAYERED_K = (10, 15, 20)
 SCOPED_K = (10, 15, 20)
 PLAIN_K = (10, 20)
 BASE_K = 10  # the layer's own answer whose evidence the deeper merged answers must keep
+WIDE_K, WIDE_TOKENS = 20, 1000  # a merged recall as deep as two layer answers, twice the budget
+WIDE = f"layered over {{variant}}, top_k {WIDE_K}, max_tokens {WIDE_TOKENS}"
 
 
 @dataclass
@@ -89,10 +91,22 @@ class Kept:
     absorbed: int = 0  # of the layer's own top-k, hits shown as the project's copy (`also`)
 
 
-def recall(app: App, query: str, top_k: int, scope: str | None = None) -> dict[str, Any]:
+@dataclass
+class Shown:
+    """What a system's context blocks show of the evidence."""
+
+    shares: list[float] = field(default_factory=list)  # of the evidence among the hits
+    read: list[float] = field(default_factory=list)  # of all the evidence, every question
+
+
+def recall(
+    app: App, query: str, top_k: int, scope: str | None = None, max_tokens: int | None = None
+) -> dict[str, Any]:
     params: dict[str, Any] = {"agent_id": AGENT, "query": query, "top_k": top_k}
     if scope is not None:
         params["scope"] = scope
+    if max_tokens is not None:
+        params["max_tokens"] = max_tokens
     return _call(app, "lambo_recall", params)
 
 
@@ -146,6 +160,15 @@ def evidence_of(answer: dict[str, Any], nodes: dict[str, list[str]], wanted: set
     return {h["node_id"] for h in answer["hits"] if set(nodes.get(h["node_id"], ())) & wanted}
 
 
+def note_shown(
+    into: Shown, found: dict[str, Any], nodes: dict[str, list[str]], wanted: set[str]
+) -> None:
+    in_hits, shown = shown_evidence(found, nodes, wanted)
+    if in_hits:
+        into.shares.append(len(shown) / len(in_hits))
+    into.read.append(len(shown) / len(wanted))
+
+
 def ask_layer(
     directory: Path,
     conversation: Conversation,
@@ -153,6 +176,7 @@ def ask_layer(
     nodes: Nodes,
     found: dict[str, list[Ranking]],
     kept: dict[tuple[str, int], Kept],
+    shown: dict[str, Shown],
 ) -> None:
     """Every question of `conversation` (the layer): from its own unlayered session, then from
     each variant's project session layered over it (the first variant also asks it scoped)."""
@@ -171,16 +195,21 @@ def ask_layer(
             for index, question in enumerate(conversation.questions):
                 if variant == VARIANTS[0]:
                     own.append({k: recall(app, question.text, k, scope=layer) for k in SCOPED_K})
-                    for k in SCOPED_K:
-                        found[SCOPED.format(k=k)].append(
-                            ranking(own[index][k], nodes, layer, layer, k)
-                        )
                 wanted = set(question.evidence)
+                if variant == VARIANTS[0]:
+                    for k in SCOPED_K:
+                        label = SCOPED.format(k=k)
+                        found[label].append(ranking(own[index][k], nodes, layer, layer, k))
+                        note_shown(shown[label], own[index][k], nodes[layer], wanted)
                 base = evidence_of(own[index][BASE_K], nodes[layer], wanted)
                 for k in LAYERED_K:
                     merged = recall(app, question.text, k)
                     label = LAYERED.format(variant=variant, k=k)
                     found[label].append(ranking(merged, nodes, project, layer, k))
+                    note_shown(shown[label], merged, nodes[layer], wanted)
+                    if k == WIDE_K:
+                        wide = recall(app, question.text, k, max_tokens=WIDE_TOKENS)
+                        note_shown(shown[WIDE.format(variant=variant)], wide, nodes[layer], wanted)
                     alone = own[index][k]
                     own_nodes = layer_nodes(alone, layer, layer)
                     in_merged = set(layer_nodes(merged, layer, project))
@@ -246,6 +275,40 @@ def kept_table(kept: dict[tuple[str, int], Kept], questions: int) -> str:
     return "\n".join(lines)
 
 
+def shown_table(shown: dict[str, Shown], questions: Sequence[Question]) -> str:
+    """Per system: the share of the evidence among its hits its context block shows, and the
+    share of all the evidence it shows (every question), overall and per category, with the
+    difference from the layer's own top_k BASE_K answer (paired bootstrap 95% interval)."""
+    categories = np.array([q.category for q in questions])
+    masks = [("all", np.ones(len(questions), dtype=bool))]
+    masks += [(f"{n} {name}", categories == n) for n, name in CATEGORIES.items()]
+    base = np.array(shown[SCOPED.format(k=BASE_K)].read)
+    lines = [
+        "What the context block (max_tokens 500 unless named) shows. 'Of the hits': the share "
+        "of the evidence among the hits that the block shows (a hit is shown when its short id "
+        "is in the block and its block is not the one cut), mean over the questions with "
+        "evidence among the hits. 'Read': the share of all a question's evidence the block "
+        f"shows, mean over every question; its difference from scope = the layer, top_k "
+        f"{BASE_K} with a paired bootstrap 95% interval.",
+        "",
+        "| system | questions | of the hits | "
+        + " | ".join(f"read, {label}" for label, _ in masks)
+        + " | read - the layer's own, all |",
+        "|---|---:|---:|" + "---:|" * len(masks) + "---:|",
+    ]
+    for label, into in shown.items():
+        if not into.read:
+            continue
+        read = np.array(into.read)
+        delta, low, high = bootstrap_delta(read, base)
+        lines.append(
+            f"| {label} | {len(into.shares)} | {sum(into.shares) / len(into.shares):.3f} | "
+            + " | ".join(f"{read[mask].mean():.3f}" for _, mask in masks)
+            + f" | {delta:+.3f} [{low:+.3f}, {high:+.3f}] |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = stage_args(argv, __doc__ or "", RESULTS / "layers-quality.md")
     began = time.perf_counter()
@@ -268,10 +331,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     labels += [SCOPED.format(k=k) for k in SCOPED_K] + [PLAIN.format(k=k) for k in PLAIN_K]
     found: dict[str, list[Ranking]] = {label: [] for label in labels}
     kept = {(v, k): Kept() for v in VARIANTS for k in LAYERED_K}
+    shown = {label: Shown() for label in labels}
+    shown |= {WIDE.format(variant=v): Shown() for v in VARIANTS}
     asked = time.perf_counter()
     for index, conversation in enumerate(conversations):
         after = conversations[(index + 1) % len(conversations)].group
-        ask_layer(directory, conversation, {NEXT: after, VARIANTS[1]: NOTES}, nodes, found, kept)
+        projects = {NEXT: after, VARIANTS[1]: NOTES}
+        ask_layer(directory, conversation, projects, nodes, found, kept, shown)
         log(f"  {conversation.group} (next: {after}): asked ({time.perf_counter() - began:.0f} s)")
     systems = {label: score_system(label, found[label], questions) for label in labels}
     s10, s20 = SCOPED.format(k=10), SCOPED.format(k=20)
@@ -304,6 +370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"same top_k), summed over the {len(questions)} questions:",
             "",
             kept_table(kept, len(questions)),
+            "",
+            shown_table(shown, questions),
             "",
         ]
     )
