@@ -10,8 +10,9 @@ does (bench.recall_stages.derive_all: one session per conversation, into
 when that exists). Conversation i's session is then the LAYER, and a PROJECT session is
 layered over it, two ways: conversation i+1's session (cyclically; a project of the same genre
 and size, nine of the ten sharing a speaker with the layer, whose hits compete for every
-question), and `project-notes`, about 150 facts of a software project unrelated to REALTALK
-(this repository's settings and ADR titles, derived in bulk by bench_layers.build). Every
+question), `project-notes`, about 150 facts of a software project unrelated to REALTALK
+(this repository's settings and ADR titles, derived in bulk by bench_layers.build), and
+`project-new`, a new project holding the first 3 of those notes (fewer than top_k / 2). Every
 question of conversation i is asked through lambo_recall
 
 - layered: from the project session, no scope (the merged recall), top_k 10, 15 and 20;
@@ -63,8 +64,10 @@ from lcg.interfaces.workspace import Workspace
 Nodes = dict[str, dict[str, list[str]]]  # session -> node id -> the turns derived into it
 
 NOTES = "project-notes"  # the session of project_notes
+NEW, NEW_NOTES = "project-new", 3  # a new project's session: the first few notes
 NEXT = "the next conversation"
-VARIANTS = (NEXT, "project notes")  # what the project session layered over the layer holds
+# what the project session layered over the layer holds
+VARIANTS = (NEXT, "project notes", f"a new project ({NEW_NOTES} notes)")
 LAYERED = "layered over {variant}, top_k {k}"
 SCOPED = "scope = the layer, top_k {k}"
 PLAIN = "the layer's session unlayered, top_k {k}"
@@ -139,14 +142,14 @@ def project_notes(root: Path) -> list[str]:
     return list(dict.fromkeys(notes))
 
 
-def build_notes(directory: Path, texts: Sequence[str]) -> str:
-    """The NOTES session of the workspace, derived in bulk (bench_layers.build) once per set
-    of texts (a marker keeps their digest); the build's seconds, or that it was kept."""
+def build_notes(directory: Path, session: str, texts: Sequence[str]) -> str:
+    """A notes session of the workspace, derived in bulk (bench_layers.build) once per set of
+    texts (a marker keeps their digest); the build's seconds, or that it was kept."""
     digest = hashlib.sha256("\0".join(texts).encode()).hexdigest()
-    marker = directory / "bench-notes.txt"
+    marker = directory / f"bench-{session}.txt"
     if marker.is_file() and marker.read_text(encoding="utf-8").split()[0] == digest:
         return f"kept ({marker.read_text(encoding='utf-8').split()[1]} s)"
-    seconds = build(directory, [(NOTES, texts)], "minilm")
+    seconds = build(directory, [(session, texts)], "minilm")
     marker.write_text(f"{digest} {seconds:.0f}\n", encoding="utf-8")
     return f"{seconds:.0f} s"
 
@@ -325,7 +328,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         node_map.write_text(json.dumps(nodes), encoding="utf-8")
         built = f"{time.perf_counter() - began:.0f} s"
     notes = project_notes(BENCH.parent)
-    notes_built = build_notes(directory, notes)
+    notes_built = build_notes(directory, NOTES, notes)
+    build_notes(directory, NEW, notes[:NEW_NOTES])
     log(f"built: turns {built}, {len(notes)} project notes {notes_built}")
     labels = [LAYERED.format(variant=v, k=k) for v in VARIANTS for k in LAYERED_K]
     labels += [SCOPED.format(k=k) for k in SCOPED_K] + [PLAIN.format(k=k) for k in PLAIN_K]
@@ -336,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     asked = time.perf_counter()
     for index, conversation in enumerate(conversations):
         after = conversations[(index + 1) % len(conversations)].group
-        projects = {NEXT: after, VARIANTS[1]: NOTES}
+        projects = {NEXT: after, VARIANTS[1]: NOTES, VARIANTS[2]: NEW}
         ask_layer(directory, conversation, projects, nodes, found, kept, shown)
         log(f"  {conversation.group} (next: {after}): asked ({time.perf_counter() - began:.0f} s)")
     systems = {label: score_system(label, found[label], questions) for label in labels}
@@ -355,7 +359,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{len(questions)} questions; {len(conversations)} conversations, each its own "
             f"session derived turn by turn through lambo_derive (MiniLM); conversation i is the "
             f"layer; the project session layered over it is conversation i+1 (cyclically) or "
-            f"`{NOTES}` ({len(notes)} facts of this repository's docs). Build: turns {built}, "
+            f"`{NOTES}` ({len(notes)} facts of this repository's docs) or `{NEW}` (the first "
+            f"{NEW_NOTES} of them). Build: turns {built}, "
             f"notes {notes_built}; asking {time.perf_counter() - asked:.0f} s; load average "
             f"{load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end.",
             "",
