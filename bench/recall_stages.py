@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from bench.realtalk import Conversation, load_realtalk
 from bench.recall_common import AGENT, RECALL_TOP_K, copy_cache
@@ -60,19 +61,28 @@ def ask_with_budget(
             "lambo_recall",
             {"agent_id": AGENT, "query": question.text, "top_k": RECALL_TOP_K},
         )
-        wanted = set(question.evidence)
-        in_hits: set[str] = set()
-        shown: set[str] = set()
-        for hit in found["hits"]:
-            turns = set(nodes.get(hit["node_id"], [])) & wanted
-            in_hits |= turns
-            if hit["node_id"][:8] in found["context"] and not hit.get("truncated_in_context"):
-                shown |= turns
+        in_hits, shown = shown_evidence(found, nodes, set(question.evidence))
         if in_hits:
             budget.append(len(shown) / len(in_hits))
         names = [dia for hit in found["hits"] for dia in nodes.get(hit["node_id"], [])]
         rankings.append(list(dict.fromkeys(names))[:RECALL_TOP_K])
     return rankings
+
+
+def shown_evidence(
+    found: dict[str, Any], nodes: dict[str, list[str]], wanted: set[str]
+) -> tuple[set[str], set[str]]:
+    """The evidence turns among a recall's hits (`nodes`: the hits' session's node id ->
+    turns), and those of them the context block shows: a hit is shown when its short id is
+    in the block and its block is not the one cut at max_tokens."""
+    in_hits: set[str] = set()
+    shown: set[str] = set()
+    for hit in found["hits"]:
+        turns = set(nodes.get(hit["node_id"], [])) & wanted
+        in_hits |= turns
+        if hit["node_id"][:8] in found["context"] and not hit.get("truncated_in_context"):
+            shown |= turns
+    return in_hits, shown
 
 
 def main(argv: Sequence[str] | None = None) -> int:
