@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -88,18 +89,28 @@ def ask_with_budget(
             },
         )
         wanted = set(question.evidence)
-        in_hits: set[str] = set()
-        shown: set[str] = set()
-        for hit in found["hits"]:
-            turns = set(nodes.get(hit["node_id"], [])) & wanted
-            in_hits |= turns
-            if hit["node_id"][:8] in found["context"] and not hit.get("truncated_in_context"):
-                shown |= turns
+        in_hits, shown = shown_evidence(found, nodes, wanted)
         block.recall.append(len(shown) / len(wanted))
         block.shown.append(len(shown) / len(in_hits) if in_hits else None)
         names = [dia for hit in found["hits"] for dia in nodes.get(hit["node_id"], [])]
         rankings.append(list(dict.fromkeys(names))[:RECALL_TOP_K])
     return rankings
+
+
+def shown_evidence(
+    found: dict[str, Any], nodes: dict[str, list[str]], wanted: set[str]
+) -> tuple[set[str], set[str]]:
+    """The evidence turns among a recall's hits (`nodes`: the hits' session's node id ->
+    turns), and those of them the context block shows: a hit is shown when its short id is
+    in the block and its block is not the one cut at max_tokens."""
+    in_hits: set[str] = set()
+    shown: set[str] = set()
+    for hit in found["hits"]:
+        turns = set(nodes.get(hit["node_id"], [])) & wanted
+        in_hits |= turns
+        if hit["node_id"][:8] in found["context"] and not hit.get("truncated_in_context"):
+            shown |= turns
+    return in_hits, shown
 
 
 def block_tables(blocks: dict[str, Block], questions: Sequence[Question], pairs: Pairs) -> str:

@@ -125,20 +125,18 @@ def test_m_stl_015_016_m_lim_033_a_stale_report_is_bounded_and_keeps_the_true_to
     assert used <= 2048
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="past the cap the substring leg scans every concept (the cap limits the matches,"
-    " not the concepts scanned) and has no blast-radius part, yet says it read the 2,000"
-    " most recent",
-)
 def test_m_lim_044_m_ins_008_past_the_scan_cap_the_substring_leg_reads_a_bounded_subset(
     app: App,
 ) -> None:
-    """2,049 concepts: past the 2,000-concept cap the substring leg runs on a bounded
+    """2,051 concepts: past the 2,000-concept cap the substring leg runs on a bounded
     recency-plus-blast-radius subset. A recent concept is found there, and the answer says
-    the leg was bounded; the oldest concept, which nothing cites, is in neither part of the
-    subset, so its substring finds nothing."""
+    the leg was bounded; an old concept a later one cites is in the blast-radius part, so it
+    is found too; the oldest concept, which nothing cites, is in neither part of the subset,
+    so its substring finds nothing, and the refusal says the leg was bounded."""
     settled(app, derive(app, concept("a vendor called Quillfeather once quoted for hosting")))
+    ruling = "the ruling called Brightwater on where hosting lives"
+    settled(app, derive(app, concept(ruling, "entity")))
+    settled(app, derive(app, concept("the hosting plan follows it", depends_on=[ruling])))
     for batch in range(32):
         fillers = [
             concept(f"filler note {batch}-{n} about the build", "observation") for n in range(64)
@@ -146,5 +144,10 @@ def test_m_lim_044_m_ins_008_past_the_scan_cap_the_substring_leg_reads_a_bounded
         settled(app, derive(app, *fillers))
     found = call(app, "lambo_inspect", agent_id=AGENT, focus="note 31-63 about")
     assert "past the scan cap" in found["text"]
-    with pytest.raises(DomainError, match="matches no concept"):
+    assert found["structuredContent"]["content"] == "filler note 31-63 about the build"
+    old = call(app, "lambo_inspect", agent_id=AGENT, focus="called Brightwater")
+    assert old["structuredContent"]["content"] == ruling
+    assert "largest blast radius" in old["text"]
+    with pytest.raises(DomainError, match="matches no concept") as error:
         call(app, "lambo_inspect", agent_id=AGENT, focus="Quillfeather")
+    assert "past the scan cap" in error.value.message

@@ -256,11 +256,6 @@ def test_m_rec_280_a_vector_search_the_store_fails_is_an_error(
             _recall(app, **params)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="no vector-read refusal exists: a query vector of another width reaches FAISS and"
-    " answers an internal error, not a store error advising to re-check the contract",
-)
 @pytest.mark.usefixtures("stored")
 def test_m_err_023_a_vector_read_of_another_width_is_a_store_error_with_advice(
     app: App, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
@@ -282,3 +277,30 @@ def test_m_err_023_a_vector_read_of_another_width_is_a_store_error_with_advice(
     assert text.startswith("store error: "), text
     assert "lambo_stats" in text
     assert "embedding contract" in text
+
+
+@pytest.mark.usefixtures("stored")
+def test_m_err_024_a_vector_read_refused_fails_a_recall_by_vector_with_text_beside_it(
+    app: App, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session's embedding contract narrows under the call (injected: the embedder now
+    says one value fewer, the index still holds the wider vectors): a query_vector under the
+    new contract passes its check, but the index refuses the read, and the recall fails as
+    that store error, with text beside it too, rather than answering from the keyword and
+    recent legs. The values sent are not shown back."""
+    own = app.reads.embedder.contract
+    narrower = dataclasses.replace(own, dim=own.dim - 1)
+    monkeypatch.setattr(type(app.reads.embedder), "contract", property(lambda _: narrower))
+    contract = _contract(app)
+    assert contract["dim"] == own.dim - 1
+    vector = {"values": [UNUSUAL] * (own.dim - 1), "contract": contract}
+    for params in ({"query_vector": vector}, {"query": "invoice totals", "query_vector": vector}):
+        with pytest.raises(Exception) as raised:  # noqa: PT011 (what it becomes is the subject)
+            _recall(app, **params)
+        answer = _memory_error(error_from_exception(raised.value))
+        assert answer.is_error is True
+        text = answer.content[0].text  # type: ignore[union-attr]
+        assert text.startswith("store error: "), text
+        assert "lambo_stats" in text
+        assert str(UNUSUAL) not in text
+        assert str(own.dim) not in text

@@ -3,6 +3,8 @@ entities are candidates, re-running, a null group, and the summary embedded at c
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -10,8 +12,10 @@ import pytest
 from lcg.commands import indexing
 from lcg.domain import deciders
 from lcg.domain.errors import InvalidParams
+from lcg.interfaces.app import App
 from lcg.interfaces.workspace import Workspace
 from tests.conftest import Call
+from tests.helpers.memory_log import session_events
 
 
 def test_k_sem_002_an_entity_with_an_empty_summary_is_not_a_candidate(call: Call) -> None:
@@ -85,3 +89,60 @@ def test_k_sem_017_a_partly_completed_backfill_leaves_a_usable_group_and_a_rerun
         assert name in [node["name"] for node in found]
     again = call("knowledge_backfill_summary_embeddings", group_id="g")
     assert (again["total_entities"], again["backfilled"]) == (2, 2)
+
+
+SAILORS = ("Ana", "Bea", "Cid", "Dan", "Eva")
+
+
+def test_k_sem_011_reads_and_writes_issued_during_a_run_wait_until_it_finishes(
+    call: Call, app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five entities, pages of one. While the run decides its first page, another caller
+    asserts an entity in the same group and a third reads knowledge_status; the test goes on
+    once the write waits in the writer's queue and the read has either answered or waits
+    for the run. The write is applied only after the run: every summary the run embedded
+    comes before it in the group's log, and the run backfilled the five it started with. The
+    read answered after the run too: the group's head it saw is past every summary."""
+    for name in SAILORS:
+        summary = f"{name} sails from Lisbon"
+        call("knowledge_assert_entity", name=name, summary=summary, group_id="g")
+    writer, hold = app.writes.writer, app.writes.read_hold
+    decide = deciders.decide_backfill_summaries
+    answers: list[dict[str, Any]] = []
+    heads: list[int] = []
+    late_write = threading.Thread(
+        target=lambda: answers.append(
+            call("knowledge_assert_entity", name="Zoe", summary="a pilot in Faro", group_id="g")
+        )
+    )
+    late_read = threading.Thread(
+        target=lambda: heads.append(call("knowledge_status")["wal_groups"]["g"]["max_seq"])
+    )
+
+    def first_page_waits_for_a_write_and_a_read(*args: Any) -> Any:
+        if not late_write.is_alive() and not answers:
+            late_write.start()
+            late_read.start()
+            while not writer._queue and late_write.is_alive():  # queued: it waits for the run
+                time.sleep(0.001)
+            while not hold.waiting and late_read.is_alive():  # held off, or answered already
+                time.sleep(0.001)
+        return decide(*args)
+
+    monkeypatch.setattr(indexing, "BATCH", 1)
+    monkeypatch.setattr(
+        deciders, "decide_backfill_summaries", first_page_waits_for_a_write_and_a_read
+    )
+    result = call("knowledge_backfill_summary_embeddings", group_id="g")
+    late_write.join()
+    late_read.join()
+    assert result["backfilled"] == len(SAILORS)
+    (answer,) = answers
+    assert answer["created"] is True
+    events = session_events(app.workspace.settings.workspace, "g")
+    (zoe,) = [e.seq for e in events if e.topic == "entity_created" and e.payload["name"] == "Zoe"]
+    embedded = [e.seq for e in events if e.topic == "summary_embedded"]
+    assert len(embedded) == len(SAILORS)
+    assert max(embedded) < zoe
+    (head,) = heads
+    assert head >= max(embedded)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from functools import partial
 from typing import NamedTuple, TypedDict
 
+from lcg.commands.read_hold import ReadHold
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain import deciders
 from lcg.domain.commands import BackfillSummaries
@@ -47,12 +49,16 @@ def backfill_summary_embeddings(
     *,
     dry_run: bool,
     progress: Progress | None = None,
+    read_hold: ReadHold | None = None,
 ) -> BackfillResult:
     """Re-embed every non-blank summary of one group; each is a SummaryEmbedded event.
 
-    Each page is read and decided in the batch that appends it, so an entity revised between
-    pages is embedded with the summary it has when its page is written. Progress counts the
-    group's entities read; a dry run decides over them all without appending.
+    A real run holds the writer exclusively for its whole duration (K-SEM-011, ADR 0105):
+    every page is its own batch (a run cut short keeps the pages it wrote, K-SEM-017), but
+    no other write is applied between two pages; a write issued during the run waits in the
+    writer's queue and is applied after the run. It holds `read_hold` as long, so the reads
+    that wait for it do too. Progress counts the group's entities read; a dry run decides
+    over them all without appending.
     """
     group = command.group_id
     with writer.exclusive():
@@ -64,15 +70,26 @@ def backfill_summary_embeddings(
             return BackfillResult(
                 group_id=group, total_entities=total, backfilled=len(candidates), dry_run=True
             )
-    read, done, after = 0, 0, 0
-    while True:
-        page = writer.execute(partial(_backfill_page, command=command, after_seq=after))
-        if page.last_seq is None:
-            break
-        read, done, after = read + page.entities, done + page.backfilled, page.last_seq
-        if progress is not None:
-            progress(read, max(total, read))
+        read, done, after = 0, 0, 0
+        with nullcontext() if read_hold is None else read_hold.holding():
+            while True:
+                handler = partial(_backfill_page, command=command, after_seq=after)
+                page = _own_batch(writer, handler)
+                if page.last_seq is None:
+                    break
+                read, done, after = read + page.entities, done + page.backfilled, page.last_seq
+                if progress is not None:
+                    progress(read, max(total, read))
     return BackfillResult(group_id=group, total_entities=total, backfilled=done, dry_run=False)
+
+
+def _own_batch(writer: Writer, handler: Callable[[WriteContext], _Page]) -> _Page:
+    """The handler in a batch of its own: unlike `Writer.execute`, it runs none of the
+    writes other callers queued meanwhile (they wait for the exclusive hold to end)."""
+    (result,) = writer.execute_many([handler])
+    if isinstance(result, Exception):
+        raise result
+    return result
 
 
 class BuildIndicesResult(TypedDict):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 from lcg.queries.reads import ReadHandle
 
 if TYPE_CHECKING:
+    from lcg.commands.read_hold import ReadHold
     from lcg.commands.rebuild_jobs import RebuildJobs
     from lcg.commands.writer import Writer
     from lcg.interfaces.config import Settings
@@ -55,6 +56,9 @@ class Writes(Protocol):
 
     @property
     def writer(self) -> Writer: ...
+
+    @property
+    def read_hold(self) -> ReadHold: ...
 
     @property
     def rebuild_jobs(self) -> RebuildJobs: ...

@@ -21,6 +21,7 @@ from lcg.projections.faults import (
     GroupBehind,
     LogBehindProjections,
     StorageFailure,
+    VectorReadRefused,
 )
 from lcg.projections.wal.lease import WorkspaceBusy
 
@@ -38,6 +39,11 @@ INVALID_PARAMS = -32602  # MCP: every invalid argument (P-010, ADR 0050); the so
 SERVER_ERROR = -32000  # every failure of a method, validation included (P-002)
 UNAVAILABLE = -32001  # the workspace is not open: degraded or closed (P-003)
 STORAGE_ERROR = -32002  # a file of the workspace cannot be used: the message names it (ADR 0019)
+VECTOR_READ_REFUSED = (
+    "store error: the vector read was refused because the query's vector no longer fits the"
+    " index (the embedding contract changed, or the vector width differs); re-check the"
+    " embedding contract (knowledge_status's embedding) and retry"
+)
 REQUEST_TOO_LARGE = "request too large (over 4 MiB)"  # seed 001 (M-TRN-063), ADR 0050
 
 JsonObject = dict[str, Any]
@@ -115,7 +121,11 @@ def error_from_exception(error: BaseException) -> RpcError:
     from lcg.interfaces.workspace import WorkspaceClosed  # noqa: PLC0415 (ADR 0053)
     from lcg.projections.runner import ProjectionError  # noqa: PLC0415 (ADR 0053)
 
-    known = error if isinstance(error, RpcError) else _storage_error(error) or _lease_lost(error)
+    known = (
+        error
+        if isinstance(error, RpcError)
+        else _storage_error(error) or _lease_lost(error) or _vector_refused(error)
+    )
     if known is not None:
         return known
     if isinstance(error, UnknownMethod):
@@ -153,6 +163,13 @@ def _lease_lost(error: BaseException) -> RpcError | None:
         return None
     log.warning("the writer lease was lost: %s", error)
     return RpcError(SERVER_ERROR, LEASE_LOST, {"kind": "conflict"})
+
+
+def _vector_refused(error: BaseException) -> RpcError | None:
+    if not isinstance(error, VectorReadRefused):
+        return None
+    log.warning("%s", error)  # the widths, for the operator only (M-ERR-023)
+    return RpcError(SERVER_ERROR, VECTOR_READ_REFUSED, {"kind": "vector_read_refused"})
 
 
 def _storage_error(error: BaseException) -> RpcError | None:

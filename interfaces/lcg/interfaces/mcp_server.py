@@ -169,6 +169,12 @@ def _memory_error(error: RpcError) -> types.CallToolResult:
         )
     elif kind == "storage_failure":
         text = "store error: the store refused the write; the detail was logged"
+    elif kind == "vector_read_refused":
+        text = (
+            "store error: the vector read was refused because the query's vector no longer"
+            " fits the index (the embedding contract changed, or the vector width differs);"
+            " re-check the session's embedding contract (lambo_stats) and retry"
+        )
     else:
         text = error.message
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)

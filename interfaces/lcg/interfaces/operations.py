@@ -92,6 +92,8 @@ class Operation(Generic[P, R]):
                 wanted = read_after.merged(wanted, read_after.targets(params))
             if wanted:
                 _wait_applied(app, wanted)
+            if self.read_only and self.scope is not Scope.MEMORY:
+                app.workspace.read_hold.wait()  # a summary backfill's run (K-SEM-011)
             return dict(self.run(app.with_progress(progress), params))
         except (sqlite3.DatabaseError, ProjectionError) as error:
             if not is_corruption(error):

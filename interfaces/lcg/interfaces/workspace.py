@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Self
 
 from lcg.commands.graph_file import check_the_log, open_graph, open_the_log
 from lcg.commands.memory_admission import MemoryService
+from lcg.commands.read_hold import ReadHold
 from lcg.commands.rebuild_jobs import RebuildJobs
 from lcg.commands.writer import CommitListener, Writer
 from lcg.domain.ids import GroupId
@@ -123,6 +124,7 @@ class Workspace:
         self._log: LogStore | None = None
         self._runner: ProjectionRunner | None = None
         self._writer: Writer | None = None
+        self.read_hold = ReadHold()  # knowledge reads wait while a summary backfill runs
         self._cache: EmbeddingCache | None = None
         self._vectors: VectorIndex | None = None
         self._text: TextScorer | None = None

@@ -151,3 +151,16 @@ class Fenced(Exception):
         self.name = name
         self.epoch = epoch
         self.current = current
+
+
+class VectorReadRefused(Exception):
+    """A vector search refused before FAISS reads: the query's vector is not of the width of
+    the index it would search (the embedding contract changed under the query, M-ERR-023). The
+    detail is for the operator's log; a caller is told only to re-check the contract."""
+
+    def __init__(self, kind: str, query_width: int, index_width: int) -> None:
+        super().__init__(
+            f"a {kind} vector read was refused: the query's vector has {query_width} values,"
+            f" the index holds vectors of {index_width}"
+        )
+        self.kind = kind

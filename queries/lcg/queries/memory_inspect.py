@@ -29,6 +29,14 @@ from lcg.queries.memory_reads import SessionJobs, display_type
 from lcg.queries.reads import ReadHandle, search_context
 
 SCAN_CAP = 2_000  # concepts the substring leg scans before it bounds itself (M-INS-008)
+# Past the cap it scans a bounded subset of SCAN_CAP concepts: the most recent, and of the rest
+# those with the largest blast radius (the load-bearing ones an agent names most).
+RECENT_PART = 1_500
+RADIUS_PART = SCAN_CAP - RECENT_PART
+BOUNDED_NOTE = (
+    f"a bounded subset past the scan cap of {SCAN_CAP:,} concepts: the {RECENT_PART:,} most"
+    f" recent and the {RADIUS_PART:,} others with the largest blast radius"
+)
 DEPENDENTS_SHOWN = 50
 EDGE_TYPES = {  # the seed's edge classes
     "depends_on": "Dependency",
@@ -190,18 +198,24 @@ def _resolve(reads: ReadHandle, session: str, focus: str) -> tuple[Node, str | N
         if len(prefixed) > 1:
             raise _several(focus, prefixed)
     bounded = state.concept_count(conn, session) > SCAN_CAP
-    matches = state.concepts_containing(conn, session, wanted, SCAN_CAP if bounded else 11)
+    if bounded:
+        matches = state.concepts_containing_among_bounded(
+            conn, session, wanted, RECENT_PART, RADIUS_PART, SCAN_CAP
+        )
+    else:
+        matches = state.concepts_containing(conn, session, wanted, 11)
+    searched = f" (searched {BOUNDED_NOTE})" if bounded else ""
     if len(matches) == 1:
         note = f'resolved "{quote(focus)}" as a substring'
         if bounded:
-            note += f" of the {SCAN_CAP:,} most recent concepts (past the scan cap)"
+            note += f" of {BOUNDED_NOTE}"
         return matches[0], note
     if len(matches) > 1:
-        raise _several(focus, matches)
-    raise _nothing(reads, session, focus)
+        raise _several(focus, matches, searched)
+    raise _nothing(reads, session, focus, searched)
 
 
-def _nothing(reads: ReadHandle, session: str, focus: str) -> DomainError:
+def _nothing(reads: ReadHandle, session: str, focus: str, searched: str = "") -> DomainError:
     """The refusal of a focus matching nothing, with the closest concepts as suggestions
     (M-INS-010), so the agent can name one by its id."""
     closest = _closest(reads, session, focus)
@@ -209,7 +223,7 @@ def _nothing(reads: ReadHandle, session: str, focus: str) -> DomainError:
     if not closest and state.concept_count(reads.reader(), session) == 0:
         listed = f"; session '{session}' holds no concepts yet"
     return DomainError(
-        f"focus \"{quote(focus)}\" matches no concept of session '{session}'" + listed,
+        f"focus \"{quote(focus)}\" matches no concept of session '{session}'{searched}" + listed,
         field="focus",
         rule="must name a concept",
     )
@@ -232,9 +246,9 @@ def _closest(reads: ReadHandle, session: str, focus: str) -> list[Node]:
     return concepts[: limits.MAX_FOCUS_CANDIDATES]
 
 
-def _several(focus: str, nodes: list[Node]) -> DomainError:
+def _several(focus: str, nodes: list[Node], searched: str = "") -> DomainError:
     return DomainError(
-        f'focus "{quote(focus)}" matches several concepts; name one by its id: '
+        f'focus "{quote(focus)}" matches several concepts{searched}; name one by its id: '
         + _listing(nodes)
         + (
             f" (and {len(nodes) - limits.MAX_FOCUS_CANDIDATES} more)"

@@ -21,6 +21,7 @@ from functools import partial
 from lcg.domain.errors import DomainError
 from lcg.domain.memory import context, layers, questions
 from lcg.domain.memory.layers import SessionHits
+from lcg.projections.faults import VectorReadRefused
 from lcg.queries.memory_reads import SessionJobs
 from lcg.queries.memory_recall import (
     Recalled,
@@ -59,7 +60,7 @@ def recall_layered(
         answers: list[Answer] = [
             None
             if layer.unavailable is not None
-            else partial(recall_memory, reads, layer.jobs, replace(request, session=layer.session))
+            else partial(recall_memory, reads, layer.jobs, _as_layer(request, layer.session))
             for layer in stack
         ]
     else:
@@ -75,7 +76,7 @@ def recall_layered(
             continue
         try:
             got = answer()
-        except DomainError:
+        except (DomainError, VectorReadRefused):  # a refusal is the call's (M-ERR-023)
             raise
         except Exception:
             log.warning("layer %s could not be read", layer.session, exc_info=True)
@@ -143,13 +144,19 @@ def _one_retrieval(
             recall_found,
             reads,
             layer.jobs,
-            replace(request, session=layer.session),
+            _as_layer(request, layer.session),
             late[layer.session],
             retrieved[layer.session],
         )
         for layer in stack
     ]
     return own, answers
+
+
+def _as_layer(request: RecallRequest, layer: str) -> RecallRequest:
+    """The request a layer's own recall answers inside the merged one: the layer's floor
+    holds for its contradicting concepts too (M-REC-149)."""
+    return replace(request, session=layer, layer_floor=True)
 
 
 def _raise(error: Exception) -> Recalled:

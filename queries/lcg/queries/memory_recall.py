@@ -58,6 +58,9 @@ class RecallRequest:
     max_tokens: int
     traversal_depth: int
     by_vector: tuple[float, ...] | None = None
+    # a layer's recall inside a merged one: a contradicting concept is added beside its hit
+    # only if its own relevance passes the layer's floor (M-REC-149, ADR 0105)
+    layer_floor: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +288,9 @@ def _ordinary(
             companions.setdefault(sources[hit.node_id], []).append(hit.node_id)
     # The contradicting concept beside each contradicted hit (M-REC-130..135): right after it,
     # past top_k when it did not rank in on its own (then with companion_of), and its own
-    # "Contradicts" line either way.
+    # "Contradicts" line either way. In a merged recall a layer's contradicting concept must
+    # itself rank within what the layer reads (`every`): floored, it is named only on the
+    # hit's line (M-REC-149).
     ranked = {hit.node_id for hit in found}
     order: list[tuple[Node, float, dict[str, int]]] = []
     legged = {hit.node_id: hit for hit in every}
@@ -293,7 +298,8 @@ def _ordinary(
     for hit in found:
         order.append((nodes[hit.node_id], hit.score, hit.ranks))
         for companion, of in companions.items():
-            if hit.node_id in of and companion not in ranked and companion not in added:
+            floored = request.layer_floor and companion not in legged
+            if hit.node_id in of and not floored and companion not in ranked | added.keys():
                 added[companion] = of
                 order.append((everything[companion], 0.0, {}))
     views: list[HitView] = []

@@ -302,10 +302,15 @@ def close(app: App, _: NoParams) -> CloseResult:
 
 def backfill_summary_embeddings(app: App, q: BackfillSummaryParams) -> indexing.BackfillResult:
     """Re-embed every non-empty entity summary of group_id (required) so summaries are
-    searchable by meaning; dry_run counts the candidates."""
+    searchable by meaning; dry_run counts the candidates. A real run holds off other writes
+    and knowledge reads until it finishes: they wait, then run."""
     command = BackfillSummaries(GroupId(q.group_id), app.now())
     return indexing.backfill_summary_embeddings(
-        app.writes.writer, command, dry_run=q.dry_run, progress=app.progress
+        app.writes.writer,
+        command,
+        dry_run=q.dry_run,
+        progress=app.progress,
+        read_hold=app.writes.read_hold,
     )
 
 

@@ -307,6 +307,29 @@ def concepts_containing(conn: sqlite3.Connection, group: str, text: str, limit: 
     return [Node(*row) for row in rows]
 
 
+def concepts_containing_among_bounded(
+    conn: sqlite3.Connection, group: str, text: str, recent: int, radius: int, limit: int
+) -> list[Node]:
+    """Concepts whose content contains `text` (case-insensitive), at most `limit`, from the
+    most recently written, looked for only in a bounded subset: the `recent` most recently
+    written concepts and, of the rest, the `radius` with the largest blast radius (at least
+    one dependent). The bounded scan of lambo_inspect's substring leg past its cap (M-INS-008):
+    no more than `recent + radius` concepts' contents are read."""
+    rows = conn.execute(
+        "WITH recent(uuid) AS (SELECT uuid FROM memory_nodes WHERE group_id=? AND"
+        " node_kind='concept' ORDER BY seq DESC LIMIT ?), radius(uuid) AS (SELECT node FROM"
+        " (SELECT target AS node, source AS other FROM memory_edges WHERE group_id=? AND"
+        " kind='depends_on' UNION SELECT source, target FROM memory_edges WHERE group_id=? AND"
+        " kind='parent_of') WHERE node NOT IN (SELECT uuid FROM recent) GROUP BY node"
+        " ORDER BY COUNT(DISTINCT other) DESC, node LIMIT ?)"
+        f" {_NODE} WHERE group_id=? AND node_kind='concept' AND uuid IN (SELECT uuid FROM"
+        " recent UNION SELECT uuid FROM radius) AND instr(lower(content), lower(?))"
+        " ORDER BY seq DESC LIMIT ?",
+        (group, recent, group, group, radius, group, text, limit),
+    ).fetchall()
+    return [Node(*row) for row in rows]
+
+
 def concept_count(conn: sqlite3.Connection, group: str) -> int:
     (count,) = conn.execute(
         "SELECT COUNT(*) FROM memory_nodes WHERE group_id=? AND node_kind='concept'", (group,)

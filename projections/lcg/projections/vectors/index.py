@@ -28,7 +28,7 @@ import numpy as np
 from lcg.projections.damage import Repair
 from lcg.projections.embedding.cache import EmbeddingCache
 from lcg.projections.embedding.port import Vectors
-from lcg.projections.faults import StorageFailure
+from lcg.projections.faults import StorageFailure, VectorReadRefused
 from lcg.projections.text.scorer import generation
 from lcg.projections.vectors import files
 from lcg.projections.vectors.catalog import (
@@ -329,16 +329,24 @@ class VectorIndex:
 
         Equal scores rank by vec_id, and each index is asked for a margin beyond k, so that
         which of several tied vectors make the cut does not depend on the order FAISS holds
-        them in (which differs between a rebuilt and an incrementally built index)."""
+        them in (which differs between a rebuilt and an incrementally built index).
+
+        A query whose width is not the index's is refused (VectorReadRefused) before any index
+        is read: the contract changed under the query (M-ERR-023)."""
         _one_openmp_thread()
         hits: list[Hit] = []
         wanted = 2 * k + 16
+        width = int(query.shape[-1])
+        if width != self.cache.contract.dim:
+            raise VectorReadRefused(kind, width, self.cache.contract.dim)
         with self._lock:
             for (group, index_kind), entry in self._indexes.items():
                 if index_kind != kind or entry.index.ntotal == 0:
                     continue
                 if groups is not None and group not in groups:
                     continue
+                if entry.index.d != width:
+                    raise VectorReadRefused(kind, width, entry.index.d)
                 found = min(wanted, entry.index.ntotal)
                 scores, ids = entry.index.search(query.reshape(1, -1), found)
                 hits.extend(
