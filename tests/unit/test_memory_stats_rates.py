@@ -4,11 +4,15 @@ embedder (the integration tests read the same keys through lambo_stats)."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
+
 from lcg.commands.memory_probe import ProbeFigures, StartupProbe, probe_concepts, probe_texts
 from lcg.commands.memory_processor import Counters
 from lcg.commands.memory_stats import rate_keys
 from lcg.domain.memory.text import call_text, embedding_text
 from lcg.projections.embedding.hashing import HashingEmbedder
+from lcg.projections.embedding.port import Vectors
 
 RATE_KEYS = (
     "write_queue_items_per_sec",
@@ -75,3 +79,36 @@ def test_m_sta_128_the_four_wide_figure_is_null_when_it_cannot_finish_in_time() 
     figures = StartupProbe(HashingEmbedder().embed, budget=0.0).measure()
     assert figures.serial_per_sec > 0
     assert figures.wide_per_sec is None
+
+
+def test_m_sta_129_stopping_the_probe_waits_for_the_embedding_under_way_and_starts_no_other() -> (
+    None
+):
+    """A process must not exit while a probe thread is inside the model's native code (an
+    ONNX session torn down under it aborts the process: "terminate called without an active
+    exception", exit 134). `stop` lets the embedding under way finish, then none starts."""
+    inside = threading.Event()
+    release = threading.Event()
+    calls: list[str] = []
+
+    def embed(texts: Sequence[str]) -> Vectors:
+        calls.append("began")
+        inside.set()
+        release.wait(30.0)
+        calls.append("ended")
+        return HashingEmbedder().embed(texts)
+
+    probe = StartupProbe(embed)
+    probe.start()
+    assert inside.wait(30.0)
+    stopper = threading.Thread(target=probe.stop, args=(30.0,))
+    stopper.start()
+    stopper.join(0.2)
+    assert stopper.is_alive()  # held by the embedding under way
+    release.set()
+    stopper.join(30.0)
+    assert not stopper.is_alive()
+    assert calls == ["began", "ended"]  # the first embedding finished; no second began
+    assert probe.wait(0.0)
+    assert probe.figures is None
+    assert probe.failure == "stopped before it finished"

@@ -85,6 +85,8 @@ class StartupProbe:
         self.figures: ProbeFigures | None = None
         self.failure: str | None = None
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()  # set by `stop`: no further embedding starts
+        self._wide_threads: list[threading.Thread] = []
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="lcg-probe", daemon=True)
@@ -97,11 +99,23 @@ class StartupProbe:
             return self._done.is_set()
         return self._done.wait(timeout)
 
+    def stop(self, timeout: float) -> None:
+        """Start no further embedding and wait (at most `timeout` seconds) for the one under
+        way: a process must not exit while a probe thread is inside the model's native code
+        (it aborts with "terminate called without an active exception")."""
+        self._stopping.set()
+        end = time.monotonic() + timeout
+        for thread in [self._thread, *self._wide_threads]:
+            if thread is not None:
+                thread.join(max(0.0, end - time.monotonic()))
+
     def _run(self) -> None:
         try:
             self.figures = self.measure()
             if self._on_done is not None:
                 self._on_done(self.figures)
+        except ProbeStopped:
+            self.failure = "stopped before it finished"
         except Exception as error:  # noqa: BLE001 (telemetry: writes report the embedder)
             self.failure = f"{type(error).__name__}: {error}"
             log.warning("the startup probe could not time a write: %s", self.failure)
@@ -110,13 +124,13 @@ class StartupProbe:
 
     def measure(self) -> ProbeFigures:
         texts = probe_texts()
-        self._embed(texts)  # untimed: a lazy model loads here
+        self._embed_unless_stopping(texts)  # untimed: a lazy model loads here
         start = time.monotonic()
         deadline = start + self._budget
         runs: list[float] = []
         for _ in range(SERIAL_RUNS):
             began = time.monotonic()
-            self._embed(texts)
+            self._embed_unless_stopping(texts)
             runs.append(time.monotonic() - began)
             if time.monotonic() >= deadline:
                 break
@@ -133,7 +147,10 @@ class StartupProbe:
         lock = threading.Lock()
 
         def one() -> None:
-            self._embed(texts)
+            try:
+                self._embed_unless_stopping(texts)
+            except ProbeStopped:
+                return
             with lock:
                 finished.append(time.monotonic())
 
@@ -141,6 +158,7 @@ class StartupProbe:
         threads = [
             threading.Thread(target=one, name=f"lcg-probe-{n}", daemon=True) for n in range(WIDTH)
         ]
+        self._wide_threads = threads
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -150,3 +168,12 @@ class StartupProbe:
                 return None
             took = max(finished) - began
         return round(WIDTH / max(took, 1e-6), 1)
+
+    def _embed_unless_stopping(self, texts: list[str]) -> None:
+        if self._stopping.is_set():
+            raise ProbeStopped("the process is stopping")
+        self._embed(texts)
+
+
+class ProbeStopped(Exception):
+    """The probe was stopped before it finished: it reports nothing."""

@@ -158,6 +158,9 @@ class IntentProcessor:
         log as intents for the next process (`deferred`)."""
         with self._lock:
             self._stopping = True
+            probing = self._probing
+        if probing and self.probe is not None:
+            self.probe.stop(timeout)  # no probe thread may be in the model at exit
         self._running.set()
         self._wake.set()
         if self._thread is not None:
