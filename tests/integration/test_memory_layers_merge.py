@@ -6,7 +6,6 @@ recalls."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -55,10 +54,10 @@ def workspace(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _sessions(workspace: Path, merge: str, fusion: str = "max", **params: Any) -> list[str]:
+def _sessions(workspace: Path, merge: str, fusion: str = "max", query: str = QUESTION) -> list[str]:
     served = _served(workspace, merge, fusion)
     try:
-        found = tool(served, "lambo_recall", query=QUESTION, top_k=4, **params)
+        found = tool(served, "lambo_recall", query=query, top_k=4)
     finally:
         served.close()
     hits = found["structuredContent"]["hits"]
@@ -87,3 +86,14 @@ def test_m_rec_245_by_relevance_falls_back_to_rank_under_reciprocal_rank_fusion(
     by_relevance = _sessions(workspace, "relevance", "rrf")
     assert by_relevance == _sessions(workspace, "rank", "rrf")
     assert [hit.split(":")[0] for hit in by_relevance] == ["lambo", "general", "lambo", "general"]
+
+
+def test_m_rec_245_by_relevance_a_dependency_question_merges_rank_by_rank(
+    workspace: Path,
+) -> None:
+    """A dependency question's hits answer a traversal (or, with no anchor, stand in for
+    one): merged rank by rank whatever layer_merge says."""
+    question = "what depends on worktree branches being rebased"
+    by_relevance = _sessions(workspace, "relevance", query=question)
+    assert by_relevance == _sessions(workspace, "rank", query=question)
+    assert by_relevance[0].startswith("lambo:")
