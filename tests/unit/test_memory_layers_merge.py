@@ -115,9 +115,9 @@ def test_m_rec_242_by_relevance_the_sessions_copy_wins_at_its_own_score() -> Non
 
 
 def test_serve_layer_merge_is_read_and_a_bad_value_is_refused_naming_it(tmp_path: Path) -> None:
-    assert Settings.load({}, tmp_path).tuning.layer_merge == "rank"
-    chosen = Settings.load({"LCG_SERVE_LAYER_MERGE": "relevance"}, tmp_path)
-    assert chosen.tuning.layer_merge == "relevance"
+    assert Settings.load({}, tmp_path).tuning.layer_merge == "relevance"
+    chosen = Settings.load({"LCG_SERVE_LAYER_MERGE": "rank"}, tmp_path)
+    assert chosen.tuning.layer_merge == "rank"
     with pytest.raises(InvalidParams) as error:
         Settings.load({"LCG_SERVE_LAYER_MERGE": "score"}, tmp_path)
     assert error.value.field == "LCG_SERVE_LAYER_MERGE"

@@ -155,7 +155,7 @@ class Tuning:
     @property
     def layer_merge(self) -> LayerMerge:
         """[serve] layer_merge: a layered recall's order, rank or relevance (ADR 0107)."""
-        return "relevance" if self.get("serve", "layer_merge") == "relevance" else "rank"
+        return "rank" if self.get("serve", "layer_merge") == "rank" else "relevance"
 
     def text(self, section: str, name: str) -> str:
         return str(self.get(section, name))

@@ -165,7 +165,7 @@ KEYS: Final[tuple[Key, ...]] = (
     Key("serve", "layers", tuple, (),
         meaning="the shared sessions the served session is layered over: lambo_recall reads"
         " them with it, scope names one (--layer wins; ADR 0080)"),
-    Key("serve", "layer_merge", str, "rank", choices=("rank", "relevance"),
+    Key("serve", "layer_merge", str, "relevance", choices=("rank", "relevance"),
         meaning="how a layered lambo_recall orders the session's and its layers' hits: rank,"
         " rank by rank (the session's first); relevance, by each hit's score, each session's"
         " own order kept (rank under [fusion] strategy rrf and for a dependency question;"
