@@ -30,7 +30,7 @@ LAYER = SessionHits("general", tuple(_view(f"g{i}", 0.90 - i / 10) for i in rang
 
 def test_m_rec_240_245_by_relevance_a_weak_project_does_not_crowd_out_the_layer() -> None:
     assert _order(PROJECT, [LAYER], 5, "relevance") == [("general", f"g{i}") for i in range(5)]
-    # rank by rank (the default) gives the weak project every other slot
+    # rank by rank (layer_merge = "rank") gives the weak project every other slot
     assert _order(PROJECT, [LAYER], 5, "rank") == [
         ("lambo", "p0"),
         ("general", "g0"),
