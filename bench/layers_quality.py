@@ -20,6 +20,11 @@ question of conversation i is asked through lambo_recall
   through the layered endpoint), top_k 10, 15 and 20;
 - plain: from the layer's own session opened without layers, top_k 10 and 20.
 
+Every layered system is asked under each `[serve] layer_merge` (rank, relevance: ADR 0107).
+Direction B swaps the roles: conversation i's own session, layered over conversation i+1's,
+is asked conversation i's questions (top_k 10 and 20, each merge), the evidence now in the
+session and a layer hit never scoring; its baseline is conversation i's plain recall.
+
 A project hit holds its place in the ranking but is never evidence (it is named by its
 session and node id). Scored with bench.search_quality's scoring (R@5/R@10/R@20/MRR@20); the
 differences are paired bootstrap 95% intervals over questions, per category. Also counted:
