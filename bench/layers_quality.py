@@ -20,6 +20,11 @@ question of conversation i is asked through lambo_recall
   through the layered endpoint), top_k 10, 15 and 20;
 - plain: from the layer's own session opened without layers, top_k 10 and 20.
 
+Every layered system is asked under each `[serve] layer_merge` (rank, relevance: ADR 0107).
+Direction B swaps the roles: conversation i's own session, layered over conversation i+1's,
+is asked conversation i's questions (top_k 10 and 20, each merge), the evidence now in the
+session and a layer hit never scoring; its baseline is conversation i's plain recall.
+
 A project hit holds its place in the ranking but is never evidence (it is named by its
 session and node id). Scored with bench.search_quality's scoring (R@5/R@10/R@20/MRR@20); the
 differences are paired bootstrap 95% intervals over questions, per category. Also counted:
@@ -68,7 +73,11 @@ NEW, NEW_NOTES = "project-new", 3  # a new project's session: the first few note
 NEXT = "the next conversation"
 # what the project session layered over the layer holds
 VARIANTS = (NEXT, "project notes", f"a new project ({NEW_NOTES} notes)")
-LAYERED = "layered over {variant}, top_k {k}"
+MERGES = ("rank", "relevance")  # [serve] layer_merge (ADR 0107)
+LAYERED = "layered over {variant}, by {merge}, top_k {k}"
+# direction B: the evidence in the project session (conversation i), the layer conversation i+1
+SWAPPED = "the conversation's session layered over the next, by {merge}, top_k {k}"
+SWAPPED_K = (10, 20)
 SCOPED = "scope = the layer, top_k {k}"
 PLAIN = "the layer's session unlayered, top_k {k}"
 LAYERED_K = (10, 15, 20)
@@ -76,7 +85,7 @@ SCOPED_K = (10, 15, 20)
 PLAIN_K = (10, 20)
 BASE_K = 10  # the layer's own answer whose evidence the deeper merged answers must keep
 WIDE_K, WIDE_TOKENS = 20, 1000  # a merged recall as deep as two layer answers, twice the budget
-WIDE = f"layered over {{variant}}, top_k {WIDE_K}, max_tokens {WIDE_TOKENS}"
+WIDE = f"layered over {{variant}}, by {{merge}}, top_k {WIDE_K}, max_tokens {WIDE_TOKENS}"
 
 
 @dataclass
@@ -178,11 +187,12 @@ def ask_layer(
     projects: dict[str, str],
     nodes: Nodes,
     found: dict[str, list[Ranking]],
-    kept: dict[tuple[str, int], Kept],
+    kept: dict[tuple[str, str, int], Kept],
     shown: dict[str, Shown],
 ) -> None:
     """Every question of `conversation` (the layer): from its own unlayered session, then from
-    each variant's project session layered over it (the first variant also asks it scoped)."""
+    each variant's project session layered over it, merged by each [serve] layer_merge (the
+    first variant also asks it scoped)."""
     layer = conversation.group
     with Workspace(Settings(workspace=directory, session=layer), command="bench") as ws:
         app = App(ws)
@@ -191,15 +201,17 @@ def ask_layer(
                 answer = recall(app, question.text, k)
                 found[PLAIN.format(k=k)].append(ranking(answer, nodes, layer, layer, k))
     own: list[dict[int, dict[str, Any]]] = []  # per question, the layer's own answer per top_k
-    for variant, project in projects.items():
-        settings = Settings(workspace=directory, session=project, layers=(layer,), tuning=UNLIMITED)
+    for merge, (variant, project) in ((m, v) for m in MERGES for v in projects.items()):
+        tuning = UNLIMITED.with_values(serve__layer_merge=merge)
+        settings = Settings(workspace=directory, session=project, layers=(layer,), tuning=tuning)
+        first = variant == VARIANTS[0] and merge == MERGES[0]
         with Workspace(settings, command="bench") as ws:
             app = App(ws).for_session(None, (layer,))
             for index, question in enumerate(conversation.questions):
-                if variant == VARIANTS[0]:
+                if first:
                     own.append({k: recall(app, question.text, k, scope=layer) for k in SCOPED_K})
                 wanted = set(question.evidence)
-                if variant == VARIANTS[0]:
+                if first:
                     for k in SCOPED_K:
                         label = SCOPED.format(k=k)
                         found[label].append(ranking(own[index][k], nodes, layer, layer, k))
@@ -207,19 +219,20 @@ def ask_layer(
                 base = evidence_of(own[index][BASE_K], nodes[layer], wanted)
                 for k in LAYERED_K:
                     merged = recall(app, question.text, k)
-                    label = LAYERED.format(variant=variant, k=k)
+                    label = LAYERED.format(variant=variant, merge=merge, k=k)
                     found[label].append(ranking(merged, nodes, project, layer, k))
                     note_shown(shown[label], merged, nodes[layer], wanted)
                     if k == WIDE_K:
                         wide = recall(app, question.text, k, max_tokens=WIDE_TOKENS)
-                        note_shown(shown[WIDE.format(variant=variant)], wide, nodes[layer], wanted)
+                        wide_label = WIDE.format(variant=variant, merge=merge)
+                        note_shown(shown[wide_label], wide, nodes[layer], wanted)
                     alone = own[index][k]
                     own_nodes = layer_nodes(alone, layer, layer)
                     in_merged = set(layer_nodes(merged, layer, project))
                     project_text = {
                         h["content"] for h in merged["hits"] if h.get("session", project) != layer
                     }
-                    tally = kept[variant, k]
+                    tally = kept[merge, variant, k]
                     tally.nodes += len(set(own_nodes) & in_merged)
                     tally.nodes_of += len(own_nodes)
                     own_evidence = evidence_of(alone, nodes[layer], wanted)
@@ -232,6 +245,30 @@ def ask_layer(
                     tally.absorbed += sum(
                         h["node_id"] not in in_merged and h["content"] in project_text
                         for h in alone["hits"]
+                    )
+
+
+def ask_swapped(
+    directory: Path,
+    conversation: Conversation,
+    layer: str,
+    nodes: Nodes,
+    found: dict[str, list[Ranking]],
+) -> None:
+    """Direction B: every question of `conversation` from its own session layered over
+    `layer` (another conversation), by each [serve] layer_merge; the evidence is the
+    session's own, a layer hit holds its place and never scores."""
+    own = conversation.group
+    for merge in MERGES:
+        tuning = UNLIMITED.with_values(serve__layer_merge=merge)
+        settings = Settings(workspace=directory, session=own, layers=(layer,), tuning=tuning)
+        with Workspace(settings, command="bench") as ws:
+            app = App(ws).for_session(None, (layer,))
+            for question in conversation.questions:
+                for k in SWAPPED_K:
+                    answer = recall(app, question.text, k)
+                    found[SWAPPED.format(merge=merge, k=k)].append(
+                        ranking(answer, nodes, own, own, k)
                     )
 
 
@@ -260,16 +297,18 @@ def delta_table(
     return "\n".join(lines)
 
 
-def kept_table(kept: dict[tuple[str, int], Kept], questions: int) -> str:
+def kept_table(kept: dict[tuple[str, str, int], Kept], questions: int) -> str:
     lines = [
-        "| project session | merged top_k k | layer's own top k hits kept | evidence among them"
-        f" kept | evidence among the layer's own top {BASE_K} kept | layer hits per answer |"
+        "| merge | project session | merged top_k k | layer's own top k hits kept"
+        f" | evidence among them kept | evidence among the layer's own top {BASE_K} kept"
+        " | layer hits per answer |"
         " project hits per answer | layer hits shown as the project's copy |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for (variant, k), t in kept.items():
+    for (merge, variant, k), t in kept.items():
         lines.append(
-            f"| {variant} | {k} | {t.nodes:,}/{t.nodes_of:,} ({t.nodes / max(t.nodes_of, 1):.3f})"
+            f"| {merge} | {variant} | {k}"
+            f" | {t.nodes:,}/{t.nodes_of:,} ({t.nodes / max(t.nodes_of, 1):.3f})"
             f" | {t.evidence:,}/{t.evidence_of:,} ({t.evidence / max(t.evidence_of, 1):.3f})"
             f" | {t.base:,}/{t.base_of:,} ({t.base / max(t.base_of, 1):.3f})"
             f" | {t.layer_hits / questions:.2f} | {t.project_hits / questions:.2f}"
@@ -331,25 +370,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     notes_built = build_notes(directory, NOTES, notes)
     build_notes(directory, NEW, notes[:NEW_NOTES])
     log(f"built: turns {built}, {len(notes)} project notes {notes_built}")
-    labels = [LAYERED.format(variant=v, k=k) for v in VARIANTS for k in LAYERED_K]
+    labels = [
+        LAYERED.format(variant=v, merge=m, k=k) for m in MERGES for v in VARIANTS for k in LAYERED_K
+    ]
     labels += [SCOPED.format(k=k) for k in SCOPED_K] + [PLAIN.format(k=k) for k in PLAIN_K]
+    labels += [SWAPPED.format(merge=m, k=k) for m in MERGES for k in SWAPPED_K]
     found: dict[str, list[Ranking]] = {label: [] for label in labels}
-    kept = {(v, k): Kept() for v in VARIANTS for k in LAYERED_K}
+    kept = {(m, v, k): Kept() for m in MERGES for v in VARIANTS for k in LAYERED_K}
     shown = {label: Shown() for label in labels}
-    shown |= {WIDE.format(variant=v): Shown() for v in VARIANTS}
+    shown |= {WIDE.format(variant=v, merge=m): Shown() for m in MERGES for v in VARIANTS}
     asked = time.perf_counter()
     for index, conversation in enumerate(conversations):
         after = conversations[(index + 1) % len(conversations)].group
         projects = {NEXT: after, VARIANTS[1]: NOTES, VARIANTS[2]: NEW}
         ask_layer(directory, conversation, projects, nodes, found, kept, shown)
+        ask_swapped(directory, conversation, after, nodes, found)
         log(f"  {conversation.group} (next: {after}): asked ({time.perf_counter() - began:.0f} s)")
     systems = {label: score_system(label, found[label], questions) for label in labels}
     s10, s20 = SCOPED.format(k=10), SCOPED.format(k=20)
     comparisons: list[tuple[str, str]] = []
-    for variant in VARIANTS:
-        l10, l15, l20 = (LAYERED.format(variant=variant, k=k) for k in LAYERED_K)
-        comparisons += [(l10, s10), (l15, s10), (l20, s10), (l20, s20)]
+    for merge in MERGES:
+        for variant in VARIANTS:
+            l10, l15, l20 = (LAYERED.format(variant=variant, merge=merge, k=k) for k in LAYERED_K)
+            comparisons += [(l10, s10), (l15, s10), (l20, s10), (l20, s20)]
+    for variant in VARIANTS:  # relevance against rank, the same top_k
+        for k in (10, 20):
+            by = {m: LAYERED.format(variant=variant, merge=m, k=k) for m in MERGES}
+            comparisons.append((by["relevance"], by["rank"]))
     comparisons += [(s10, PLAIN.format(k=10)), (s20, PLAIN.format(k=20))]
+    for k in SWAPPED_K:  # direction B against the evidence session's own recall, and each other
+        by = {m: SWAPPED.format(merge=m, k=k) for m in MERGES}
+        plain = PLAIN.format(k=k)
+        comparisons += [
+            (by["rank"], plain),
+            (by["relevance"], plain),
+            (by["relevance"], by["rank"]),
+        ]
     load_end = os.getloadavg()
     report = "\n".join(
         [

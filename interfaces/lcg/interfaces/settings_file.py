@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Final
 
 from lcg.domain import rules
 from lcg.domain.errors import DomainError, InvalidParams
+from lcg.domain.memory.layers import LayerMerge
 from lcg.interfaces.settings_keys import KEYS, TOP, Key
 from lcg.interfaces.settings_names import SEED_NAMES, SEED_REFUSED, closest, settings_path
 
@@ -151,6 +152,11 @@ class Tuning:
     @property
     def supersession_line(self) -> str:
         return str(self.get("embedder", "suspected_supersession_line"))
+
+    @property
+    def layer_merge(self) -> LayerMerge:
+        """[serve] layer_merge: a layered recall's order, rank or relevance (ADR 0107)."""
+        return "rank" if self.get("serve", "layer_merge") == "rank" else "relevance"
 
     def text(self, section: str, name: str) -> str:
         return str(self.get(section, name))

@@ -169,6 +169,11 @@ KEYS: Final[tuple[Key, ...]] = (
     Key("serve", "layers", tuple, (),
         meaning="the shared sessions the served session is layered over: lambo_recall reads"
         " them with it, scope names one (--layer wins; ADR 0080)"),
+    Key("serve", "layer_merge", str, "relevance", choices=("rank", "relevance"),
+        meaning="how a layered lambo_recall orders the session's and its layers' hits: rank,"
+        " rank by rank (the session's first); relevance, by each hit's score, each session's"
+        " own order kept (rank under [fusion] strategy rrf and for a dependency question;"
+        " ADR 0107)"),
     Key("serve", "max_sessions", int, 64, 1, 100_000,
         meaning="live MCP sessions the HTTP transport holds at once; one more is answered 503"),
     Key("serve", "per_session_rps", float, 50.0, 0.1, 100_000,

@@ -55,7 +55,8 @@ def recall_layered(
     """The merged recall of `request.session` and its layers `stack`; every hit names its
     session (M-REC-243). A layer not serving, or failing to answer, leaves one warning
     (M-REC-252) and the rest of the stack's hits."""
-    if questions.is_dependency_question(request.query):  # session by session, as before
+    dependency = questions.is_dependency_question(request.query)
+    if dependency:  # session by session, as before
         own = recall_memory(reads, jobs, request)
         answers: list[Answer] = [
             None
@@ -86,7 +87,9 @@ def recall_layered(
             continue  # its traversal answers another concept than the caller's (M-REC-100)
         found.update({(layer.session, hit.node_id): hit for hit in got.hits})
         parts.append(_session_hits(layer.session, got))
-    merged = layers.merge(_session_hits(request.session, own), parts, request.top_k)
+    merged = layers.merge(
+        _session_hits(request.session, own), parts, request.top_k, _order(reads, dependency)
+    )
     views = [view for _, view in merged.hits]
     if reads.settings.tuning.stages.budget_pack and own.header is None:  # ADR 0103
         beside = frozenset(
@@ -115,6 +118,18 @@ def recall_layered(
         layers.UNAVAILABLE_WARNING.format(layer=layer, session=request.session) for layer in down
     ]
     return Recalled(rendered.text, hits, (*merged.warnings, *unavailable), tuple(views), own.header)
+
+
+def _order(reads: ReadHandle, dependency: bool) -> layers.LayerMerge:
+    """[serve] layer_merge where the sessions' scores are comparable (ADR 0107): every
+    session of the call is served by this process, so one text scorer (BM25 over every
+    session's documents) and one embedder score them all, and by default a hit's score is the
+    highest of its raw leg scores (M-REC-026). Under reciprocal rank fusion a score is a
+    function of the hit's ranks within its own session, and a dependency question's hits are
+    a traversal's, not the query's relevance: both merge rank by rank."""
+    if dependency or reads.settings.search_fusion != "max":
+        return "rank"
+    return reads.settings.tuning.layer_merge
 
 
 Answer = Callable[[], Recalled] | None  # a layer's recall, to run; None: it is not serving

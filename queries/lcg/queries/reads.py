@@ -16,6 +16,7 @@ from concurrent.futures import Executor
 from datetime import datetime
 from typing import Literal, Protocol
 
+from lcg.domain.memory.layers import LayerMerge
 from lcg.projections.embedding.port import Vectors
 from lcg.projections.text.scorer import TextScorer
 from lcg.projections.vectors.follower import KNOWLEDGE
@@ -47,6 +48,11 @@ class SelectionSettings(Protocol):
     @property
     def supersession_line(self) -> str:
         """[embedder] suspected_supersession_line: auto | on | off."""
+        ...
+
+    @property
+    def layer_merge(self) -> LayerMerge:
+        """[serve] layer_merge: how a layered recall orders its sessions' hits (ADR 0107)."""
         ...
 
 

@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
-from typing import Final
+from typing import Final, Literal
 
 from lcg.domain.errors import Conflict
 from lcg.domain.memory.context import AlsoItem, HitView, layer_line
@@ -346,10 +346,19 @@ class Merged:
     absorbed: dict[str, tuple[tuple[str, str], ...]] = dataclass_field(default_factory=dict)
 
 
-def merge(own: SessionHits, layers: Sequence[SessionHits], top_k: int) -> Merged:
-    """The hits of a session and its layers in one order (M-REC-240..245): rank by rank, the
-    session's hit first, then each layer's at that rank, each session's score its own (so the
-    order need not be monotone in score). A layer hit whose memory the session also holds
+LayerMerge = Literal["rank", "relevance"]  # [serve] layer_merge (ADR 0107)
+
+
+def merge(
+    own: SessionHits, layers: Sequence[SessionHits], top_k: int, by: LayerMerge = "rank"
+) -> Merged:
+    """The hits of a session and its layers in one order (M-REC-240..245). By "rank" (ADR
+    0080): rank by rank, the session's hit first, then each layer's at that rank, each
+    session's score its own (so the order need not be monotone in score). By "relevance" (ADR
+    0107; only where the sessions' scores are comparable, which the caller decides): of each
+    session's next hit in its own order, the highest score first, the session before its
+    layers and a layer before the later ones on a tie; each session's own order is kept. A
+    layer hit whose memory the session also holds
     (equal canonical text and type) is not shown: the session's copy names it (`also <id> in
     <layer>`), then the repeats the layer skipped for it, each `<id> in <layer>` (M-REC-203),
     and its warning lines stay in `warnings`, prefixed with the layer's name. A
@@ -386,18 +395,8 @@ def merge(own: SessionHits, layers: Sequence[SessionHits], top_k: int) -> Merged
             )
             column.append((layer.session, shown, view.node_id in layer.companions))
         columns.append(column)
-    merged: list[tuple[str, HitView]] = []
-    taken = 0
-    rank = 0
-    while taken < top_k and any(rank < len(column) for column in columns):
-        for column in columns:
-            if rank < len(column) and taken < top_k:
-                session, view, companion = column[rank]
-                if not companion:
-                    taken += 1
-                merged.append((session, view))
-        rank += 1
-    merged = _with_companions(merged, columns)
+    chosen = _by_relevance(columns, top_k) if by == "relevance" else _by_rank(columns, top_k)
+    merged = _with_companions(chosen, columns)
     out = [
         (session, replace(view, also=(*view.also, *also[view.node_id])))
         if session == own.session and view.node_id in also
@@ -410,6 +409,53 @@ def merge(own: SessionHits, layers: Sequence[SessionHits], top_k: int) -> Merged
         tuple(warnings),
         {mine: tuple(copies) for mine, copies in absorbed.items() if mine in kept},
     )
+
+
+Column = Sequence[tuple[str, HitView, bool]]  # a session's hits: (session, hit, companion)
+
+
+def _by_rank(columns: Sequence[Column], top_k: int) -> list[tuple[str, HitView]]:
+    """Rank by rank, the columns in order at each rank, until top_k hits (companions take no
+    slot)."""
+    merged: list[tuple[str, HitView]] = []
+    taken = 0
+    rank = 0
+    while taken < top_k and any(rank < len(column) for column in columns):
+        for column in columns:
+            if rank < len(column) and taken < top_k:
+                session, view, companion = column[rank]
+                if not companion:
+                    taken += 1
+                merged.append((session, view))
+        rank += 1
+    return merged
+
+
+def _by_relevance(columns: Sequence[Column], top_k: int) -> list[tuple[str, HitView]]:
+    """Until top_k hits: the column whose next hit scores highest gives it (the earlier
+    column on a tie), with the companions right after it in its column, which take no
+    slot."""
+    merged: list[tuple[str, HitView]] = []
+    at = [0] * len(columns)
+    for _ in range(top_k):
+        for index, column in enumerate(columns):  # companions at a column's head go with it
+            while at[index] < len(column) and column[at[index]][2]:
+                merged.append(column[at[index]][:2])
+                at[index] += 1
+        best: int | None = None
+        for index, column in enumerate(columns):
+            if at[index] < len(column) and (
+                best is None or column[at[index]][1].score > columns[best][at[best]][1].score
+            ):
+                best = index
+        if best is None:
+            break
+        merged.append(columns[best][at[best]][:2])
+        at[best] += 1
+        while at[best] < len(columns[best]) and columns[best][at[best]][2]:
+            merged.append(columns[best][at[best]][:2])
+            at[best] += 1
+    return merged
 
 
 def _with_companions(
