@@ -109,8 +109,9 @@ def test_m_rec_240_budget_pack_ranks_a_layered_recall_under_its_one_budget(
 ) -> None:
     """A session layered over `general` merges both under one max_tokens (M-REC-240): with
     budget_pack on, the long hit that stops the merged block moves after the short hits of
-    both sessions, which then all show."""
-    tuning = QUIET.with_values(retrieval__budget_pack=True)
+    both sessions, which then all show. Merged rank by rank (`[serve] layer_merge = "rank"`),
+    the long project hit lands before a short layer hit, which the stage then moves past it."""
+    tuning = QUIET.with_values(retrieval__budget_pack=True, serve__layer_merge="rank")
     settings = Settings(workspace=tmp_path, session="lambo", layers=("general",), tuning=tuning)
     service = Service(settings, command="pytest")
     assert service.start() == "healthy", service.reason
