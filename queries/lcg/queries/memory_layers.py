@@ -127,7 +127,9 @@ def _one_retrieval(
             except Exception as error:  # noqa: BLE001 (read as this layer's answer)
                 failed[layer.session] = partial(_raise, error)
     retrieved = retrieve(reads, request, list(late))  # the session first, then its layers
-    own = recall_found(reads, jobs, request, late[request.session], retrieved[request.session])
+    own = recall_found(
+        reads, jobs, request, late[request.session], retrieved[request.session], render=False
+    )
     answers = [
         None
         if layer.unavailable is not None
@@ -139,6 +141,7 @@ def _one_retrieval(
             replace(request, session=layer.session),
             late[layer.session],
             retrieved[layer.session],
+            render=False,
         )
         for layer in stack
     ]

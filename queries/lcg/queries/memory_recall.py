@@ -224,10 +224,13 @@ def recall_found(
     request: RecallRequest,
     late: list[str],
     candidates: recall.Candidates,
+    *,
+    render: bool = True,
 ) -> Recalled:
     """The ordinary recall of `request.session` from its retrieved candidates: ranked, then
     its contradiction, rests-on, dedupe and floor rules, lines and marks. `late`: the
-    warning that some concept vectors were not indexed yet."""
+    warning that some concept vectors were not indexed yet. `render` False: no context
+    block (empty, no hit truncated), for a layered recall, which renders the merged hits."""
     found = recall.ranked(
         search_context(reads),
         request.session,
@@ -240,7 +243,7 @@ def recall_found(
         # Canonical or Venerable hit is kept past top_k (M-REC-131)
         take=request.top_k + redundancy.checked_count(request.top_k),
     )
-    return _ordinary(reads, jobs, request, late, found)
+    return _ordinary(reads, jobs, request, late, found, render)
 
 
 def _ordinary(
@@ -249,6 +252,7 @@ def _ordinary(
     request: RecallRequest,
     late: list[str],
     found: list[RecallHit],
+    render: bool = True,
 ) -> Recalled:
     conn = reads.reader()
     settings = reads.settings
@@ -259,7 +263,7 @@ def _ordinary(
         hit for hit in found if hit.node_id in nodes and nodes[hit.node_id].node_kind == "concept"
     ]
     ids = [hit.node_id for hit in candidates]
-    cited = {uuid: state.targets(conn, session, uuid, ["depends_on"]) for uuid in ids}
+    cited = state.targets_each(conn, session, ids, ["depends_on"])
     asked = list(dict.fromkeys([*ids, *(c for targets in cited.values() for c in targets)]))
     live = _contradicted(conn, session, asked, reads.clock())
     listed = jobs.contradiction_list if jobs is not None else None
@@ -332,7 +336,7 @@ def _ordinary(
     views, marked = recall_marks.marked(
         conn, recall_marks.canonized(conn, views), reads.clock(), request.agent_id
     )
-    rendered = context.render_context(views, request.max_tokens)
+    rendered = context.render_context(views, request.max_tokens) if render else context.EMPTY
     for older, newer in replaced.items():
         shown[older] = replace(shown[older], possibly_superseded_by=newer)
     shown = _annotated(
@@ -412,6 +416,8 @@ def _held_past_top_k(
 ) -> list[RecallHit]:
     """Contradicted Canonical and Venerable concepts ranked past the chosen hits, kept after
     them in rank order (M-REC-131; the concept beside each is added with it)."""
+    if not contradicted:
+        return []
     taken = {hit.node_id for hit in chosen}
     later = [
         hit
