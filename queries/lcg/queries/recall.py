@@ -112,7 +112,7 @@ def ranked(
         recent = state.recent_concepts(ctx.conn, session, RECENT_INTERACTIONS)
         legs["recent"] = [(node, RECENT_SCORE) for node in recent]
     fused = fuse(legs, fusion, raw=fusion == "max")
-    values = _both_fused(legs, fused, fusion)
+    leg_hits = {e.key: e for e in fused}  # as fused: the stages replace, never change, them
     if ctx.stages.speaker_weight > 0:
         fused = _by_speaker(ctx, query, fused)
     if traversal_depth:
@@ -120,9 +120,11 @@ def ranked(
     if ctx.stages.reorders:
         fused = _staged(ctx, session, query, fused, top_k)
     by_leg = {name: dict(hits) for name, hits in legs.items()}
+    chosen = fused[: take or top_k]
+    values = _both_fused(legs, [leg_hits[e.key] for e in chosen if e.key in leg_hits], fusion)
     return [
         RecallHit(e.key, e.score, e.ranks, values.get(e.key, {}), _leg_scores(by_leg, e))
-        for e in fused[: take or top_k]
+        for e in chosen
     ]
 
 
@@ -194,9 +196,10 @@ def _no_words() -> dict[str, list[TextHit]]:
 def _both_fused(
     legs: dict[str, list[tuple[str, float]]], fused: list[Fused[str]], fusion: Fusion
 ) -> dict[str, dict[str, float]]:
-    """Each leg hit's `max` and `rrf` values: the one that ranked, and the other fusion of
-    the same legs, worked out from each hit's leg ranks (rrf) or leg scores (max) exactly as
-    `fuse` adds them up, leg by leg in the legs' order, without fusing the legs again."""
+    """The `max` and `rrf` values of the leg hits `fused` (as `fuse` left them): the one that
+    ranked, and the other fusion of the same legs, worked out from each hit's leg ranks (rrf)
+    or leg scores (max) exactly as `fuse` adds them up, leg by leg in the legs' order,
+    without fusing the legs again."""
     other: Fusion = "rrf" if fusion == "max" else "max"
     live = [name for name, hits in legs.items() if hits]
     by_leg = {name: dict(legs[name]) for name in live} if other == "max" else {}
