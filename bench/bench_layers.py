@@ -13,7 +13,12 @@ questions; each measurement embeds its query (the query cache is cleared), and t
 alternate query by query, so the ratio is taken in one run on one box.
 
     .venv/bin/python -m bench.bench_layers [--sizes 10000] [--queries 200] [--repeats 2]
-        [--embedder minilm|hashing]
+        [--embedder minilm|hashing] [--fill-only PART/PARTS | --build-only layered|plain]
+
+A large MiniLM size is prepared in steps that can run side by side: the cache fill in several
+processes (`--fill-only 0/2` and `--fill-only 1/2`, each every other chunk of the texts, in
+their order), then the two snapshots (`--build-only layered` and `--build-only plain`), then
+the measurement, which finds the cache filled and both snapshots built.
 
 `--embedder hashing` builds and queries both workspaces with the hashing embedder (no model,
 no cache fill), for sizes whose MiniLM fill would take hours on a loaded box: the recall's
@@ -139,7 +144,8 @@ def workspaces(
     suffix = "" if embedder == "minilm" else f"-{embedder}"
     layered_dir, plain_dir = CACHE / f"layers{suffix}", CACHE / f"layers-plain{suffix}"
     if embedder == "minilm":
-        reset_workspace(layered_dir)  # the embedding cache is kept
+        if only is None:  # two --build-only processes share the cache: neither resets it
+            reset_workspace(layered_dir)  # the embedding cache is kept
         fill_cache(layered_dir, [framed(text) for text in texts], f"layers {size:,}")
     filled = layered_dir if embedder == "minilm" else None
     build_seconds = 0.0
