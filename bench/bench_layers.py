@@ -13,7 +13,12 @@ questions; each measurement embeds its query (the query cache is cleared), and t
 alternate query by query, so the ratio is taken in one run on one box.
 
     .venv/bin/python -m bench.bench_layers [--sizes 10000] [--queries 200] [--repeats 2]
-        [--embedder minilm|hashing]
+        [--embedder minilm|hashing] [--fill-only PART/PARTS | --build-only layered|plain]
+
+A large MiniLM size is prepared in steps that can run side by side: the cache fill in several
+processes (`--fill-only 0/2` and `--fill-only 1/2`, each every other chunk of the texts, in
+their order), then the two snapshots (`--build-only layered` and `--build-only plain`), then
+the measurement, which finds the cache filled and both snapshots built.
 
 `--embedder hashing` builds and queries both workspaces with the hashing embedder (no model,
 no cache fill), for sizes whose MiniLM fill would take hours on a loaded box: the recall's
@@ -85,7 +90,7 @@ def build(
 
 
 def snapshot(
-    directory: Path,
+    directory: Path | None,
     kept: Path,
     sessions: Sequence[tuple[str, Sequence[str]]],
     embedder: EmbedderName,
@@ -95,7 +100,7 @@ def snapshot(
     before from the same sessions' texts (a measured recall counts its hits as accessed, a
     write, so each run starts from a copy); built there first otherwise. The seconds the
     build took (this run's or the snapshot's). `cache`: the workspace whose embedding cache a
-    new snapshot starts from (MiniLM)."""
+    new snapshot starts from (MiniLM). `directory` None: only the snapshot, nothing copied."""
     digest = hashlib.sha256()
     for session, texts in sessions:
         digest.update(f"{session}\0{embedder}\0".encode())
@@ -110,6 +115,8 @@ def snapshot(
             copy_cache(cache, kept)
         seconds = build(kept, sessions, embedder)
         marker.write_text(f"{digest.hexdigest()} {seconds:.1f}\n", encoding="utf-8")
+    if directory is None:
+        return float(marker.read_text(encoding="utf-8").split()[1])
     state = Settings(workspace=directory).state_dir
     shutil.rmtree(state, ignore_errors=True)
     shutil.copytree(Settings(workspace=kept).state_dir, state)
@@ -125,24 +132,46 @@ def recall(app: App, query: str, scope: str | None = None) -> dict[str, Any]:
     return answer
 
 
-def measure(
-    size: int, queries: Sequence[str], repeats: int, data: Path, embedder: EmbedderName
-) -> Row:
+def workspaces(
+    size: int, data: Path, embedder: EmbedderName, only: str | None = None
+) -> tuple[Path, Path, float]:
+    """The layered and the plain workspace of `size` concepts per side, copied from their
+    snapshots (built first where missing); the seconds the builds took. `only` ("layered"
+    or "plain"): build that side's snapshot and copy nothing, so the two sides' builds can
+    run side by side in two processes once the embedding cache is filled."""
     conversations, _ = load_realtalk(data)
     texts = concept_texts(conversations, 2 * size)
     suffix = "" if embedder == "minilm" else f"-{embedder}"
     layered_dir, plain_dir = CACHE / f"layers{suffix}", CACHE / f"layers-plain{suffix}"
     if embedder == "minilm":
-        reset_workspace(layered_dir)  # the embedding cache is kept
+        if only is None:  # two --build-only processes share the cache: neither resets it
+            reset_workspace(layered_dir)  # the embedding cache is kept
         fill_cache(layered_dir, [framed(text) for text in texts], f"layers {size:,}")
-    kept = CACHE / f"layers{suffix}-{size}"
     filled = layered_dir if embedder == "minilm" else None
-    build_seconds = snapshot(
-        layered_dir, kept, [(SESSION, texts[:size]), (LAYER, texts[size:])], embedder, filled
-    )
-    build_seconds += snapshot(
-        plain_dir, CACHE / f"layers-plain{suffix}-{size}", [(PLAIN, texts)], embedder, filled
-    )
+    build_seconds = 0.0
+    if only in (None, "layered"):
+        build_seconds += snapshot(
+            None if only else layered_dir,
+            CACHE / f"layers{suffix}-{size}",
+            [(SESSION, texts[:size]), (LAYER, texts[size:])],
+            embedder,
+            filled,
+        )
+    if only in (None, "plain"):
+        build_seconds += snapshot(
+            None if only else plain_dir,
+            CACHE / f"layers-plain{suffix}-{size}",
+            [(PLAIN, texts)],
+            embedder,
+            filled,
+        )
+    return layered_dir, plain_dir, build_seconds
+
+
+def measure(
+    size: int, queries: Sequence[str], repeats: int, data: Path, embedder: EmbedderName
+) -> Row:
+    layered_dir, plain_dir, build_seconds = workspaces(size, data, embedder)
     layered = Workspace(
         Settings(
             workspace=layered_dir,
@@ -224,15 +253,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--out", type=Path, default=RESULTS / "layers.md")
     parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
+    parser.add_argument(
+        "--fill-only",
+        metavar="PART/PARTS",
+        help="MiniLM: only fill the embedding cache, every PARTS-th chunk from PART (0-based),"
+        " so that several processes fill it side by side; measure nothing",
+    )
+    parser.add_argument(
+        "--build-only",
+        choices=("layered", "plain"),
+        help="only build that side's snapshot (after the cache fill), measure nothing",
+    )
     args = parser.parse_args(argv)
+    embedder = cast(EmbedderName, args.embedder)
+    if args.fill_only:
+        part, parts = (int(n) for n in args.fill_only.split("/"))
+        require(0 <= part < parts, "--fill-only: PART must be 0 .. PARTS - 1")
+        conversations, _ = load_realtalk(args.data)
+        texts = concept_texts(conversations, 2 * max(args.sizes))
+        fill_cache(
+            CACHE / "layers",
+            [framed(text) for text in texts],
+            f"layers {max(args.sizes):,}, part {part}/{parts}",
+            part=part,
+            parts=parts,
+        )
+        return 0
+    if args.build_only:
+        for size in args.sizes:
+            seconds = workspaces(size, args.data, embedder, args.build_only)[2]
+            log(f"size {size:,} per side, {args.build_only}: built in {seconds:.0f} s")
+        return 0
     conversations, _ = load_realtalk(args.data)
     queries = latency_queries(conversations, args.queries)
     rows = []
     for size in args.sizes:
         log(f"size {size:,} per side")
-        rows.append(
-            measure(size, queries, args.repeats, args.data, cast(EmbedderName, args.embedder))
-        )
+        rows.append(measure(size, queries, args.repeats, args.data, embedder))
         log(f"  built in {rows[-1].build_seconds:.0f} s")
         log(render(rows[-1:], args.repeats).splitlines()[-1])  # kept if a larger size is cut
     text = render(rows, args.repeats)

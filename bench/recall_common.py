@@ -38,22 +38,30 @@ def framed(content: str) -> str:
     return embedding_text(content, call_text([content]))
 
 
-def fill_cache(directory: Path, texts: Sequence[str], label: str) -> tuple[int, float]:
+def fill_cache(
+    directory: Path, texts: Sequence[str], label: str, *, part: int = 0, parts: int = 1
+) -> tuple[int, float]:
     """Embed whatever of `texts` the workspace's cache lacks, before anything is timed.
 
     The same texts the product embeds (the framed concept texts), through the same cache
-    class and model; shortest first, so a batch of 32 is padded to about its own length.
-    Returns how many texts went through the model and the seconds taken.
+    class and model, in chunks of 2,000 taken in the texts' own order, so that a fill cut
+    short has done a prefix (a smaller size's texts); the model sorts each chunk by length,
+    so a batch of 32 is padded to about its own length. `part` of `parts`: this process
+    fills every `parts`-th chunk, so that several processes can fill one cache side by side
+    (SQLite's WAL takes their commits one at a time). Returns how many texts went through
+    the model and the seconds taken.
     """
     settings = Settings(workspace=directory)
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     model = CountingEmbedder(MiniLmEmbedder(threads=settings.embed_threads))
     cache = EmbeddingCache(settings.embeddings_path, model)
-    ordered = sorted(dict.fromkeys(texts), key=len)
+    ordered = list(dict.fromkeys(texts))
     start = time.perf_counter()
     try:
         chunk = 2_000
-        for offset in range(0, len(ordered), chunk):
+        for index, offset in enumerate(range(0, len(ordered), chunk)):
+            if index % parts != part:
+                continue
             cache.embed(ordered[offset : offset + chunk])  # committed chunk by chunk
             if model.texts:
                 rate = model.texts / (time.perf_counter() - start)

@@ -150,7 +150,9 @@ def _one_retrieval(
             except Exception as error:  # noqa: BLE001 (read as this layer's answer)
                 failed[layer.session] = partial(_raise, error)
     retrieved = retrieve(reads, request, list(late))  # the session first, then its layers
-    own = recall_found(reads, jobs, request, late[request.session], retrieved[request.session])
+    own = recall_found(
+        reads, jobs, request, late[request.session], retrieved[request.session], render=False
+    )
     answers = [
         None
         if layer.unavailable is not None
@@ -162,6 +164,7 @@ def _one_retrieval(
             _as_layer(request, layer.session),
             late[layer.session],
             retrieved[layer.session],
+            render=False,
         )
         for layer in stack
     ]

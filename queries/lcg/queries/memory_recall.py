@@ -227,10 +227,13 @@ def recall_found(
     request: RecallRequest,
     late: list[str],
     candidates: recall.Candidates,
+    *,
+    render: bool = True,
 ) -> Recalled:
     """The ordinary recall of `request.session` from its retrieved candidates: ranked, then
     its contradiction, rests-on, dedupe and floor rules, lines and marks. `late`: the
-    warning that some concept vectors were not indexed yet."""
+    warning that some concept vectors were not indexed yet. `render` False: no context
+    block (empty, no hit truncated), for a layered recall, which renders the merged hits."""
     found = recall.ranked(
         search_context(reads),
         request.session,
@@ -243,7 +246,7 @@ def recall_found(
         # Canonical or Venerable hit is kept past top_k (M-REC-131)
         take=request.top_k + redundancy.checked_count(request.top_k),
     )
-    return _ordinary(reads, jobs, request, late, found)
+    return _ordinary(reads, jobs, request, late, found, render)
 
 
 def _ordinary(
@@ -252,6 +255,7 @@ def _ordinary(
     request: RecallRequest,
     late: list[str],
     found: list[RecallHit],
+    render: bool = True,
 ) -> Recalled:
     conn = reads.reader()
     settings = reads.settings
@@ -262,7 +266,7 @@ def _ordinary(
         hit for hit in found if hit.node_id in nodes and nodes[hit.node_id].node_kind == "concept"
     ]
     ids = [hit.node_id for hit in candidates]
-    cited = {uuid: state.targets(conn, session, uuid, ["depends_on"]) for uuid in ids}
+    cited = state.targets_each(conn, session, ids, ["depends_on"])
     asked = list(dict.fromkeys([*ids, *(c for targets in cited.values() for c in targets)]))
     live = _contradicted(conn, session, asked, reads.clock())
     listed = jobs.contradiction_list if jobs is not None else None
@@ -338,7 +342,10 @@ def _ordinary(
     views, marked = recall_marks.marked(
         conn, recall_marks.canonized(conn, views), reads.clock(), request.agent_id
     )
-    views, rendered = _rendered(settings.tuning.stages.budget_pack, views, request, set(added))
+    if render:
+        views, rendered = _rendered(settings.tuning.stages.budget_pack, views, request, set(added))
+    else:  # a session of a merged recall: the merge packs and renders the merged hits
+        rendered = context.EMPTY
     for older, newer in replaced.items():
         shown[older] = replace(shown[older], possibly_superseded_by=newer)
     shown = _annotated(
@@ -429,6 +436,8 @@ def _held_past_top_k(
 ) -> list[RecallHit]:
     """Contradicted Canonical and Venerable concepts ranked past the chosen hits, kept after
     them in rank order (M-REC-131; the concept beside each is added with it)."""
+    if not contradicted:
+        return []
     taken = {hit.node_id for hit in chosen}
     later = [
         hit

@@ -20,7 +20,7 @@ from lcg.projections.memory import state
 from lcg.projections.text import reader as text
 from lcg.projections.text.reader import TextHit
 from lcg.projections.vectors import catalog
-from lcg.queries.fusion import Fused, Fusion, best_per_key, fuse, fused_order
+from lcg.queries.fusion import RRF_K, Fused, Fusion, best_per_key, fuse, fused_order
 from lcg.queries.search import GRAPH_DECAY, SearchContext
 from lcg.queries.stages import boost_speakers, run_stages, speaker_of
 
@@ -112,7 +112,7 @@ def ranked(
         recent = state.recent_concepts(ctx.conn, session, RECENT_INTERACTIONS)
         legs["recent"] = [(node, RECENT_SCORE) for node in recent]
     fused = fuse(legs, fusion, raw=fusion == "max")
-    values = _both_fused(legs, fused, fusion)
+    leg_hits = {e.key: e for e in fused}  # as fused: the stages replace, never change, them
     if ctx.stages.speaker_weight > 0:
         fused = _by_speaker(ctx, query, fused)
     if traversal_depth:
@@ -120,9 +120,11 @@ def ranked(
     if ctx.stages.reorders:
         fused = _staged(ctx, session, query, fused, top_k)
     by_leg = {name: dict(hits) for name, hits in legs.items()}
+    chosen = fused[: take or top_k]
+    values = _both_fused(legs, [leg_hits[e.key] for e in chosen if e.key in leg_hits], fusion)
     return [
         RecallHit(e.key, e.score, e.ranks, values.get(e.key, {}), _leg_scores(by_leg, e))
-        for e in fused[: take or top_k]
+        for e in chosen
     ]
 
 
@@ -194,15 +196,28 @@ def _no_words() -> dict[str, list[TextHit]]:
 def _both_fused(
     legs: dict[str, list[tuple[str, float]]], fused: list[Fused[str]], fusion: Fusion
 ) -> dict[str, dict[str, float]]:
-    """Each leg hit's `max` and `rrf` values: the one that ranked, and the other fusion of
-    the same legs (one more pass over the candidates)."""
+    """The `max` and `rrf` values of the leg hits `fused` (as `fuse` left them): the one that
+    ranked, and the other fusion of the same legs, worked out from each hit's leg ranks (rrf)
+    or leg scores (max) exactly as `fuse` adds them up, leg by leg in the legs' order,
+    without fusing the legs again."""
     other: Fusion = "rrf" if fusion == "max" else "max"
-    scores = {e.key: e.score for e in fuse(legs, other, raw=other == "max")}
+    live = [name for name, hits in legs.items() if hits]
+    by_leg = {name: dict(legs[name]) for name in live} if other == "max" else {}
+    best = (sum(1.0 for _ in live) / (RRF_K + 1) or 1.0) if live else 1.0
     both: dict[str, dict[str, float]] = {}
     for e in fused:
-        if e.key in scores:
-            mine = {fusion: round(e.score, 6), other: round(scores[e.key], 6)}
-            both[e.key] = {"max": mine["max"], "rrf": mine["rrf"]}
+        score = 0.0
+        for name in live:
+            if other == "rrf":
+                rank = e.ranks.get(name)
+                if rank is not None:
+                    score += 1.0 / (RRF_K + rank)
+            elif e.key in by_leg[name]:
+                score = max(score, by_leg[name][e.key])
+        if other == "rrf":
+            score /= best
+        mine = {fusion: round(e.score, 6), other: round(score, 6)}
+        both[e.key] = {"max": mine["max"], "rrf": mine["rrf"]}
     return both
 
 

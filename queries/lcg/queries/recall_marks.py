@@ -52,7 +52,7 @@ def canonized(conn: sqlite3.Connection, views: list[HitView]) -> list[HitView]:
     (canonization.md §3: recall uses the live graph, no age floor), and a concept demoted by
     supersession, while it is not Canonical, with its `⤓ Superseded` history line (§6)."""
     ids = [view.node_id for view in views]
-    states = {node: canon.node_state(conn, node) for node in ids}
+    states = canon.node_state_each(conn, ids)
     canonical = [node for node in ids if states[node].status == "Canonical"]
     radii = state.blast_radii(conn, canonical)
     superseding = [

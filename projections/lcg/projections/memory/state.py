@@ -191,6 +191,29 @@ def targets(conn: sqlite3.Connection, group: str, source: str, kinds: Iterable[s
     return [str(row[0]) for row in rows]
 
 
+def targets_each(
+    conn: sqlite3.Connection, group: str, sources: Sequence[str], kinds: Iterable[str]
+) -> dict[str, list[str]]:
+    """`targets` of each of `sources`, in one query: each source's list in the order `targets`
+    reads it (the edges' unique index, kind then target)."""
+    kinds = tuple(kinds)
+    found: dict[str, list[str]] = {source: [] for source in sources}
+    if not found or not kinds:
+        return found
+    unique = list(found)
+    for start in range(0, len(unique), 500):
+        part = unique[start : start + 500]
+        rows = conn.execute(
+            f"SELECT source, target FROM memory_edges WHERE group_id=? AND source IN"
+            f" ({','.join('?' * len(part))}) AND kind IN ({','.join('?' * len(kinds))})"
+            " ORDER BY source, kind, target",
+            (group, *part, *kinds),
+        ).fetchall()
+        for source, target in rows:
+            found[str(source)].append(str(target))
+    return found
+
+
 def latest_interaction(conn: sqlite3.Connection, group: str) -> str | None:
     row = conn.execute(
         "SELECT uuid FROM memory_nodes WHERE group_id=? AND node_kind='interaction'"
