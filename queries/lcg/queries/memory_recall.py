@@ -342,10 +342,9 @@ def _ordinary(
     views, marked = recall_marks.marked(
         conn, recall_marks.canonized(conn, views), reads.clock(), request.agent_id
     )
-    if render:
-        views, rendered = _rendered(settings.tuning.stages.budget_pack, views, request, set(added))
-    else:  # a session of a merged recall: the merge packs and renders the merged hits
-        rendered = context.EMPTY
+    views, rendered = _rendered(
+        settings.tuning.stages.budget_pack if render else None, views, request, set(added)
+    )
     for older, newer in replaced.items():
         shown[older] = replace(shown[older], possibly_superseded_by=newer)
     shown = _annotated(
@@ -355,11 +354,14 @@ def _ordinary(
 
 
 def _rendered(
-    pack: bool, views: list[HitView], request: RecallRequest, companions: set[str]
+    pack: bool | None, views: list[HitView], request: RecallRequest, companions: set[str]
 ) -> tuple[list[HitView], context.RenderedContext]:
     """The hits in their final rank order and the context block of them. With [retrieval]
     budget_pack (`pack`), a hit whose block does not fit what max_tokens leaves moves after
-    those that fit, each companion with the hit it stands beside (ADR 0103)."""
+    those that fit, each companion with the hit it stands beside (ADR 0103). `pack` None: a
+    session of a merged recall, no block (the merge packs and renders the merged hits)."""
+    if pack is None:
+        return views, context.EMPTY
     if pack:
         views = context.pack_for_budget(views, request.max_tokens, followers=frozenset(companions))
     return views, context.render_context(views, request.max_tokens)
