@@ -64,8 +64,8 @@ def lambo_inspect(app: App, params: InspectParams) -> MemoryResult:
     """Look at the neighbourhood around a concept: its type, whether it is canonical, its blast
     radius, its dependents, its contradictions and its edges both ways to depth hops; focus is
     its text, its 8-hex short id or its node id (then a single substring match; past 2,000
-    concepts that match is looked for among the 1,500 most recent and the 500 others with the
-    largest blast radius, and the result says so)."""
+    concepts, among the 1,500 most recent and the 500 others with the largest blast radius, as
+    the result says)."""
     addressed, service = scoped(app, params.agent_id, params.scope)
     text.check_text("focus", params.focus)
     request = InspectRequest(service.session, params.focus, params.depth)
