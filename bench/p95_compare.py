@@ -149,9 +149,9 @@ def texts_for(tool: str, data: Path, size: int) -> list[str]:
     return synthetic_passages(bodies, size)
 
 
-def fill(tool: str, data: Path, size: int, directory: Path, seed: Path | None) -> int:
+def fill(tool: str, data: Path, size: int, directory: Path, seeds: Sequence[Path]) -> int:
     """The embedding cache of `directory` given every text of `size`; texts through the model."""
-    if seed is not None:
+    for seed in seeds:
         log(f"merging the embedding cache of {seed} into {directory} ...")
         copy_cache(seed, directory)
     texts = texts_for(tool, data, size)
@@ -268,7 +268,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--cache", type=Path, default=CACHE)
-    parser.add_argument("--seed-cache", type=Path, help="a workspace whose embedding cache helps")
+    parser.add_argument(
+        "--seed-cache",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="workspaces whose embedding caches are merged in before the fill",
+    )
     parser.add_argument("--no-build", action="store_true", help="reuse the built workspaces")
     parser.add_argument("--out", type=Path)
     parser.add_argument(
