@@ -248,18 +248,25 @@ def test_a_server_over_an_applied_event_changed_on_disk_is_degraded_and_refuses_
         server.stop()
 
 
-def test_k_rec_002_a_degraded_server_recovers_in_place_through_knowledge_recover(
-    tmp_path: Path,
-) -> None:
-    """ADR 0038: the WAL put back from an older copy; the server starts degraded, answers
-    health_check and knowledge_recover over its socket, and serves again without a restart,
-    every logged event visible and the WAL untouched."""
+def _older_wal_put_back(tmp_path: Path) -> Path:
+    """A workspace whose WAL was put back from a copy taken before its last write (e1, e2
+    logged; e3 written after the copy and so gone from the log, still in the projections)."""
     workspace = tmp_path / "ws"
     written(workspace, ("g", "e1"), ("g", "e2"))
     older = tmp_path / "older.sqlite"
     shutil.copy(workspace / ".lcg" / "wal.sqlite", older)
     written(workspace, ("g", "e3"))
     shutil.copy(older, workspace / ".lcg" / "wal.sqlite")
+    return workspace
+
+
+def test_k_rec_002_a_degraded_server_recovers_in_place_through_knowledge_recover(
+    tmp_path: Path,
+) -> None:
+    """ADR 0038: the WAL put back from an older copy; the server starts degraded, answers
+    health_check and knowledge_recover over its socket, and serves again without a restart,
+    every logged event visible and the WAL untouched."""
+    workspace = _older_wal_put_back(tmp_path)
     degraded = ServiceProcess(workspace)
     try:
         assert degraded.wait_ready()["state"] == "degraded"
@@ -281,12 +288,7 @@ def test_k_rec_003_standalone_mcp_recovers_in_place_through_the_same_path(
     """The same put-back WAL, served by a standalone MCP server (`serve --mcp-stdio`, no
     socket service): it starts degraded as the socket service does, knowledge_status says so
     and names the recovery, and knowledge_recover over MCP serves again without a restart."""
-    workspace = tmp_path / "ws"
-    written(workspace, ("g", "e1"), ("g", "e2"))
-    older = tmp_path / "older.sqlite"
-    shutil.copy(workspace / ".lcg" / "wal.sqlite", older)
-    written(workspace, ("g", "e3"))
-    shutil.copy(older, workspace / ".lcg" / "wal.sqlite")
+    workspace = _older_wal_put_back(tmp_path)
 
     async def main() -> None:
         args = ("serve", "--mcp-stdio", "--scope=all", "-w", str(workspace))
@@ -316,12 +318,7 @@ def test_k_rec_001_lcg_recover_on_a_workspace_that_does_not_open(tmp_path: Path)
     """ADR 0038: `lcg recover` runs where `lcg status` is refused (the WAL put back from an
     older copy), through a serving process of its own; `--full` after it has nothing to do;
     neither or both of STRATEGY and --full is a usage error naming STRATEGY."""
-    workspace = tmp_path / "ws"
-    written(workspace, ("g", "e1"), ("g", "e2"))
-    older = tmp_path / "older.sqlite"
-    shutil.copy(workspace / ".lcg" / "wal.sqlite", older)
-    written(workspace, ("g", "e3"))
-    shutil.copy(older, workspace / ".lcg" / "wal.sqlite")
+    workspace = _older_wal_put_back(tmp_path)
     refused_status = lcg(workspace, "status")
     assert refused_status.returncode == EXIT_STORAGE
     assert "lcg recover rebuild_from_workspace_wal" in said(refused_status.stderr)

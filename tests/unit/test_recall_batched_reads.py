@@ -50,7 +50,9 @@ def test_targets_each_reads_each_sources_targets_in_the_order_targets_reads_them
     assert state.targets_each(conn, "lambo", [], ["depends_on"]) == {}
 
 
-def test_node_state_each_is_node_state_of_each_node() -> None:
+def test_node_states_of_as_recall_reads_it_is_node_state_of_each_node() -> None:
+    """recall_marks.canonized reads every hit's state in one query (`node_states_of`), a
+    node without a row of the session as `NodeState()`."""
     conn = _graph()
     conn.executemany(
         "INSERT INTO canon_nodes (node_id, group_id, status, gc_survived, blast_radius,"
@@ -62,7 +64,8 @@ def test_node_state_each_is_node_state_of_each_node() -> None:
         ],
     )
     asked = ["b", "missing", "a", "c", "a"]
-    each = canon.node_state_each(conn, asked)
+    held = canon.node_states_of(conn, "lambo", asked)
+    each = {node: held.get(node, canon.NodeState()) for node in asked}
     assert each == {node: canon.node_state(conn, node) for node in asked}
     assert each["a"].status == "Canonical"
     assert each["missing"] == canon.NodeState()

@@ -175,6 +175,7 @@ def _traversal(reads: ReadHandle, anchor: questions.Anchor, request: RecallReque
     )[: request.top_k]
     views = recall_marks.canonized(
         conn,
+        request.session,
         [
             HitView(
                 n.uuid,
@@ -340,7 +341,7 @@ def _ordinary(
     if replaced and reads.settings.tuning.supersession_line == "on":  # M-CFG-027
         views = _with_supersession_lines(conn, views, replaced)
     views, marked = recall_marks.marked(
-        conn, recall_marks.canonized(conn, views), reads.clock(), request.agent_id
+        conn, recall_marks.canonized(conn, session, views), reads.clock(), request.agent_id
     )
     views, rendered = _rendered(
         settings.tuning.stages.budget_pack if render else None, views, request, set(added)

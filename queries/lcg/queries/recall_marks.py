@@ -47,12 +47,13 @@ def marked(
     return out, lines
 
 
-def canonized(conn: sqlite3.Connection, views: list[HitView]) -> list[HitView]:
+def canonized(conn: sqlite3.Connection, session: str, views: list[HitView]) -> list[HitView]:
     """Hits with their canonization: Canonical ones marked, with their live blast radius
     (canonization.md §3: recall uses the live graph, no age floor), and a concept demoted by
     supersession, while it is not Canonical, with its `⤓ Superseded` history line (§6)."""
     ids = [view.node_id for view in views]
-    states = canon.node_state_each(conn, ids)
+    held_by = canon.node_states_of(conn, session, ids)  # one query
+    states = {node: held_by.get(node, canon.NodeState()) for node in ids}
     canonical = [node for node in ids if states[node].status == "Canonical"]
     radii = state.blast_radii(conn, canonical)
     superseding = [

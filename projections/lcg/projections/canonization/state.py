@@ -94,22 +94,6 @@ def statuses(conn: sqlite3.Connection, nodes: Sequence[str]) -> dict[str, str]:
     return found
 
 
-def node_state_each(conn: sqlite3.Connection, nodes: Sequence[str]) -> dict[str, NodeState]:
-    """`node_state` of each node asked about, in one query per 500 (no row: NodeState())."""
-    found = {node: NodeState() for node in nodes}
-    unique = list(found)
-    for start in range(0, len(unique), 500):
-        part = unique[start : start + 500]
-        for node, status, survived, radius, at, cause, by in conn.execute(
-            "SELECT node_id, status, gc_survived, blast_radius, last_demotion_at,"
-            f" demotion_cause, superseded_by FROM canon_nodes WHERE node_id IN"
-            f" ({','.join('?' * len(part))})",
-            part,
-        ):
-            found[str(node)] = NodeState(str(status), int(survived), radius, _time(at), cause, by)
-    return found
-
-
 def node_state(conn: sqlite3.Connection, node: str) -> NodeState:
     row = conn.execute(
         "SELECT status, gc_survived, blast_radius, last_demotion_at, demotion_cause,"
