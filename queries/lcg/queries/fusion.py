@@ -64,18 +64,35 @@ def fuse(
             entry.ranks[name] = rank
             entry.relevance = max(entry.relevance, score)
             weight = 1.0 if weights is None else weights.get(name, 1.0)
-            if fusion == "rrf":
-                entry.score += weight / (rrf_k + rank)
-            elif fusion == "convex":
-                entry.score += weight * score
-            else:
-                entry.score = max(entry.score, score)
+            entry.score = add_leg(fusion, entry.score, rank, score, weight, rrf_k)
     if fusion != "max" and live:
-        total = sum(1.0 if weights is None else weights.get(name, 1.0) for name in live)
-        best = (total / (rrf_k + 1) if fusion == "rrf" else total) or 1.0
+        best = first_place(
+            fusion, [1.0 if weights is None else weights.get(n, 1.0) for n in live], rrf_k
+        )
         for entry in by_key.values():
             entry.score /= best
     return sorted(by_key.values(), key=fused_order)
+
+
+def add_leg(
+    fusion: Fusion, total: float, rank: int, score: float, weight: float = 1.0, rrf_k: float = RRF_K
+) -> float:
+    """A key's fused score so far with one more leg's hit taken in, as `fuse` takes it: rrf adds
+    weight / (k + rank), convex adds weight x score, max keeps the larger score."""
+    if fusion == "rrf":
+        return total + weight / (rrf_k + rank)
+    if fusion == "convex":
+        return total + weight * score
+    return max(total, score)
+
+
+def first_place(fusion: Fusion, weights: Sequence[float], rrf_k: float = RRF_K) -> float:
+    """What first place in every live leg (of these weights) scores before scaling: the divisor
+    that makes it 1.0 under rrf and convex (max is not scaled: 1.0)."""
+    total = sum(weights)
+    if fusion == "max" or not weights:
+        return 1.0
+    return (total / (rrf_k + 1) if fusion == "rrf" else total) or 1.0
 
 
 def by_score(hits: Sequence[tuple[K, float]]) -> list[tuple[K, float]]:

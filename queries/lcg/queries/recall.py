@@ -20,7 +20,15 @@ from lcg.projections.memory import state
 from lcg.projections.text import reader as text
 from lcg.projections.text.reader import TextHit
 from lcg.projections.vectors import catalog
-from lcg.queries.fusion import RRF_K, Fused, Fusion, best_per_key, fuse, fused_order
+from lcg.queries.fusion import (
+    Fused,
+    Fusion,
+    add_leg,
+    best_per_key,
+    first_place,
+    fuse,
+    fused_order,
+)
 from lcg.queries.search import GRAPH_DECAY, SearchContext
 from lcg.queries.stages import boost_speakers, run_stages, speaker_of
 
@@ -197,26 +205,22 @@ def _both_fused(
     legs: dict[str, list[tuple[str, float]]], fused: list[Fused[str]], fusion: Fusion
 ) -> dict[str, dict[str, float]]:
     """The `max` and `rrf` values of the leg hits `fused` (as `fuse` left them): the one that
-    ranked, and the other fusion of the same legs, worked out from each hit's leg ranks (rrf)
-    or leg scores (max) exactly as `fuse` adds them up, leg by leg in the legs' order,
-    without fusing the legs again."""
+    ranked, and the other fusion of the same legs, taken leg by leg in the legs' order through
+    `fuse`'s own arithmetic (`add_leg`, `first_place`) from each hit's leg ranks (rrf) or raw
+    leg scores (max), without fusing every candidate again."""
     other: Fusion = "rrf" if fusion == "max" else "max"
     live = [name for name, hits in legs.items() if hits]
     by_leg = {name: dict(legs[name]) for name in live} if other == "max" else {}
-    best = (sum(1.0 for _ in live) / (RRF_K + 1) or 1.0) if live else 1.0
+    best = first_place(other, [1.0] * len(live))
     both: dict[str, dict[str, float]] = {}
     for e in fused:
         score = 0.0
         for name in live:
-            if other == "rrf":
-                rank = e.ranks.get(name)
-                if rank is not None:
-                    score += 1.0 / (RRF_K + rank)
-            elif e.key in by_leg[name]:
-                score = max(score, by_leg[name][e.key])
-        if other == "rrf":
-            score /= best
-        mine = {fusion: round(e.score, 6), other: round(score, 6)}
+            rank = e.ranks.get(name)
+            if rank is not None and (other == "rrf" or e.key in by_leg[name]):
+                raw = by_leg[name][e.key] if other == "max" else 0.0
+                score = add_leg(other, score, rank, raw)
+        mine = {fusion: round(e.score, 6), other: round(score / best, 6)}
         both[e.key] = {"max": mine["max"], "rrf": mine["rrf"]}
     return both
 
