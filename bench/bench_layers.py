@@ -40,7 +40,7 @@ from typing import Any, cast
 
 from bench.latency_report import percentile
 from bench.realtalk import DATA, load_realtalk
-from bench.recall_common import AGENT, copy_cache, fill_cache, framed
+from bench.recall_common import AGENT, copy_cache, fill_cache, fill_part, framed
 from bench.recall_latency import Receipts, concept_texts, derive_many
 from bench.search_common import CACHE, RESULTS, log, require, reset_workspace
 from bench.search_latency import latency_queries
@@ -255,6 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     parser.add_argument(
         "--fill-only",
+        type=fill_part,
         metavar="PART/PARTS",
         help="MiniLM: only fill the embedding cache, every PARTS-th chunk from PART (0-based),"
         " so that several processes fill it side by side; measure nothing",
@@ -267,8 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     embedder = cast(EmbedderName, args.embedder)
     if args.fill_only:
-        part, parts = (int(n) for n in args.fill_only.split("/"))
-        require(0 <= part < parts, "--fill-only: PART must be 0 .. PARTS - 1")
+        part, parts = args.fill_only
         conversations, _ = load_realtalk(args.data)
         texts = concept_texts(conversations, 2 * max(args.sizes))
         fill_cache(

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.p95_compare --base ../some-worktree --tool recall \
         [--sizes 10000 100000] [--queries 300] [--repeats 2] [--embedder minilm|hashing] \
-        [--seed-cache DIR] [--no-build] [--out FILE]
+        [--seed-cache DIR] [--fill-only PART/PARTS] [--no-build] [--out FILE]
 
 The texts are the latency benches' own: `bench_recall --latency`'s short facts (one
 `logic` concept per derive, through the memory write path in bulk) or `bench_search
@@ -37,7 +37,7 @@ from typing import IO
 from bench.checkout import checkout_env, where_lcg_is
 from bench.latency_report import percentile
 from bench.realtalk import DATA, load_realtalk
-from bench.recall_common import copy_cache, framed
+from bench.recall_common import copy_cache, fill_part, framed
 from bench.recall_common import fill_cache as fill_framed
 from bench.recall_latency import concept_texts
 from bench.search_common import CACHE, RESULTS, log, require
@@ -160,17 +160,15 @@ def fill(tool: str, data: Path, size: int, directory: Path, seeds: Sequence[Path
     return fill_passages(directory, texts)[0]
 
 
-def fill_from_end(tool: str, data: Path, size: int, directory: Path, chunk: int = 5_000) -> None:
-    """Fill the cache of `directory` chunk by chunk from the last text of `size` backwards, so
-    that it meets a fill in the texts' own order (another process's, merged later with
-    `--seed-cache`) in the middle; stop it when they meet."""
+def fill_only(tool: str, data: Path, size: int, directory: Path, part: int, parts: int) -> None:
+    """This process's share of the fill of `directory`'s cache with the texts of `size`: every
+    `parts`-th chunk from `part`, beside the other processes' (one cache, SQLite's WAL)."""
     texts = texts_for(tool, data, size)
-    for end in range(len(texts), 0, -chunk):
-        part = texts[max(0, end - chunk) : end]
-        if tool == "recall":
-            fill_framed(directory, part, f"{tool} texts {max(0, end - chunk):,}-{end:,}")
-        else:
-            fill_passages(directory, part)
+    label = f"{tool} {size:,}, part {part}/{parts}"
+    if tool == "recall":
+        fill_framed(directory, texts, label, part=part, parts=parts)
+    else:
+        fill_passages(directory, texts, part=part, parts=parts)
 
 
 def build(
@@ -278,14 +276,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-build", action="store_true", help="reuse the built workspaces")
     parser.add_argument("--out", type=Path)
     parser.add_argument(
-        "--fill-from-end",
-        type=Path,
-        metavar="DIR",
-        help="only fill DIR's embedding cache with the largest size's texts, last first",
+        "--fill-only",
+        type=fill_part,
+        metavar="PART/PARTS",
+        help="MiniLM: only fill the embedding cache with the largest size's texts, every"
+        " PARTS-th chunk from PART (0-based), so that several processes fill it side by side",
     )
     args = parser.parse_args(argv)
-    if args.fill_from_end is not None:
-        fill_from_end(args.tool, args.data, max(args.sizes), args.fill_from_end)
+    if args.fill_only is not None:
+        part, parts = args.fill_only
+        directory = args.cache / f"p95-{args.tool}"
+        fill_only(args.tool, args.data, max(args.sizes), directory, part, parts)
         return 0
     began = time.perf_counter()
     roots: dict[str, Path | None] = {"base": args.base.resolve(), "this": None}

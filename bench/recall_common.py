@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -72,6 +73,18 @@ def fill_cache(
     finally:
         cache.close()
     return model.texts, time.perf_counter() - start
+
+
+def fill_part(value: str) -> tuple[int, int]:
+    """`--fill-only PART/PARTS` (argparse's type): this process's share of a cache fill that
+    several processes run side by side, each every PARTS-th chunk from PART (0-based)."""
+    try:
+        part, parts = (int(n) for n in value.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r}: expected PART/PARTS, e.g. 0/2") from None
+    if not 0 <= part < parts:
+        raise argparse.ArgumentTypeError(f"{value!r}: PART must be 0 .. PARTS - 1")
+    return part, parts
 
 
 def copy_cache(source: Path, target: Path) -> None:

@@ -84,11 +84,15 @@ def timed_ingest(directory: Path, items: Sequence[Item], run: str) -> tuple[Inge
     return IngestRow(len(items), run, ws.embedder.texts, seconds), ws
 
 
-def fill_cache(directory: Path, texts: Sequence[str]) -> tuple[int, float]:
+def fill_cache(
+    directory: Path, texts: Sequence[str], *, part: int = 0, parts: int = 1
+) -> tuple[int, float]:
     """Embed whatever of `texts` the workspace's cache lacks (untimed by the tables).
 
     The texts go to the model shortest first, so each batch of 32 is padded to about its own
     length (in arrival order a batch is padded to its longest text: 2.4x slower here).
+    `part` of `parts`: this process fills every `parts`-th chunk of 2,000, as
+    `recall_common.fill_cache` does, so that several processes fill one cache side by side.
     Returns how many texts went through the model, and the seconds taken.
     """
     settings = Settings(workspace=directory)
@@ -96,12 +100,14 @@ def fill_cache(directory: Path, texts: Sequence[str]) -> tuple[int, float]:
     model = CountingEmbedder(MiniLmEmbedder(threads=settings.embed_threads))
     cache = EmbeddingCache(settings.embeddings_path, model)
     # What the vector catalog embeds: the passages of each body (stripped, split if long).
-    parts = dict.fromkeys(part for text in texts for part in passage_split.split(text))
-    ordered = sorted(parts, key=len)
+    pieces = dict.fromkeys(piece for text in texts for piece in passage_split.split(text))
+    ordered = sorted(pieces, key=len)
     start = time.perf_counter()
     try:
         chunk = 2_000
-        for offset in range(0, len(ordered), chunk):
+        for index, offset in enumerate(range(0, len(ordered), chunk)):
+            if index % parts != part:
+                continue
             cache.embed(ordered[offset : offset + chunk])  # committed chunk by chunk
             if model.texts:
                 rate = model.texts / (time.perf_counter() - start)
