@@ -459,6 +459,8 @@ def test_m_arg_054_an_id_of_exactly_256_characters_is_accepted() -> None:
     ],
 )
 def test_m_arg_055_to_059_m_err_017_an_id_must_be_one_line(character: str, name: str) -> None:
+    """Also M-ARG-056: a tab (which other strings accept: test_m_arg_022_023), M-ARG-057:
+    any other control character, M-ARG-058: U+2028 and U+2029 are refused in `agent_id`."""
     with pytest.raises(MemoryArgumentError) as refused:
         check_agent_id(f"agent{character}injected line")
     assert refused.value.rule == "one line"
