@@ -628,6 +628,7 @@ def test_m_der_144_the_limit_counts_bytes() -> None:
 
 
 def test_m_der_145_in_a_larger_call_the_per_concept_limit_is_lower() -> None:
+    """Also M-DER-142: a framed text of 16,384 bytes fits; 16,385 bytes do not."""
     with pytest.raises(MemoryArgumentError) as refused:
         check_embedding_text_limit(["x" * 8_000, "y" * 378])  # 8,000 + 5 + 8,380 = 16,385
     assert refused.value.field == "concepts[0]"
