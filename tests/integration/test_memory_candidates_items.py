@@ -1,8 +1,8 @@
-"""Replacement candidates on a derive's receipt (seed 001 "Replacement candidates",
-M-DER-100..124): which stored concepts are listed, how they are marked, what listing them
-leaves alone, and the bound on their rows, on a real workspace through the one dispatch.
-MiniLM where a near match by meaning is the subject: a sentence with one number changed
-clears the merge threshold and the digit guard refuses the merge."""
+"""Replacement candidates on a derive's receipt (seed 001 "Replacement candidates"; each test
+names the items it proves): which stored concepts are listed, how they are marked, what
+listing them leaves alone, and the bound on their rows, on a real workspace through the one
+dispatch. MiniLM where a near match by meaning is the subject: a sentence with one number
+changed clears the merge threshold and the digit guard refuses the merge."""
 
 from __future__ import annotations
 

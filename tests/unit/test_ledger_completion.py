@@ -1,5 +1,5 @@
-"""The `--ledger` completion line of an applied write (seed 001, M-STA-084, M-DER-124): the
-receipt's counts, and its replacement candidates only as counts, cosines and flags."""
+"""The `--ledger` completion line of an applied write (seed 001): its replacement candidates
+only as a count, cosines and flags, never ids or text."""
 
 from __future__ import annotations
 
