@@ -7,16 +7,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
+from lcg.interfaces.service import Service
 from lcg.interfaces.workspace import Workspace
 from lcg.projections.embedding.port import Embedder
 from lcg.projections.memory import state
+from lcg.queries.recall import EMBEDDER_DOWN
 from tests.conftest import make_workspace
+from tests.integration.test_memory_layers import QUIET, applied, tool
+from tests.integration.test_memory_layers import derive as layer_derive
 from tests.integration.test_memory_writes import (
     AGENT,
     SESSION,
@@ -149,3 +154,25 @@ def test_m_der_134_a_write_not_attempted_at_close_waits_as_an_intent_for_the_nex
         node_by_content(ws, "owed across the outage")
         assert not state.concepts_with_content(ws.reader(), SESSION, "reached during the outage")
         assert head(ws) > written
+
+
+def test_m_der_135_a_layered_recall_says_once_that_the_embedder_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The query is embedded once for the session and its layers, so the merged recall has
+    one such warning, and still finds each session's concept by its words."""
+    settings = Settings(workspace=tmp_path, session="lambo", layers=("general",), tuning=QUIET)
+    served = Service(settings, command="pytest")
+    assert served.start() == "healthy", served.reason
+    try:
+        applied(served, layer_derive(served, "the general cache lives in redis", "general"))
+        applied(served, layer_derive(served, "the project cache lives in redis"))
+        assert served.app is not None
+        Outage(served.app.workspace, monkeypatch)
+        answer = tool(served, "lambo_recall", query="cache lives in redis")
+        found = {hit["content"] for hit in answer["structuredContent"]["hits"]}
+        assert found == {"the general cache lives in redis", "the project cache lives in redis"}
+        said = [w for w in answer["structuredContent"]["warnings"] if "embedder failed" in w]
+        assert said == [EMBEDDER_DOWN.format("ConnectionError")]
+    finally:
+        served.close()

@@ -101,7 +101,11 @@ def candidates(
     embedding, warnings = _query_vector(ctx, query)
     vectors = {} if embedding is None else _vector_legs(ctx, embedding, sessions, limit)
     texts = finish_text()
-    return {s: Candidates(texts.get(s, []), vectors.get(s, []), words, warnings) for s in sessions}
+    said = {sessions[0]: warnings} if sessions else {}  # one warning: the query is embedded once
+    return {
+        s: Candidates(texts.get(s, []), vectors.get(s, []), words, said.get(s, ()))
+        for s in sessions
+    }
 
 
 def _query_vector(ctx: SearchContext, query: str) -> tuple[Vectors | None, tuple[str, ...]]:
