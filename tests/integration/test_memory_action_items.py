@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from lcg.domain.errors import DomainError
+from lcg.domain.memory.evidence import SupportKind
 from lcg.interfaces.app import App
 from lcg.interfaces.workspace import Workspace
-from lcg.projections.memory import state
+from lcg.projections.memory import evidence, state
 from tests.integration.test_memory_writes import (
     AGENT,
     SESSION,
@@ -200,3 +201,72 @@ def test_m_act_046_a_record_action_embeds_its_texts_in_one_embedder_call(
     holding = [b for b in batches if any(t.startswith(action) for t in b)]
     assert len(holding) == 1, batches
     assert sorted(t.split(" — ")[0] for t in holding[0]) == sorted([action, *texts])
+
+
+def test_m_act_006_targets_are_at_most_64_combined_across_the_three(
+    app: App, workspace: Workspace
+) -> None:
+    """Also M-LIM-010: 64 produces + modifies + depends_on entries are accepted and applied;
+    one more, split any way across the three, is refused naming the combined limit."""
+    entries = [f"target {n}" for n in range(65)]
+    error = _refused(
+        app, workspace, "x", produces=entries[:30], modifies=entries[30:60], depends_on=entries[60:]
+    )
+    assert error.field == "depends_on"
+    assert "at most 64 entries combined (65 given)" in error.message
+    ack = _act(
+        app, "touched 64", produces=entries[:30], modifies=entries[30:60], depends_on=entries[60:64]
+    )
+    assert settled(app, ack["structuredContent"]["receipt"])["state"] == "applied"
+    action = node_by_content(workspace, "touched 64")
+    kinds = ["produces", "modifies", "depends_on"]
+    assert len(state.targets(workspace.reader(), SESSION, action.uuid, kinds)) == 64
+
+
+def test_m_act_007_against_is_at_most_8_entries(app: App, workspace: Workspace) -> None:
+    """Also M-LIM-015: 8 `against` entries are accepted and recorded; 9 are refused."""
+    wrong = [f"the old rule {n}" for n in range(9)]
+    settled(app, derive(app, *(concept(text, "entity") for text in wrong)))
+    error = _refused(app, workspace, "replaced the rules", against=wrong)
+    assert error.field is not None
+    assert error.field.startswith("against")
+    ack = _act(app, "replaced the rules", against=wrong[:8])
+    assert settled(app, ack["structuredContent"]["receipt"])["state"] == "applied"
+    action = node_by_content(workspace, "replaced the rules")
+    assert len(state.targets(workspace.reader(), SESSION, action.uuid, ["contradicts"])) == 8
+
+
+def test_m_act_013_014_depends_on_is_evidence_and_blast_radius_produces_and_modifies_are_not(
+    app: App, workspace: Workspace
+) -> None:
+    """The named concept's blast radius and its canonization evidence (the support the
+    evidence rules read) gain the action's depends_on entry, and nothing from its produces or
+    modifies entries."""
+    settled(app, derive(app, *(concept(t, "entity") for t in (SCHEMA, "out.sql", "in.sql"))))
+    ack = _act(app, "migrated", depends_on=[SCHEMA], produces=["out.sql"], modifies=["in.sql"])
+    settled(app, ack["structuredContent"]["receipt"])
+    reader = workspace.reader()
+    action = node_by_content(workspace, "migrated")
+    schema, out, into = (node_by_content(workspace, t).uuid for t in (SCHEMA, "out.sql", "in.sql"))
+    assert state.blast_radius(reader, schema) == 1
+    assert state.blast_radius(reader, out) == 0
+    assert state.blast_radius(reader, into) == 0
+    support = evidence.load(reader, SESSION, [schema, out, into]).support
+    assert [(s.target, s.concept, s.kind) for s in support] == [
+        (schema, action.uuid, SupportKind.DEPENDS_ON)
+    ]
+
+
+def test_m_act_024_an_8_hex_entry_that_is_a_concepts_text_names_that_concept(
+    app: App, workspace: Workspace
+) -> None:
+    """The 8-hex entry also prefixes another concept's id; the text match wins."""
+    settled(app, derive(app, concept(SCHEMA, "entity")))
+    prefix = node_by_content(workspace, SCHEMA).uuid[:8]
+    settled(app, derive(app, concept(prefix, "entity")))
+    named = node_by_content(workspace, prefix)
+    ack = _act(app, "checked the prefix", depends_on=[prefix])
+    settled(app, ack["structuredContent"]["receipt"])
+    action = node_by_content(workspace, "checked the prefix")
+    cited = state.targets(workspace.reader(), SESSION, action.uuid, ["depends_on"])
+    assert cited == [named.uuid]

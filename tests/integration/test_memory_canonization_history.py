@@ -14,6 +14,7 @@ from lcg.domain.memory.gc import Trigger
 from lcg.domain.memory.records import Collected, SweepFigures
 from lcg.interfaces.app import App
 from lcg.interfaces.workspace import Workspace
+from lcg.projections.memory import state
 from lcg.queries import memory_recall
 from tests.integration.test_memory_canonization_jobs import (
     AGENTS,
@@ -173,3 +174,30 @@ def test_m_can_052_a_recall_the_collection_lands_during_reads_one_snapshot(
     hits, block = _ledger_hit(app)
     assert hits == [ledger]
     assert "⚠ Contradicted" not in block
+
+
+def test_m_can_053_m_rec_233_a_superseded_line_quotes_the_superseding_concept_while_in_memory(
+    tuned: Workspace,
+) -> None:
+    """The hero, demoted by supersession, is shown with the superseding concept quoted in its
+    recall line and on inspect's last demotion line; once a sweep collects that concept (its
+    event appended as the jobs append one), both name it by id alone."""
+    app, hero, superseding = _superseded_hero(tuned)
+    moved = "accounts moved to the tenants table"
+    quoted = f'"{moved}" (id {superseding[:8]})'
+    assert f"by {quoted}" in _recall_hit(app, hero)["text"]
+    inspected = call(app, "lambo_inspect", agent_id=AGENT, focus=hero)["text"]
+    assert inspected.split("\n")[-1].endswith(f": superseded by {quoted}")
+    jobs = tuned.memory.jobs_or_fail()
+    figures = SweepFigures(1, 0, 1, False, 0, 0)
+    event = GcSwept(
+        tuned.clock(), "mutations", (Collected(superseding, "orphan"),), [], [], figures, 0
+    )
+    jobs._execute(lambda ctx: ctx.append(SESSION, [event]))
+    assert not state.concepts_with_content(tuned.reader(), SESSION, moved)
+    text = _recall_hit(app, hero)["text"]
+    (line,) = [line for line in text.split("\n") if line.startswith("⤓ Superseded at ")]
+    assert line.endswith(f"by a removed concept (id {superseding[:8]})")
+    assert moved not in text
+    inspected = call(app, "lambo_inspect", agent_id=AGENT, focus=hero)["text"]
+    assert inspected.split("\n")[-1].endswith(f": superseded by (id {superseding[:8]})")

@@ -194,6 +194,8 @@ def test_m_img_060_m_err_025_an_image_id_a_text_concept_holds_is_taken_on_the_re
 def test_m_img_070_071_a_text_write_links_to_the_image_by_its_content(
     app: App, workspace: Workspace
 ) -> None:
+    """Also M-ACT-015: a lambo_record_action entry names the image concept by its content,
+    `caption [image:<image_id>]`, and creates no second concept."""
     created = applied(app, image(app, SAREE, vector_of(workspace, KURTA), image_id="r17"))
     (uuid,) = created["created"]
     pair = {"parent": "outfits", "child": f"{SAREE} [image:r17]"}

@@ -11,7 +11,7 @@ import pytest
 from lcg.domain.errors import DomainError
 from lcg.interfaces.app import App
 from lcg.interfaces.workspace import Workspace
-from lcg.projections.memory import state
+from lcg.projections.memory import evidence, state
 from tests.integration.test_memory_writes import (
     AGENT,
     SESSION,
@@ -240,3 +240,97 @@ def test_m_err_027_029_each_reference_refusal_reason_on_each_tool_that_resolves_
         assert caught.value.message.startswith("reference refused"), caught.value.message
         assert reason in caught.value.message, (reason, caught.value.message)
         assert head(workspace) == before
+
+
+def _stock(app: App, prefix: str, count: int) -> list[str]:
+    """`count` existing entities to cite or contradict, one word each, in one call."""
+    names = [f"{prefix}{n:02d}" for n in range(count)]
+    assert settled(app, derive(app, *(concept(name, "entity") for name in names)))["state"] == (
+        "applied"
+    )
+    return names
+
+
+def _claims(count: int, **refs: list[list[str]]) -> list[dict[str, Any]]:
+    """`count` new concepts, the n-th citing (or contradicting) refs[key][n]."""
+    return [
+        {"content": f"claim {n}", "concept_type": "logic", **{k: v[n] for k, v in refs.items()}}
+        for n in range(count)
+    ]
+
+
+def test_m_der_021_at_most_32_depends_on_references_per_call(
+    app: App, workspace: Workspace
+) -> None:
+    """Also M-LIM-012: 32 references across the call's concepts are applied; 33 are refused
+    naming the per-call limit, before the ack, writing nothing."""
+    cited = _stock(app, "cited", 33)
+    groups = [cited[n : n + 8] for n in range(0, 32, 8)]
+    error = _refused(app, workspace, concepts=_claims(5, depends_on=[*groups, cited[32:]]))
+    assert (error.field, error.rule) == ("depends_on", "per-call limit")
+    assert error.message == "depends_on: at most 32 references per call (33 given)"
+    body = settled(app, derive(app, *_claims(4, depends_on=groups)))
+    assert body["state"] == "applied"
+    rows = workspace.reader().execute("SELECT COUNT(*) FROM memory_edges WHERE kind='depends_on'")
+    assert rows.fetchone()[0] == 32
+
+
+def test_m_der_050_against_is_at_most_8_per_concept_and_32_per_call_apart_from_depends_on(
+    app: App, workspace: Workspace
+) -> None:
+    """Also M-LIM-013/014: 32 citations and 32 contradictions in one call are both within
+    their limits (counted apart); 9 against on one concept, or 33 in the call, are refused."""
+    cited, wrong = _stock(app, "cited", 32), _stock(app, "wrong", 33)
+    nine = _refused(app, workspace, concepts=_claims(1, against=[wrong[:9]]))
+    assert nine.field is not None
+    assert nine.field.startswith("concepts[0].against")
+    groups = [wrong[n : n + 8] for n in range(0, 32, 8)]
+    over = _refused(app, workspace, concepts=_claims(5, against=[*groups, wrong[32:]]))
+    assert (over.field, over.rule) == ("against", "per-call limit")
+    assert over.message == "against: at most 32 references per call (33 given)"
+    both = _claims(4, depends_on=[cited[n : n + 8] for n in range(0, 32, 8)], against=groups)
+    assert settled(app, derive(app, *both))["state"] == "applied"
+    reader = workspace.reader()
+    for kind in ("depends_on", "contradicts"):
+        rows = reader.execute("SELECT COUNT(*) FROM memory_edges WHERE kind=?", (kind,))
+        assert rows.fetchone()[0] == 32, kind
+
+
+def test_m_der_071_at_most_256_parent_of_pairs_per_call(app: App, workspace: Workspace) -> None:
+    """Also M-LIM-008: 256 pairs are applied; 257 are refused naming parent_of."""
+    pairs = [{"parent": "catalogue", "child": f"item{n:03d}"} for n in range(257)]
+    error = _refused(app, workspace, concepts=[concept("catalogue", "entity")], parent_of=pairs)
+    assert error.field is not None
+    assert error.field.startswith("parent_of")
+    body = settled(app, derive(app, concept("catalogue", "entity"), parent_of=pairs[:256]))
+    assert body["state"] == "applied"
+    catalogue = node_by_content(workspace, "catalogue")
+    assert len(state.targets(workspace.reader(), SESSION, catalogue.uuid, ["parent_of"])) == 256
+
+
+def test_m_der_054_m_can_014_a_contradiction_adds_no_evidence_dependent_or_score_input(
+    app: App, workspace: Workspace
+) -> None:
+    """The contradicted concept's blast radius, its canonization support and the counters its
+    daemon score and promotion stage read (memory_concept_stats) are what they were before
+    the contradiction; only the contradicting concept's row is new."""
+    settled(app, derive(app, concept(RULING, "entity")))
+    settled(app, derive(app, concept("sessions use the cache", depends_on=[RULING])))
+    ruling = node_by_content(workspace, RULING).uuid
+
+    def measured() -> tuple[int, list[Any], tuple[Any, ...]]:
+        reader = workspace.reader()
+        support = evidence.load(reader, SESSION, [ruling]).support
+        row = reader.execute(
+            "SELECT incident, derived_by, steady, parents, produced FROM memory_concept_stats"
+            " WHERE node_id=?",
+            (ruling,),
+        ).fetchone()
+        return state.blast_radius(reader, ruling), [s.concept for s in support], tuple(row)
+
+    before = measured()
+    correction = concept("the cache moved to memcached", "observation", against=[RULING])
+    assert settled(app, derive(app, correction))["state"] == "applied"
+    assert _edge(workspace, "contradicts")[1] == ruling
+    assert measured() == before
+    assert before[0] == 1  # the citation, which is evidence

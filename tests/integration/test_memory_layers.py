@@ -138,7 +138,8 @@ def test_m_lay_003_008_009_010_011_013_014_each_refusal_writes_nothing_in_any_se
     stocked: Service, name: str, params: dict[str, Any], said: str
 ) -> None:
     """Also M-DER-034/063, M-REC-146: a citation or contradiction of a concept only another
-    session holds is refused, naming its scope."""
+    session holds is refused, naming its scope; M-ACT-029: an action scoped to the layer whose
+    depends_on text names a concept of the caller's own session is refused as cross-session."""
     before = heads(stocked)
     if name == "lambo_derive":
         concept: dict[str, Any] = {"content": params.get("content", "tags are signed")}

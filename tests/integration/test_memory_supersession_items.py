@@ -150,6 +150,7 @@ def _hits_text(app: App) -> list[str]:
 
 
 def test_m_lim_041_at_most_three_replacement_candidates_per_new_concept(app: App) -> None:
+    """Also M-DER-112: at most 3 per new concept, closest first."""
     for minor in (1, 3, 5, 7, 9):
         settled(app, derive(app, concept(f"the release pins version 2.{minor} of the parser")))
     body = settled(app, derive(app, concept(V24)))

@@ -401,7 +401,8 @@ def test_m_arg_m_der_every_argument_rule_refuses_before_the_ack(
     app: App, workspace: Workspace, params: dict[str, Any], field: str
 ) -> None:
     """Also M-DER-002/003/004/005/020: an unknown argument or concept key, 65 concepts, content
-    over 16 KB and 9 citations are refused by field before the ack."""
+    over 16 KB and 9 citations are refused by field before the ack; M-DER-146: so is a concept
+    over the embedding-text limit (8,190 bytes sent alone)."""
     before = head(workspace)
     with pytest.raises(DomainError) as error:
         call(app, "lambo_derive", **params)

@@ -10,6 +10,8 @@ import pytest
 from lcg.domain.memory.canonization import Cause, Check, Demotion, last_demotion_line
 from lcg.domain.memory.canonization.answers import reason_line
 from lcg.domain.memory.evidence import ConceptId
+from lcg.projections.canonization.measure import demotion_of
+from lcg.projections.canonization.state import NodeState
 
 NOW = datetime(2026, 9, 30, 12, 0, 0, tzinfo=UTC)
 NEWER = ConceptId("8c41d0e2-0000-4000-8000-000000000001")
@@ -62,4 +64,27 @@ def test_m_ins_041_a_demotion_line_names_supersession_only_with_the_superseding_
     )
     assert last_demotion_line(Demotion(NOW, Cause.SUPERSESSION)) == (
         "last demotion 2026-09-30T12:00:00Z: supersession"
+    )
+
+
+def test_m_can_053_a_superseded_line_quotes_the_superseding_concept_only_while_in_memory() -> None:
+    """The demotion read for a cycle or inspect takes the superseding concept's content from
+    the concepts in memory (`contents`): quoted while it is there, the id alone once it is
+    collected."""
+    state = NodeState(
+        status="Venerable",
+        last_demotion_at=NOW,
+        demotion_cause="supersession",
+        superseded_by=NEWER,
+    )
+    held = demotion_of(state, {NEWER: "flushes give up after three attempts"})
+    gone = demotion_of(state, {})
+    assert held is not None
+    assert gone is not None
+    assert last_demotion_line(held) == (
+        'last demotion 2026-09-30T12:00:00Z: superseded by "flushes give up after three'
+        ' attempts" (id 8c41d0e2)'
+    )
+    assert last_demotion_line(gone) == (
+        "last demotion 2026-09-30T12:00:00Z: superseded by (id 8c41d0e2)"
     )

@@ -22,6 +22,7 @@ def _text(error: BaseException) -> str:
 def test_m_err_032_a_handler_fault_is_an_internal_error_with_no_effect_beyond_what_was_written(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """Also M-ERR-003: the full detail of the error is logged server-side."""
     text = _text(RuntimeError("boom in /srv/secret/path.py"))
     assert text == (
         "internal error: the call had no effect beyond anything already written; the detail"

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
+from lcg.domain.ids import GroupId
 from lcg.domain.memory import limits
+from lcg.domain.memory.arguments import DeriveArgs, check_derive
+from lcg.domain.memory.calls import ConceptIn
 from lcg.domain.memory.limits import IntRange
 from lcg.domain.memory.text import (
     CALL_TEXT_SEPARATOR,
@@ -81,6 +86,25 @@ def test_m_lim_006_to_015_per_call_counts() -> None:
     assert limits.MAX_AGAINST_PER_CONCEPT == 8  # M-LIM-013
     assert limits.MAX_AGAINST_PER_CALL == 32  # M-LIM-014
     assert limits.MAX_ACTION_AGAINST == 8  # M-LIM-015
+
+
+def test_m_der_072_concepts_and_parent_of_pairs_are_at_most_512_combined() -> None:
+    """The rule as the domain checks it. Over the tools it cannot bind (the checklist's open
+    question on this bound): 64 concepts and 256 pairs, each refused beyond by its own bound
+    first, make 320; so the pairs here are past the parameter model's 256, which the domain
+    does not re-check."""
+    concepts = tuple(ConceptIn(f"c{n}", "entity") for n in range(64))
+    pairs = tuple((f"p{n}", f"q{n}") for n in range(449))
+
+    def derive(count: int) -> None:
+        args = DeriveArgs("agent-a", concepts, pairs[:count])
+        check_derive(args, GroupId("liminis"), lambda: datetime(2026, 1, 1, tzinfo=UTC))
+
+    derive(448)  # 512 combined: accepted
+    with pytest.raises(MemoryArgumentError) as refused:
+        derive(449)
+    assert (refused.value.field, refused.value.rule) == ("parent_of", "combined limit")
+    assert refused.value.message == "concepts and parent_of: at most 512 combined (513 given)"
 
 
 def test_m_lim_017_018_inspect_renders_200_neighbours_and_lists_10_candidates() -> None:

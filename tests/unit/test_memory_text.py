@@ -459,6 +459,8 @@ def test_m_arg_054_an_id_of_exactly_256_characters_is_accepted() -> None:
     ],
 )
 def test_m_arg_055_to_059_m_err_017_an_id_must_be_one_line(character: str, name: str) -> None:
+    """Also M-ARG-056: a tab (which other strings accept: test_m_arg_022_023), M-ARG-057:
+    any other control character, M-ARG-058: U+2028 and U+2029 are refused in `agent_id`."""
     with pytest.raises(MemoryArgumentError) as refused:
         check_agent_id(f"agent{character}injected line")
     assert refused.value.rule == "one line"
@@ -626,6 +628,7 @@ def test_m_der_144_the_limit_counts_bytes() -> None:
 
 
 def test_m_der_145_in_a_larger_call_the_per_concept_limit_is_lower() -> None:
+    """Also M-DER-142: a framed text of 16,384 bytes fits; 16,385 bytes do not."""
     with pytest.raises(MemoryArgumentError) as refused:
         check_embedding_text_limit(["x" * 8_000, "y" * 378])  # 8,000 + 5 + 8,380 = 16,385
     assert refused.value.field == "concepts[0]"

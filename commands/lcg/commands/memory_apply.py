@@ -348,7 +348,7 @@ def _near(
     for near in similar:
         stored = state.node(out.ctx.conn, out.session, near.uuid)
         if (
-            near.uuid not in images  # never an image concept (M-DER-105)
+            near.uuid not in images  # never an image concept (M-DER-107)
             and stored is not None
             and stored.node_kind == "concept"
             and stored.concept_type == concept.concept_type
@@ -360,16 +360,23 @@ def _near(
 
 
 def _candidates(
-    out: Outcome, near: list[tuple[Similar, state.Node]], uuid: str, about: str
+    out: Outcome, near: list[tuple[Similar, state.Node]], uuid: str, about: str, content: str
 ) -> list[Candidate]:
     """The existing concepts this concept may replace (M-DER-100..116): the near ones not
-    written by this call; the one it merged with is marked merged, one dated after it newer.
-    Nothing is recorded."""
+    written by this call; the one it merged with, and any other it could have merged with at
+    the same cosine (a tie, M-DER-109), is marked merged, one dated after it newer. Nothing
+    is recorded."""
     written = {*out.created, *out.matched} - {uuid}
+    merged_at = next((similar.cosine for similar, stored in near if stored.uuid == uuid), None)
     found: list[Candidate] = []
     for similar, stored in near:
         if stored.uuid in written:
             continue
+        tied = (
+            similar.cosine == merged_at
+            and not is_scoped_key(stored.canonical_key)
+            and not digit_words_differ(content, stored.content)
+        )
         found.append(
             Candidate(
                 stored.uuid[:8],
@@ -377,7 +384,7 @@ def _candidates(
                 quote(stored.content),
                 round(similar.cosine, 4),
                 uuid[:8],
-                merged=stored.uuid == uuid,
+                merged=stored.uuid == uuid or tied,
                 newer=stored.about_time > about,
             )
         )
@@ -456,7 +463,7 @@ def _apply_derive(
         if how != "key" and concept.concept_type in REPLACEABLE:
             refs = {r.node for r in (*cited, *against) if r.node}
             near = _near(out, concept, uuid, prepared, refs)
-            out.candidates.extend(_candidates(out, near, uuid, about))
+            out.candidates.extend(_candidates(out, near, uuid, about, concept.content))
             if how == "created":
                 out.superseded.extend(_suspected(concept.content, near, uuid, about))
         for j, ref in enumerate(cited):

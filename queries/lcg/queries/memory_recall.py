@@ -247,7 +247,7 @@ def recall_found(
         # Canonical or Venerable hit is kept past top_k (M-REC-131)
         take=request.top_k + redundancy.checked_count(request.top_k),
     )
-    return _ordinary(reads, jobs, request, late, found, render)
+    return _ordinary(reads, jobs, request, [*late, *candidates.warnings], found, render)
 
 
 def _ordinary(

@@ -13,9 +13,11 @@ from the strongest hits at a decayed score.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from lcg.projections.embedding.port import Vectors
 from lcg.projections.memory import state
 from lcg.projections.text import reader as text
 from lcg.projections.text.reader import TextHit
@@ -36,6 +38,12 @@ RECENT_SCORE = 0.25  # the recent leg's fixed score: below a real match by meani
 RECENT_INTERACTIONS = 5  # how many of the session's last writes the recent leg reads
 EXPAND_FROM = 3  # strong hits whose neighbours are added per hop
 CONCEPT = "concept"  # the kind of document and vector a recall reads
+EMBEDDER_DOWN = (
+    "recall: the embedder failed ({}), so this recall read the keyword and recent legs only,"
+    " not by meaning; the detail was logged"
+)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -77,11 +85,13 @@ def recall_concepts(
 @dataclass(frozen=True, slots=True)
 class Candidates:
     """One session's keyword and vector leg hits, as its own recall reads them; `words`:
-    whether the query has any (without, the keyword and recent legs find nothing)."""
+    whether the query has any (without, the keyword and recent legs find nothing);
+    `warnings`: the recall's lines about a leg it could not read (the embedder down)."""
 
     text_hits: list[TextHit]
     vectors: list[tuple[tuple[str, int], float]]
     words: bool
+    warnings: tuple[str, ...] = ()
 
 
 def candidates(
@@ -91,13 +101,29 @@ def candidates(
     retrieval (a layered recall's, ADR 0097): the query scored once by the keyword index and
     embedded once, each session's candidates cut from that pass, their owners and catalog
     rows read in one query each. Every leg reads as many candidates per session as a
-    one-session recall does."""
+    one-session recall does. An embedder that fails leaves the keyword and recent legs, with
+    a warning: a server whose embedder is down still answers reads (M-DER-135)."""
     limit = max(50, top_k * 4)
     words = bool(query.strip())
     finish_text = _text_legs(ctx, query, sessions, limit) if words else _no_words
-    vectors = _vector_legs(ctx, query, sessions, limit)
+    embedding, warnings = _query_vector(ctx, query)
+    vectors = {} if embedding is None else _vector_legs(ctx, embedding, sessions, limit)
     texts = finish_text()
-    return {s: Candidates(texts.get(s, []), vectors.get(s, []), words) for s in sessions}
+    said = {sessions[0]: warnings} if sessions else {}  # one warning: the query is embedded once
+    return {
+        s: Candidates(texts.get(s, []), vectors.get(s, []), words, said.get(s, ()))
+        for s in sessions
+    }
+
+
+def _query_vector(ctx: SearchContext, query: str) -> tuple[Vectors | None, tuple[str, ...]]:
+    """The query's embedding, or None and the warning saying the embedder failed (its full
+    detail logged here, M-ERR-003)."""
+    try:
+        return ctx.embed_query(query), ()
+    except Exception as error:  # any embedder failure: unreachable, restarting, too slow
+        log.exception("embedding the recall query failed; recalling without the vector leg")
+        return None, (EMBEDDER_DOWN.format(type(error).__name__),)
 
 
 def ranked(
@@ -171,11 +197,10 @@ def _owners(
 
 
 def _vector_legs(
-    ctx: SearchContext, query: str, sessions: Sequence[str], limit: int
+    ctx: SearchContext, embedding: Vectors, sessions: Sequence[str], limit: int
 ) -> dict[str, list[tuple[tuple[str, int], float]]]:
     """Each session's concept vector leg (search.vector_leg's): the query embedded once, each
     session's index searched, the hits' catalog rows read in one query."""
-    embedding = ctx.embed_query(query)
     found = {s: ctx.vectors.search(CONCEPT, [s], embedding, limit) for s in sessions}
     entries = catalog.describe(ctx.conn, [hit.vec_id for hits in found.values() for hit in hits])
     legs: dict[str, list[tuple[tuple[str, int], float]]] = {}
