@@ -73,7 +73,7 @@ def test_m_sta_002_lambo_stats_refuses_scope(app: App) -> None:
     with pytest.raises(DomainError) as error:
         call(app, "lambo_stats", agent_id=AGENT, scope=str(SESSION))
     assert error.value.field == "scope"
-    assert "is not a parameter of this tool" in error.value.rule
+    assert "is not a parameter of this tool" in error.value.message
 
 
 def test_m_ins_002_m_snt_002_every_listed_argument_is_accepted(app: App) -> None:
