@@ -177,3 +177,24 @@ def test_m_ins_021_025_blast_radius_counts_an_actions_citation_and_every_contrad
     assert sorted(found["contradicted_by"]) == sorted(by)
     for uuid in by:
         assert f"  - {uuid[:8]} " in result["text"]
+
+
+def test_m_stl_017_the_ack_of_a_contradiction_carries_no_stale_report(app: App) -> None:
+    """A derive and an action that contradict a cited concept: each ack is the four-line ack
+    with no report; the report arrives with the settled receipt."""
+    settled(app, derive(app, concept(SHARED, "entity")))
+    settled(app, derive(app, concept("it has ten steps", depends_on=[SHARED])))
+    acks = [
+        call(
+            app,
+            "lambo_derive",
+            agent_id=AGENT,
+            concepts=[concept("the checklist was retired", "observation", against=[SHARED])],
+        ),
+        call(app, "lambo_record_action", agent_id=AGENT, action="skipped it", against=[SHARED]),
+    ]
+    for ack in acks:
+        content = ack["structuredContent"]
+        assert set(content) == {"summary", "receipt", "receipt_state", "agent_id", "warnings"}
+        assert "stale" not in ack["text"]
+        assert settled(app, content["receipt"])["stale_report"]["total"] == 1

@@ -226,6 +226,9 @@ def test_m_rec_147_a_companion_follows_its_hit_and_takes_no_slot() -> None:
 
 
 def test_m_instr_014_to_020_the_layered_paragraph() -> None:
+    """Also M-INSTR-015..020: the paragraph's opening, its sentences on hits' sessions, on
+    scope for inspect and recall, on where writes go, on depends_on and relative paths, and
+    its closing sentence, word for word."""
     memory = Visibility(parse_scopes("memory"))
     plain = instructions_for(memory, "lambo")
     layered = instructions_for(memory, "lambo", ("general",))
