@@ -315,3 +315,24 @@ def test_m_rec_251_m_lay_023_each_layer_has_its_own_buckets_for_reads_and_writes
     now[0] = 2.0  # one request refilled
     assert rates.draw("general", "write") is None
     assert rates.draw("general", "write") is not None
+
+
+def test_m_rec_148_a_contradicted_layer_hit_needs_a_slot_then_its_companion_comes_past_top_k() -> (
+    None
+):
+    """General's contradicted hit ranks second in the merge: with top_k 1 it gets no slot and
+    neither does its companion; with top_k 2 it takes the second slot and its companion is
+    added beside it, past top_k."""
+    own = SessionHits("lambo", (_view(RELEASE, "a", 0.5),))
+    layer = SessionHits(
+        "general",
+        (_view(WORKTREE, "c", 0.9, "⚠ Contradicted"), _view(OTHER, "b", 0.0)),
+        companions=frozenset({OTHER}),
+    )
+    assert [view.node_id for _, view in merge(own, [layer], top_k=1).hits] == [RELEASE]
+    two = merge(own, [layer], top_k=2).hits
+    assert [(session, view.node_id) for session, view in two] == [
+        ("lambo", RELEASE),
+        ("general", WORKTREE),
+        ("general", OTHER),
+    ]
