@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from lcg.interfaces.service import Service
-from tests.integration.test_memory_layers import applied, derive, tool
+from tests.integration.test_memory_layers import applied, derive, heads, refused, tool
 from tests.integration.test_memory_layers_order import open_service
 
 RULING = "the billing ledger is kept in postgres"
@@ -126,3 +126,24 @@ def test_m_rec_259_copies_of_a_scoped_path_join_only_on_equal_repository_and_pat
     ]
     first_line = merged["text"].split("\n")[0]
     assert first_line.endswith(f"also {copy[:8]} in general)")  # only acme's copy joins
+
+
+def test_m_lay_028_a_scoped_derive_image_is_refused_naming_the_layers_setting(
+    service: Service,
+) -> None:
+    """Client vectors off: an image scoped to general is refused with a configuration error
+    naming the setting that governs the layer (one holder serves the layer, so its settings
+    are the holder's), and nothing is written in either session."""
+    before = heads(service)
+    vector = {"values": [1.0, 0.0], "contract": {"kind": "k", "model": "m", "dim": 2}}
+    message = refused(
+        service,
+        "lambo_derive_image",
+        caption="a red saree",
+        concept_type="resource",
+        vector=vector,
+        scope="general",
+    )
+    assert message.startswith("configuration error: vector is a client vector")
+    assert "[embedder] accept_client_vectors = true" in message
+    assert heads(service) == before

@@ -239,7 +239,7 @@ def test_m_cfg_023_fusion_rrf_ranks_recall_by_reciprocal_rank(
     """`[fusion] strategy = "rrf"` in the settings file ranks recall by reciprocal rank: a
     hit's score is its legs' weighted 1/(k + rank), so the same texts score otherwise than
     under the default max of the legs' raw scores (where a hit only the recent leg found
-    scores that leg's fixed 0.25)."""
+    scores that leg's fixed 0.25). Also M-REC-027."""
     scores = {}
     for strategy in ("max", "rrf"):
         where = tmp_path / strategy
