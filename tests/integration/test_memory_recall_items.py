@@ -327,10 +327,10 @@ def test_m_rec_022_on_sqlite_recall_uses_keywords_vectors_and_graph_expansion(
     for batch in range(10):
         notes(str(batch))
     workspace.settle()
-    query = {"query": "billing ledger postgres", "top_k": 3}
-    flat = _recall(app, traversal_depth=0, **query)["structuredContent"]["hits"]
+    query = "billing ledger postgres"
+    flat = _recall(app, query, top_k=3, traversal_depth=0)["structuredContent"]["hits"]
     assert citing not in [hit["content"] for hit in flat]
-    hits = _recall(app, traversal_depth=1, **query)["structuredContent"]["hits"]
+    hits = _recall(app, query, top_k=3, traversal_depth=1)["structuredContent"]["hits"]
     ranks = {hit["content"]: hit["ranks"] for hit in hits}
     assert set(ranks[ruling]) >= {"bm25", "vector"}
     assert ranks[citing] == {"graph": 1}
