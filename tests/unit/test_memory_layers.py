@@ -336,3 +336,20 @@ def test_m_rec_148_a_contradicted_layer_hit_needs_a_slot_then_its_companion_come
         ("general", WORKTREE),
         ("general", OTHER),
     ]
+
+
+def test_m_rec_259_the_merge_joins_a_scoped_path_only_within_one_repository() -> None:
+    def readme(node: str, repo: str) -> HitView:
+        return HitView(node, "README.md", "Resource", 0.9, repo_scope=repo)
+
+    own = SessionHits("lambo", (readme(RELEASE, "github.com/acme/widgets"),))
+    layer = SessionHits(
+        "general",
+        (readme(RELEASE_GENERAL, "github.com/acme/widgets"), readme(WORKTREE, "github.com/x/y")),
+    )
+    merged = merge(own, [layer], top_k=5)
+    assert [(session, view.node_id) for session, view in merged.hits] == [
+        ("lambo", RELEASE),
+        ("general", WORKTREE),
+    ]
+    assert merged.hits[0][1].also == (AlsoItem(RELEASE_GENERAL, "general"),)
