@@ -85,6 +85,9 @@ def test_m_img_001_002_003_listed_exactly_when_client_vectors_are_on(tmp_path: P
 def test_m_img_050_052_053_058_061_derive_by_vector_then_recall_it_first_over_stdio(
     tmp_path: Path,
 ) -> None:
+    """Also M-CFG-012 (its half that applies here: the serve's own log and ledger never
+    carry a sent vector's values or an image's base64; RUST_LOG names a Rust MCP library
+    lcg does not use)."""
     ledger = tmp_path / "calls.jsonl"
     log = tmp_path / "serve.log"
     embedder = HashingEmbedder()

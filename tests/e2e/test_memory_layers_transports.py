@@ -7,6 +7,7 @@ same over Streamable HTTP, where `/mcp/s/general` is the layer's own unlayered e
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -257,3 +258,61 @@ def test_m_lay_023_024_m_rec_251_the_holders_layer_rate_through_a_forwarding_ser
 
     with runtime_dir() as runtime:
         anyio.run(main, runtime)
+
+
+def test_m_lay_004_a_credential_that_does_not_reach_the_layer_is_refused_generically(
+    tmp_path: Path,
+) -> None:
+    """`[serve] layers = ["general"]` and a credential whose `sessions` is `["lambo"]`: over
+    `/mcp` its session is not layered for it (no layer paragraph, no layer hits), and a call
+    scoped to general is refused as any scope outside its session is, writing nothing there;
+    a credential reaching both reads and writes general as before."""
+    tokens = {name: secrets.token_hex(16) for name in ("both", "project")}
+    (tmp_path / "lcg.toml").write_text(
+        f"""[serve]
+layers = ["general"]
+
+[[serve.credential]]
+name = "both"
+token = "{tokens["both"]}"
+scopes = ["memory"]
+
+[[serve.credential]]
+name = "project"
+token = "{tokens["project"]}"
+scopes = ["memory"]
+sessions = ["lambo"]
+""",
+        encoding="utf-8",
+    )
+    served = HttpServe(
+        tmp_path, "serve", "--session", "lambo", "--transport", "http", command="lambo", env={}
+    )
+    ruling = [{"content": RULING, "concept_type": "logic"}]
+
+    async def main() -> None:
+        async with http_client(served.url, tokens["both"]) as both:
+            ack = await call(both, "lambo_derive", concepts=ruling, scope="general")
+            await applied(both, structured(ack)["receipt"])
+        async with http_client(served.url, tokens["project"]) as project:
+            assert "shared layers" not in (project.instructions or "")
+            hits = structured(await call(project, "lambo_recall", query="worktree branches"))
+            assert hits["hits"] == []
+            for name, arguments in (
+                ("lambo_derive", {"concepts": ruling, "scope": "general"}),
+                ("lambo_recall", {"query": "worktree branches", "scope": "general"}),
+                ("lambo_saints", {"scope": "general"}),
+            ):
+                answer = await project.call_tool(name, {"agent_id": AGENT, **arguments})
+                assert answer.is_error
+                assert text_of(answer).endswith(
+                    "scope must name this session or one of its layers: lambo"
+                ), text_of(answer)
+        async with http_client(served.url, tokens["both"]) as both:
+            merged = await call(both, "lambo_recall", query="worktree branches")
+            assert [h["content"] for h in structured(merged)["hits"]] == [RULING]
+
+    try:
+        anyio.run(main)
+    finally:
+        assert served.stop() == 0, served.log

@@ -81,6 +81,7 @@ def test_m_res_014_a_reservation_does_not_block_another_agents_write(
 def test_m_ins_012_the_short_id_of_a_truncation_marker_inspects_the_whole_concept(
     app: App,
 ) -> None:
+    """Also M-REC-067: the marker's short id as `focus` returns the whole concept."""
     long = "the build cache " + "keeps artifacts for reuse " * 60
     settled(app, derive(app, concept(long.strip())))
     text = str(
@@ -151,3 +152,49 @@ def test_m_lim_044_m_ins_008_past_the_scan_cap_the_substring_leg_reads_a_bounded
     with pytest.raises(DomainError, match="matches no concept") as error:
         call(app, "lambo_inspect", agent_id=AGENT, focus="Quillfeather")
     assert "past the scan cap" in error.value.message
+
+
+def test_m_ins_021_025_blast_radius_counts_an_actions_citation_and_every_contradiction_shows(
+    app: App, workspace: Workspace
+) -> None:
+    """The blast radius counts a concept's dependents of every kind: a derive's `depends_on`,
+    an action's `depends_on` and a `parent_of` child (M-INS-021); all three contradictions
+    of the concept are listed, not only the newest (M-INS-025)."""
+    settled(app, derive(app, concept(SHARED, "entity")))
+    settled(app, derive(app, concept("it has ten steps", depends_on=[SHARED])))
+    ran = call(app, "lambo_record_action", agent_id=AGENT, action="ran it", depends_on=[SHARED])
+    settled(app, ran["structuredContent"]["receipt"])
+    pair = {"parent": SHARED, "child": "step one"}
+    settled(app, derive(app, concept("step one", "entity"), parent_of=[pair]))
+    contradictions = [f"the checklist changed in week {n}" for n in range(3)]
+    for n, text in enumerate(contradictions):
+        settled(app, derive(app, concept(text, "observation", against=[SHARED]), agent=f"c{n}"))
+    result = call(app, "lambo_inspect", agent_id=AGENT, focus=SHARED)
+    found = result["structuredContent"]
+    assert found["blast_radius"] == 3
+    assert len(found["dependents"]) == 3
+    by = [node_by_content(workspace, text).uuid for text in contradictions]
+    assert sorted(found["contradicted_by"]) == sorted(by)
+    for uuid in by:
+        assert f"  - {uuid[:8]} " in result["text"]
+
+
+def test_m_stl_017_the_ack_of_a_contradiction_carries_no_stale_report(app: App) -> None:
+    """A derive and an action that contradict a cited concept: each ack is the four-line ack
+    with no report; the report arrives with the settled receipt."""
+    settled(app, derive(app, concept(SHARED, "entity")))
+    settled(app, derive(app, concept("it has ten steps", depends_on=[SHARED])))
+    acks = [
+        call(
+            app,
+            "lambo_derive",
+            agent_id=AGENT,
+            concepts=[concept("the checklist was retired", "observation", against=[SHARED])],
+        ),
+        call(app, "lambo_record_action", agent_id=AGENT, action="skipped it", against=[SHARED]),
+    ]
+    for ack in acks:
+        content = ack["structuredContent"]
+        assert set(content) == {"summary", "receipt", "receipt_state", "agent_id", "warnings"}
+        assert "stale" not in ack["text"]
+        assert settled(app, content["receipt"])["stale_report"]["total"] == 1

@@ -114,6 +114,8 @@ def test_m_rec_080_082_a_dependency_question_is_answered_by_traversal(
 
 @pytest.mark.usefixtures("story")
 def test_m_rec_060_062_whole_blocks_within_the_budget(app: App) -> None:
+    """Also M-REC-051: with one block in the budget, `hits` still carries every hit, each with
+    its full content."""
     full = _recall(app, "users table")
     blocks = str(full["text"]).split("\n\n")
     one = str(full["text"]).split("\n\n")[0]
@@ -124,6 +126,9 @@ def test_m_rec_060_062_whole_blocks_within_the_budget(app: App) -> None:
     assert len(small["structuredContent"]["hits"]) == len(
         full["structuredContent"]["hits"]
     )  # M-REC-051: every hit, whether or not its block fit
+    assert [h["content"] for h in small["structuredContent"]["hits"]] == [
+        h["content"] for h in full["structuredContent"]["hits"]
+    ]
 
 
 def test_m_rec_064_065_a_first_block_over_budget_is_cut_with_the_marker(app: App) -> None:

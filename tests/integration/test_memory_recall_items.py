@@ -239,7 +239,7 @@ def test_m_cfg_023_fusion_rrf_ranks_recall_by_reciprocal_rank(
     """`[fusion] strategy = "rrf"` in the settings file ranks recall by reciprocal rank: a
     hit's score is its legs' weighted 1/(k + rank), so the same texts score otherwise than
     under the default max of the legs' raw scores (where a hit only the recent leg found
-    scores that leg's fixed 0.25)."""
+    scores that leg's fixed 0.25). Also M-REC-027."""
     scores = {}
     for strategy in ("max", "rrf"):
         where = tmp_path / strategy
@@ -307,3 +307,30 @@ def test_m_err_031_only_image_and_vector_calls_answer_with_a_configuration_error
         "lambo_derive_image caption/concept_type/image",
         "lambo_derive_image caption/concept_type/vector",
     ]
+
+
+def test_m_rec_022_on_sqlite_recall_uses_keywords_vectors_and_graph_expansion(
+    app: App, workspace: Workspace
+) -> None:
+    """The ruling is found by both legs; the concept citing it shares no word with the query
+    and is written among 704 unrelated notes (so neither leg nor a neighbour's words reach
+    it): only graph expansion brings it, one hop from the ruling."""
+    ruling = "the billing ledger is kept in postgres"
+    citing = "nightly exports run at two"
+
+    def notes(batch: str) -> None:
+        settled(app, derive(app, *(concept(f"note {batch}-{n} about lunch") for n in range(64))))
+
+    settled(app, derive(app, concept(ruling, "entity")))
+    notes("x")
+    settled(app, derive(app, concept(citing, depends_on=[ruling])))
+    for batch in range(10):
+        notes(str(batch))
+    workspace.settle()
+    query = "billing ledger postgres"
+    flat = _recall(app, query, top_k=3, traversal_depth=0)["structuredContent"]["hits"]
+    assert citing not in [hit["content"] for hit in flat]
+    hits = _recall(app, query, top_k=3, traversal_depth=1)["structuredContent"]["hits"]
+    ranks = {hit["content"]: hit["ranks"] for hit in hits}
+    assert set(ranks[ruling]) >= {"bm25", "vector"}
+    assert ranks[citing] == {"graph": 1}

@@ -90,6 +90,7 @@ def recall_hits(app: App, query: str) -> dict[str, Any]:
 def test_m_rsc_005_006_007_008_a_bad_repo_scope_is_refused_before_the_ack_writing_nothing(
     app: App, workspace: Workspace, sent: str, rule: str
 ) -> None:
+    """Also M-LIM-036: 513 bytes are refused (512 pass, below)."""
     for tool, params in (
         ("lambo_derive", {"concepts": [concept("README.md", "resource")]}),
         ("lambo_record_action", {"action": "edited", "modifies": ["README.md"]}),
@@ -103,6 +104,7 @@ def test_m_rsc_005_006_007_008_a_bad_repo_scope_is_refused_before_the_ack_writin
 def test_m_rsc_004_006_the_scope_is_trimmed_and_512_bytes_pass(
     app: App, workspace: Workspace
 ) -> None:
+    """Also M-LIM-036: a repo_scope of 512 bytes is admitted."""
     derive(app, concept("README.md", "resource"), repo_scope=f"  {ACME}  ")
     derive(app, concept("Makefile", "resource"), repo_scope="é" * 256)  # 512 bytes
     (readme,) = concepts_named(workspace, "README.md")

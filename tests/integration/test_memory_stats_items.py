@@ -70,7 +70,8 @@ def test_m_sta_003_a_record_action_receipt_is_answered_like_a_derive_receipt(app
 def test_m_sta_008_009_waits_beyond_the_caps_answer_at_once(app: App, workspace: Workspace) -> None:
     """Eight waits of one agent fill its share; its ninth answers `pending` at once (the eight
     are still waiting, so it did not wait out the full 34 s they were given). Eight more of a
-    second agent fill the server's sixteen; a third agent's wait also answers at once."""
+    second agent fill the server's sixteen; a third agent's wait also answers at once. Also
+    M-LIM-039."""
     answers: list[str] = []
     waiters: list[threading.Thread] = []
 

@@ -432,7 +432,8 @@ def test_m_sta_120_the_payload_carries_every_queue_key_and_the_embedding_line(
     app: App,
 ) -> None:
     """Also M-STA-050/055/122: `embedding_contract` as {kind, model, dim} and
-    `embedding_modalities` are always there, and the server-wide bound is 1024."""
+    `embedding_modalities` are always there, and the server-wide bound is 1024. Also M-CFG-051
+    (the text-only half): a text embedder gives `embedding_modalities` `["text"]`."""
     answer = call(app, "lambo_stats", agent_id=AGENT)
     payload = answer["structuredContent"]
     for key in (

@@ -226,6 +226,9 @@ def test_m_rec_147_a_companion_follows_its_hit_and_takes_no_slot() -> None:
 
 
 def test_m_instr_014_to_020_the_layered_paragraph() -> None:
+    """Also M-INSTR-015..020: the paragraph's opening, its sentences on hits' sessions, on
+    scope for inspect and recall, on where writes go, on depends_on and relative paths, and
+    its closing sentence, word for word."""
     memory = Visibility(parse_scopes("memory"))
     plain = instructions_for(memory, "lambo")
     layered = instructions_for(memory, "lambo", ("general",))
@@ -312,3 +315,41 @@ def test_m_rec_251_m_lay_023_each_layer_has_its_own_buckets_for_reads_and_writes
     now[0] = 2.0  # one request refilled
     assert rates.draw("general", "write") is None
     assert rates.draw("general", "write") is not None
+
+
+def test_m_rec_148_a_contradicted_layer_hit_needs_a_slot_then_its_companion_comes_past_top_k() -> (
+    None
+):
+    """General's contradicted hit ranks second in the merge: with top_k 1 it gets no slot and
+    neither does its companion; with top_k 2 it takes the second slot and its companion is
+    added beside it, past top_k."""
+    own = SessionHits("lambo", (_view(RELEASE, "a", 0.5),))
+    layer = SessionHits(
+        "general",
+        (_view(WORKTREE, "c", 0.9, "⚠ Contradicted"), _view(OTHER, "b", 0.0)),
+        companions=frozenset({OTHER}),
+    )
+    assert [view.node_id for _, view in merge(own, [layer], top_k=1).hits] == [RELEASE]
+    two = merge(own, [layer], top_k=2).hits
+    assert [(session, view.node_id) for session, view in two] == [
+        ("lambo", RELEASE),
+        ("general", WORKTREE),
+        ("general", OTHER),
+    ]
+
+
+def test_m_rec_259_the_merge_joins_a_scoped_path_only_within_one_repository() -> None:
+    def readme(node: str, repo: str) -> HitView:
+        return HitView(node, "README.md", "Resource", 0.9, repo_scope=repo)
+
+    own = SessionHits("lambo", (readme(RELEASE, "github.com/acme/widgets"),))
+    layer = SessionHits(
+        "general",
+        (readme(RELEASE_GENERAL, "github.com/acme/widgets"), readme(WORKTREE, "github.com/x/y")),
+    )
+    merged = merge(own, [layer], top_k=5)
+    assert [(session, view.node_id) for session, view in merged.hits] == [
+        ("lambo", RELEASE),
+        ("general", WORKTREE),
+    ]
+    assert merged.hits[0][1].also == (AlsoItem(RELEASE_GENERAL, "general"),)

@@ -41,6 +41,7 @@ def test_m_lim_001_any_single_string_is_16_kb_of_utf8_bytes() -> None:
 def test_m_lim_002_to_005_and_016_integer_bounds_accept_the_ends_and_refuse_beyond(
     field: str, bounds: IntRange, minimum: int, maximum: int, default: int
 ) -> None:
+    """Also M-LIM-003..005 and M-LIM-016: each bound's ends pass and one beyond is refused."""
     assert (bounds.minimum, bounds.maximum, bounds.default) == (minimum, maximum, default)
     assert check_int_range(field, minimum, bounds) == minimum
     assert check_int_range(field, maximum, bounds) == maximum

@@ -392,6 +392,7 @@ def test_m_sta_170_m_der_086_a_settled_receipt_is_piggybacked_once_to_its_owner(
 
 
 def test_m_sta_171_a_response_carries_at_most_8_receipts_oldest_write_first() -> None:
+    """Also M-LIM-038."""
     receipts = book()
     issued = [receipts.issue("agent-a", "lambo", T0) for _ in range(11)]
     for receipt in reversed(issued):  # settled newest first: delivery still follows the writes

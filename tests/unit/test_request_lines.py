@@ -146,3 +146,22 @@ def test_m_lim_032_the_limit_counts_bytes_as_sent_so_escaped_text_hits_it_sooner
     assert RequestLines(MAX_REQUEST_BYTES, 64).feed(raw) == [raw[:-1]]
     (refused,) = RequestLines(MAX_REQUEST_BYTES, 64).feed(escaped)
     assert isinstance(refused, Oversized)
+
+
+def test_m_lim_031_a_full_image_and_256_pairs_are_refused_by_the_request_limit() -> None:
+    """A lambo_derive_image with a 2 MiB image (as base64) and 256 pairs, each end at 16 KB:
+    about 11.2 MB, refused as too large while its line is read."""
+    end = "x" * 16_384
+    arguments = {
+        "agent_id": "a",
+        "caption": "a full image",
+        "concept_type": "resource",
+        "image": {"mime": "image/png", "data": "A" * (4 * -(-2_097_152 // 3))},
+        "parent_of": [{"parent": end, "child": end}] * 256,
+    }
+    request = {"jsonrpc": "2.0", "id": 9, "method": "tools/call"}
+    request["params"] = {"name": "lambo_derive_image", "arguments": arguments}
+    line = json.dumps(request).encode() + b"\n"
+    assert 11_000_000 < len(line) < 11_500_000
+    (refused,) = RequestLines(MAX_REQUEST_BYTES, 64).feed(line)
+    assert refused == Oversized(len(line) - 1, 9)

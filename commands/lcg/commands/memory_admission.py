@@ -462,7 +462,11 @@ class MemoryService:
             if not ctx.is_pinned(self.session):
                 ctx.append(self.session, [MemoryAccessed(now, counts)])
 
-        self._writer().execute(append)
+        try:
+            self._writer().execute(append)
+        except Exception:  # the store rejected the batch: dropped, and counted (M-STA-027)
+            self.processor.counters.dead_lettered += 1
+            raise
 
     def flush_lag_ms(self) -> int:
         """How long the oldest access count has waited for the log (0: nothing waits); every

@@ -66,6 +66,7 @@ class Counters:
     vector_waits_missed: int = 0  # applies that went ahead without the session's vectors
     deferred: int = 0  # left pending at a clean shutdown, for the next process
     abandoned: int = 0
+    dead_lettered: int = 0  # batches of access counts the store rejected, dropped (M-STA-027)
     apply_ms: deque[float] = field(default_factory=lambda: deque(maxlen=256))
     # how long one apply takes this thread (prepare and append), for a dropped write's retry
     service_ms: deque[float] = field(default_factory=lambda: deque(maxlen=64))

@@ -62,7 +62,7 @@ def stats_payload(
         "canonization_cycles": jobs.canonization_cycles,
         "canonization_failures": jobs.canonization_failures,
         "canonical_count": canon.canonical_count(conn, session),
-        "dead_lettered": 0,
+        "dead_lettered": counters.dead_lettered,
         "degraded": figures.degraded,
         "promotion_policy": figures.promotion_policy,
         "embedding_contract": {

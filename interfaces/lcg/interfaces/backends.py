@@ -28,9 +28,12 @@ class Backend(Protocol):
 class LocalBackend:
     """Standalone mode: the blocking dispatch runs in a worker thread, off the event loop."""
 
-    def __init__(self, service: Service, session: str | None = None) -> None:
+    def __init__(
+        self, service: Service, session: str | None = None, layers: tuple[str, ...] | None = None
+    ) -> None:
         self.service = service
         self.session = session  # the memory session the calls are for (None: the serve's)
+        self.layers = layers  # the session's layers (None: the serve's configured ones)
 
     async def call(
         self, method: str, params: JsonObject, on_progress: ProgressSink | None = None
@@ -49,5 +52,5 @@ class LocalBackend:
 
             progress = report
         return await anyio.to_thread.run_sync(
-            self.service.call, method, params, progress, self.session
+            self.service.call, method, params, progress, self.session, self.layers
         )

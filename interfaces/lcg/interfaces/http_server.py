@@ -25,7 +25,7 @@ import logging
 import signal
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from types import FrameType
@@ -143,8 +143,10 @@ class _Managers:
         budget: _SessionBudget,
         security: TransportSecuritySettings,
         server_name: str | None = None,
+        reach: Mapping[str, frozenset[str] | None] | None = None,
     ) -> None:
         self.service = service
+        self.reach = dict(reach or {})  # the sessions each credential may address (None: all)
         self.server_name = server_name  # serverInfo's name; None: lcg's (`lambo serve`: lambo)
         self.default = default
         self.scopes = dict(scopes)
@@ -180,7 +182,10 @@ class _Managers:
                 return found
             if session not in self.sessions() and len(self.sessions()) >= MAX_SESSIONS:
                 return None
-            backend = LocalBackend(self.service, None if session == self.default else session)
+            layers = self._layers(key) if session == self.default else ()
+            backend = LocalBackend(
+                self.service, None if session == self.default else session, layers
+            )
             server = LcgMcpServer(
                 backend,
                 Visibility(
@@ -190,13 +195,21 @@ class _Managers:
                 exit_on_close=False,
                 session=session,
                 name=self.server_name,
-                layers=self.service.settings.layers if session == self.default else (),
+                layers=layers,
             ).server
             manager = _BudgetedManager(self.budget, server, self.security)
             assert self._tasks is not None, "the serve is not running"
             await self._tasks.start(_run_manager, manager)
             self._managers[(key, session)] = manager
             return manager
+
+    def _layers(self, key: str) -> tuple[str, ...]:
+        """The serve's layers that credential `key` may address (M-LAY-004): one it may not
+        is no layer of its calls, so a scope naming it is refused as any other scope is,
+        without saying that the layer exists."""
+        reach = self.reach.get(key)
+        layers = self.service.settings.layers
+        return tuple(layer for layer in layers if reach is None or layer in reach)
 
 
 async def _run_manager(
@@ -349,7 +362,10 @@ def build_app(
     budget = _SessionBudget(options.max_sessions)
     security = security_settings(options.bind, port)
     scopes = _scopes_by_key(visibility, options.credentials)
-    managers = _Managers(service, session, scopes, budget, security, options.server_name)
+    reach = {c.name: c.sessions for c in options.credentials}
+    managers = _Managers(
+        service, session, scopes, budget, security, options.server_name, reach=reach
+    )
     gateway = _Gateway(
         managers,
         options.credentials,

@@ -494,8 +494,11 @@ def _follows_chosen(
     return False
 
 
-def _key(view: HitView) -> tuple[str, str]:
-    return (view.concept_type, _text_key(view.content))
+def _key(view: HitView) -> tuple[str, str | None, str]:
+    """What makes two sessions' hits one memory: type, repository and text key. A scoped
+    path's repository is part of its stored key, so README.md of two repositories stays two
+    hits although their texts (and vectors) are equal (M-REC-259)."""
+    return (view.concept_type, view.repo_scope, _text_key(view.content))
 
 
 @functools.lru_cache(maxsize=4_096)
