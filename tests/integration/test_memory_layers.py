@@ -18,6 +18,7 @@ from lcg.interfaces.jsonrpc import RpcError
 from lcg.interfaces.ledger_lines import RECALL_DETAIL
 from lcg.interfaces.service import Service
 from lcg.interfaces.settings_file import Tuning
+from lcg.projections.vectors.follower import CONCEPTS
 from tests.helpers.memory_log import ACCEPTED, head, session_events
 
 AGENT = "gpt-6.1-sol"
@@ -67,9 +68,14 @@ def derive(service: Service, content: str, scope: str | None = None, **extra: An
 
 @pytest.fixture
 def stocked(service: Service) -> Service:
-    """general holds the ruling, lambo the project fact; both applied."""
+    """general holds the ruling, lambo the project fact; both applied, and both in their
+    session's vector index (a loaded box can outlast a recall's bounded wait for them, whose
+    warning the tests here do not expect)."""
     applied(service, derive(service, RULING, "general"))
     applied(service, derive(service, PROJECT))
+    workspace = service._workspace
+    assert workspace is not None
+    assert workspace.settle_vectors(["general", "lambo"], CONCEPTS, 60.0) == 0
     return service
 
 
