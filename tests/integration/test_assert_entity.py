@@ -94,6 +94,26 @@ def test_k_ast_018_entity_uuid_renames_the_entity(call: Call) -> None:
     assert entity(call, created["entity_uuid"])["name"] == "Ada Lovelace"
 
 
+def test_k_ast_019_no_tool_refreshes_name_embedding_in_place(
+    call: Call, workspace: Workspace
+) -> None:
+    """The re-embedding tool (summaries) and a full rebuild leave the created name's text."""
+    created = call("knowledge_assert_entity", name="Ada", summary="mathematician")
+    uuid = created["entity_uuid"]
+    call("knowledge_assert_entity", name="Ada Lovelace", summary="poet", entity_uuid=uuid)
+    call("knowledge_backfill_summary_embeddings", group_id="liminis")
+    call("knowledge_rebuild_from_wal", group_id="liminis", force_clear=True)
+    rows = workspace.reader().execute(
+        "SELECT embedding, text FROM vector_catalog WHERE owner_uuid=? ORDER BY embedding", (uuid,)
+    )
+    assert [(row[0], row[1]) for row in rows] == [
+        ("name_embedding", "Ada"),
+        ("summary_embedding", "poet"),
+    ]
+    again = call("knowledge_assert_entity", name="Ada Lovelace", summary="poet", entity_uuid=uuid)
+    assert again["embedding_stale"] == ["name_embedding"]
+
+
 def test_p_108_rename_onto_another_entitys_name_is_refused(call: Call) -> None:
     call("knowledge_assert_entity", name="Ada")
     bob = call("knowledge_assert_entity", name="Bob")
