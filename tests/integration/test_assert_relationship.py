@@ -249,7 +249,10 @@ def test_k_ast_035_only_the_fact_is_embedded(
         ("fact_embedding", "Ada published notes on the Engine")
     ]
     derived = call(
-        "knowledge_assert_relationship", source_name="Ada", predicate="STUDIED", target_name="Engine"
+        "knowledge_assert_relationship",
+        source_name="Ada",
+        predicate="STUDIED",
+        target_name="Engine",
     )
     assert catalog(workspace, derived["edge_uuid"]) == [("fact_embedding", "Ada STUDIED Engine")]
 
