@@ -220,7 +220,22 @@ def test_k_rt_041_042_a_rerun_with_the_same_verdicts_writes_nothing(
     assert ws.log.head("g1") == head
     assert again["reclassified_count"] == 0
     assert again["unchanged_count"] == 5
-    assert again["breakdown"] == {"HOLDS": 2, "UNCLASSIFIED": 2, "WORKS_FOR": 1}
+    assert again["breakdown"] == {}  # A-11: unchanged edges are not counted
+
+
+def test_a_11_breakdown_counts_only_the_edges_written_or_to_be_written(
+    ws: Workspace, llm: Call, stand_in: StandIn, story: dict[str, str]
+) -> None:
+    """Each new_type maps to the edges a dry run would write or an apply wrote; an edge whose
+    verdict is its current type is in neither the plan nor the breakdown."""
+    reprocess(llm, scope="all")
+    stand_in.verdicts[ODD] = "WORKS_FOR"  # one verdict changes; four stay as written
+    plan = reprocess(llm, scope="all", dry_run=True)
+    assert [(p["edge_id"], p["new_type"]) for p in plan["plan"]] == [(story["odd"], "WORKS_FOR")]
+    assert plan["breakdown"] == {"WORKS_FOR": 1}
+    done = reprocess(llm, scope="all")
+    assert (done["reclassified_count"], done["unchanged_count"]) == (1, 4)
+    assert done["breakdown"] == {"WORKS_FOR": 1}
 
 
 def test_k_rt_043_to_046_p_129_a_dry_run_plans_and_writes_nothing(
@@ -378,7 +393,7 @@ def test_k_et_004_p_126_scopes_plan_and_apply_with_restamps(
         "unchanged_count": 1,
         "restamped_count": 1,
         "group_id": "g1",
-        "breakdown": {"Person": 4},  # every verdict, Bob's (already Person) too
+        "breakdown": {"Person": 3},  # A-11: Bob, already Person, is not written
     }
     assert labels(llm) == {bare: ["Person"], off: ["Person"], lower: ["Person"], typed: ["Person"]}
 
