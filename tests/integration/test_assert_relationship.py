@@ -54,6 +54,8 @@ def test_k_ast_023_024_025_missing_required_field_fails_and_writes_nothing(
 def test_k_ast_027_reassert_updates_the_same_edge(
     call: Call, ada_and_engine: tuple[str, str]
 ) -> None:
+    """Also A-17: on update, attributes, valid_at and relation_type are replaced, so an
+    omitted one is cleared."""
     first = call(
         "knowledge_assert_relationship",
         source_name="Ada",

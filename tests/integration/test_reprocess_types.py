@@ -413,3 +413,23 @@ def test_k_et_001_k_prg_001_both_reprocess_tools_report_progress(
     entity(llm, "Ada")
     operations.dispatch(app, "knowledge_reprocess_entity_types", {"group_id": "g1"}, progress)
     assert frames[0][1] >= 1
+
+
+def test_a_10_both_reprocess_tools_default_group_id_to_liminis(
+    ws: Workspace, llm: Call, stand_in: StandIn
+) -> None:
+    """Unlike canonicalize and the two backfills (group_id required: K-RT-001..005, K-SEM),
+    an omitted group_id reads and writes the default group `liminis` only."""
+    write_ontology(ws)
+    stand_in.verdicts = {JOB: "WORKS_FOR", "Ada": "Person"}
+    mine = edge(llm, "PAID_BY", JOB, group="liminis")
+    theirs = edge(llm, "PAID_BY", JOB, group="g1")
+    relations = llm("knowledge_reprocess_relation_types")
+    assert (relations["group_id"], relations["reclassified_count"]) == ("liminis", 1)
+    assert types(llm, "liminis")[mine] == "WORKS_FOR"
+    assert types(llm, "g1")[theirs] is None
+    entities = llm("knowledge_reprocess_entity_types")
+    assert entities["group_id"] == "liminis"
+    nodes = llm("knowledge_get_nodes_by_group", group_ids=["liminis", "g1"])["nodes"]
+    typed = {(n["group_id"], n["name"]) for n in nodes if n["labels"][0] == "Person"}
+    assert typed == {("liminis", "Ada")}
