@@ -17,6 +17,7 @@ from lcg.projections.embedding.port import Vectors
 from tests.conftest import Call
 from tests.integration.test_relation_typing import edge, write_ontology
 
+
 def test_a_07_the_recover_tools_are_not_among_the_six_that_report_progress(
     settings: Settings,
 ) -> None:
