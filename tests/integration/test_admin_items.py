@@ -29,18 +29,18 @@ def test_a_07_the_recover_tools_are_not_among_the_six_that_report_progress(
         for name in ("A", "B"):
             service.call("knowledge_assert_entity", {"name": name, "group_id": "g"})
         frames: dict[str, list[tuple[int, int]]] = {}
-        calls = {
+        calls: dict[str, dict[str, object]] = {
             "knowledge_recover_full": {},
             "knowledge_recover": {"strategy": "rebuild_from_workspace_wal"},
             "knowledge_rebuild_from_wal": {"group_id": "g", "force_clear": True},
         }
         for name, params in calls.items():
-            got: list[tuple[int, int]] = []
-            result = service.call(
-                name, params, lambda done, total, got=got: got.append((done, total))
-            )
-            assert result["success"] is True, name
-            frames[name] = got
+            got = frames.setdefault(name, [])
+
+            def sink(done: int, total: int, got: list[tuple[int, int]] = got) -> None:
+                got.append((done, total))
+
+            assert service.call(name, params, sink)["success"] is True, name
         assert frames["knowledge_recover_full"] == frames["knowledge_recover"] == []
         assert frames["knowledge_rebuild_from_wal"] != []
     finally:
