@@ -79,7 +79,8 @@ def heads(service: Service) -> tuple[int, int]:
 
 
 def test_m_lay_005_018_a_scoped_write_is_applied_by_the_layers_stream(stocked: Service) -> None:
-    """Also M-DER-014: `scope` names the session the write goes to."""
+    """Also M-DER-014: `scope` names the session the write goes to. Also OQ-02: the write
+    tools accept `scope`, as "Writing to a layer" documents it."""
     workspace = stocked.settings.workspace
     general = [e for e in session_events(workspace, "general") if e.topic == ACCEPTED]
     lambo = [e for e in session_events(workspace, "lambo") if e.topic == ACCEPTED]

@@ -313,7 +313,8 @@ def test_m_rec_095_a_query_of_16_kib_is_still_a_question() -> None:
 
 @pytest.mark.parametrize("filler", ["x", "é", "数"])
 def test_m_rec_095_a_query_over_16_kib_falls_through(filler: str) -> None:
-    """Also M-LIM-046 (the query half)."""
+    """Also M-LIM-046 (the query half). Also OQ-08: "over 16 KiB" is over the same 16,384
+    UTF-8 bytes as the `query` cap, so a question at the cap is still one (the test above)."""
     query = _padded("what depends on db", MAX_QUERY_BYTES + 1, filler)
     assert len(query.encode("utf-8")) == MAX_QUERY_BYTES + 1
     assert anchored(query, DB) is None
