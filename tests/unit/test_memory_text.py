@@ -392,7 +392,7 @@ def test_invisible_characters_accepted_or_refused_are_dropped_for_key_rules() ->
     assert drop_invisible_characters("tab\tand\nnewline") == "tab\tand\nnewline"
 
 
-def test_u2028_and_u2029_are_accepted_in_ordinary_strings() -> None:
+def test_oq_12_u2028_and_u2029_are_accepted_in_ordinary_strings() -> None:
     check_text("query", "one\u2028two\u2029three")
 
 
@@ -506,6 +506,7 @@ def test_m_der_006_concept_types_are_lower_case_on_the_wire() -> None:
 
 
 def test_m_der_007_m_err_012_a_capitalised_concept_type_is_refused_with_serdes_sentence() -> None:
+    """Also OQ-14: the text is the document's, without backticks around the variants."""
     with pytest.raises(MemoryArgumentError) as refused:
         check_concept_type("Entity", field="concepts[0].concept_type")
     assert refused.value.message == (
