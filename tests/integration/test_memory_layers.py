@@ -481,3 +481,25 @@ def test_m_rec_240_the_layers_recalled_beside_the_session_embed_the_query_once(
         "general",
         "lambo",
     ]
+
+
+def test_oq_42_a_layer_addressed_at_its_own_endpoint_takes_relative_paths(
+    service: Service,
+) -> None:
+    """A write into general as lambo's layer refuses a relative path (M-LAY-015); the same
+    write to general addressed directly (its own endpoint, unlayered there) is taken."""
+    before = heads(service)
+    assert "is a relative path" in refused(
+        service, "lambo_derive", concepts=[{"content": "README.md", "concept_type": "resource"}],
+        scope="general",
+    )  # fmt: skip
+    assert heads(service) == before
+    ack = tool(
+        service,
+        "lambo_derive",
+        "general",
+        [],
+        concepts=[{"content": "README.md", "concept_type": "resource"}],
+    )
+    applied(service, ack, "general")
+    assert heads(service)[1] > before[1]
