@@ -595,7 +595,7 @@ def test_m_der_009_m_act_004_the_refusal_names_the_field_and_not_the_text() -> N
 # --- the embedding-text limit -----------------------------------------------------------------
 
 
-def test_m_der_140_141_the_framed_text_is_item_dash_then_the_call_text() -> None:
+def test_m_der_140_141_oq_51_the_framed_text_is_item_dash_then_the_call_text() -> None:
     text = call_text(["user schema", "auth middleware"])
     assert text == "user schema; auth middleware"
     assert embedding_text("user schema", text) == "user schema — user schema; auth middleware"
