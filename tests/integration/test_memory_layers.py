@@ -414,7 +414,9 @@ def test_m_rec_202_203_204_a_layers_skipped_repeats_follow_its_merged_copy(
 ) -> None:
     """With skip_redundant on, each session skips inside its own hits; general's copy of the
     project's memory merges into the project's, and what general skipped for that copy is
-    named after it and carried as also_skipped_redundant (absent on every other hit)."""
+    named after it and carried as also_skipped_redundant (absent on every other hit). Also
+    OQ-15 (those fields): an also_skipped_redundant element is an object of `session`, the
+    full `node_id` and `signal`; a hit's `session` is the session's name."""
     tuning = QUIET.with_values(selection__skip_redundant=True)
     settings = Settings(workspace=tmp_path, session="lambo", layers=("general",), tuning=tuning)
     served = Service(settings, command="pytest")

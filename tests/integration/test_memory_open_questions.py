@@ -92,3 +92,19 @@ def test_oq_55_a_blank_query_with_no_image_or_vector_is_refused_as_missing(
     with pytest.raises(DomainError) as refused:
         call(app, "lambo_recall", agent_id=AGENT, query=query)
     assert refused.value.field == "query"
+
+
+def test_oq_06_pair_ends_do_not_count_toward_the_combined_cap(
+    app: App, workspace: Workspace
+) -> None:
+    """The cap of 512 concepts and pairs is kept as stated and counts the `concepts` entries
+    and the pairs only: the largest call (64 concepts, 256 pairs whose 512 ends are all new
+    texts) is accepted, so the combined cap never binds (OQ-06 left open upstream)."""
+    concepts = [concept(f"component {n}", "entity") for n in range(64)]
+    pairs = [{"parent": f"system {n}", "child": f"part {n}"} for n in range(256)]
+    ack = call(app, "lambo_derive", agent_id=AGENT, concepts=concepts, parent_of=pairs)
+    assert ack["structuredContent"]["receipt"]
+    with pytest.raises(DomainError) as refused:
+        call(app, "lambo_derive", agent_id=AGENT, concepts=concepts, parent_of=[*pairs, pairs[0]])
+    assert refused.value.field == "parent_of"  # the per-call pair cap (M-LIM-007), not 512
+    assert "256" in refused.value.message
