@@ -47,7 +47,8 @@ CITATION = re.compile(
 _STEP = re.compile(r"(\.\.|–|/|, )((?:[A-Z]+-)*)(\d{2,3}[a-z]?)")
 # The same in a test's name: `k_wal_035`, `m_instr_004`, `p_008`, `a_12`, `oq_16`, then `_NNN`s.
 _NAME_ID = re.compile(
-    r"(?:^|_)(?P<id>(?:[km]_[a-z]+_\d{3}|p_\d{3}|a_\d{2}|oq_\d{2}))(?P<more>(?:_\d{3})*)(?=_|$)"
+    r"(?:^|_)(?P<id>(?:[km]_[a-z]+_\d{3}|p_\d{3}|a_\d{2}|oq_\d{2}))"
+    r"(?P<more>(?:_(?:to_)?\d{3})*)(?=_|$)"
 )
 
 FAMILIES = {  # prefix rows the importer writes for the families with no index table of their own
@@ -81,8 +82,8 @@ def parse_citations(text: str, known: Iterable[str] = ()) -> list[str]:
         found.append(first)
         previous = number
         for separator, prefix, step in _STEP.findall(match["rest"]):
-            if separator == ", " and len(step) != len(previous):
-                break  # "P-008, 12 tools": a count, not a list of ids
+            if separator == ", " and not prefix and len(step) != len(previous):
+                break  # "P-008, 12 tools": a count, not a list of ids ("P-128, A-02" is)
             family = prefix[:-1] if prefix else family
             if separator in ("..", "–"):
                 found.extend(_range(family, previous, step, known_ids))
@@ -100,13 +101,22 @@ def _range(family: str, low: str, high: str, known: set[str]) -> list[str]:
 
 
 def ids_in_name(name: str) -> list[str]:
-    """The ids a test's function name carries: `test_k_xg_013_014_k_sta_007` names three."""
+    """The ids a test's function name carries: `test_k_xg_013_014_k_sta_007` names three,
+    `test_k_rt_001_to_003` three."""
     found: list[str] = []
     for match in _NAME_ID.finditer(name):
         parts = match["id"].upper().split("_")
         family, number = "-".join(parts[:-1]), parts[-1]
         found.append(f"{family}-{number}")
-        found.extend(f"{family}-{more}" for more in match["more"].split("_") if more)
+        previous, through = number, False
+        for more in match["more"].split("_"):
+            if more == "to":  # `k_rt_001_to_005`: a range, as `K-RT-001..005` in a docstring
+                through = True
+            elif more:
+                found.extend(
+                    _range(family, previous, more, set()) if through else [f"{family}-{more}"]
+                )
+                previous, through = more, False
     return list(dict.fromkeys(found))
 
 

@@ -37,7 +37,8 @@ def answer_status(request: Frame, connection: FakeConnection) -> None:
 
 
 def test_timeout_env_parsing_defaults_to_30000_ms() -> None:
-    """K-DBM-008, K-CFG-001, P-015: missing, unparsable, 0 or negative mean 30000."""
+    """K-DBM-008, K-CFG-001, P-015: missing, unparsable, 0 or negative mean 30000.
+    Also A-15: the "30s" default of a variable named `_MS` is the number 30000 (ms)."""
     for raw in (None, "", "abc", "0", "-5", "1.5"):
         env = {} if raw is None else {"LCG_ATTACHED_CALL_TIMEOUT_MS": raw}
         assert attached_call_timeout_ms(env) == 30_000, raw

@@ -64,7 +64,8 @@ def test_the_seed_attached_config_lists_read_tools_and_never_opens_a_workspace(
 
 def test_close_is_hidden_and_refused_without_allow_remote_close(tmp_path: Path) -> None:
     """K-SCP-008/016/017, P-011: attached without --allow-remote-close, knowledge_close is
-    not listed even under `all`, and calling it is METHOD_NOT_FOUND without forwarding."""
+    not listed even under `all`, and calling it is METHOD_NOT_FOUND without forwarding.
+    Also A-04: a call of the unadvertised tool is the unknown-tool error, never forwarded."""
 
     async def main() -> None:
         with FakeService(tmp_path / "s.sock", scripted) as fake:

@@ -70,6 +70,9 @@ async def _settled(client: Client, receipt: str) -> dict[str, Any]:
 
 
 def test_m_img_001_002_003_listed_exactly_when_client_vectors_are_on(tmp_path: Path) -> None:
+    """Also OQ-01: lambo_stale is always listed, so the base list is eight tools and nine
+    with lambo_derive_image."""
+
     async def main() -> tuple[set[str], set[str]]:
         async with _server(tmp_path / "off", client_vectors=False) as client:
             off = await tool_names(client)

@@ -301,7 +301,8 @@ def test_m_trn_041_042_048_049_without_xdg_the_holder_publishes_in_tmp_lambo_uid
 ) -> None:
     """A holder without XDG_RUNTIME_DIR (TMPDIR set, and ignored) publishes in
     /tmp/lambo-<uid>; a serve whose XDG_RUNTIME_DIR points elsewhere still forwards to it,
-    since the name (session and store) is the same."""
+    since the name (session and store) is the same. Also OQ-41: the forwarding serve finds
+    the holder through the socket path the holder published in its lease record."""
 
     async def main(runtime: Path) -> None:
         holder_env = serve_env(tmp_path, None, TMPDIR=str(runtime))

@@ -154,7 +154,9 @@ def test_m_trn_010_m_trn_017_m_trn_025_m_cfg_006_lambo_serves_memory_over_http_w
 
 def test_m_trn_016_m_trn_019_every_request_needs_the_bearer_token(guarded: HttpServe) -> None:
     """No token, a wrong one, another scheme or the token in the query string: 401 and an
-    empty body (no tool list); the --auth-token token opens a session (M-CFG-005)."""
+    empty body (no tool list); the --auth-token token opens a session (M-CFG-005). Also
+    OQ-40: this serve listens on loopback (the default bind), so once a token is configured
+    it is required on loopback too."""
     good = TOKENS["cli"]
     refusals = [
         guarded.post(INITIALIZE),

@@ -24,3 +24,20 @@ def test_lambo_serve_calls_itself_lambo_in_server_info(tmp_path: Path) -> None:
             assert client.server_info.name == "liminis-context-graph"
 
     anyio.run(main)
+
+
+def test_k_cfg_006_the_executable_and_the_server_are_both_liminis_context_graph(
+    tmp_path: Path,
+) -> None:
+    """The seed's example config keys its server `liminis-context-graph` and runs the
+    executable of that name: the installed `liminis-context-graph` starts, and the server
+    it starts gives the same name in serverInfo."""
+
+    async def main() -> None:
+        async with mcp_client(
+            "--mcp-stdio", "--scope=read", command="liminis-context-graph", cwd=tmp_path
+        ) as client:
+            assert client.server_info is not None
+            assert client.server_info.name == "liminis-context-graph"
+
+    anyio.run(main)

@@ -94,6 +94,26 @@ def test_k_ast_018_entity_uuid_renames_the_entity(call: Call) -> None:
     assert entity(call, created["entity_uuid"])["name"] == "Ada Lovelace"
 
 
+def test_k_ast_019_no_tool_refreshes_name_embedding_in_place(
+    call: Call, workspace: Workspace
+) -> None:
+    """The re-embedding tool (summaries) and a full rebuild leave the created name's text."""
+    created = call("knowledge_assert_entity", name="Ada", summary="mathematician")
+    uuid = created["entity_uuid"]
+    call("knowledge_assert_entity", name="Ada Lovelace", summary="poet", entity_uuid=uuid)
+    call("knowledge_backfill_summary_embeddings", group_id="liminis")
+    call("knowledge_rebuild_from_wal", group_id="liminis", force_clear=True)
+    rows = workspace.reader().execute(
+        "SELECT embedding, text FROM vector_catalog WHERE owner_uuid=? ORDER BY embedding", (uuid,)
+    )
+    assert [(row[0], row[1]) for row in rows] == [
+        ("name_embedding", "Ada"),
+        ("summary_embedding", "poet"),
+    ]
+    again = call("knowledge_assert_entity", name="Ada Lovelace", summary="poet", entity_uuid=uuid)
+    assert again["embedding_stale"] == ["name_embedding"]
+
+
 def test_p_108_rename_onto_another_entitys_name_is_refused(call: Call) -> None:
     call("knowledge_assert_entity", name="Ada")
     bob = call("knowledge_assert_entity", name="Bob")
@@ -116,6 +136,14 @@ def test_k_ast_009_010_update_without_summary_or_attributes_clears_them(call: Ca
     assert row["summary"] == ""
     assert row["attributes"] == "{}"
     assert row["labels"] == ["Entity"]  # A-18: labels are replaced too, default ["Entity"]
+
+
+def test_a_18_labels_default_to_entity_when_omitted_or_empty(call: Call) -> None:
+    omitted = call("knowledge_assert_entity", name="Ada")["entity_uuid"]
+    empty = call("knowledge_assert_entity", name="Bob", labels=[])["entity_uuid"]
+    given = call("knowledge_assert_entity", name="Cy", labels=["Person"])["entity_uuid"]
+    assert entity(call, omitted)["labels"] == entity(call, empty)["labels"] == ["Entity"]
+    assert entity(call, given)["labels"] == ["Person"]
 
 
 @pytest.mark.parametrize("attributes", [[1, 2], "text", 3, True, None])
@@ -204,3 +232,27 @@ def test_adr_0021_an_identical_re_assertion_does_not_grow_the_wal(
         valid_at="2025-03-03T00:00:00Z",
     )
     assert workspace.log.head(GroupId("liminis")) == head
+
+
+def test_a_01_a_summary_is_embedded_on_create_and_attributes_never_are(
+    call: Call, workspace: Workspace
+) -> None:
+    """The #470 text is current: a non-empty summary gets a summary_embedding when the entity
+    is created. An empty one gets none (lcg stores no vector where upstream stores a zero
+    vector: neither ever matches); attributes are embedded in no case."""
+    ada = call(
+        "knowledge_assert_entity", name="Ada", summary="mathematician", attributes={"k": "v"}
+    )["entity_uuid"]
+    bob = call("knowledge_assert_entity", name="Bob", attributes={"k": "v"})["entity_uuid"]
+
+    def embedded(owner: str) -> list[tuple[str, str]]:
+        rows = workspace.reader().execute(
+            "SELECT embedding, text FROM vector_catalog WHERE owner_uuid=? ORDER BY embedding",
+            (owner,),
+        )
+        return [(row[0], row[1]) for row in rows]
+
+    assert embedded(ada) == [("name_embedding", "Ada"), ("summary_embedding", "mathematician")]
+    assert embedded(bob) == [("name_embedding", "Bob")]
+    nodes = call("knowledge_find_entities", query="mathematician")["nodes"]
+    assert "summary_vector" in next(n for n in nodes if n["uuid"] == ada)["ranks"]

@@ -39,7 +39,7 @@ def test_k_ast_021_022_026_fact_derived_and_group_defaults(
 
 
 @pytest.mark.parametrize("missing", ["source_name", "target_name", "predicate"])
-def test_k_ast_023_025_missing_required_field_fails_and_writes_nothing(
+def test_k_ast_023_024_025_missing_required_field_fails_and_writes_nothing(
     call: Call, workspace: Workspace, ada_and_engine: tuple[str, str], missing: str
 ) -> None:
     params = {"source_name": "Ada", "predicate": "WROTE", "target_name": "Engine"}
@@ -54,6 +54,8 @@ def test_k_ast_023_025_missing_required_field_fails_and_writes_nothing(
 def test_k_ast_027_reassert_updates_the_same_edge(
     call: Call, ada_and_engine: tuple[str, str]
 ) -> None:
+    """Also A-17: on update, attributes, valid_at and relation_type are replaced, so an
+    omitted one is cleared."""
     first = call(
         "knowledge_assert_relationship",
         source_name="Ada",
@@ -138,9 +140,11 @@ def test_k_ast_029_group_is_part_of_the_identity(call: Call) -> None:
 
 
 @pytest.mark.parametrize("field", ["source_name", "target_name"])
-def test_k_ast_031_034_endpoint_outside_the_group_fails_naming_cross_group_tool(
-    call: Call, workspace: Workspace, field: str
+@pytest.mark.parametrize("name", ["Babbage", "Nobody"])
+def test_k_ast_031_032_033_034_endpoint_outside_the_group_fails_naming_cross_group_tool(
+    call: Call, workspace: Workspace, field: str, name: str
 ) -> None:
+    """Babbage is an entity of another group only (K-AST-034), Nobody of no group at all."""
     call("knowledge_assert_entity", name="Ada", group_id="home")
     call("knowledge_assert_entity", name="Engine", group_id="home")
     call("knowledge_assert_entity", name="Babbage", group_id="elsewhere")
@@ -149,7 +153,7 @@ def test_k_ast_031_034_endpoint_outside_the_group_fails_naming_cross_group_tool(
         "predicate": "KNEW",
         "target_name": "Engine",
         "group_id": "home",
-        field: "Babbage",
+        field: name,
     }
     head = workspace.log.head("home")
     with pytest.raises(NotFound) as error:
@@ -223,3 +227,48 @@ def test_k_ast_030_reassert_after_invalidation_creates_a_fresh_edge(
     assert fresh["edge_uuid"] != old
     [stale] = call("knowledge_get_edges_by_uuids", uuids=[old])["edges"]
     assert stale["invalid_at"] == "2026-01-02T00:00:00+00:00"
+
+
+def catalog(workspace: Workspace, owner: str) -> list[tuple[str, str]]:
+    """The (embedding, text) rows the vector catalog holds for one owner."""
+    rows = workspace.reader().execute(
+        "SELECT embedding, text FROM vector_catalog WHERE owner_uuid=? ORDER BY vec_id", (owner,)
+    )
+    return [(row[0], row[1]) for row in rows]
+
+
+def test_k_ast_035_only_the_fact_is_embedded(
+    call: Call, workspace: Workspace, ada_and_engine: tuple[str, str]
+) -> None:
+    result = call(
+        "knowledge_assert_relationship",
+        source_name="Ada",
+        predicate="WROTE",
+        target_name="Engine",
+        fact="Ada published notes on the Engine",
+    )
+    assert catalog(workspace, result["edge_uuid"]) == [
+        ("fact_embedding", "Ada published notes on the Engine")
+    ]
+    derived = call(
+        "knowledge_assert_relationship",
+        source_name="Ada",
+        predicate="STUDIED",
+        target_name="Engine",
+    )
+    assert catalog(workspace, derived["edge_uuid"]) == [("fact_embedding", "Ada STUDIED Engine")]
+
+
+def test_k_ast_038_a_changed_fact_is_not_re_embedded(
+    call: Call, workspace: Workspace, ada_and_engine: tuple[str, str]
+) -> None:
+    params = {"source_name": "Ada", "predicate": "WROTE", "target_name": "Engine"}
+    first = call("knowledge_assert_relationship", **params, fact="Ada wrote notes")
+    calls = workspace.embedder.calls
+    second = call("knowledge_assert_relationship", **params, fact="Ada annotated the Engine")
+    assert second["edge_uuid"] == first["edge_uuid"]
+    assert workspace.embedder.calls == calls  # the update ran no model
+    assert edges(call)[0]["fact"] == "Ada annotated the Engine"
+    assert catalog(workspace, first["edge_uuid"]) == [("fact_embedding", "Ada wrote notes")]
+    call("knowledge_rebuild_from_wal", group_id="liminis", force_clear=True)
+    assert catalog(workspace, first["edge_uuid"]) == [("fact_embedding", "Ada wrote notes")]

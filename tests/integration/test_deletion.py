@@ -32,14 +32,16 @@ def counts(call: Call, group: str) -> tuple[int, int, int]:
     )
 
 
-def test_p_120_delete_episode_removes_it_and_keeps_entities(call: Call) -> None:
+def test_p_120_a_20_delete_episode_removes_it_and_keeps_entities(call: Call) -> None:
     fill(call, "g")
     [episode] = call("knowledge_get_episodes", group_id="g")["episodes"]
     assert call("knowledge_delete_episode", episode_uuid=episode["uuid"]) == {"status": "deleted"}
     assert counts(call, "g") == (2, 1, 0)
 
 
-def test_p_120_delete_unknown_episode_is_a_no_op_success(call: Call, workspace: Workspace) -> None:
+def test_p_120_a_20_delete_unknown_episode_is_a_no_op_success(
+    call: Call, workspace: Workspace
+) -> None:
     assert call("knowledge_delete_episode", episode_uuid="nope") == {"status": "deleted"}
     assert workspace.log.groups() == []
 
@@ -72,11 +74,18 @@ def test_p_122_purging_an_empty_group_is_a_no_op(call: Call, workspace: Workspac
     assert workspace.log.head("ghost") == 0
 
 
-def test_p_122_without_confirm_or_dry_run_nothing_is_purged(call: Call) -> None:
+def test_p_122_a_23_without_confirm_or_dry_run_nothing_is_purged(call: Call) -> None:
+    """A-23: the document's `{group_ids: [group_id]}` is abbreviated; a purge needs
+    `confirm: true`, and `dry_run: true` alone counts without purging."""
     fill(call, "a")
     with pytest.raises(InvalidParams) as error:
         call("knowledge_delete_by_group", group_ids=["a"])
     assert error.value.field == "confirm"
+    assert counts(call, "a") == (2, 1, 1)
+    with pytest.raises(InvalidParams):
+        call("knowledge_delete_by_group", group_ids=["a"], confirm=False)
+    counted = call("knowledge_delete_by_group", group_ids=["a"], dry_run=True)
+    assert counted["groups"][0]["entities"] == 2
     assert counts(call, "a") == (2, 1, 1)
 
 

@@ -185,7 +185,8 @@ def test_m_act_046_a_record_action_embeds_its_texts_in_one_embedder_call(
     app: App, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The embedder batches (the hashing one takes a list): the action's own text and the
-    concepts it creates (each embedded with the action as its context) go in one call."""
+    concepts it creates (each embedded with the action as its context) go in one call. Also
+    OQ-05: a record_action has an embedding step of its own, as a derive does."""
     batches: list[list[str]] = []
     embed = workspace.embedder.embed
 

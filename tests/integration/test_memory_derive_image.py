@@ -416,6 +416,8 @@ def test_m_img_007_029_client_vectors_off_is_a_configuration_error(
 
 
 def test_m_img_030_event_time_as_for_derive(app: App, workspace: Workspace) -> None:
+    """Also OQ-03: lambo_derive_image takes `event_time` as its argument table says, checked
+    as lambo_derive checks it."""
     good = {"values": vector_of(workspace, KURTA), "contract": contract(app)}
     error = refused(app, workspace, vector=good, event_time="yesterday")
     assert error.field == "event_time"

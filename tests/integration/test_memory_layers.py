@@ -85,7 +85,8 @@ def heads(service: Service) -> tuple[int, int]:
 
 
 def test_m_lay_005_018_a_scoped_write_is_applied_by_the_layers_stream(stocked: Service) -> None:
-    """Also M-DER-014: `scope` names the session the write goes to."""
+    """Also M-DER-014: `scope` names the session the write goes to. Also OQ-02: the write
+    tools accept `scope`, as "Writing to a layer" documents it."""
     workspace = stocked.settings.workspace
     general = [e for e in session_events(workspace, "general") if e.topic == ACCEPTED]
     lambo = [e for e in session_events(workspace, "lambo") if e.topic == ACCEPTED]
@@ -420,7 +421,9 @@ def test_m_rec_202_203_204_a_layers_skipped_repeats_follow_its_merged_copy(
 ) -> None:
     """With skip_redundant on, each session skips inside its own hits; general's copy of the
     project's memory merges into the project's, and what general skipped for that copy is
-    named after it and carried as also_skipped_redundant (absent on every other hit)."""
+    named after it and carried as also_skipped_redundant (absent on every other hit). Also
+    OQ-15 (those fields): an also_skipped_redundant element is an object of `session`, the
+    full `node_id` and `signal`; a hit's `session` is the session's name."""
     tuning = QUIET.with_values(selection__skip_redundant=True)
     settings = Settings(workspace=tmp_path, session="lambo", layers=("general",), tuning=tuning)
     served = Service(settings, command="pytest")
@@ -487,3 +490,25 @@ def test_m_rec_240_the_layers_recalled_beside_the_session_embed_the_query_once(
         "general",
         "lambo",
     ]
+
+
+def test_oq_42_a_layer_addressed_at_its_own_endpoint_takes_relative_paths(
+    service: Service,
+) -> None:
+    """A write into general as lambo's layer refuses a relative path (M-LAY-015); the same
+    write to general addressed directly (its own endpoint, unlayered there) is taken."""
+    before = heads(service)
+    assert "is a relative path" in refused(
+        service, "lambo_derive", concepts=[{"content": "README.md", "concept_type": "resource"}],
+        scope="general",
+    )  # fmt: skip
+    assert heads(service) == before
+    ack = tool(
+        service,
+        "lambo_derive",
+        "general",
+        [],
+        concepts=[{"content": "README.md", "concept_type": "resource"}],
+    )
+    applied(service, ack, "general")
+    assert heads(service)[1] > before[1]

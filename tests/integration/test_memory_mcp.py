@@ -334,7 +334,8 @@ def test_m_err_001_002_a_refusal_is_an_is_error_short_reason_without_internal_de
     result with isError and one text item holding the short reason, and no structured
     content (M-ERR-001, M-ERR-010..012, M-ERR-026/028); no text carries internal detail
     (M-ERR-002). Nothing was written: the session's stream is unchanged. Also M-ARG-038: the
-    invisible-character refusal is such a result."""
+    invisible-character refusal is such a result. Also OQ-13: parameter errors are such tool
+    results (isError), never JSON-RPC -32602 errors."""
     workspace = tmp_path / "ws"
 
     async def main() -> None:

@@ -217,7 +217,7 @@ def test_m_der_097_m_rec_190_a_changed_value_is_flagged_possibly_superseded(
 ) -> None:
     """Also M-REC-210/222/226: a near match changed in one value is recorded as a possible
     replacement; the older hit alone carries `possibly_superseded_by`; an explicit `against`
-    between the two removes it."""
+    between the two removes it. Also OQ-15 (that field): it is the newer node's full id."""
     older_text = "the release pins version 2.3 of the parser"
     newer_text = "the release pins version 2.4 of the parser"
     settled(app, derive(app, concept(older_text)))

@@ -111,6 +111,9 @@ def test_m_rec_030_ordinary_recall_leaves_function_words_out_of_keyword_matching
 def test_m_rec_032_a_read_sees_a_write_once_applied_and_a_receipt_wait_gives_read_your_writes(
     app: App, workspace: Workspace
 ) -> None:
+    """Also OQ-04: the ack returns before the write is applied (the async sections), so a
+    recall right after it need not see it; lambo_stats with the receipt and wait_ms gives
+    read-your-writes."""
     with workspace.memory.processor.paused():
         receipt = derive(app, concept("the staging cluster runs on spot instances"))
         before = _recall(app, "staging cluster spot instances")["structuredContent"]["hits"]

@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from lcg.commands import memory_probe
+from lcg.domain.errors import DomainError
 from lcg.interfaces.app import App
 from lcg.interfaces.config import Settings
 from lcg.interfaces.settings_file import Tuning
@@ -53,6 +54,46 @@ def test_m_sta_001_003_004_lambo_stats_is_listed_with_an_optional_receipt_and_wa
 def _stats(app: App, agent: str = AGENT, **params: Any) -> dict[str, Any]:
     answer: dict[str, Any] = call(app, "lambo_stats", agent_id=agent, **params)
     return answer
+
+
+def test_oq_19_the_payload_keys_are_upstreams_and_the_text_ends_with_the_embedding_line(
+    app: App,
+) -> None:
+    """canonization.md §5 answers OQ-19 with upstream's stats_json keys; the text summary
+    carries the same figures a line each, `gc:` before the final `embedding:` line."""
+    answer = _stats(app)
+    upstream = {
+        "session", "agent", "flush_lag_ms", "log_depth", "flush_depth", "dead_lettered",
+        "degraded", "node_count", "edge_count", "concept_count", "canonical_count", "epoch",
+        "daemon_cycles", "canonization_cycles", "canonization_failures", "promotion_policy",
+        "gc",
+    }  # fmt: skip
+    assert upstream <= set(answer["structuredContent"])
+    lines = answer["text"].split("\n")
+    assert lines[0].startswith(f"session {SESSION}: 0 nodes (0 concepts, ")
+    assert "log depth 0" in lines[1]
+    assert (
+        lines[2]
+        == "degraded: no; promotion_policy: Swarm; canonical 0 after 0 canonization cycle(s)"
+    )
+    assert lines[-2].startswith("gc: ")
+    assert lines[-1].startswith("embedding: ")
+
+
+def test_oq_20_wait_ms_without_a_receipt_is_ignored_within_its_range(
+    app: App, workspace: Workspace
+) -> None:
+    """Nothing to wait for: the figures come back with no receipt object, as without
+    wait_ms, even while a write is pending; a wait_ms out of its range is still refused."""
+    with workspace.memory.processor.paused():
+        pending = derive(app, concept("the queue is paused"))
+        answer = _stats(app, wait_ms=34_000)["structuredContent"]
+        assert "receipt" not in answer
+        assert answer["write_queue_accepted"] == 1
+    assert settled(app, pending)["state"] == "applied"
+    with pytest.raises(DomainError) as refused:
+        _stats(app, wait_ms=-1)
+    assert refused.value.field == "wait_ms"
 
 
 def test_m_sta_003_a_record_action_receipt_is_answered_like_a_derive_receipt(app: App) -> None:

@@ -100,6 +100,30 @@ def test_p_124_self_loops_and_duplicate_directed_edges_are_invalidated(call: Cal
     assert active == {kept, reverse}
 
 
+def test_p_017_an_invalidated_edge_carries_its_time_and_only_default_reads_skip_it(
+    call: Call, workspace: Workspace
+) -> None:
+    """P-017's invalidation half (its graph model half, an intermediate RelatesToNode_, is
+    not lcg's: edges are rows, ADR 0039): invalidating sets `invalid_at` to the time of the
+    invalidating write; the default reads skip the edge (the assert's identity lookup does
+    too: K-AST-030); a read by uuid still returns it."""
+    entity(call, "Ada")
+    entity(call, "Countess")
+    engine = entity(call, "Engine")
+    edge(call, "Ada", "WROTE_ON", "Engine")
+    duplicate = edge(call, "Countess", "WROTE_ON", "Engine")
+    call("knowledge_merge_entities", canonical_name="Ada", alias_names=["Countess"])
+    [merged] = [r for page in workspace.log.read(GroupId("liminis")) for r in page][-1:]
+    stale = edges_by_uuid(call, duplicate)[duplicate]
+    assert stale["invalid_at"] == merged.event.occurred_at.isoformat()
+    reads = (
+        call("knowledge_list_relationships")["edges"],
+        call("knowledge_get_edges_by_group", group_ids=["liminis"])["edges"],
+        call("knowledge_get_entity_neighbors", entity_uuid=engine)["edges"],
+    )
+    assert all(duplicate not in {e["uuid"] for e in read} for read in reads)
+
+
 def test_p_124_two_aliases_with_the_same_edge_keep_the_older_one(call: Call) -> None:
     entity(call, "Ada")
     entity(call, "A. Lovelace")

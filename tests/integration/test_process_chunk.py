@@ -112,6 +112,7 @@ def test_k_ing_001_002_005_006_010_011_012_013_an_edge_to_no_entity_is_dropped_a
 
 
 def test_k_ing_003_004_an_endpoint_in_the_batch_or_the_graph_is_resolved(ws: Workspace) -> None:
+    """Also K-ING-007: `dropped_edges` is `[]` when nothing was dropped."""
     call = make_call(App(ws))
     call("knowledge_assert_entity", name="billing service", summary="The service that bills.")
     result = _chunk(ws, "Bob manages the billing service.")
@@ -205,11 +206,13 @@ def test_a_replay_of_process_chunk_calls_no_extractor_and_equals_the_incremental
     [("knowledge_delete_by_source", "source_file"), ("knowledge_delete_chunk_episode", "chunk_id")],
 )
 @pytest.mark.parametrize("group_ids", ["omitted", None, [], [""]])
-def test_k_del_001_to_007_013_group_ids_is_required_before_anything_is_deleted(
+def test_k_del_001_002_003_004_005_006_007_013_group_ids_is_required_before_any_delete(
     ws: Workspace, tool: str, key: str, group_ids: Any
 ) -> None:
-    """K-DEL-013: an omitted group_ids never deletes across every group."""
+    """K-DEL-007, K-DEL-013: an omitted group_ids never deletes across every group, nor in
+    the default group `liminis`: the same chunk in `liminis` and in `other` both stay."""
     _chunk(ws)
+    _chunk(ws, group_id="other")
     call = make_call(App(ws))
     value = {"source_file": "notes.md", "chunk_id": "notes-0001"}[key]
     params: dict[str, Any] = {key: value}
@@ -222,6 +225,7 @@ def test_k_del_001_to_007_013_group_ids_is_required_before_anything_is_deleted(
     assert "is required and must be a non-empty array of non-empty strings" in str(refused.value)
     assert ws.log.head(GROUP) == head  # K-DEL-006
     assert len(call("knowledge_get_episodes")["episodes"]) == 1
+    assert len(call("knowledge_get_episodes", group_id="other")["episodes"]) == 1
 
 
 def test_k_del_008_009_010_011_012_deletion_is_limited_to_the_listed_groups(

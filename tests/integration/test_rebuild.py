@@ -388,3 +388,54 @@ def test_k_wal_035_recovery_keeps_what_a_group_applied_past_a_pin_a_no_op_replay
         call = make_call(App(ws))
         assert node_count(call) == 5
         assert call("knowledge_status")["wal_groups"]["g"]["pinned_to"] == 5
+
+
+def test_k_wal_015_from_seq_defaults_to_0_a_full_rebuild(call: Call) -> None:
+    write_ten(call)
+    with pytest.raises(Conflict) as refused:  # omitted from_seq: the full rebuild's check
+        call("knowledge_rebuild_from_wal", group_id="g")
+    assert refused.value.field == "force_clear"
+    result = call("knowledge_rebuild_from_wal", group_id="g", force_clear=True)
+    assert (result["from_seq"], result["mutations_replayed"]) == (0, 10)
+    assert (node_count(call), edge_count(call)) == (5, 4)
+
+
+def test_k_wal_020_force_clear_keeps_the_database_file_open(
+    call: Call, workspace: Workspace, settings: Settings
+) -> None:
+    write_ten(call)
+    inode = settings.graph_path.stat().st_ino
+    conn = workspace.reader()
+    call("knowledge_rebuild_from_wal", group_id="g", force_clear=True)
+    assert settings.graph_path.stat().st_ino == inode
+    # the connection opened before the rebuild reads the rebuilt rows: same file, not reopened
+    assert conn.execute("SELECT COUNT(*) FROM entities WHERE group_id='g'").fetchone()[0] == 5
+
+
+def test_a_09_force_clear_with_from_seq_above_0_is_ignored(
+    call: Call, workspace: Workspace
+) -> None:
+    """No purge and no error: the incremental resume runs as without force_clear."""
+    write_ten(call)
+    call("knowledge_rebuild_from_wal", group_id="g", to_seq=5, force_clear=True)
+    kept = snapshot(workspace.reader(), "g")["entities"]
+    result = call("knowledge_rebuild_from_wal", group_id="g", from_seq=6, force_clear=True)
+    assert result["success"] is True
+    assert result["mutations_replayed"] == 5
+    assert snapshot(workspace.reader(), "g")["entities"] == kept  # not cleared and rewritten
+    assert (node_count(call), edge_count(call)) == (5, 4)
+
+
+def test_k_wal_011_a_replay_only_moves_forward(call: Call, workspace: Workspace) -> None:
+    """A resume can only add what follows the applied position: re-applied seqs are no-ops
+    and a resume ending below it undoes nothing. Going back takes a full rebuild, which
+    clears the group and replays forward from its first seq."""
+    write_ten(call)
+    before = snapshot(workspace.reader(), "g")
+    again = call("knowledge_rebuild_from_wal", group_id="g", from_seq=1)
+    assert again["last_committed_seq"] == 10
+    back = call("knowledge_rebuild_from_wal", group_id="g", from_seq=1, to_seq=5)
+    assert back["mutations_replayed"] == 0
+    assert "never undoes applied events" in back["warnings"][0]
+    assert snapshot(workspace.reader(), "g") == before
+    assert call("knowledge_status")["wal_groups"]["g"]["applied_seq"] == 10

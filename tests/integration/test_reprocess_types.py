@@ -220,7 +220,22 @@ def test_k_rt_041_042_a_rerun_with_the_same_verdicts_writes_nothing(
     assert ws.log.head("g1") == head
     assert again["reclassified_count"] == 0
     assert again["unchanged_count"] == 5
-    assert again["breakdown"] == {"HOLDS": 2, "UNCLASSIFIED": 2, "WORKS_FOR": 1}
+    assert again["breakdown"] == {}  # A-11: unchanged edges are not counted
+
+
+def test_a_11_breakdown_counts_only_the_edges_written_or_to_be_written(
+    ws: Workspace, llm: Call, stand_in: StandIn, story: dict[str, str]
+) -> None:
+    """Each new_type maps to the edges a dry run would write or an apply wrote; an edge whose
+    verdict is its current type is in neither the plan nor the breakdown."""
+    reprocess(llm, scope="all")
+    stand_in.verdicts[ODD] = "WORKS_FOR"  # one verdict changes; four stay as written
+    plan = reprocess(llm, scope="all", dry_run=True)
+    assert [(p["edge_id"], p["new_type"]) for p in plan["plan"]] == [(story["odd"], "WORKS_FOR")]
+    assert plan["breakdown"] == {"WORKS_FOR": 1}
+    done = reprocess(llm, scope="all")
+    assert (done["reclassified_count"], done["unchanged_count"]) == (1, 4)
+    assert done["breakdown"] == {"WORKS_FOR": 1}
 
 
 def test_k_rt_043_to_046_p_129_a_dry_run_plans_and_writes_nothing(
@@ -378,7 +393,7 @@ def test_k_et_004_p_126_scopes_plan_and_apply_with_restamps(
         "unchanged_count": 1,
         "restamped_count": 1,
         "group_id": "g1",
-        "breakdown": {"Person": 4},  # every verdict, Bob's (already Person) too
+        "breakdown": {"Person": 3},  # A-11: Bob, already Person, is not written
     }
     assert labels(llm) == {bare: ["Person"], off: ["Person"], lower: ["Person"], typed: ["Person"]}
 
@@ -398,3 +413,23 @@ def test_k_et_001_k_prg_001_both_reprocess_tools_report_progress(
     entity(llm, "Ada")
     operations.dispatch(app, "knowledge_reprocess_entity_types", {"group_id": "g1"}, progress)
     assert frames[0][1] >= 1
+
+
+def test_a_10_both_reprocess_tools_default_group_id_to_liminis(
+    ws: Workspace, llm: Call, stand_in: StandIn
+) -> None:
+    """Unlike canonicalize and the two backfills (group_id required: K-RT-001..005, K-SEM),
+    an omitted group_id reads and writes the default group `liminis` only."""
+    write_ontology(ws)
+    stand_in.verdicts = {JOB: "WORKS_FOR", "Ada": "Person"}
+    mine = edge(llm, "PAID_BY", JOB, group="liminis")
+    theirs = edge(llm, "PAID_BY", JOB, group="g1")
+    relations = llm("knowledge_reprocess_relation_types")
+    assert (relations["group_id"], relations["reclassified_count"]) == ("liminis", 1)
+    assert types(llm, "liminis")[mine] == "WORKS_FOR"
+    assert types(llm, "g1")[theirs] is None
+    entities = llm("knowledge_reprocess_entity_types")
+    assert entities["group_id"] == "liminis"
+    nodes = llm("knowledge_get_nodes_by_group", group_ids=["liminis", "g1"])["nodes"]
+    typed = {(n["group_id"], n["name"]) for n in nodes if n["labels"][0] == "Person"}
+    assert typed == {("liminis", "Ada")}

@@ -12,6 +12,7 @@ import pytest
 from lcg.commands import indexing
 from lcg.domain import deciders
 from lcg.domain.errors import InvalidParams
+from lcg.interfaces import operations
 from lcg.interfaces.app import App
 from lcg.interfaces.workspace import Workspace
 from tests.conftest import Call
@@ -60,12 +61,16 @@ def test_k_sem_006_an_entity_asserted_with_a_summary_is_found_by_it(call: Call) 
     assert "summary_vector" in zed["ranks"]
 
 
-def test_k_sem_017_a_partly_completed_backfill_leaves_a_usable_group_and_a_rerun_finishes(
+def test_k_sem_017_a_14_a_partly_completed_backfill_leaves_a_usable_group_and_a_rerun_finishes(
     call: Call, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Pages of one entity; the run stops after its first page (the second page's batch
     fails, injected). What the first page wrote stays; the entity not yet processed is still
-    found by its name; running the tool again covers the whole group."""
+    found by its name; running the tool again covers the whole group. A-14: the tool has no
+    batch or limit parameter, so "partial" can only be such an interrupted run, and the
+    summary vectors it left answer searches at once (nothing to heal by hand)."""
+    params = operations.BY_NAME["knowledge_backfill_summary_embeddings"].params.model_fields
+    assert set(params) == {"group_id", "dry_run"}
     call("knowledge_assert_entity", name="Bob", summary="a sailor from Lisbon", group_id="g")
     call("knowledge_assert_entity", name="Cy", summary="a baker in Porto", group_id="g")
     decide = deciders.decide_backfill_summaries
@@ -87,6 +92,8 @@ def test_k_sem_017_a_partly_completed_backfill_leaves_a_usable_group_and_a_rerun
     for name in ("Bob", "Cy"):
         found = call("knowledge_find_entities", query=name, group_ids=["g"])["nodes"]
         assert name in [node["name"] for node in found]
+    sailors = call("knowledge_find_entities", query="sailor Lisbon", group_ids=["g"])["nodes"]
+    assert "summary_vector" in next(n for n in sailors if n["name"] == "Bob")["ranks"]
     again = call("knowledge_backfill_summary_embeddings", group_id="g")
     assert (again["total_entities"], again["backfilled"]) == (2, 2)
 

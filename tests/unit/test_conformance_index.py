@@ -26,6 +26,13 @@ def test_ids_in_a_tests_name_with_continuations_and_several_families() -> None:
     assert ids_in_name("test_a_12_blocks_and_oq_16") == ["A-12", "OQ-16"]
     assert ids_in_name("test_k_inv_mission_tool_coverage_all_43_tools") == []
     assert ids_in_name("test_rebuild_to_seq_excludes_later_events") == []
+    assert ids_in_name("test_k_rt_001_to_003_026_x") == [
+        "K-RT-001",
+        "K-RT-002",
+        "K-RT-003",
+        "K-RT-026",
+    ]
+    assert ids_in_name("test_k_wal_016_to_seq_is_inclusive") == ["K-WAL-016"]
 
 
 def test_citations_expand_ranges_lists_and_repeated_prefixes() -> None:
@@ -52,6 +59,8 @@ def test_citations_expand_ranges_lists_and_repeated_prefixes() -> None:
         "P-008",
         "M-REC-190",
     ]
+    # a family of shorter numbers after a comma is a list of ids, not a count
+    assert parse_citations("K-RT-027, P-128, A-02, A-21") == ["K-RT-027", "P-128", "A-02", "A-21"]
 
 
 def _repository(root: Path) -> None:

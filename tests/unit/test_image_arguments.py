@@ -6,6 +6,7 @@ JPEG, 5x3 lossy and 7x2 lossless WebP)."""
 from __future__ import annotations
 
 import base64
+import hashlib
 
 import pytest
 
@@ -134,8 +135,10 @@ def test_m_img_026_4096_pixels_a_side_is_accepted() -> None:
     assert check_image("image", {"mime": "image/png", "data": b64(png(4096, 1))}).width == 4096
 
 
-def test_m_img_020_the_default_id_is_a_16_character_digest_of_the_bytes() -> None:
+def test_m_img_020_oq_52_the_default_id_is_a_16_character_digest_of_the_bytes() -> None:
+    """OQ-52: SHA-256 of the image's bytes, the first 16 lower-case hex digits."""
     first = check_image("image", {"mime": "image/jpeg", "data": JPEG_5X3})
+    assert first.default_id == hashlib.sha256(base64.b64decode(JPEG_5X3)).hexdigest()[:16]
     again = check_image("image", {"mime": "image/jpeg", "data": JPEG_5X3})
     other = check_image("image", {"mime": "image/jpeg", "data": JPEG_PROGRESSIVE_7X2})
     assert first.default_id == again.default_id != other.default_id

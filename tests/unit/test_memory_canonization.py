@@ -140,7 +140,7 @@ def test_a_transition_from_a_stale_status_is_refused() -> None:
 # --- knobs and policy selection -----------------------------------------------------------------
 
 
-def test_knobs_default_to_upstream_values() -> None:  # §10, OQ-47
+def test_oq_47_knobs_default_to_upstream_values() -> None:  # §10
     assert KNOBS.promotion_policy is Policy.SWARM
     assert KNOBS.min_peer_count == 20
     assert KNOBS.edge_min_age == timedelta(seconds=60)

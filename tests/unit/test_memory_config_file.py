@@ -82,6 +82,35 @@ def test_m_cfg_024_025_033_defaults(tmp_path: Path) -> None:
     assert tuning.get("", "match_strategy") == "hybrid"
 
 
+def test_oq_49_the_keys_and_defaults_the_seed_leaves_unnamed(tmp_path: Path) -> None:
+    """The names and defaults chosen (docs/settings.md): promotion_policy and match_strategy
+    are top-level, the cadence knobs are in [daemon], the recall defaults in [recall], the
+    rate and session ceiling in [serve] (50 a second, a burst of twice that; 64 live sessions
+    where upstream's flag has 32), suspected_supersession_line in [embedder], unset = auto."""
+    tuning = Settings.load({}, tmp_path).tuning
+    assert tuning.get("", "promotion_policy") == "Swarm"
+    assert tuning.get("", "match_strategy") == "hybrid"
+    assert tuning.get_float("daemon", "canonization_eval_interval_secs") == 60
+    assert tuning.recall_defaults == (5, 500, 2)
+    assert tuning.get_float("serve", "per_session_rps") == 50
+    assert tuning.get_int("serve", "burst") == 100
+    assert tuning.get_int("serve", "max_sessions") == 64
+    assert tuning.supersession_line == "auto"
+    written = tmp_path / "lambo.toml"
+    written.write_text(
+        'promotion_policy = "Solo"\n[daemon]\ncanonization_eval_interval_secs = 5\n'
+        "[recall]\ntop_k = 7\n[serve]\nper_session_rps = 3\n"
+        '[embedder]\nsuspected_supersession_line = "on"\n',
+        encoding="utf-8",
+    )
+    tuning = Settings.load({}, tmp_path).tuning
+    assert tuning.get("", "promotion_policy") == "Solo"
+    assert tuning.get_float("daemon", "canonization_eval_interval_secs") == 5
+    assert tuning.recall_defaults[0] == 7
+    assert tuning.get_float("serve", "per_session_rps") == 3
+    assert tuning.supersession_line == "on"
+
+
 @pytest.mark.parametrize(
     ("text", "env", "field", "why"),
     [

@@ -121,7 +121,7 @@ def test_m_rsc_061_a_scoped_path_hit_names_its_repository_in_the_label() -> None
 # --- 4.4 budget and truncation ----------------------------------------------------------------
 
 
-def test_m_rec_062_tokens_are_ceil_of_utf8_bytes_over_3_5() -> None:
+def test_m_rec_062_oq_31_tokens_are_ceil_of_utf8_bytes_over_3_5() -> None:
     assert estimate_tokens("") == 0
     assert estimate_tokens("abc") == 1
     assert estimate_tokens("abcd") == 2
@@ -321,7 +321,7 @@ def test_m_rec_073_a_budget_too_small_for_the_marker_gives_an_empty_context() ->
     )
 
 
-def test_m_rec_074_a_layer_hits_marker_names_the_layers_scope() -> None:
+def test_m_rec_074_oq_29_a_layer_hits_marker_names_the_layers_scope() -> None:
     hit = _hit(WORKTREE, "worktree " * 300, from_session="general")
     text = render_context([hit], 60).text
     assert text.endswith(
@@ -419,7 +419,7 @@ def test_oq_25_a_quote_shows_line_breaks_and_tabs_as_spaces() -> None:
     assert quote("one\ntwo\tthree") == "one two three"
 
 
-def test_m_rec_130_a_removed_contradicting_concept_is_named_by_id() -> None:
+def test_m_rec_130_oq_27_a_removed_contradicting_concept_is_named_by_id() -> None:
     line = contradicted_line(datetime(2026, 8, 10, 10, 28, tzinfo=UTC), "agent-c", None, ACCOUNTS)
     assert line == (
         "⚠ Contradicted at 2026-08-10T10:28:00Z by agent-c: a removed concept (id 8c41d0e2)"
@@ -451,7 +451,8 @@ def test_m_rec_160_the_rests_on_example_renders_byte_for_byte() -> None:
 
 
 def test_m_rec_166_167_rests_on_lines_follow_the_cited_ids_at_most_three_then_a_count() -> None:
-    """Also M-LIM-042."""
+    """Also M-LIM-042. Also OQ-26: one more is the singular `1 more contradicted concept`,
+    and the line ends there (the document's `; lambo_inspect ...` is its explanation)."""
     rests = [RestsOn(_node(n), f"cited {n}", _node(100 + n), f"by {n}") for n in (5, 1, 4, 2, 3)]
     lines = rests_on_lines(rests)
     assert [line.split('"')[1] for line in lines[:3]] == ["cited 1", "cited 2", "cited 3"]

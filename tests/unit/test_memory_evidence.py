@@ -452,7 +452,7 @@ def test_m_stl_012_new_support_ends_the_rows() -> None:
     assert stale_rows([concept()], [edge], [support(10), support(29, D2)], at(31)) == ()
 
 
-def test_m_stl_rows_are_ordered_by_cited_id_then_dependent_id() -> None:
+def test_m_stl_oq_18_rows_are_ordered_by_cited_id_then_dependent_id() -> None:
     first, second = cid(1), cid(2)
     edges = [contradiction(28, C1, target=second), contradiction(28, C2, target=first)]
     evidence = [
@@ -486,7 +486,7 @@ def test_m_stl_005_006_007_pages_of_50_with_the_total() -> None:
     assert stale_page(rows, 500).total == 120
 
 
-def test_m_stl_007_offset_defaults_to_0_and_a_negative_one_is_refused() -> None:
+def test_m_stl_007_oq_18_offset_defaults_to_0_and_a_negative_one_is_refused() -> None:
     assert check_stale_offset(None) == 0
     with pytest.raises(InvalidParams) as refused:
         check_stale_offset(-1)

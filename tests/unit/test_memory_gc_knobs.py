@@ -30,7 +30,8 @@ C, E, L, R, OB = (
 )
 
 
-def test_the_gc_knobs_default_to_the_documented_values() -> None:
+def test_oq_48_the_gc_knobs_default_to_the_documented_values() -> None:
+    """OQ-48: 10,000 mutations, or 24 h with at least 100; a sweep collects max(32, 5 %)."""
     assert dataclasses.astuple(GcKnobs()) == (
         10_000,  # gc_interval
         timedelta(seconds=86_400),  # gc_max_interval
@@ -64,7 +65,7 @@ def test_the_score_constants_are_the_documented_ones() -> None:
     assert dict(EVICTION_RESISTANCE) == {C: 1.5, E: 1.2, L: 1.1, R: 1.0, OB: 0.7}
 
 
-def test_only_entities_and_resources_have_a_bar_of_0_12_over_their_resistance() -> None:
+def test_oq_48_only_entities_and_resources_have_a_bar_of_0_12_over_their_resistance() -> None:
     knobs = GcKnobs()
     assert knobs.bar(E) == pytest.approx(0.10)
     assert knobs.bar(R) == pytest.approx(0.12)

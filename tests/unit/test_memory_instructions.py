@@ -19,7 +19,9 @@ def test_m_instr_002_003_013_the_seed_text_naming_the_session() -> None:
     assert instructions_for(MEMORY_ONLY, "kestrel") == text.replace("'demo'", "'kestrel'")
 
 
-def test_m_instr_008_010_agent_id_and_server_stamped_times() -> None:
+def test_m_instr_008_010_oq_30_agent_id_and_server_stamped_times() -> None:
+    """OQ-30: the line breaks are literal, as the document prints them, and so is
+    `(<your-model-id>)`."""
     text = instructions_for(MEMORY_ONLY, "demo")
     assert "(<your-model-id>)" in text
     assert "caller-asserted and unverified" in text

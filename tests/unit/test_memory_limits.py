@@ -21,11 +21,15 @@ from lcg.domain.memory.text import (
 )
 
 
-def test_m_lim_001_any_single_string_is_16_kb_of_utf8_bytes() -> None:
+def test_m_lim_001_oq_10_any_single_string_is_16_kb_of_utf8_bytes() -> None:
+    """OQ-10: "16 KB" is 16,384 bytes of UTF-8, not characters."""
     assert limits.MAX_STRING_BYTES == 16_384
     check_text("query", "x" * 16_384)
     with pytest.raises(MemoryArgumentError):
         check_text("query", "x" * 16_385)
+    check_text("query", "é" * 8_192)  # 16,384 bytes in 8,192 characters
+    with pytest.raises(MemoryArgumentError):
+        check_text("query", "é" * 8_192 + "x")  # 8,193 characters: one byte over
 
 
 @pytest.mark.parametrize(

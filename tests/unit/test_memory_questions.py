@@ -198,7 +198,7 @@ def test_m_rec_089_a_nested_name_stays_hidden_when_the_longer_one_has_no_depende
     assert anchored("what depends on user db schema", *names) is None
 
 
-def test_m_rec_090_a_clause_overlapping_the_marker_cannot_hide_its_subject() -> None:
+def test_m_rec_090_oq_50_a_clause_overlapping_the_marker_cannot_hide_its_subject() -> None:
     names = (name("safe to delete db", dependents=9), name("db"))
     assert anchored("is it safe to delete db", *names) == "db"
 
@@ -222,7 +222,7 @@ def test_m_rec_091_entity_or_resource_breaks_a_tie_in_distance() -> None:
     assert anchored("what uses queue, and what uses db", *names) == "db"
 
 
-def test_m_rec_091_the_longer_name_breaks_a_tie_in_distance_and_type() -> None:
+def test_m_rec_091_oq_50_the_longer_name_breaks_a_tie_in_distance_and_type() -> None:
     names = (name("db"), name("cache"))
     assert anchored("what uses db, and what uses cache", *names) == "cache"
 
@@ -313,7 +313,8 @@ def test_m_rec_095_a_query_of_16_kib_is_still_a_question() -> None:
 
 @pytest.mark.parametrize("filler", ["x", "é", "数"])
 def test_m_rec_095_a_query_over_16_kib_falls_through(filler: str) -> None:
-    """Also M-LIM-046 (the query half)."""
+    """Also M-LIM-046 (the query half). Also OQ-08: "over 16 KiB" is over the same 16,384
+    UTF-8 bytes as the `query` cap, so a question at the cap is still one (the test above)."""
     query = _padded("what depends on db", MAX_QUERY_BYTES + 1, filler)
     assert len(query.encode("utf-8")) == MAX_QUERY_BYTES + 1
     assert anchored(query, DB) is None
@@ -325,7 +326,7 @@ def test_m_rec_096_256_bounded_occurrences_still_anchor() -> None:
     assert anchored(query, DB) == "db"
 
 
-def test_m_rec_096_a_candidate_over_256_bounded_occurrences_falls_through() -> None:
+def test_m_rec_096_oq_50_a_candidate_over_256_bounded_occurrences_falls_through() -> None:
     """Also M-LIM-046 (the occurrences half)."""
     query = "what depends on SG-Web; " + "db " * (MAX_BOUNDED_OCCURRENCES + 1)
     assert anchored(query, name("SG-Web"), DB) is None
@@ -380,7 +381,7 @@ def test_m_rec_097_a_security_group_without_dependents_is_not_picked() -> None:
     ("text", "expected"),
     [("SG-Base", True), ("sg-0a1b2c", True), ("web security group", True), ("SGX", False)],
 )
-def test_m_rec_097_what_counts_as_a_security_group(text: str, expected: bool) -> None:
+def test_m_rec_097_oq_50_what_counts_as_a_security_group(text: str, expected: bool) -> None:
     assert is_security_group(name(text)) is expected
 
 

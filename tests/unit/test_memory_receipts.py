@@ -405,6 +405,23 @@ def test_m_sta_171_a_response_carries_at_most_8_receipts_oldest_write_first() ->
     assert second.waiting == 0
 
 
+def test_oq_54_piggybacked_receipts_are_kept_per_agent_id_not_per_connection() -> None:
+    """The book knows agents and sessions, no connection: another agent_id never receives
+    agent-a's outcomes, and agent-a receives them on whichever response (any tool, any
+    connection) it gets next; of more than 8, the oldest writes first (M-STA-171)."""
+    receipts = book()
+    mine = receipts.issue("agent-a", "lambo", T0)
+    theirs = receipts.issue("agent-b", "lambo", T0)
+    for receipt in (mine, theirs):
+        receipts.settle(receipt, ReceiptState.APPLIED, at(1))
+    assert [a.receipt for a in receipts.take_piggyback("agent-b", "lambo", at(2)).receipts] == [
+        str(theirs)
+    ]
+    assert [a.receipt for a in receipts.take_piggyback("agent-a", "lambo", at(3)).receipts] == [
+        str(mine)
+    ]
+
+
 def test_m_der_087_piggybacked_receipts_have_the_receipt_object_shape() -> None:
     receipts = book()
     receipt = receipts.issue("agent-a", "lambo", T0)

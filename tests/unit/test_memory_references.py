@@ -104,6 +104,9 @@ def test_content_with_the_same_canonical_key_names_the_concept() -> None:
 
 
 def test_by_text_prefers_exact_content_over_canonical_key_and_skips_interactions() -> None:
+    """Also OQ-44: "exact content" is raw equality of the text, tried before the canonical
+    key (spacing, invisible characters and case), which answers only when no content is
+    equal."""
     warm = Node(CACHE_TWIN, "concept", "the cache is warm")
     lookup = session(CACHE_NODE, warm, Node(TURN, "interaction", "The cache is warm"))
     assert [n.uuid for n in by_text("The cache is warm", lookup)] == [CACHE]

@@ -59,6 +59,8 @@ def test_m_rsc_033_034_what_an_inferred_position_reads_as_a_file(text: str, expe
 
 
 def test_m_rsc_024_040_042_043_the_key() -> None:
+    """Also OQ-07: the key is the trimmed, NFC-normalised text with its line reference and a
+    trailing separator dropped, and nothing else (case and `./` count)."""
     assert path_key(ACME, "src/main.rs:12") == path_key(ACME, "src/main.rs#L12")
     assert path_key(ACME, "src/main.rs") == path_key(f" {ACME} ", " src/main.rs ")
     assert path_key(ACME, "docs/") == path_key(ACME, "docs")

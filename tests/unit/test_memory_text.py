@@ -392,7 +392,7 @@ def test_invisible_characters_accepted_or_refused_are_dropped_for_key_rules() ->
     assert drop_invisible_characters("tab\tand\nnewline") == "tab\tand\nnewline"
 
 
-def test_u2028_and_u2029_are_accepted_in_ordinary_strings() -> None:
+def test_oq_12_u2028_and_u2029_are_accepted_in_ordinary_strings() -> None:
     check_text("query", "one\u2028two\u2029three")
 
 
@@ -508,6 +508,7 @@ def test_m_der_006_concept_types_are_lower_case_on_the_wire() -> None:
 
 
 def test_m_der_007_m_err_012_a_capitalised_concept_type_is_refused_with_serdes_sentence() -> None:
+    """Also OQ-14: the text is the document's, without backticks around the variants."""
     with pytest.raises(MemoryArgumentError) as refused:
         check_concept_type("Entity", field="concepts[0].concept_type")
     assert refused.value.message == (
@@ -596,7 +597,7 @@ def test_m_der_009_m_act_004_the_refusal_names_the_field_and_not_the_text() -> N
 # --- the embedding-text limit -----------------------------------------------------------------
 
 
-def test_m_der_140_141_the_framed_text_is_item_dash_then_the_call_text() -> None:
+def test_m_der_140_141_oq_51_the_framed_text_is_item_dash_then_the_call_text() -> None:
     text = call_text(["user schema", "auth middleware"])
     assert text == "user schema; auth middleware"
     assert embedding_text("user schema", text) == "user schema — user schema; auth middleware"

@@ -160,8 +160,9 @@ def _write_page(
     tool: str,
     page: Sequence[tuple[rules.EdgeRow, rules.Assignment]],
     detail: dict[str, object],
-) -> int:
-    """Append one page's assignments, skipping edges changed since they were decided."""
+) -> list[rules.Assignment]:
+    """Append one page's assignments, skipping edges changed since they were decided; the
+    assignments written."""
     now = {
         edge.uuid: edge for edge in state.typing_edges_by_uuid(ctx.conn, [e.uuid for e, _ in page])
     }
@@ -176,7 +177,7 @@ def _write_page(
             run=detail,
         )
         ctx.append(run.group_id, [event])
-    return len(kept)
+    return [a for _, a in kept]
 
 
 def _apply(
@@ -186,10 +187,10 @@ def _apply(
     edges: Sequence[rules.EdgeRow],
     writes: Sequence[rules.Assignment],
     detail: dict[str, object],
-) -> int:
+) -> list[rules.Assignment]:
     by_uuid = {edge.uuid: edge for edge in edges}
     pairs = [(by_uuid[a.edge_uuid], a) for a in writes]
-    written = 0
+    written: list[rules.Assignment] = []
     report = run.phase()
     for number, start in enumerate(range(0, len(pairs), PAGE), 1):
         page = pairs[start : start + PAGE]
@@ -275,7 +276,7 @@ def backfill(writer: Writer, run: Run, *, dry_run: bool) -> BackfillResult:
     done = len(writes)
     if not dry_run:
         detail: dict[str, object] = {"deprecated": True, "summary": {"candidates": len(writes)}}
-        done = _apply(writer, run, BACKFILL, edges, writes, detail)
+        done = len(_apply(writer, run, BACKFILL, edges, writes, detail))
     return BackfillResult(
         group_id=run.group_id, total_edges=len(edges), backfilled=done, dry_run=dry_run
     )
@@ -304,7 +305,8 @@ def reprocess_relations(
         (edge, verdict or UNCLASSIFIED) for edge, verdict in zip(edges, answers, strict=True)
     ]
     changes = [(e, t) for e, t in verdicts if t != e.relation_type]
-    breakdown = rules.breakdown([t for _, t in verdicts])
+    # A-11: the types of the edges that would be written, never of those left unchanged
+    breakdown = rules.breakdown([t for _, t in changes])
     if dry_run:
         plan = [
             RelationPlanEntry(edge_id=e.uuid, fact=e.fact, old_type=e.relation_type, new_type=t)
@@ -325,10 +327,10 @@ def reprocess_relations(
     written = _apply(writer, run, REPROCESS_RELATIONS, edges, writes, detail)
     return ReprocessRelationsResult(
         success=True,
-        reclassified_count=written,
-        unchanged_count=len(edges) - written,
+        reclassified_count=len(written),
+        unchanged_count=len(edges) - len(written),
         group_id=run.group_id,
-        breakdown=breakdown,
+        breakdown=rules.breakdown([a.relation_type for a in written]),  # A-11: were written
     )
 
 
@@ -383,7 +385,7 @@ def reprocess_entities(
         (entity, verdict) for entity, verdict in zip(entities, answers, strict=True) if verdict
     ]
     changes = [(e, t) for e, t in verdicts if t != rules.entity_type(e.labels)]
-    breakdown = rules.breakdown([t for _, t in verdicts])  # every verdict, as for relations
+    breakdown = rules.breakdown([t for _, t in changes])  # what would be written (A-11)
     if dry_run:
         plan = [
             EntityPlanEntry(
@@ -412,11 +414,12 @@ def reprocess_entities(
         written += writer.execute(partial(_write_entities, run=run, page=page, detail=detail))
         report(number, pages(pairs))
     restamped = sum(1 for entity in written if entity.uuid in restamps)
+    new_type = {e.uuid: t for e, t in changes}
     return ReprocessEntitiesResult(
         success=True,
         reclassified_count=len(written) - restamped,
         unchanged_count=len(entities) - len(written),
         restamped_count=restamped,
         group_id=run.group_id,
-        breakdown=breakdown,
+        breakdown=rules.breakdown([new_type[e.uuid] for e in written]),  # were written (A-11)
     )
