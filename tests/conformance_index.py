@@ -28,6 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ITEMS = Path("docs/conformance-items.tsv")
+LEFT = Path("docs/conformance-left.tsv")  # id<TAB>why no test proves it here
 INDEX = Path("docs/conformance.md")
 COMMAND = "python -m tests.conformance_index"
 SELF_TEST = Path("tests/unit/test_conformance_index.py")  # its examples are not citations
@@ -167,7 +168,7 @@ def scan_citations(root: Path, known: set[str]) -> dict[str, set[str]]:
 
 
 def _sources(root: Path) -> Iterator[Path]:
-    skip = {ITEMS, INDEX, Path("tests/conformance_index.py"), SELF_TEST}
+    skip = {ITEMS, LEFT, INDEX, Path("tests/conformance_index.py"), SELF_TEST}
     for top in SOURCES:
         paths = [root / top] if (root / top).is_file() else sorted((root / top).rglob("*"))
         for path in paths:
@@ -190,6 +191,11 @@ def read_items(path: Path) -> dict[str, str]:
     return items
 
 
+def read_left(root: Path) -> dict[str, str]:
+    """The items left with a reason (none when the file is absent)."""
+    return read_items(root / LEFT) if (root / LEFT).is_file() else {}
+
+
 def _family(item: str) -> str:
     return item.rsplit("-", 1)[0]
 
@@ -201,13 +207,24 @@ def _order(item: str) -> tuple[int, str, int, str]:
     return rank, family, int(digits or 0), number
 
 
+def accounting(root: Path = ROOT) -> tuple[list[str], list[str]]:
+    """The checklist ids neither proven by a test nor left with a reason, and those both
+    proven and left (a test came: the reason should go)."""
+    items = read_items(root / ITEMS)
+    known = {key for key in items if re.search(r"-\d", key)}
+    proven = set(scan_tests(root, known))
+    left = set(read_left(root))
+    return sorted(known - proven - left, key=_order), sorted(proven & left, key=_order)
+
+
 def render(root: Path = ROOT) -> str:
     items = read_items(root / ITEMS)
     known = {key for key in items if re.search(r"-\d", key)}
+    left = read_left(root)
     proofs = scan_tests(root, known)
     cited = scan_citations(root, known)
     proven = sorted(proofs, key=_order)
-    unproven = sorted((set(cited) - set(proofs)) & known, key=_order)
+    unproven = sorted((set(cited) - set(proofs) - set(left)) & known, key=_order)
     unknown = sorted(set(cited) - known - set(proofs), key=_order)
     lines = [
         "# Conformance index",
@@ -224,11 +241,13 @@ def render(root: Path = ROOT) -> str:
         "is silent, A- its ambiguities and the resolution taken; M- ids are seed 001's items",
         "(agent memory, the `lambo_*` tools), OQ- its open questions. A test listed in *italics*",
         "cites the id in its docstring rather than naming it; a test file in italics cites it in",
-        "its module docstring, for its tests as a whole.",
+        "its module docstring, for its tests as a whole. An item no test proves, because it",
+        "cannot apply here or is not built, is listed at the end with the reason, from",
+        f"[{LEFT.name}]({LEFT.name}).",
         "",
-        f"{len(proven)} ids named or cited by tests; {len(unproven)} cited elsewhere that no"
-        f" test names; {len(set(proven) - known) + len(unknown)} cited that the checklists do"
-        " not hold.",
+        f"{len(proven)} ids named or cited by tests; {len(left)} left with a reason;"
+        f" {len(unproven)} cited elsewhere that no test names;"
+        f" {len(set(proven) - known) + len(unknown)} cited that the checklists do not hold.",
     ]
     family = ""
     for item in proven:
@@ -243,6 +262,11 @@ def render(root: Path = ROOT) -> str:
     lines += [
         f"- **{item}** {items[item]} — cited in {', '.join(sorted(cited[item]))}"
         for item in unproven
+    ]
+    lines += ["", "## Left, and why", ""]
+    lines += [
+        f"- **{item}** {items.get(item, '(not in the checklists)')} — *{left[item]}*"
+        for item in sorted(left, key=_order)
     ]
     if unknown:
         lines += ["", "## Cited, not in the checklists", ""]

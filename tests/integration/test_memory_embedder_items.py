@@ -104,7 +104,7 @@ def test_m_der_135_a_server_whose_embedder_is_down_answers_reads_and_fails_write
 ) -> None:
     """lambo_recall answers from its keyword legs, with a warning saying the embedder failed
     (its detail logged, not shown); lambo_inspect and lambo_stats answer as before; a write
-    settles failed."""
+    settles failed. Also M-REC-024: recall works without a vector leg, on words alone."""
     settled(app, derive(app, concept("the cache lives in redis")))
     workspace.settle()
     outage = Outage(workspace, monkeypatch)

@@ -33,8 +33,8 @@ def is_stored(text: str) -> bool:
 
 def stored_vector(text: str, dim: int) -> np.ndarray:
     """The vector a stored text holds, as the index takes it. One of another width (a session
-    written under another contract, then opened under --allow-embedding-mismatch) cannot be
-    searched in this space: it is indexed as zeros, which no query is close to, and logged."""
+    written under another embedder, then opened under this one) cannot be searched in this
+    space: it is indexed as zeros, which no query is close to, and logged."""
     raw = base64.b64decode(text[len(PREFIX) :])
     vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
     if vector.shape[0] != dim:
