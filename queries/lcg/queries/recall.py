@@ -13,7 +13,6 @@ from the strongest hits at a decayed score.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -31,7 +30,7 @@ from lcg.queries.fusion import (
     fuse,
     fused_order,
 )
-from lcg.queries.search import GRAPH_DECAY, SearchContext
+from lcg.queries.search import GRAPH_DECAY, SearchContext, query_embedding
 from lcg.queries.stages import boost_speakers, run_stages, speaker_of
 
 RECENT_SCORE = 0.25  # the recent leg's fixed score: below a real match by meaning (ADR 0027)
@@ -42,8 +41,6 @@ EMBEDDER_DOWN = (
     "recall: the embedder failed ({}), so this recall read the keyword and recent legs only,"
     " not by meaning; the detail was logged"
 )
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -118,12 +115,9 @@ def candidates(
 
 def _query_vector(ctx: SearchContext, query: str) -> tuple[Vectors | None, tuple[str, ...]]:
     """The query's embedding, or None and the warning saying the embedder failed (its full
-    detail logged here, M-ERR-003)."""
-    try:
-        return ctx.embed_query(query), ()
-    except Exception as error:  # any embedder failure: unreachable, restarting, too slow
-        log.exception("embedding the recall query failed; recalling without the vector leg")
-        return None, (EMBEDDER_DOWN.format(type(error).__name__),)
+    detail logged, M-ERR-003)."""
+    embedded, failed = query_embedding(ctx, query)
+    return embedded, (() if failed is None else (EMBEDDER_DOWN.format(failed),))
 
 
 def ranked(

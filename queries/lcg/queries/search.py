@@ -6,6 +6,7 @@ graph hop that found it), so a ranking can be explained.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -40,6 +41,8 @@ from lcg.queries.stages import (
 PASSAGE_FLOOR = 0.3
 GRAPH_DECAY = 0.5  # a neighbour found through a hit scores half of that hit, per hop
 EXPAND_FROM = 3  # strong hits whose neighbours are added
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +85,33 @@ def vectors_pending(pending: int, waited_ms: int) -> VectorsPending:
     )
 
 
+class EmbedderFailed(TypedDict):
+    """A read's `warning` when the embedder failed on its query: it read the word (BM25) and
+    graph legs only (the shape of P-106's warning object)."""
+
+    type: Literal["embedder_failed"]
+    message: str
+
+
+def embedder_failed(error: str) -> EmbedderFailed:
+    return EmbedderFailed(
+        type="embedder_failed",
+        message=f"the embedder failed ({error}), so this search read the word (BM25) index and"
+        " the graph only, not by meaning; the detail was logged",
+    )
+
+
+def query_embedding(ctx: SearchContext, query: str) -> tuple[Vectors | None, str | None]:
+    """The query's embedding; or None and the failure's type name when the embedder fails
+    (its full detail logged here), so that a server whose embedder is down still answers
+    reads by their words (M-DER-135)."""
+    try:
+        return ctx.embed_query(query), None
+    except Exception as error:  # any embedder failure: unreachable, restarting, too slow
+        log.exception("embedding the query failed; reading without the vector legs")
+        return None, type(error).__name__
+
+
 def await_vectors(ctx: SearchContext, groups: Sequence[str] | None) -> VectorsPending | None:
     """Wait (bounded) for the groups' vectors; the warning when some did not arrive."""
     if ctx.await_vectors is None:
@@ -110,13 +140,13 @@ class ScoredEdge(EdgeRow, Scored):
 class EntitySearchResult(TypedDict):
     nodes: list[ScoredEntity]
     count: int
-    warning: NotRequired[VectorsPending]
+    warning: NotRequired[VectorsPending | EmbedderFailed]
 
 
 class EdgeSearchResult(TypedDict):
     edges: list[ScoredEdge]
     count: int
-    warning: NotRequired[VectorsPending]
+    warning: NotRequired[VectorsPending | EmbedderFailed]
 
 
 class Passage(TypedDict):
@@ -134,7 +164,7 @@ class Passage(TypedDict):
 class PassageSearchResult(TypedDict):
     passages: list[Passage]
     count: int
-    warning: NotRequired[VectorsPending]
+    warning: NotRequired[VectorsPending | EmbedderFailed]
 
 
 def _candidates(num_results: int) -> int:
@@ -162,10 +192,17 @@ def text_leg(
 
 
 def vector_leg(
-    ctx: SearchContext, kind: str, query: str, groups: Sequence[str] | None, limit: int
+    ctx: SearchContext,
+    kind: str,
+    embedding: Vectors | None,
+    groups: Sequence[str] | None,
+    limit: int,
 ) -> dict[str, list[tuple[tuple[str, int], float]]]:
-    """Vector hits of a kind, split by embedding, as best-first (owner, part) lists."""
-    hits = ctx.vectors.search(kind, groups, ctx.embed_query(query), limit)
+    """Vector hits of a kind, split by embedding, as best-first (owner, part) lists; none
+    without the query's embedding."""
+    if embedding is None:
+        return {}
+    hits = ctx.vectors.search(kind, groups, embedding, limit)
     entries = catalog.describe(ctx.conn, [hit.vec_id for hit in hits])
     legs: dict[str, list[tuple[tuple[str, int], float]]] = {}
     for hit in hits:
@@ -208,15 +245,17 @@ def _owner_ranking(
     limit: int,
     neighbours: Callable[[list[str]], dict[str, str]],
     floors: Floors | None,
-) -> list[Fused[str]]:
-    """BM25 over the kind's documents plus one vector leg per embedding, fused, then expanded.
+) -> tuple[list[Fused[str]], str | None]:
+    """BM25 over the kind's documents plus one vector leg per embedding, fused, then expanded;
+    and the embedder's failure, if it failed on the query (the vector legs then find nothing).
 
     `vector_legs` maps a leg name to the embedding it ranks (e.g. name_vector -> NAME). With
     `floors`, only candidates with evidence clearing a floor are kept (their ranking is the
     fused one), and only they are expanded from.
     """
     finish_text = text_leg(ctx, kind, query, groups, limit)
-    vector = vector_leg(ctx, kind, query, groups, limit)
+    embedded, failed = query_embedding(ctx, query)
+    vector = vector_leg(ctx, kind, embedded, groups, limit)
     text_hits = finish_text()
     legs = {"text": [(h.owner_uuid, h.score) for h in text_hits]}
     by_embedding: dict[str, list[tuple[str, float]]] = {}
@@ -231,7 +270,7 @@ def _owner_ranking(
         covered = [(h.owner_uuid, share.get(h.doc_id, 0.0)) for h in text_hits]
         kept = relevance.relevant(floors, covered, by_embedding)
         fused = [entry for entry in fused if entry.key in kept]
-    return _expand(ctx, fused, neighbours) if ctx.expand_depth else fused
+    return (_expand(ctx, fused, neighbours) if ctx.expand_depth else fused), failed
 
 
 def find_entities(
@@ -246,8 +285,8 @@ def find_entities(
     groups = exact_groups(group_ids)
     if groups is not None and not groups:
         return EntitySearchResult(nodes=[], count=0)
-    warning = await_vectors(ctx, groups)
-    fused = _owner_ranking(
+    warning: VectorsPending | EmbedderFailed | None = await_vectors(ctx, groups)
+    fused, failed = _owner_ranking(
         ctx,
         "entity",
         {"name_vector": catalog.NAME, "summary_vector": catalog.SUMMARY},
@@ -256,7 +295,9 @@ def find_entities(
         _candidates(num_results),
         lambda keys: reader.neighbor_ids(ctx.conn, keys, groups),
         floors,
-    )[:num_results]
+    )
+    fused = fused[:num_results]
+    warning = embedder_failed(failed) if failed else warning
     rows = {row["uuid"]: row for row in reader.entities_by_uuids(ctx.conn, [e.key for e in fused])}
     nodes = [
         ScoredEntity(**rows[e.key], score=_score(e), ranks=e.ranks) for e in fused if e.key in rows
@@ -279,8 +320,8 @@ def find_relationships(
     groups = exact_groups(group_ids)
     if groups is not None and not groups:
         return EdgeSearchResult(edges=[], count=0)
-    warning = await_vectors(ctx, groups)
-    fused = _owner_ranking(
+    warning: VectorsPending | EmbedderFailed | None = await_vectors(ctx, groups)
+    fused, failed = _owner_ranking(
         ctx,
         "edge",
         {"fact_vector": catalog.FACT},
@@ -290,6 +331,7 @@ def find_relationships(
         lambda keys: _edge_neighbours(ctx, keys, groups),
         floors,
     )
+    warning = embedder_failed(failed) if failed else warning
     rows = {
         row["uuid"]: row
         for row in reader.edges_by_uuids(ctx.conn, [e.key for e in fused])
@@ -349,9 +391,11 @@ def search_passages(
     min_score = min(max(min_score, 0.0), 1.0)
     groups = collapsing_groups(group_ids)
     limit = _candidates(num_results)
-    warning = await_vectors(ctx, groups)
+    warning: VectorsPending | EmbedderFailed | None = await_vectors(ctx, groups)
     text_hits = text_leg(ctx, "passage", query, groups, limit)
-    vector = vector_leg(ctx, "passage", query, groups, limit)
+    embedded, failed = query_embedding(ctx, query)
+    warning = embedder_failed(failed) if failed else warning
+    vector = vector_leg(ctx, "passage", embedded, groups, limit)
     legs: dict[str, list[tuple[tuple[str, int], float]]] = {
         "text": [((h.owner_uuid, h.part), h.score) for h in text_hits()],
         "passage_vector": vector.get(catalog.PASSAGE, []),
