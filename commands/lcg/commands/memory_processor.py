@@ -26,6 +26,7 @@ from datetime import datetime
 from lcg.commands import memory_apply
 from lcg.commands.memory_apply import Prepared, Similar
 from lcg.commands.memory_probe import ProbeFigures, StartupProbe
+from lcg.commands.memory_replay import Replays, embedder_failure, in_stream_order
 from lcg.commands.tenure import Fence, Tenure
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.ids import GroupId
@@ -60,7 +61,9 @@ class Counters:
     applied: int = 0
     failed: int = 0
     replayed: int = 0  # a previous process's intents this one applied
-    replay_owed: int = 0  # a previous process's intents found at start, not yet applied
+    # a previous process's intents (and transient failures, ADR 0108) found at start, not
+    # yet settled
+    replay_owed: int = 0
     dropped: int = 0
     dropped_closed: int = 0
     vector_waits_missed: int = 0  # applies that went ahead without the session's vectors
@@ -119,13 +122,15 @@ class IntentProcessor:
             None if probe_embed is None else StartupProbe(probe_embed, on_done=self._probed)
         )
         self._probing = False
+        self.replays = Replays()  # an earlier server's transient failures (ADR 0108)
 
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> None:
         conn = self._reader()
         try:
-            self.counters.replay_owed = len(state.pending_writes(conn, limit=1_000_000))
+            owed = len(state.pending_writes(conn, limit=1_000_000))
+            self.counters.replay_owed = owed + self.replays.load(conn)
         finally:
             conn.close()
         self._thread = threading.Thread(target=self._run, name="lcg-intents", daemon=True)
@@ -284,7 +289,9 @@ class IntentProcessor:
             if fence is None:
                 return  # another node holds the intents lease: it applies them
         while not self.stopping():
-            pending = state.pending_writes(conn, limit=64)
+            pending = in_stream_order(
+                state.pending_writes(conn, limit=64), self.replays.rows(conn), limit=64
+            )
             if not pending:
                 return
             for row in pending:
@@ -316,7 +323,8 @@ class IntentProcessor:
             if row is None or row.state == "pending":
                 continue
             outcome = row.outcome if row.state == "applied" else None
-            self._settled(row, row.state, outcome or row.summary or row.state, own=True)
+            settled = "applied" if row.state == "applied" else "failed"
+            self._settled(row, settled, outcome or row.summary or row.state, own=True)
 
     def _apply(self, conn: sqlite3.Connection, row: WriteRow, fence: Fence | None = None) -> None:
         started = time.monotonic()
@@ -340,7 +348,7 @@ class IntentProcessor:
 
         def handler(ctx: WriteContext) -> tuple[str, WriteOutcome | str | None]:
             current = state.write(ctx.conn, row.receipt)
-            if current is None or current.state != "pending":  # settled meanwhile
+            if current is None or current.state != row.state:  # settled meanwhile
                 return ("skipped", None)
             if ctx.is_pinned(GroupId(row.group_id)):  # pinned since it was read: it waits
                 return ("skipped", None)
@@ -359,6 +367,7 @@ class IntentProcessor:
     ) -> None:
         # The counters first, then the receipt: a caller that sees its receipt settled (a
         # wait may find it so without waking, on its first look) sees the counters count it.
+        self.replays.settled(row.receipt)
         with self._lock:
             acked = self._own.pop(row.receipt, None)
             if own:
@@ -403,12 +412,11 @@ class IntentProcessor:
         items = list(todo)
         try:
             vectors = self._embed([todo[item] for item in items])
-        except Exception as error:
+        except Exception as error:  # transient: owed a replay at its first attempt (0108)
             log.exception("embedding the texts of write %s failed", row.receipt)
-            prepared.embedder_failure = (
-                f"store error: the embedder failed ({type(error).__name__}); the detail was "
-                "logged; nothing was written"
-            )
+            replaying = row.state == state.FAILED_TRANSIENT
+            failure = embedder_failure(error, replaying=replaying)
+            prepared.embedder_failure, prepared.replay_owed = failure
             return prepared
         if not self._settle_vectors(session, VECTOR_WAIT, conn):
             self.counters.vector_waits_missed += 1
