@@ -69,8 +69,8 @@ class Embedding:
 
 
 def stats(app: App, **params: Any) -> dict[str, Any]:
-    found: dict[str, Any] = call(app, "lambo_stats", agent_id=AGENT, **params)
-    return found["structuredContent"]
+    found: dict[str, Any] = call(app, "lambo_stats", agent_id=AGENT, **params)["structuredContent"]
+    return found
 
 
 def row_state(ws: Workspace, receipt: str) -> str:
