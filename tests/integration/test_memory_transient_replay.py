@@ -225,3 +225,37 @@ def test_m_sta_105_106_a_rebuild_shows_the_owed_failure_and_its_replay_as_the_lo
         with graph_of(ws, SESSION, ws.log.head(SESSION)) as conn:
             (row,) = conn.execute("SELECT state FROM memory_writes WHERE receipt=?", (receipt,))
             assert row[0] == "applied"
+
+
+def test_m_sta_139_a_durable_intent_the_embedder_fails_at_startup_stays_owed(
+    settings: Settings, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Also M-STA-105, M-STA-108: a write left pending at a clean shutdown is replayed by the
+    next server while the embedder is down there: its receipt answers failed, saying the next
+    server replays it, and write_queue_replay_owed stays at 1 (nothing was discarded); the
+    server after that, its embedder back, applies it (its one replay)."""
+    embedding = Embedding(embedder, monkeypatch)
+    embedding.down = False
+    content = "the index rebuilds nightly"
+    with make_workspace(settings, embedder) as ws:
+        app = App(ws)
+        with ws.memory.processor.paused():
+            receipt = derive(app, concept(content))
+            ws.memory.close()
+        assert stats(app, receipt=receipt)["receipt"]["state"] == "intent_durable"
+    embedding.down = True
+    with make_workspace(settings, embedder) as ws:
+        app = App(ws)
+        body = settled(app, receipt)
+        assert (body["state"], body["detail"]) == ("failed", OWED)
+        figures = stats(app)
+        assert (figures["write_queue_replay_owed"], figures["write_queue_failed"]) == (1, 1)
+        assert row_state(ws, receipt) == state.FAILED_TRANSIENT
+    embedding.down = False
+    with make_workspace(settings, embedder) as ws:
+        app = App(ws)
+        assert settled(app, receipt)["state"] == "applied_after_restart"
+        figures = stats(app)
+        assert (figures["write_queue_replay_owed"], figures["write_queue_replayed"]) == (0, 1)
+        node_by_content(ws, content)
+    assert embedding.asked_for(content) == 2

@@ -339,8 +339,9 @@ class IntentProcessor:
 
     def _apply_one(
         self, conn: sqlite3.Connection, row: WriteRow, fence: Fence | None
-    ) -> tuple[str, WriteOutcome | str, bool] | None:
-        """Apply `row`; its outcome to settle (state, outcome, this process's own), if any."""
+    ) -> tuple[str, WriteOutcome | str, bool, bool] | None:
+        """Apply `row`; its outcome to settle (state, outcome, this process's own, a replay
+        still owed after it), if any."""
         prepared = self._prepare(conn, row)
         with self._lock:
             own = row.receipt in self._own
@@ -360,10 +361,15 @@ class IntentProcessor:
         self.failure = None
         if outcome_state == "skipped" or outcome is None:
             return None
-        return (outcome_state, outcome, own)
+        return (outcome_state, outcome, own, outcome_state == "failed" and prepared.replay_owed)
 
     def _settled(
-        self, row: WriteRow, outcome_state: str, outcome: WriteOutcome | str, own: bool
+        self,
+        row: WriteRow,
+        outcome_state: str,
+        outcome: WriteOutcome | str,
+        own: bool,
+        still_owed: bool = False,
     ) -> None:
         # The counters first, then the receipt: a caller that sees its receipt settled (a
         # wait may find it so without waking, on its first look) sees the counters count it.
@@ -376,7 +382,7 @@ class IntentProcessor:
                     self._outstanding[row.agent_id] = left
                 else:
                     self._outstanding.pop(row.agent_id, None)
-            else:
+            elif not still_owed:  # a durable intent the embedder failed stays owed (0108)
                 self.counters.replay_owed = max(0, self.counters.replay_owed - 1)
             if outcome_state == "applied":
                 if own:
