@@ -19,6 +19,7 @@ from lcg.domain.events import (
     EpisodeAdded,
     EventCodec,
     JsonDict,
+    MemoryWriteFailed,
     PointersRebound,
     RelationshipCreated,
     RelationshipInvalidated,
@@ -188,3 +189,28 @@ def test_missing_upcaster_and_newer_versions_are_clear_errors() -> None:
         codec.decode("note_taken", {"_v": 1, "occurred_at": NOW.isoformat(), "text": "x"})
     with pytest.raises(UnknownEventType, match="upgrade lcg"):
         codec.decode("note_taken", {"_v": 3, "occurred_at": NOW.isoformat()})
+
+
+def test_m_sta_105_106_a_failure_logged_before_replays_existed_reads_as_failed_for_good() -> None:
+    """ADR 0108 on ADR 0003: a failure owed a replay is written at version 2 (an older build
+    refuses it rather than take it for a failure for good); any other failure is still
+    written at version 1, and a stored version-1 failure (no `replay_owed`) reads as one for
+    good, so an old log replays unchanged."""
+    codec = EventCodec()
+    stored_v1 = {
+        "_v": 1,
+        "occurred_at": NOW.isoformat(),
+        "receipt": "r",
+        "intent_seq": 3,
+        "reason": "the embedder failed",
+        "after_restart": False,
+    }
+    old = codec.decode("memory_write_failed", dict(stored_v1))
+    assert old == MemoryWriteFailed(NOW, "r", 3, "the embedder failed", False)
+    assert isinstance(old, MemoryWriteFailed)
+    assert old.replay_owed is False
+    owed = MemoryWriteFailed(NOW, "r", 3, "the embedder failed", False, replay_owed=True)
+    assert codec.encode(owed)["_v"] == 2
+    assert codec.decode("memory_write_failed", codec.encode(owed)) == owed
+    assert codec.encode(old)["_v"] == 1
+    assert codec.decode("memory_write_failed", codec.encode(old)) == old

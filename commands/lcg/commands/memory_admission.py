@@ -478,11 +478,11 @@ class MemoryService:
     # -- receipts -------------------------------------------------------------------------
 
     def _from_log(self, asked: ReceiptId) -> IntentRecord | None:
-        conn = self._reader()
-        row = state.write(conn, str(asked))
+        row = state.write(self._reader(), str(asked))
         if row is None:
             return None
-        return record_of(row, this_process=asked.epoch == self.book.epoch)
+        owed = self.processor.replays.owes(row.receipt)  # a transient failure's (ADR 0108)
+        return record_of(row, this_process=asked.epoch == self.book.epoch, owed=owed)
 
     def lookup(self, receipt: str, agent_id: str, wait_ms: int) -> ReceiptAnswer:
         """lambo_stats's receipt object, after waiting up to `wait_ms` for it to settle."""
@@ -505,9 +505,8 @@ class MemoryService:
         if asked.epoch == self.book.epoch:
             with self._lock:
                 return asked in self.book.outstanding()
-        conn = self._reader()
-        row = state.write(conn, receipt)
-        return row is not None and row.state == "pending"
+        owed = self._from_log(asked)  # an intent, or a transient failure owed its replay
+        return owed is not None and owed.state == ReceiptState.PENDING_REPLAY
 
     @contextmanager
     def _wait_slot(self, agent_id: str) -> Iterator[bool]:

@@ -79,6 +79,7 @@ class Prepared:
     embedding_texts: dict[str, str] = field(default_factory=dict)
     similar: dict[str, list[Similar]] = field(default_factory=dict)
     embedder_failure: str | None = None
+    replay_owed: bool = False  # the embedder failed at the first attempt (ADR 0108)
 
 
 def texts_to_embed(row: WriteRow) -> dict[str, str]:
@@ -230,7 +231,16 @@ def apply_write(
     except DomainError as refused:
         ctx.append(
             session,
-            [MemoryWriteFailed(now, row.receipt, row.intent_seq, refused.message, after_restart)],
+            [
+                MemoryWriteFailed(
+                    now,
+                    row.receipt,
+                    row.intent_seq,
+                    refused.message,
+                    after_restart,
+                    replay_owed=prepared.replay_owed and prepared.embedder_failure is not None,
+                )
+            ],
         )
         return "failed", refused.message
     ctx.append(

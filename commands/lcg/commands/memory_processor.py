@@ -26,6 +26,7 @@ from datetime import datetime
 from lcg.commands import memory_apply
 from lcg.commands.memory_apply import Prepared, Similar
 from lcg.commands.memory_probe import ProbeFigures, StartupProbe
+from lcg.commands.memory_replay import Replays, embedder_failure, in_stream_order
 from lcg.commands.tenure import Fence, Tenure
 from lcg.commands.writer import WriteContext, Writer
 from lcg.domain.ids import GroupId
@@ -60,7 +61,9 @@ class Counters:
     applied: int = 0
     failed: int = 0
     replayed: int = 0  # a previous process's intents this one applied
-    replay_owed: int = 0  # a previous process's intents found at start, not yet applied
+    # a previous process's intents (and transient failures, ADR 0108) found at start, not
+    # yet settled
+    replay_owed: int = 0
     dropped: int = 0
     dropped_closed: int = 0
     vector_waits_missed: int = 0  # applies that went ahead without the session's vectors
@@ -119,13 +122,15 @@ class IntentProcessor:
             None if probe_embed is None else StartupProbe(probe_embed, on_done=self._probed)
         )
         self._probing = False
+        self.replays = Replays()  # an earlier server's transient failures (ADR 0108)
 
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> None:
         conn = self._reader()
         try:
-            self.counters.replay_owed = len(state.pending_writes(conn, limit=1_000_000))
+            owed = len(state.pending_writes(conn, limit=1_000_000))
+            self.counters.replay_owed = owed + self.replays.load(conn)
         finally:
             conn.close()
         self._thread = threading.Thread(target=self._run, name="lcg-intents", daemon=True)
@@ -284,7 +289,9 @@ class IntentProcessor:
             if fence is None:
                 return  # another node holds the intents lease: it applies them
         while not self.stopping():
-            pending = state.pending_writes(conn, limit=64)
+            pending = in_stream_order(
+                state.pending_writes(conn, limit=64), self.replays.rows(conn), limit=64
+            )
             if not pending:
                 return
             for row in pending:
@@ -316,7 +323,8 @@ class IntentProcessor:
             if row is None or row.state == "pending":
                 continue
             outcome = row.outcome if row.state == "applied" else None
-            self._settled(row, row.state, outcome or row.summary or row.state, own=True)
+            settled = "applied" if row.state == "applied" else "failed"
+            self._settled(row, settled, outcome or row.summary or row.state, own=True)
 
     def _apply(self, conn: sqlite3.Connection, row: WriteRow, fence: Fence | None = None) -> None:
         started = time.monotonic()
@@ -331,8 +339,9 @@ class IntentProcessor:
 
     def _apply_one(
         self, conn: sqlite3.Connection, row: WriteRow, fence: Fence | None
-    ) -> tuple[str, WriteOutcome | str, bool] | None:
-        """Apply `row`; its outcome to settle (state, outcome, this process's own), if any."""
+    ) -> tuple[str, WriteOutcome | str, bool, bool] | None:
+        """Apply `row`; its outcome to settle (state, outcome, this process's own, a replay
+        still owed after it), if any."""
         prepared = self._prepare(conn, row)
         with self._lock:
             own = row.receipt in self._own
@@ -340,7 +349,7 @@ class IntentProcessor:
 
         def handler(ctx: WriteContext) -> tuple[str, WriteOutcome | str | None]:
             current = state.write(ctx.conn, row.receipt)
-            if current is None or current.state != "pending":  # settled meanwhile
+            if current is None or current.state != row.state:  # settled meanwhile
                 return ("skipped", None)
             if ctx.is_pinned(GroupId(row.group_id)):  # pinned since it was read: it waits
                 return ("skipped", None)
@@ -352,13 +361,19 @@ class IntentProcessor:
         self.failure = None
         if outcome_state == "skipped" or outcome is None:
             return None
-        return (outcome_state, outcome, own)
+        return (outcome_state, outcome, own, outcome_state == "failed" and prepared.replay_owed)
 
     def _settled(
-        self, row: WriteRow, outcome_state: str, outcome: WriteOutcome | str, own: bool
+        self,
+        row: WriteRow,
+        outcome_state: str,
+        outcome: WriteOutcome | str,
+        own: bool,
+        still_owed: bool = False,
     ) -> None:
         # The counters first, then the receipt: a caller that sees its receipt settled (a
         # wait may find it so without waking, on its first look) sees the counters count it.
+        self.replays.settled(row.receipt)
         with self._lock:
             acked = self._own.pop(row.receipt, None)
             if own:
@@ -367,7 +382,7 @@ class IntentProcessor:
                     self._outstanding[row.agent_id] = left
                 else:
                     self._outstanding.pop(row.agent_id, None)
-            else:
+            elif not still_owed:  # a durable intent the embedder failed stays owed (0108)
                 self.counters.replay_owed = max(0, self.counters.replay_owed - 1)
             if outcome_state == "applied":
                 if own:
@@ -403,12 +418,11 @@ class IntentProcessor:
         items = list(todo)
         try:
             vectors = self._embed([todo[item] for item in items])
-        except Exception as error:
+        except Exception as error:  # transient: owed a replay at its first attempt (0108)
             log.exception("embedding the texts of write %s failed", row.receipt)
-            prepared.embedder_failure = (
-                f"store error: the embedder failed ({type(error).__name__}); the detail was "
-                "logged; nothing was written"
-            )
+            replaying = row.state == state.FAILED_TRANSIENT
+            failure = embedder_failure(error, replaying=replaying)
+            prepared.embedder_failure, prepared.replay_owed = failure
             return prepared
         if not self._settle_vectors(session, VECTOR_WAIT, conn):
             self.counters.vector_waits_missed += 1

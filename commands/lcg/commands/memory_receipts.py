@@ -38,12 +38,14 @@ def settled_fields(outcome: WriteOutcome) -> dict[str, JsonValue]:
     return fields
 
 
-def record_of(row: WriteRow, *, this_process: bool) -> IntentRecord:
-    """What the log says about a write, as a receipt state (ADR 0026)."""
-    if row.state == "pending":
-        owed = ReceiptState.PENDING if this_process else ReceiptState.PENDING_REPLAY
-        return IntentRecord(owed, row.agent_id, row.group_id)
-    if row.state == "failed":
+def record_of(row: WriteRow, *, this_process: bool, owed: bool = False) -> IntentRecord:
+    """What the log says about a write, as a receipt state (ADR 0026). `owed`: this server
+    owes the write a replay after a transient failure (ADR 0108), so it answers as an intent
+    still owed; where it failed, and once it fails again, it answers failed."""
+    if row.state == "pending" or (row.state == state.FAILED_TRANSIENT and owed):
+        waits = ReceiptState.PENDING if this_process else ReceiptState.PENDING_REPLAY
+        return IntentRecord(waits, row.agent_id, row.group_id)
+    if row.state in ("failed", state.FAILED_TRANSIENT):
         return IntentRecord(ReceiptState.FAILED, row.agent_id, row.group_id, detail=row.summary)
     outcome = row.outcome
     assert outcome is not None

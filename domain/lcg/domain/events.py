@@ -183,11 +183,21 @@ class MemoryWriteFailed(DomainEvent):
     write in between closed, the embedder down); nothing of it was written."""
 
     wire_name: ClassVar[str] = "memory_write_failed"
+    # 2: `replay_owed` (ADR 0108). A failure for good is still written at version 1, as
+    # before; one owed a replay at 2, which an older build refuses to read rather than take
+    # for a failure for good and then meet the replay's outcome.
+    version: ClassVar[int] = 2
 
     receipt: str
     intent_seq: int
     reason: str
     after_restart: bool
+    # The cause was transient (the embedder did not answer) at the write's first attempt:
+    # the next server on the session replays it once (ADR 0108). False: failed for good.
+    replay_owed: bool = False
+
+    def wire_version(self) -> int:
+        return 2 if self.replay_owed else 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -463,6 +473,8 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("memory_write_accepted", 1): lambda payload: payload,
     # A version-2 intent (a derive or an action) reads as version 3 unchanged (ADR 0095).
     ("memory_write_accepted", 2): lambda payload: payload,
+    # A version-1 failure is a failure for good: no replay is owed (ADR 0108).
+    ("memory_write_failed", 1): lambda payload: {"replay_owed": False, **payload},
 }
 
 

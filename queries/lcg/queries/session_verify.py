@@ -26,9 +26,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
-from lcg.domain.events import MemoryWriteApplied, MemoryWriteFailed
+from lcg.domain.events import DomainEvent, MemoryWriteApplied, MemoryWriteFailed
 from lcg.domain.ids import GroupId
 from lcg.domain.memory import evidence
 from lcg.projections.canonization.projection import CanonizationProjection
@@ -177,13 +177,18 @@ def _replayed(log: LogStore, session: str, upto: dict[str, int]) -> tuple[_Rows,
                         projection.apply(scratch, run)
                 for event in page:
                     settled = event.event
-                    if event.seq <= upto["memory"] and isinstance(
-                        settled, MemoryWriteApplied | MemoryWriteFailed
-                    ):
+                    if event.seq <= upto["memory"] and _settles(settled):
                         settles[settled.receipt] += 1
         return _read(scratch, session), settles
     finally:
         scratch.close()
+
+
+def _settles(event: DomainEvent) -> TypeGuard[MemoryWriteApplied | MemoryWriteFailed]:
+    """An outcome that settles its receipt: a failure owed a replay does not (ADR 0108)."""
+    if isinstance(event, MemoryWriteFailed):
+        return not event.replay_owed
+    return isinstance(event, MemoryWriteApplied)
 
 
 def _compare(actual: _Rows, expected: _Rows, settles: Counter[str]) -> Iterable[Problem]:

@@ -33,6 +33,7 @@ from lcg.domain.events import (
 from lcg.domain.ids import GroupId, Seq
 from lcg.projections.dispatch import E, EventTable
 from lcg.projections.memory import concept_stats
+from lcg.projections.memory.state import FAILED_TRANSIENT
 from lcg.projections.reset import only_group
 from lcg.projections.wal.store import RecordedEvent
 
@@ -217,7 +218,7 @@ def _failed(conn: sqlite3.Connection, group: GroupId, run: Run[MemoryWriteFailed
         _settle(
             conn,
             event.receipt,
-            "failed",
+            FAILED_TRANSIENT if event.replay_owed else "failed",
             seq,
             event.occurred_at.isoformat(),
             event.reason,
@@ -282,15 +283,19 @@ def _gc_swept(conn: sqlite3.Connection, group: GroupId, run: Run[GcSwept]) -> No
 
 @TABLE.on(GroupPurged)
 def _purged(conn: sqlite3.Connection, group: GroupId, run: Run[GroupPurged]) -> None:
-    """Empty the session, except the intents still owed an outcome: they were acknowledged,
-    so the processor applies them after the purge (their outcome follows it in the stream)."""
+    """Empty the session, except the intents still owed an outcome (pending, or owed a replay
+    after a transient failure, ADR 0108): they were acknowledged, so the processor applies them
+    after the purge (their outcome follows it in the stream)."""
     conn.execute("DELETE FROM memory_nodes WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_edges WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_superseded WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_images WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_concept_stats WHERE group_id=?", (group,))
     conn.execute("DELETE FROM memory_session_stats WHERE group_id=?", (group,))
-    conn.execute("DELETE FROM memory_writes WHERE group_id=? AND state != 'pending'", (group,))
+    conn.execute(
+        "DELETE FROM memory_writes WHERE group_id=? AND state NOT IN ('pending', ?)",
+        (group, FAILED_TRANSIENT),
+    )
 
 
 class MemoryProjection:

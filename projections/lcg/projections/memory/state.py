@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from lcg.domain.memory.records import MemoryRequest, WriteOutcome
+
+# A write's state while it is failed for a transient cause and owed a replay by the next
+# server on its session (ADR 0108); its receipt answers failed where it failed.
+FAILED_TRANSIENT = "failed_transient"
 
 _NODE = (
     "SELECT uuid, node_kind, content, concept_type, canonical_key, agent_id, created_at,"
@@ -107,7 +111,7 @@ class WriteRow:
     group_id: str
     agent_id: str
     tool: str
-    state: str  # pending | applied | failed
+    state: str  # pending | applied | failed | failed_transient (owed a replay, ADR 0108)
     intent_seq: int
     accepted_at: str
     request: MemoryRequest
@@ -155,6 +159,25 @@ def pending_writes(conn: sqlite3.Connection, limit: int = 256) -> list[WriteRow]
         (limit,),
     ).fetchall()
     return [_write(row) for row in rows]
+
+
+def replays_owed(conn: sqlite3.Connection, receipts: Collection[str]) -> list[WriteRow]:
+    """The writes among `receipts` still failed for a transient cause and owed their replay
+    (ADR 0108), in stream order per session, except in a session a bounded replay pins."""
+    if not receipts:
+        return []
+    rows = conn.execute(
+        f"{_WRITE} WHERE state=? AND group_id NOT IN (SELECT group_id FROM"
+        " projection_positions WHERE pinned_to IS NOT NULL) ORDER BY intent_seq, group_id",
+        (FAILED_TRANSIENT,),
+    ).fetchall()
+    return [_write(row) for row in rows if row[0] in receipts]
+
+
+def transient_failures(conn: sqlite3.Connection) -> list[str]:
+    """The receipts of every write failed for a transient cause and owed a replay."""
+    rows = conn.execute("SELECT receipt FROM memory_writes WHERE state=?", (FAILED_TRANSIENT,))
+    return [str(receipt) for (receipt,) in rows.fetchall()]
 
 
 def counts(conn: sqlite3.Connection, group: str) -> dict[str, int]:
