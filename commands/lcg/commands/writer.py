@@ -151,8 +151,10 @@ class Writer:
         self.clock = clock
         self.max_batch = max_batch
         # appends a batch may lose to another node's (ConcurrentAppend) before its write is
-        # refused with the storage error; each loss catches the group up and decides again
-        self.max_contention = 8
+        # refused with the storage error; each loss catches the group up and decides again.
+        # Each loss is another node's append, so a write fails only when other nodes appended
+        # more than this many batches to the group while it was being decided (ADR 0075)
+        self.max_contention = 64
         # Caches of committed state, valid while this writer holds the batch lock; cleared by
         # exclusive() (rebuilds, clears) and by a failed batch.
         self._heads: dict[GroupId, int] = {}
