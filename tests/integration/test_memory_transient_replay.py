@@ -95,6 +95,7 @@ def fail_while_down(ws: Workspace, embedding: Embedding, content: str) -> str:
     assert embedding.asked_for(content) == 1
     figures = stats(app)
     assert (figures["write_queue_failed"], figures["write_queue_replay_owed"]) == (1, 0)
+    assert figures["log_depth"] == 1  # recorded, not applied: owed to the next server
     return receipt
 
 
@@ -123,6 +124,7 @@ def test_m_sta_105_a_write_failed_while_the_embedder_was_down_is_replayed_by_the
         assert body["created_count"] == 1
         figures = stats(app)
         assert (figures["write_queue_replay_owed"], figures["write_queue_replayed"]) == (0, 1)
+        assert figures["log_depth"] == 0
         assert (figures["write_queue_applied"], figures["write_queue_failed"]) == (0, 0)
         assert node_by_content(ws, content).uuid in body["created"]
         ws.settle()
@@ -257,5 +259,6 @@ def test_m_sta_139_a_durable_intent_the_embedder_fails_at_startup_stays_owed(
         assert settled(app, receipt)["state"] == "applied_after_restart"
         figures = stats(app)
         assert (figures["write_queue_replay_owed"], figures["write_queue_replayed"]) == (0, 1)
+        assert figures["log_depth"] == 0
         node_by_content(ws, content)
     assert embedding.asked_for(content) == 2

@@ -40,9 +40,10 @@ def stats_payload(
 ) -> dict[str, Any]:
     """lambo_stats's structured content (without the receipt)."""
     counts = state.counts(conn, session)
-    (log_depth,) = conn.execute(
-        "SELECT COUNT(*) FROM memory_writes WHERE group_id=? AND state='pending'",
-        (session,),
+    (log_depth,) = conn.execute(  # the writes recorded, not yet applied: pending intents,
+        # and those owed a replay after a transient failure (ADR 0108)
+        "SELECT COUNT(*) FROM memory_writes WHERE group_id=? AND state IN ('pending', ?)",
+        (session, state.FAILED_TRANSIENT),
     ).fetchone()
     clock = canon.clock(conn, session)
     samples = sorted(counters.apply_ms)
