@@ -123,6 +123,7 @@ class IntentProcessor:
         )
         self._probing = False
         self.replays = Replays()  # an earlier server's transient failures (ADR 0108)
+        self._tenure_fence: Fence | None = None  # the intents lease's tenure last drained
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -288,6 +289,11 @@ class IntentProcessor:
             fence = self.tenure.fence()
             if fence is None:
                 return  # another node holds the intents lease: it applies them
+            if fence != self._tenure_fence:  # a new tenure: owe what other nodes left (0108)
+                self._tenure_fence = fence
+                added = self.replays.take_over(conn)
+                with self._lock:
+                    self.counters.replay_owed += added
         while not self.stopping():
             pending = in_stream_order(
                 state.pending_writes(conn, limit=64), self.replays.rows(conn), limit=64
@@ -374,6 +380,8 @@ class IntentProcessor:
         # The counters first, then the receipt: a caller that sees its receipt settled (a
         # wait may find it so without waking, on its first look) sees the counters count it.
         self.replays.settled(row.receipt)
+        if still_owed:
+            self.replays.failed_here(row.receipt)
         with self._lock:
             acked = self._own.pop(row.receipt, None)
             if own:

@@ -37,12 +37,14 @@ def embedder_failure(error: BaseException, *, replaying: bool) -> tuple[str, boo
 
 
 class Replays:
-    """The transient failures an earlier server left owed, found at this server's start; a
-    write failed transiently here is not among them (nothing retries it on this server)."""
+    """The transient failures an earlier server left owed, found at this server's start, and
+    on a PostgreSQL log those another node left when this one takes the intents lease; a
+    write failed transiently here is never among them (nothing retries it on this server)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._owed: set[str] = set()
+        self._failed_here: set[str] = set()  # first attempts this server failed, owed onward
 
     def load(self, conn: sqlite3.Connection) -> int:
         """Take the owed replays from the projection, at start; how many there are (in a
@@ -51,6 +53,22 @@ class Replays:
         with self._lock:
             self._owed = owed
         return len(state.replays_owed(conn, owed))
+
+    def take_over(self, conn: sqlite3.Connection) -> int:
+        """At a new tenure of the intents lease (nodes on one PostgreSQL log, ADR 0085): the
+        transient failures other nodes recorded since this server started are owed by it
+        now, as the next server to apply the session's writes; how many were added."""
+        found = set(state.transient_failures(conn))
+        with self._lock:
+            added = found - self._owed - self._failed_here
+            self._owed |= added
+        return len(state.replays_owed(conn, added))
+
+    def failed_here(self, receipt: str) -> None:
+        """This server failed the write's first attempt for a transient cause: the server
+        after it owes the replay, never this one."""
+        with self._lock:
+            self._failed_here.add(receipt)
 
     def owes(self, receipt: str) -> bool:
         """Whether this server still owes the write its replay."""
