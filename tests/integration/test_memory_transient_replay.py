@@ -96,6 +96,8 @@ def fail_while_down(ws: Workspace, embedding: Embedding, content: str) -> str:
     figures = stats(app)
     assert (figures["write_queue_failed"], figures["write_queue_replay_owed"]) == (1, 0)
     assert figures["log_depth"] == 1  # recorded, not applied: owed to the next server
+    report = verify_session(ws.reader(), ws.log, SESSION, ws.clock())
+    assert (report.ok, report.pending_receipts) == (True, 1), report.problems
     return receipt
 
 
