@@ -92,7 +92,8 @@ def test_both_fused_values_equal_a_second_fusion_exactly() -> None:
             fused = fuse(legs, fusion, raw=fusion == "max")
             again = {e.key: e.score for e in fuse(legs, other, raw=other == "max")}
             chosen = fused[: rng.choice((10, 30, len(fused)))]
-            values = _both_fused(legs, chosen, fusion)
+            by_leg = {name: dict(hits) for name, hits in legs.items()}
+            values = _both_fused(legs, by_leg, chosen, fusion)
             assert list(values) == [e.key for e in chosen]
             for e in chosen:
                 mine = {fusion: round(e.score, 6), other: round(again[e.key], 6)}

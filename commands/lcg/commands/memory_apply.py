@@ -152,8 +152,7 @@ class Outcome:
                 and stored.node_kind == "concept"
                 and stored.concept_type == concept_type
                 and stored.uuid not in against
-                and not is_scoped_key(stored.canonical_key)  # nothing merges into it (0082)
-                and not digit_words_differ(content, stored.content)  # ADR 0025's guard
+                and _mergeable(content, stored)
             ):
                 self.semantic_merged += 1
                 self.reinforce(stored.uuid)
@@ -229,19 +228,11 @@ def apply_write(
             raise ApplyRefused(prepared.embedder_failure)
         outcome = _decide(ctx, row, prepared, new_id, now)
     except DomainError as refused:
-        ctx.append(
-            session,
-            [
-                MemoryWriteFailed(
-                    now,
-                    row.receipt,
-                    row.intent_seq,
-                    refused.message,
-                    after_restart,
-                    replay_owed=prepared.replay_owed and prepared.embedder_failure is not None,
-                )
-            ],
+        owed = prepared.replay_owed  # set only with embedder_failure (ADR 0108)
+        failed = MemoryWriteFailed(
+            now, row.receipt, row.intent_seq, refused.message, after_restart, replay_owed=owed
         )
+        ctx.append(session, [failed])
         return "failed", refused.message
     ctx.append(
         session, [MemoryWriteApplied(now, row.receipt, row.intent_seq, outcome, after_restart)]
@@ -382,11 +373,7 @@ def _candidates(
     for similar, stored in near:
         if stored.uuid in written:
             continue
-        tied = (
-            similar.cosine == merged_at
-            and not is_scoped_key(stored.canonical_key)
-            and not digit_words_differ(content, stored.content)
-        )
+        tied = similar.cosine == merged_at and _mergeable(content, stored)
         found.append(
             Candidate(
                 stored.uuid[:8],
@@ -418,6 +405,15 @@ def _suspected(
         and digit_words_differ(content, stored.content)
         and one_value_differs(stored.content, content)
     ]
+
+
+def _mergeable(content: str, stored: state.Node) -> bool:
+    """Whether a near concept of the type may take this text by similarity: not a scoped
+    path, into which nothing merges (ADR 0082), and no identifier of the two differs (ADR
+    0025's guard)."""
+    return not is_scoped_key(stored.canonical_key) and not digit_words_differ(
+        content, stored.content
+    )
 
 
 def _linked(out: Outcome, first: str, second: str) -> bool:

@@ -89,9 +89,9 @@ def add_leg(
 def first_place(fusion: Fusion, weights: Sequence[float], rrf_k: float = RRF_K) -> float:
     """What first place in every live leg (of these weights) scores before scaling: the divisor
     that makes it 1.0 under rrf and convex (max is not scaled: 1.0)."""
-    total = sum(weights)
     if fusion == "max" or not weights:
         return 1.0
+    total = sum(weights)
     return (total / (rrf_k + 1) if fusion == "rrf" else total) or 1.0
 
 

@@ -149,7 +149,9 @@ def ranked(
         fused = _staged(ctx, session, query, fused, top_k)
     by_leg = {name: dict(hits) for name, hits in legs.items()}
     chosen = fused[: take or top_k]
-    values = _both_fused(legs, [leg_hits[e.key] for e in chosen if e.key in leg_hits], fusion)
+    values = _both_fused(
+        legs, by_leg, [leg_hits[e.key] for e in chosen if e.key in leg_hits], fusion
+    )
     return [
         RecallHit(e.key, e.score, e.ranks, values.get(e.key, {}), _leg_scores(by_leg, e))
         for e in chosen
@@ -221,24 +223,22 @@ def _no_words() -> dict[str, list[TextHit]]:
 
 
 def _both_fused(
-    legs: dict[str, list[tuple[str, float]]], fused: list[Fused[str]], fusion: Fusion
+    legs: dict[str, list[tuple[str, float]]],
+    by_leg: dict[str, dict[str, float]],
+    fused: list[Fused[str]],
+    fusion: Fusion,
 ) -> dict[str, dict[str, float]]:
     """The `max` and `rrf` values of the leg hits `fused` (as `fuse` left them): the one that
-    ranked, and the other fusion of the same legs, taken leg by leg in the legs' order through
-    `fuse`'s own arithmetic (`add_leg`, `first_place`) from each hit's leg ranks (rrf) or raw
-    leg scores (max), without fusing every candidate again."""
+    ranked, and the other fusion of the same legs, taken leg by leg in the order `fuse` met
+    them through its own arithmetic (`add_leg`, `first_place`) from each hit's leg ranks (rrf)
+    or raw leg scores (`by_leg`, max), without fusing every candidate again."""
     other: Fusion = "rrf" if fusion == "max" else "max"
-    live = [name for name, hits in legs.items() if hits]
-    by_leg = {name: dict(legs[name]) for name in live} if other == "max" else {}
-    best = first_place(other, [1.0] * len(live))
+    best = first_place(other, [1.0 for hits in legs.values() if hits])
     both: dict[str, dict[str, float]] = {}
     for e in fused:
         score = 0.0
-        for name in live:
-            rank = e.ranks.get(name)
-            if rank is not None and (other == "rrf" or e.key in by_leg[name]):
-                raw = by_leg[name][e.key] if other == "max" else 0.0
-                score = add_leg(other, score, rank, raw)
+        for name, rank in e.ranks.items():
+            score = add_leg(other, score, rank, by_leg[name][e.key])
         mine = {fusion: round(e.score, 6), other: round(score / best, 6)}
         both[e.key] = {"max": mine["max"], "rrf": mine["rrf"]}
     return both
