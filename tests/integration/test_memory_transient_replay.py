@@ -195,7 +195,7 @@ def test_m_sta_105_a_permanent_failure_is_never_replayed(
         body = settled(app, refused)
         assert body["state"] == "failed"
         assert "cycle" in body["detail"]
-        assert ws.memory.processor.replays.rows(ws.reader()) == []
+        assert ws.memory.processor.replays.owed(ws.reader())[0] == []
     assert outcomes_per_receipt(session_events(settings.workspace, SESSION))[refused] == 1
 
 

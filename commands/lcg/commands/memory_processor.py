@@ -123,7 +123,6 @@ class IntentProcessor:
         )
         self._probing = False
         self.replays = Replays()  # an earlier server's transient failures (ADR 0108)
-        self._tenure_fence: Fence | None = None  # the intents lease's tenure last drained
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -131,7 +130,7 @@ class IntentProcessor:
         conn = self._reader()
         try:
             owed = len(state.pending_writes(conn, limit=1_000_000))
-            self.counters.replay_owed = owed + self.replays.load(conn)
+            self.counters.replay_owed = owed + self.replays.owed(conn)[1]
         finally:
             conn.close()
         self._thread = threading.Thread(target=self._run, name="lcg-intents", daemon=True)
@@ -289,15 +288,12 @@ class IntentProcessor:
             fence = self.tenure.fence()
             if fence is None:
                 return  # another node holds the intents lease: it applies them
-            if fence != self._tenure_fence:  # a new tenure: owe what other nodes left (0108)
-                self._tenure_fence = fence
-                added = self.replays.take_over(conn)
+        while not self.stopping():
+            replays, added = self.replays.owed(conn)  # ADR 0108
+            if added:  # failures another node recorded since this server started
                 with self._lock:
                     self.counters.replay_owed += added
-        while not self.stopping():
-            pending = in_stream_order(
-                state.pending_writes(conn, limit=64), self.replays.rows(conn), limit=64
-            )
+            pending = in_stream_order(state.pending_writes(conn, limit=64), replays, limit=64)
             if not pending:
                 return
             for row in pending:
@@ -379,7 +375,6 @@ class IntentProcessor:
     ) -> None:
         # The counters first, then the receipt: a caller that sees its receipt settled (a
         # wait may find it so without waking, on its first look) sees the counters count it.
-        self.replays.settled(row.receipt)
         if still_owed:
             self.replays.failed_here(row.receipt)
         with self._lock:

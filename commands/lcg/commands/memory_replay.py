@@ -37,32 +37,27 @@ def embedder_failure(error: BaseException, *, replaying: bool) -> tuple[str, boo
 
 
 class Replays:
-    """The transient failures an earlier server left owed, found at this server's start, and
-    on a PostgreSQL log those another node left when this one takes the intents lease; a
-    write failed transiently here is never among them (nothing retries it on this server)."""
+    """The transient failures this server owes a replay: every one in the projection but
+    those it failed itself (nothing retries a write on the server that failed it). Read
+    afresh at each drain, so a failure recorded by an earlier server, or on a PostgreSQL log
+    by another node, is owed as soon as this server applies the session's writes (the node
+    holding the intents lease, ADR 0085), whenever its projection received the failure."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._owed: set[str] = set()
         self._failed_here: set[str] = set()  # first attempts this server failed, owed onward
+        self._counted: set[str] = set()  # owed replays already counted in replay_owed
 
-    def load(self, conn: sqlite3.Connection) -> int:
-        """Take the owed replays from the projection, at start; how many there are (in a
-        session a bounded replay pins, they wait and are not counted, like its intents)."""
-        owed = set(state.transient_failures(conn))
+    def owed(self, conn: sqlite3.Connection) -> tuple[list[WriteRow], int]:
+        """The owed replays' rows, in stream order per session (in a session a bounded
+        replay pins, they wait), and how many of them this server had not counted yet."""
         with self._lock:
-            self._owed = owed
-        return len(state.replays_owed(conn, owed))
-
-    def take_over(self, conn: sqlite3.Connection) -> int:
-        """At a new tenure of the intents lease (nodes on one PostgreSQL log, ADR 0085): the
-        transient failures other nodes recorded since this server started are owed by it
-        now, as the next server to apply the session's writes; how many were added."""
-        found = set(state.transient_failures(conn))
+            failed_here = frozenset(self._failed_here)
+        rows = state.replays_owed(conn, failed_here)
         with self._lock:
-            added = found - self._owed - self._failed_here
-            self._owed |= added
-        return len(state.replays_owed(conn, added))
+            new = {row.receipt for row in rows} - self._counted
+            self._counted |= new
+        return rows, len(new)
 
     def failed_here(self, receipt: str) -> None:
         """This server failed the write's first attempt for a transient cause: the server
@@ -71,20 +66,9 @@ class Replays:
             self._failed_here.add(receipt)
 
     def owes(self, receipt: str) -> bool:
-        """Whether this server still owes the write its replay."""
+        """Whether this server owes the write (failed for a transient cause) its replay."""
         with self._lock:
-            return receipt in self._owed
-
-    def rows(self, conn: sqlite3.Connection) -> list[WriteRow]:
-        """The owed replays' rows still waiting, in stream order per session."""
-        with self._lock:
-            owed = frozenset(self._owed)
-        return state.replays_owed(conn, owed)
-
-    def settled(self, receipt: str) -> None:
-        """The write's replay has its outcome (or another server's outcome arrived)."""
-        with self._lock:
-            self._owed.discard(receipt)
+            return receipt not in self._failed_here
 
 
 def in_stream_order(pending: list[WriteRow], replays: list[WriteRow], limit: int) -> list[WriteRow]:

@@ -161,23 +161,16 @@ def pending_writes(conn: sqlite3.Connection, limit: int = 256) -> list[WriteRow]
     return [_write(row) for row in rows]
 
 
-def replays_owed(conn: sqlite3.Connection, receipts: Collection[str]) -> list[WriteRow]:
-    """The writes among `receipts` still failed for a transient cause and owed their replay
-    (ADR 0108), in stream order per session, except in a session a bounded replay pins."""
-    if not receipts:
-        return []
+def replays_owed(conn: sqlite3.Connection, excluding: Collection[str] = ()) -> list[WriteRow]:
+    """The writes failed for a transient cause and owed their replay (ADR 0108), but those
+    `excluding` names, in stream order per session, except in a session a bounded replay
+    pins."""
     rows = conn.execute(
         f"{_WRITE} WHERE state=? AND group_id NOT IN (SELECT group_id FROM"
         " projection_positions WHERE pinned_to IS NOT NULL) ORDER BY intent_seq, group_id",
         (FAILED_TRANSIENT,),
     ).fetchall()
-    return [_write(row) for row in rows if row[0] in receipts]
-
-
-def transient_failures(conn: sqlite3.Connection) -> list[str]:
-    """The receipts of every write failed for a transient cause and owed a replay."""
-    rows = conn.execute("SELECT receipt FROM memory_writes WHERE state=?", (FAILED_TRANSIENT,))
-    return [str(receipt) for (receipt,) in rows.fetchall()]
+    return [_write(row) for row in rows if row[0] not in excluding]
 
 
 def counts(conn: sqlite3.Connection, group: str) -> dict[str, int]:
