@@ -375,8 +375,6 @@ class IntentProcessor:
     ) -> None:
         # The counters first, then the receipt: a caller that sees its receipt settled (a
         # wait may find it so without waking, on its first look) sees the counters count it.
-        if still_owed:
-            self.replays.failed_here(row.receipt)
         with self._lock:
             acked = self._own.pop(row.receipt, None)
             if own:
@@ -426,6 +424,8 @@ class IntentProcessor:
             replaying = row.state == state.FAILED_TRANSIENT
             failure = embedder_failure(error, replaying=replaying)
             prepared.embedder_failure, prepared.replay_owed = failure
+            if prepared.replay_owed:  # before its failure is written: never owed here
+                self.replays.failed_here(row.receipt)
             return prepared
         if not self._settle_vectors(session, VECTOR_WAIT, conn):
             self.counters.vector_waits_missed += 1
